@@ -1,0 +1,100 @@
+// From text to a 64-bit simhash fingerprint.
+//
+// A Fingerprinter splits UTF-8 text into tokens (NFKC normalisation and case
+// folding, then Unicode word boundaries; Chinese, Japanese and Thai text is
+// segmented into words with ICU's dictionaries), makes features out of every
+// `window` consecutive tokens, weights each feature by how often it occurs,
+// hashes it with XXH3-64 and takes the simhash (see simhash.h).
+//
+// Fingerprints are persisted, so everything that shapes them is recorded in
+// FingerprintOptions, whose text form (ToString / Parse) is stable: a store
+// writes it down at creation and refuses to mix fingerprints made otherwise.
+// The fingerprint of a given text under given options never changes; a change
+// of algorithm gets a new `version`.
+//
+// Thread safety: a Fingerprinter is immutable; any number of threads may call
+// its const methods concurrently.
+
+#ifndef FPSTORE_FINGERPRINTER_H_
+#define FPSTORE_FINGERPRINTER_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fpstore/simhash.h"
+#include "fpstore/status.h"
+
+namespace fpstore {
+
+// How much each feature counts. Recorded on disk by name: never rename.
+enum class FeatureWeighting {
+  kTermFrequency,  // a feature counts once per occurrence ("tf")
+  kPresence,       // a feature counts once however often it occurs ("presence")
+};
+
+struct FingerprintOptions {
+  // The algorithm version. 1 is the only one so far: NFKC_Casefold, ICU
+  // word boundaries (letters, numbers, kana, ideographs), XXH3-64 with seed 0
+  // over the token's UTF-8 bytes, shingles hashed as the XXH3-64 of their
+  // token hashes. Default: 1.
+  int version = 1;
+
+  // Number of consecutive tokens per feature (shingle). 1 makes the features
+  // single words. A text with fewer tokens than `window` has one feature, all
+  // of its tokens. Default: 3. REQUIRES: 1 <= window <= 64.
+  int window = 3;
+
+  FeatureWeighting weighting = FeatureWeighting::kTermFrequency;
+
+  // "v1 window=3 weighting=tf": stable, human-readable, and the form a store
+  // records. Parse(ToString()) gives back equal options.
+  std::string ToString() const;
+  static Result<FingerprintOptions> Parse(std::string_view text);
+
+  // InvalidArgument naming the field unless every field is in range.
+  Status Validate() const;
+
+  bool operator==(const FingerprintOptions&) const = default;
+};
+
+// A term chosen and weighted by the caller, e.g. a TF-IDF keyword.
+struct WeightedTerm {
+  std::string_view term;
+  double weight;
+};
+
+class Fingerprinter {
+ public:
+  // Fails with InvalidArgument if options.Validate() does.
+  static Result<Fingerprinter> Create(const FingerprintOptions& options = {});
+
+  const FingerprintOptions& options() const { return options_; }
+
+  // The fingerprint of a UTF-8 text. Text without any word (empty, spaces,
+  // punctuation only) has fingerprint 0. Invalid UTF-8 gives InvalidArgument
+  // with the byte offset of the first bad sequence.
+  Result<Fingerprint> FromText(std::string_view utf8) const;
+
+  // The normalised tokens of a UTF-8 text, in order, as FromText sees them.
+  Result<std::vector<std::string>> Tokens(std::string_view utf8) const;
+
+  // The fingerprint of caller-chosen terms: each term is hashed as a
+  // one-token feature would be (HashTerm) and weighted as given; `window`
+  // and `weighting` do not apply.
+  Fingerprint FromTerms(std::span<const WeightedTerm> terms) const;
+
+  // The feature hash of one already-normalised term.
+  static std::uint64_t HashTerm(std::string_view term);
+
+ private:
+  explicit Fingerprinter(const FingerprintOptions& options) : options_(options) {}
+
+  FingerprintOptions options_;
+};
+
+}  // namespace fpstore
+
+#endif  // FPSTORE_FINGERPRINTER_H_
