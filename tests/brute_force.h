@@ -113,18 +113,18 @@ inline std::vector<NearPair> BruteForcePairs(
 }
 
 // A document within distance of a query.
-struct Match {
+struct IdDistance {
   std::uint64_t id;
   int distance;
 
-  friend bool operator==(const Match&, const Match&) = default;
-  friend auto operator<=>(const Match&, const Match&) = default;
+  friend bool operator==(const IdDistance&, const IdDistance&) = default;
+  friend auto operator<=>(const IdDistance&, const IdDistance&) = default;
 };
 
 // Every document within k of `query`, sorted by id.
-inline std::vector<Match> BruteForceQuery(std::span<const internal::IdFingerprint> docs,
+inline std::vector<IdDistance> BruteForceQuery(std::span<const internal::IdFingerprint> docs,
                                           Fingerprint query, int k) {
-  std::vector<Match> matches;
+  std::vector<IdDistance> matches;
   for (const internal::IdFingerprint& doc : docs) {
     const int d = HammingDistance(doc.fingerprint, query);
     if (d <= k) matches.push_back({doc.id, d});
@@ -139,7 +139,7 @@ inline std::string Describe(const NearPair& p) {
   return out.str();
 }
 
-inline std::string Describe(const Match& m) {
+inline std::string Describe(const IdDistance& m) {
   std::ostringstream out;
   out << m.id << " at " << m.distance;
   return out.str();

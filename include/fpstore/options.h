@@ -1,0 +1,77 @@
+// Options for opening a Store. Every field has a default that suits a
+// crawler's dedup database of up to ~100 million documents on one machine.
+//
+// Thread safety: plain values; copy freely.
+
+#ifndef FPSTORE_OPTIONS_H_
+#define FPSTORE_OPTIONS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "fpstore/fingerprinter.h"
+
+namespace fpstore {
+
+// What an acknowledged write survives. Recorded nowhere on disk: each
+// process chooses. Never renumber (the C API passes the value).
+enum class Durability : int {
+  // Every write is on stable storage before the call returns, fsync'd on
+  // its own. Survives power loss.
+  kSync = 0,
+  // Every write is on stable storage before the call returns, but writers
+  // that arrive while an fsync is running wait for the next one and share
+  // it, so concurrent inserts cost about one fsync per group. Survives
+  // power loss.
+  kGroupCommit = 1,
+  // Written to the operating system before the call returns, not fsync'd.
+  // Survives a crash of the process, not of the machine.
+  kNoSync = 2,
+};
+
+struct StoreOptions {
+  // ---- Behaviour ----
+
+  // Create the store if `path` does not hold one. The directory must then be
+  // absent or empty. Default: true.
+  bool create_if_missing = true;
+
+  // Fail with InvalidArgument if the store already exists. Default: false.
+  bool error_if_exists = false;
+
+  // Open for reading only; writes return NotSupported. Several read-only
+  // handles may be open in several processes beside one writer. Default: false.
+  bool read_only = false;
+
+  // The permutation plan: `blocks` m and `distance` k (see permutation.h).
+  // Used when creating a store; an existing store keeps the plan it was
+  // created with, and opening it with a different value set here fails with
+  // InvalidArgument. Defaults at creation: 6 and 3 (20 tables).
+  std::optional<int> blocks;
+  std::optional<int> distance;
+
+  // How text becomes fingerprints (see fingerprinter.h). Same rules as the
+  // plan: recorded at creation, checked when set on open.
+  // Default at creation: FingerprintOptions{}.
+  std::optional<FingerprintOptions> fingerprint;
+
+  Durability durability = Durability::kGroupCommit;
+
+  // ---- Performance ----
+
+  // Bytes of block cache shared by every table. Default: 512 MiB.
+  std::size_t block_cache_bytes = std::size_t{512} << 20;
+
+  // Bytes of memtables across all tables together; each table's memtable is
+  // charged to one write-buffer manager, so 20 tables do not take 20 times
+  // this. Default: 256 MiB.
+  std::size_t write_buffer_bytes = std::size_t{256} << 20;
+
+  // Background threads for flushes and compactions. Default: 2.
+  int background_threads = 2;
+};
+
+}  // namespace fpstore
+
+#endif  // FPSTORE_OPTIONS_H_

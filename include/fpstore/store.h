@@ -1,0 +1,173 @@
+// fpstore::Store: a persistent, embedded store of simhash fingerprints that
+// finds every stored document within Hamming distance k of a query.
+//
+// Each permutation table of the store's plan (permutation.h) is a sorted,
+// durable index; a query probes every table's equal-prefix range and
+// confirms candidates with a popcount, so answers are exact: nothing within
+// k is missed and nothing beyond k is returned. The on-disk layout is in
+// docs/format.md, the design in docs/design.md.
+//
+//   StoreOptions options;
+//   Result<std::unique_ptr<Store>> store = Store::Open("/var/lib/crawl/dedup", options);
+//   if (!store.ok()) return store.status();
+//   Result<CheckResult> seen = (*store)->CheckAndInsert(id, fingerprint, url);
+//
+// Thread safety: a Store is safe for concurrent use by any number of
+// threads, readers and writers alike. Each query sees one consistent
+// snapshot of the store. One process at a time may open a store for
+// writing; another gets Busy.
+
+#ifndef FPSTORE_STORE_H_
+#define FPSTORE_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fpstore/document.h"
+#include "fpstore/fingerprinter.h"
+#include "fpstore/options.h"
+#include "fpstore/permutation.h"
+#include "fpstore/simhash.h"
+#include "fpstore/status.h"
+
+namespace fpstore {
+
+// A document to insert; `metadata` must stay valid during the call.
+struct NewDocument {
+  DocumentId id = 0;
+  Fingerprint fingerprint = 0;
+  std::string_view metadata;
+};
+
+// What CheckAndInsert does when it finds near-duplicates.
+enum class InsertPolicy {
+  kAlways,     // insert the document in any case
+  kIfNoMatch,  // insert it only when nothing within k is stored
+};
+
+struct CheckResult {
+  std::vector<Match> matches;  // near-duplicates stored before, nearest first
+  bool inserted = false;
+};
+
+// Options for the whole-store scans: FindAll, Clusters, Verify, Compact.
+struct ScanOptions {
+  // Called now and then from the scanning threads (serialised) with the
+  // work done and the work expected, in index entries; may be empty.
+  std::function<void(std::uint64_t done, std::uint64_t total)> progress;
+
+  // Threads to scan with; 0 means one per core.
+  int threads = 0;
+};
+
+struct StoreStats {
+  int format_version = 0;
+  int blocks = 0;
+  int distance = 0;
+  FingerprintOptions fingerprint;
+  std::uint64_t documents = 0;                 // exact
+  std::vector<std::uint64_t> table_entries;    // RocksDB's estimate, per table
+  std::uint64_t bytes_on_disk = 0;             // live SST and WAL files
+};
+
+class Store {
+ public:
+  // The on-disk format this build writes; see docs/format.md.
+  static constexpr int kFormatVersion = 1;
+
+  // Opens the store at `path`, creating it if options allow. Errors:
+  // InvalidArgument when `path` holds something that is not an fpstore store,
+  // or when options name a plan or fingerprint options other than the
+  // store's; NotSupported for a newer format version; Busy when another
+  // process has it open for writing; IOError from the file system. A failed
+  // Open changes nothing on disk.
+  static Result<std::unique_ptr<Store>> Open(const std::string& path,
+                                             const StoreOptions& options = {});
+
+  Store() = default;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Closes without error reporting if Close was not called.
+  virtual ~Store() = default;
+
+  // Flushes and closes; every later call on this object fails.
+  virtual Status Close() = 0;
+
+  virtual const PermutationPlan& plan() const = 0;
+
+  // Fingerprints text with the store's recorded fingerprint options.
+  virtual const Fingerprinter& fingerprinter() const = 0;
+
+  // Inserts or replaces document `id`. Atomic: after a crash the document is
+  // either wholly present in every table or wholly absent. Durable as
+  // options.durability says once the call returns OK.
+  virtual Status Insert(DocumentId id, Fingerprint fingerprint,
+                        std::string_view metadata = {}) = 0;
+
+  // Inserts or replaces several documents in one atomic write. A repeated
+  // id within `docs`: the last one wins.
+  virtual Status InsertBatch(std::span<const NewDocument> docs) = 0;
+
+  // Removes document `id` from every table. NotFound if it is not stored.
+  virtual Status Remove(DocumentId id) = 0;
+
+  // The stored document `id`, or NotFound.
+  virtual Result<Document> Get(DocumentId id) const = 0;
+
+  // Every stored document at distance <= k from `fingerprint`, each once,
+  // nearest first (ties by id). InvalidArgument unless 0 <= k <= distance().
+  virtual Result<std::vector<Match>> Query(Fingerprint fingerprint, int k) const = 0;
+
+  // Query for many fingerprints at once, answers in the same order. Walks
+  // each table once in key order, which beats separate queries for large
+  // batches.
+  virtual Result<std::vector<std::vector<Match>>> QueryBatch(
+      std::span<const Fingerprint> fingerprints, int k) const = 0;
+
+  // The crawler's call: returns the near-duplicates (within the plan's
+  // distance) already stored and inserts the document as `policy` says. The
+  // check and the insert are atomic with respect to other CheckAndInsert
+  // calls: of two near-duplicate documents offered at once, the second
+  // sees the first. The document itself (same id) is not its own match.
+  virtual Result<CheckResult> CheckAndInsert(DocumentId id, Fingerprint fingerprint,
+                                             std::string_view metadata = {},
+                                             InsertPolicy policy = InsertPolicy::kAlways) = 0;
+
+  // Calls `sink` once for every pair of stored documents within k (k <=
+  // distance()), in no particular order, from one thread at a time. Streams:
+  // memory grows with the largest group of fingerprints that share a table
+  // prefix, not with the store.
+  virtual Status FindAll(int k, const std::function<void(const NearPair&)>& sink,
+                         const ScanOptions& scan = {}) const = 0;
+
+  // Calls `sink` once for every cluster of two or more documents: the
+  // connected components of the graph whose edges are FindAll(k)'s pairs.
+  // Ids within a cluster ascend. Identical fingerprints join a cluster in
+  // linear time, however many share one.
+  virtual Status Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
+                          const ScanOptions& scan = {}) const = 0;
+
+  // Compacts every table fully.
+  virtual Status Compact(const ScanOptions& scan = {}) = 0;
+
+  virtual Result<StoreStats> Stats() const = 0;
+
+  // Checks RocksDB's block checksums and that every table holds exactly one
+  // entry per stored document, each decoding to the stored fingerprint.
+  // Corruption describing the first problems found, if any.
+  virtual Status Verify(const ScanOptions& scan = {}) const = 0;
+
+  // Writes a consistent copy of the store to `dir`, which must not exist.
+  // Uses hard links where it can, so it is cheap on the same file system.
+  virtual Status Checkpoint(const std::string& dir) const = 0;
+};
+
+}  // namespace fpstore
+
+#endif  // FPSTORE_STORE_H_

@@ -1,0 +1,118 @@
+#include "rocks_config.h"
+
+#include <rocksdb/cache.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/merge_operator.h>
+#include <rocksdb/slice_transform.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_buffer_manager.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "store_impl.h"
+
+namespace fpstore::internal {
+
+namespace {
+
+// Adds signed 64-bit deltas: the document count moves in the same atomic
+// batch as the documents themselves.
+class Int64AddOperator final : public rocksdb::AssociativeMergeOperator {
+ public:
+  bool Merge(const rocksdb::Slice&, const rocksdb::Slice* existing, const rocksdb::Slice& value,
+             std::string* new_value, rocksdb::Logger*) const override {
+    std::int64_t sum = Decode(value);
+    if (existing != nullptr) sum += Decode(*existing);
+    new_value->resize(8);
+    PutBigEndian64(new_value->data(), static_cast<std::uint64_t>(sum));
+    return true;
+  }
+  const char* Name() const override { return "fpstore.Int64Add"; }
+
+ private:
+  static std::int64_t Decode(const rocksdb::Slice& s) {
+    return s.size() == 8 ? static_cast<std::int64_t>(GetBigEndian64(s.data())) : 0;
+  }
+};
+
+rocksdb::ColumnFamilyOptions MetadataFamilyOptions() {
+  rocksdb::ColumnFamilyOptions cf;
+  cf.merge_operator = std::make_shared<Int64AddOperator>();
+  return cf;
+}
+
+}  // namespace
+
+RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan) {
+  RocksConfig config;
+  rocksdb::DBOptions& db = config.db;
+  db.create_if_missing = options.create_if_missing;
+  db.create_missing_column_families = options.create_if_missing;
+  db.max_background_jobs = std::max(2, options.background_threads);
+  db.write_buffer_manager =
+      std::make_shared<rocksdb::WriteBufferManager>(options.write_buffer_bytes);
+  // Every family shares one WAL; without a cap, a rarely written family
+  // would keep old logs alive.
+  db.max_total_wal_size = 4 * options.write_buffer_bytes;
+  db.bytes_per_sync = 1 << 20;
+  db.keep_log_file_num = 5;
+  db.enable_pipelined_write = true;
+
+  const std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+
+  config.families.emplace_back(rocksdb::kDefaultColumnFamilyName, MetadataFamilyOptions());
+
+  // Documents: point lookups by id, so whole-key bloom filters.
+  {
+    rocksdb::BlockBasedTableOptions t;
+    t.block_cache = cache;
+    t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+    t.cache_index_and_filter_blocks = true;
+    t.pin_l0_filter_and_index_blocks_in_cache = true;
+    rocksdb::ColumnFamilyOptions cf;
+    cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+    cf.compression = rocksdb::kLZ4Compression;
+    cf.bottommost_compression = rocksdb::kZSTD;
+    cf.write_buffer_size = options.write_buffer_bytes / 4;
+    cf.level_compaction_dynamic_level_bytes = true;
+    config.families.emplace_back(kDocumentsFamily, cf);
+  }
+
+  // Tables: range scans over a p-bit prefix. A prefix bloom filter on the
+  // whole bytes of p lets most probes that find nothing (the common case
+  // for a crawler) skip the data blocks.
+  for (std::size_t t = 0; t < plan.table_count(); ++t) {
+    const int prefix_bytes = plan.table(t).prefix_bits() / 8;
+    rocksdb::BlockBasedTableOptions bt;
+    bt.block_cache = cache;
+    bt.cache_index_and_filter_blocks = true;
+    bt.pin_l0_filter_and_index_blocks_in_cache = true;
+    rocksdb::ColumnFamilyOptions cf;
+    if (prefix_bytes > 0) {
+      bt.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+      bt.whole_key_filtering = false;
+      cf.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(prefix_bytes));
+      cf.memtable_prefix_bloom_size_ratio = 0.05;
+    }
+    cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(bt));
+    cf.compression = rocksdb::kLZ4Compression;
+    cf.bottommost_compression = rocksdb::kZSTD;
+    cf.write_buffer_size = options.write_buffer_bytes / 4;
+    cf.level_compaction_dynamic_level_bytes = true;
+    config.families.emplace_back(TableFamilyName(t), cf);
+  }
+  return config;
+}
+
+RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names) {
+  RocksConfig config;
+  for (const std::string& name : family_names) {
+    config.families.emplace_back(name, name == rocksdb::kDefaultColumnFamilyName
+                                           ? MetadataFamilyOptions()
+                                           : rocksdb::ColumnFamilyOptions());
+  }
+  return config;
+}
+
+}  // namespace fpstore::internal

@@ -1,0 +1,32 @@
+// The RocksDB options fpstore opens a store with: one block cache and one
+// write-buffer budget shared by every family, prefix filters on the tables.
+
+#ifndef FPSTORE_LIB_ROCKS_CONFIG_H_
+#define FPSTORE_LIB_ROCKS_CONFIG_H_
+
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+
+#include <string>
+#include <vector>
+
+#include "fpstore/options.h"
+#include "fpstore/permutation.h"
+
+namespace fpstore::internal {
+
+struct RocksConfig {
+  rocksdb::DBOptions db;
+  // Metadata (default family), documents, then one per table.
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+};
+
+RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan);
+
+// Options good enough to read the metadata of a store whose plan is not yet
+// known. Reading only: nothing is created or written.
+RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names);
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_ROCKS_CONFIG_H_

@@ -1,0 +1,34 @@
+// Translation of RocksDB's Status into fpstore's.
+
+#ifndef FPSTORE_LIB_ROCKS_STATUS_H_
+#define FPSTORE_LIB_ROCKS_STATUS_H_
+
+#include <rocksdb/status.h>
+
+#include <string>
+#include <string_view>
+
+#include "fpstore/status.h"
+
+namespace fpstore::internal {
+
+// `context` says what was being done, e.g. "opening /data/store".
+inline Status FromRocks(const rocksdb::Status& s, std::string_view context) {
+  if (s.ok()) return Status::OK();
+  const std::string msg = std::string(context) + ": " + s.ToString();
+  if (s.IsNotFound()) return Status::NotFound(msg);
+  if (s.IsCorruption()) return Status::Corruption(msg);
+  if (s.IsInvalidArgument()) return Status::InvalidArgument(msg);
+  if (s.IsNotSupported()) return Status::NotSupported(msg);
+  if (s.IsBusy() || s.IsTryAgain()) return Status::Busy(msg);
+  // RocksDB reports a held LOCK file as an IO error.
+  if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
+    return Status::Busy(std::string(context) +
+                        ": the store is in use by another process (" + s.ToString() + ")");
+  }
+  return Status::IOError(msg);
+}
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_ROCKS_STATUS_H_

@@ -1,0 +1,363 @@
+// Writes, point reads and queries of the RocksDB-backed store.
+
+#include "store_impl.h"
+
+#include <rocksdb/utilities/checkpoint.h>
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "rocks_status.h"
+
+namespace fpstore::internal {
+
+namespace {
+
+rocksdb::Slice AsSlice(const TableKey& key) { return {key.data(), key.size()}; }
+rocksdb::Slice AsSlice(const DocumentKey& key) { return {key.data(), key.size()}; }
+
+}  // namespace
+
+Status StoreImpl::CheckOpen() const {
+  return closed_ ? Status::InvalidArgument("the store " + path_ + " is closed") : Status::OK();
+}
+
+Status StoreImpl::CheckWritable() const {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  if (options_.read_only) {
+    return Status::NotSupported("the store " + path_ + " is open read-only");
+  }
+  return Status::OK();
+}
+
+Status StoreImpl::CheckDistance(int k) const {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  if (k < 0 || k > plan_.distance()) {
+    return Status::InvalidArgument("distance " + std::to_string(k) + " is outside 0.." +
+                                   std::to_string(plan_.distance()) +
+                                   ", the distance this store was planned for");
+  }
+  return Status::OK();
+}
+
+std::mutex& StoreImpl::StripeFor(DocumentId id) const {
+  return stripes_[(id * 0x9e3779b97f4a7c15ULL) >> 58];
+}
+
+Result<std::optional<Fingerprint>> StoreImpl::CurrentFingerprint(DocumentId id) const {
+  std::string value;
+  const DocumentKey key = EncodeDocumentKey(id);
+  rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), documents_family(), AsSlice(key), &value);
+  if (rs.IsNotFound()) return std::optional<Fingerprint>();
+  if (!rs.ok()) return FromRocks(rs, "reading document " + std::to_string(id));
+  Fingerprint fp;
+  if (!DecodeDocumentValue(value, &fp, nullptr)) {
+    return Status::Corruption("document " + std::to_string(id) + " has a malformed record");
+  }
+  return std::optional<Fingerprint>(fp);
+}
+
+int StoreImpl::StageInsert(rocksdb::WriteBatch& batch, const NewDocument& doc,
+                           std::optional<Fingerprint> old) const {
+  const DocumentKey key = EncodeDocumentKey(doc.id);
+  batch.Put(documents_family(), AsSlice(key), EncodeDocumentValue(doc.fingerprint, doc.metadata))
+      .PermitUncheckedError();
+  if (old == doc.fingerprint) return 0;
+  for (std::size_t t = 0; t < plan_.table_count(); ++t) {
+    const TablePermutation& perm = plan_.table(t);
+    if (old) batch.Delete(table(t), AsSlice(EncodeTableKey(perm.Apply(*old), doc.id))).PermitUncheckedError();
+    batch.Put(table(t), AsSlice(EncodeTableKey(perm.Apply(doc.fingerprint), doc.id)), {})
+        .PermitUncheckedError();
+  }
+  return old ? 0 : 1;
+}
+
+namespace {
+
+void StageCountChange(rocksdb::WriteBatch& batch, rocksdb::ColumnFamilyHandle* meta,
+                      std::int64_t delta) {
+  if (delta == 0) return;
+  char value[8];
+  PutBigEndian64(value, static_cast<std::uint64_t>(delta));
+  batch.Merge(meta, kDocumentCountKey, rocksdb::Slice(value, 8)).PermitUncheckedError();
+}
+
+}  // namespace
+
+Status StoreImpl::Commit(rocksdb::WriteBatch& batch) {
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.durability == Durability::kSync;
+  if (Status s = FromRocks(db_->Write(wo, &batch), "writing to " + path_); !s.ok()) return s;
+  if (options_.durability != Durability::kGroupCommit) return Status::OK();
+  return group_commit_.WaitDurable(group_commit_.Written());
+}
+
+Status StoreImpl::Insert(DocumentId id, Fingerprint fingerprint, std::string_view metadata) {
+  const NewDocument doc{id, fingerprint, metadata};
+  return InsertBatch(std::span(&doc, 1));
+}
+
+Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
+  if (Status s = CheckWritable(); !s.ok()) return s;
+  if (docs.empty()) return Status::OK();
+  // Take every stripe involved, in address order so that batches cannot
+  // deadlock each other.
+  std::set<std::mutex*> stripes;
+  for (const NewDocument& d : docs) stripes.insert(&StripeFor(d.id));
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (std::mutex* m : stripes) locks.emplace_back(*m);
+
+  // The last occurrence of an id wins; the ones before it are dropped.
+  std::map<DocumentId, const NewDocument*> latest;
+  for (const NewDocument& d : docs) latest[d.id] = &d;
+  rocksdb::WriteBatch batch;
+  std::int64_t added = 0;
+  for (const auto& [id, doc] : latest) {
+    Result<std::optional<Fingerprint>> old = CurrentFingerprint(id);
+    if (!old.ok()) return old.status();
+    added += StageInsert(batch, *doc, *old);
+  }
+  StageCountChange(batch, meta(), added);
+  return Commit(batch);
+}
+
+Status StoreImpl::Remove(DocumentId id) {
+  if (Status s = CheckWritable(); !s.ok()) return s;
+  std::lock_guard lock(StripeFor(id));
+  Result<std::optional<Fingerprint>> old = CurrentFingerprint(id);
+  if (!old.ok()) return old.status();
+  if (!*old) return Status::NotFound("document " + std::to_string(id));
+  rocksdb::WriteBatch batch;
+  batch.Delete(documents_family(), AsSlice(EncodeDocumentKey(id))).PermitUncheckedError();
+  for (std::size_t t = 0; t < plan_.table_count(); ++t) {
+    batch.Delete(table(t), AsSlice(EncodeTableKey(plan_.table(t).Apply(**old), id)))
+        .PermitUncheckedError();
+  }
+  StageCountChange(batch, meta(), -1);
+  return Commit(batch);
+}
+
+Result<Document> StoreImpl::Get(DocumentId id) const {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  std::string value;
+  rocksdb::Status rs =
+      db_->Get(rocksdb::ReadOptions(), documents_family(), AsSlice(EncodeDocumentKey(id)), &value);
+  if (rs.IsNotFound()) return Status::NotFound("document " + std::to_string(id));
+  if (!rs.ok()) return FromRocks(rs, "reading document " + std::to_string(id));
+  Document doc;
+  doc.id = id;
+  if (!DecodeDocumentValue(value, &doc.fingerprint, &doc.metadata)) {
+    return Status::Corruption("document " + std::to_string(id) + " has a malformed record");
+  }
+  return doc;
+}
+
+void StoreImpl::ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint query, int k,
+                          std::vector<Hit>& hits) const {
+  const TablePermutation& perm = plan_.table(t);
+  const Fingerprint permuted_query = perm.Apply(query);
+  const Fingerprint prefix = permuted_query & perm.prefix_mask();
+  // Documents that share one fingerprint sit side by side; once a long run of
+  // them is known to be rejected here, jump over the rest with one seek.
+  constexpr int kSkipAfter = 16;
+  Fingerprint run_value = 0;
+  int run_rejected = 0;
+  it.Seek(AsSlice(EncodeTableKey(prefix, 0)));
+  while (it.Valid()) {
+    const TableEntry e = DecodeTableKey(std::string_view(it.key().data(), it.key().size()));
+    if ((e.permuted & perm.prefix_mask()) != prefix) break;
+    const int d = HammingDistance(e.permuted, permuted_query);
+    bool accepted = false;
+    if (d <= k) {
+      const Fingerprint fp = perm.Invert(e.permuted);
+      if (plan_.FirstSharedTable(query, fp) == static_cast<int>(t)) {
+        hits.push_back({e.id, fp, d});
+        accepted = true;
+      }
+    }
+    if (accepted || e.permuted != run_value) {
+      run_value = e.permuted;
+      run_rejected = 0;
+    }
+    if (!accepted && ++run_rejected == kSkipAfter) {
+      if (e.permuted == ~Fingerprint{0}) break;
+      it.Seek(AsSlice(EncodeTableKey(e.permuted + 1, 0)));
+      run_rejected = 0;
+      continue;
+    }
+    it.Next();
+  }
+}
+
+Result<std::vector<Match>> StoreImpl::ToMatches(std::vector<Hit> hits,
+                                                const rocksdb::Snapshot* snapshot) const {
+  std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
+    return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;
+  });
+  std::vector<DocumentKey> keys;
+  keys.reserve(hits.size());
+  for (const Hit& h : hits) keys.push_back(EncodeDocumentKey(h.id));
+  std::vector<rocksdb::Slice> slices;
+  for (const DocumentKey& key : keys) slices.push_back(AsSlice(key));
+  std::vector<rocksdb::PinnableSlice> values(hits.size());
+  std::vector<rocksdb::Status> statuses(hits.size());
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  db_->MultiGet(ro, documents_family(), slices.size(), slices.data(), values.data(), statuses.data());
+  std::vector<Match> matches;
+  matches.reserve(hits.size());
+  for (std::size_t i = 0; i < hits.size(); ++i) {
+    if (!statuses[i].ok()) {
+      return statuses[i].IsNotFound()
+                 ? Status::Corruption("table entry for document " + std::to_string(hits[i].id) +
+                                      " has no document record")
+                 : FromRocks(statuses[i], "reading document " + std::to_string(hits[i].id));
+    }
+    Match m{hits[i].id, hits[i].fingerprint, hits[i].distance, {}};
+    Fingerprint stored;
+    if (!DecodeDocumentValue(values[i].ToStringView(), &stored, &m.metadata) ||
+        stored != m.fingerprint) {
+      return Status::Corruption("table entry for document " + std::to_string(hits[i].id) +
+                                " disagrees with its document record");
+    }
+    matches.push_back(std::move(m));
+  }
+  return matches;
+}
+
+Result<std::vector<Match>> StoreImpl::Query(Fingerprint fingerprint, int k) const {
+  Result<std::vector<std::vector<Match>>> batch = QueryBatch(std::span(&fingerprint, 1), k);
+  if (!batch.ok()) return batch.status();
+  return std::move((*batch)[0]);
+}
+
+Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatch(
+    std::span<const Fingerprint> fingerprints, int k) const {
+  if (Status s = CheckDistance(k); !s.ok()) return s;
+  // One snapshot for every table: a document being replaced is seen either
+  // before or after, never half-way (found twice, or in no table at all).
+  rocksdb::ManagedSnapshot snapshot(db_.get());
+  std::vector<std::vector<Hit>> hits(fingerprints.size());
+  std::vector<std::size_t> order(fingerprints.size());
+  for (std::size_t t = 0; t < plan_.table_count(); ++t) {
+    const TablePermutation& perm = plan_.table(t);
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snapshot.snapshot();
+    TableKey upper;
+    rocksdb::Slice upper_slice;
+    if (fingerprints.size() == 1) {
+      // A single probe can tell RocksDB where its range ends.
+      const Fingerprint last = perm.Apply(fingerprints[0]) | ~perm.prefix_mask();
+      if (last != ~Fingerprint{0}) {
+        upper = EncodeTableKey(last + 1, 0);
+        upper_slice = AsSlice(upper);
+        ro.iterate_upper_bound = &upper_slice;
+      }
+    }
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, table(t)));
+    // Probes in key order keep the iterator moving forward through the table.
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return perm.Apply(fingerprints[a]) < perm.Apply(fingerprints[b]);
+    });
+    for (std::size_t i : order) ScanTable(*it, t, fingerprints[i], k, hits[i]);
+    if (!it->status().ok()) return FromRocks(it->status(), "scanning " + TableFamilyName(t));
+  }
+  std::vector<std::vector<Match>> results;
+  results.reserve(hits.size());
+  for (std::vector<Hit>& h : hits) {
+    Result<std::vector<Match>> matches = ToMatches(std::move(h), snapshot.snapshot());
+    if (!matches.ok()) return matches.status();
+    results.push_back(*std::move(matches));
+  }
+  return results;
+}
+
+Result<CheckResult> StoreImpl::CheckAndInsert(DocumentId id, Fingerprint fingerprint,
+                                              std::string_view metadata, InsertPolicy policy) {
+  if (Status s = CheckWritable(); !s.ok()) return s;
+  CheckResult result;
+  rocksdb::WriteBatch batch;
+  {
+    std::lock_guard check(check_mu_);
+    std::lock_guard stripe(StripeFor(id));
+    Result<std::vector<Match>> matches = Query(fingerprint, plan_.distance());
+    if (!matches.ok()) return matches.status();
+    std::erase_if(*matches, [id](const Match& m) { return m.id == id; });
+    result.matches = *std::move(matches);
+    if (policy == InsertPolicy::kIfNoMatch && !result.matches.empty()) return result;
+    Result<std::optional<Fingerprint>> old = CurrentFingerprint(id);
+    if (!old.ok()) return old.status();
+    StageCountChange(batch, meta(), StageInsert(batch, {id, fingerprint, metadata}, *old));
+    // Written unsynced while the lock is held, so that the next
+    // CheckAndInsert already sees it; made durable below, outside the lock,
+    // where concurrent callers can share the fsync.
+    rocksdb::WriteOptions wo;
+    if (Status s = FromRocks(db_->Write(wo, &batch), "writing to " + path_); !s.ok()) return s;
+    result.inserted = true;
+  }
+  Status durable;
+  if (options_.durability == Durability::kSync) {
+    durable = FromRocks(db_->SyncWAL(), "syncing " + path_);
+  } else if (options_.durability == Durability::kGroupCommit) {
+    durable = group_commit_.WaitDurable(group_commit_.Written());
+  }
+  if (!durable.ok()) return durable;
+  return result;
+}
+
+Status StoreImpl::Compact(const ScanOptions& scan) {
+  if (Status s = CheckWritable(); !s.ok()) return s;
+  rocksdb::CompactRangeOptions cro;
+  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
+  for (std::size_t i = 0; i < handles_.size(); ++i) {
+    if (scan.progress) scan.progress(i, handles_.size());
+    rocksdb::Status rs = db_->CompactRange(cro, handles_[i], nullptr, nullptr);
+    if (!rs.ok()) return FromRocks(rs, "compacting " + handles_[i]->GetName());
+  }
+  if (scan.progress) scan.progress(handles_.size(), handles_.size());
+  return Status::OK();
+}
+
+Result<StoreStats> StoreImpl::Stats() const {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  StoreStats stats;
+  stats.format_version = kFormatVersion;
+  stats.blocks = plan_.blocks();
+  stats.distance = plan_.distance();
+  stats.fingerprint = fingerprinter_.options();
+  std::string count;
+  rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), meta(), kDocumentCountKey, &count);
+  if (rs.ok() && count.size() == 8) {
+    stats.documents = GetBigEndian64(count.data());
+  } else if (!rs.IsNotFound()) {
+    return rs.ok() ? Status::Corruption("malformed document count record")
+                   : FromRocks(rs, "reading the document count");
+  }
+  for (std::size_t t = 0; t < plan_.table_count(); ++t) {
+    std::uint64_t n = 0;
+    db_->GetIntProperty(table(t), rocksdb::DB::Properties::kEstimateNumKeys, &n);
+    stats.table_entries.push_back(n);
+  }
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(path_, ec)) {
+    if (entry.is_regular_file(ec)) stats.bytes_on_disk += entry.file_size(ec);
+  }
+  return stats;
+}
+
+Status StoreImpl::Checkpoint(const std::string& dir) const {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  rocksdb::Checkpoint* raw = nullptr;
+  if (Status s = FromRocks(rocksdb::Checkpoint::Create(db_.get(), &raw), "checkpoint");
+      !s.ok()) {
+    return s;
+  }
+  std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  return FromRocks(checkpoint->CreateCheckpoint(dir), "writing checkpoint " + dir);
+}
+
+}  // namespace fpstore::internal

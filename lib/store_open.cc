@@ -1,0 +1,218 @@
+// Opening, creating and closing a store; the metadata record.
+
+#include <rocksdb/db.h>
+
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+
+#include "rocks_config.h"
+#include "rocks_status.h"
+#include "store_impl.h"
+
+namespace fpstore {
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOptions& options) {
+  return internal::StoreImpl::Open(path, options);
+}
+
+namespace internal {
+
+namespace fs = std::filesystem;
+
+std::string TableFamilyName(std::size_t table) {
+  char name[16];
+  std::snprintf(name, sizeof name, "table-%03zu", table);
+  return name;
+}
+
+namespace {
+
+// What a store records about itself at creation.
+struct Metadata {
+  int format_version = 0;
+  int blocks = 0;
+  int distance = 0;
+  FingerprintOptions fingerprint;
+};
+
+bool ParseInt(std::string_view s, int& out) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+// Reads the metadata record of the store at `path`, opened read-only so that
+// nothing on disk changes, whatever the directory turns out to hold.
+Result<Metadata> ReadMetadata(const std::string& path) {
+  std::vector<std::string> names;
+  rocksdb::Status rs = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names);
+  if (!rs.ok()) return FromRocks(rs, "reading " + path);
+  RocksConfig config = MakeInspectionConfig(names);
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  rs = rocksdb::DB::OpenForReadOnly(config.db, path, config.families, &handles, &raw);
+  if (!rs.ok()) return FromRocks(rs, "opening " + path);
+  std::unique_ptr<rocksdb::DB> db(raw);
+
+  auto get = [&](const char* key, std::string& value) {
+    return db->Get(rocksdb::ReadOptions(), handles[0], key, &value);
+  };
+  const std::string not_ours = path + " is not an fpstore store (no fpstore metadata)";
+  Metadata meta;
+  std::string value;
+  Status result;
+  rs = get(kFormatVersionKey, value);
+  if (rs.IsNotFound() || !ParseInt(value, meta.format_version)) {
+    result = Status::InvalidArgument(not_ours);
+  } else if (meta.format_version > Store::kFormatVersion) {
+    result = Status::NotSupported(path + " has on-disk format version " + value +
+                                  "; this build reads up to version " +
+                                  std::to_string(Store::kFormatVersion));
+  } else if (!get(kPlanKey, value).ok() ||
+             std::sscanf(value.c_str(), "blocks=%d distance=%d", &meta.blocks,
+                         &meta.distance) != 2) {
+    result = Status::Corruption(path + ": unreadable plan record \"" + value + "\"");
+  } else if (!get(kFingerprintKey, value).ok()) {
+    result = Status::Corruption(path + ": missing fingerprint options record");
+  } else if (Result<FingerprintOptions> fp = FingerprintOptions::Parse(value); !fp.ok()) {
+    result = fp.status().WithContext(path);
+  } else {
+    meta.fingerprint = *fp;
+  }
+  for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h);
+  db->Close().PermitUncheckedError();
+  if (!result.ok()) return result;
+  return meta;
+}
+
+// Explicit options that disagree with what the store recorded.
+Status CheckAgainstRecorded(const std::string& path, const StoreOptions& options,
+                            const Metadata& meta) {
+  auto mismatch = [&](const std::string& what, const std::string& asked,
+                      const std::string& recorded) {
+    return Status::InvalidArgument(path + " was created with " + what + " " + recorded +
+                                   ", not " + asked);
+  };
+  if (options.blocks && *options.blocks != meta.blocks) {
+    return mismatch("blocks", std::to_string(*options.blocks), std::to_string(meta.blocks));
+  }
+  if (options.distance && *options.distance != meta.distance) {
+    return mismatch("distance", std::to_string(*options.distance),
+                    std::to_string(meta.distance));
+  }
+  if (options.fingerprint && !(*options.fingerprint == meta.fingerprint)) {
+    return mismatch("fingerprint options", "\"" + options.fingerprint->ToString() + "\"",
+                    "\"" + meta.fingerprint.ToString() + "\"");
+  }
+  return Status::OK();
+}
+
+bool IsEmptyOrAbsent(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return true;
+  return fs::is_directory(path, ec) && fs::is_empty(path, ec);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
+                                               const StoreOptions& options) {
+  std::error_code ec;
+  const bool exists = fs::exists(fs::path(path) / "CURRENT", ec);
+  if (exists && options.error_if_exists) {
+    return Status::InvalidArgument(path + " already holds a store (error_if_exists is set)");
+  }
+
+  Metadata meta;
+  if (exists) {
+    Result<Metadata> recorded = ReadMetadata(path);
+    if (!recorded.ok()) return recorded.status();
+    meta = *recorded;
+    if (Status s = CheckAgainstRecorded(path, options, meta); !s.ok()) return s;
+  } else {
+    if (!IsEmptyOrAbsent(path)) {
+      return Status::InvalidArgument(path + " is not an fpstore store (not empty, no store in it)");
+    }
+    if (!options.create_if_missing || options.read_only) {
+      return Status::NotFound("no store at " + path);
+    }
+    meta = {Store::kFormatVersion, options.blocks.value_or(6), options.distance.value_or(3),
+            options.fingerprint.value_or(FingerprintOptions{})};
+  }
+
+  Result<PermutationPlan> plan = PermutationPlan::Create(meta.blocks, meta.distance);
+  if (!plan.ok()) return plan.status().WithContext(path);
+  Result<Fingerprinter> fingerprinter = Fingerprinter::Create(meta.fingerprint);
+  if (!fingerprinter.ok()) return fingerprinter.status().WithContext(path);
+
+  RocksConfig config = MakeRocksConfig(options, *plan);
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  const bool created_dir = !fs::exists(path, ec);
+  rocksdb::Status rs =
+      options.read_only
+          ? rocksdb::DB::OpenForReadOnly(config.db, path, config.families, &handles, &raw)
+          : rocksdb::DB::Open(config.db, path, config.families, &handles, &raw);
+  if (!rs.ok()) return FromRocks(rs, "opening " + path);
+
+  std::unique_ptr<StoreImpl> store(new StoreImpl(path, options, *std::move(plan),
+                                                 *std::move(fingerprinter),
+                                                 std::unique_ptr<rocksdb::DB>(raw), handles));
+  if (!exists) {
+    // The metadata record goes last and in one synced batch: a directory
+    // whose creation was cut short holds no record and is refused on open.
+    rocksdb::WriteBatch batch;
+    Status s;
+    const std::string plan_text = store->plan_.ToString();
+    for (auto [key, value] : {std::pair<const char*, std::string>{kFormatVersionKey, std::to_string(meta.format_version)},
+                              {kPlanKey, plan_text},
+                              {kFingerprintKey, meta.fingerprint.ToString()}}) {
+      if (s.ok()) s = FromRocks(batch.Put(store->meta(), key, value), "creating " + path);
+    }
+    rocksdb::WriteOptions sync;
+    sync.sync = true;
+    if (s.ok()) s = FromRocks(store->db_->Write(sync, &batch), "creating " + path);
+    if (!s.ok()) {
+      store.reset();
+      rocksdb::DestroyDB(path, rocksdb::Options()).PermitUncheckedError();
+      if (created_dir) fs::remove_all(path, ec);
+      return s;
+    }
+  }
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+StoreImpl::StoreImpl(std::string path, StoreOptions options, PermutationPlan plan,
+                     Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
+                     std::vector<rocksdb::ColumnFamilyHandle*> handles)
+    : path_(std::move(path)),
+      options_(std::move(options)),
+      plan_(std::move(plan)),
+      fingerprinter_(std::move(fingerprinter)),
+      db_(std::move(db)),
+      handles_(std::move(handles)),
+      group_commit_([this] { return FromRocks(db_->SyncWAL(), "syncing " + path_); }) {}
+
+StoreImpl::~StoreImpl() { (void)Close(); }
+
+Status StoreImpl::Close() {
+  if (closed_) return Status::OK();
+  closed_ = true;
+  Status result;
+  if (!options_.read_only && options_.durability == Durability::kNoSync) {
+    result = FromRocks(db_->SyncWAL(), "closing " + path_);
+  }
+  for (rocksdb::ColumnFamilyHandle* h : handles_) {
+    rocksdb::Status rs = db_->DestroyColumnFamilyHandle(h);
+    if (result.ok()) result = FromRocks(rs, "closing " + path_);
+  }
+  handles_.clear();
+  rocksdb::Status rs = db_->Close();
+  if (result.ok()) result = FromRocks(rs, "closing " + path_);
+  db_.reset();
+  return result;
+}
+
+}  // namespace internal
+}  // namespace fpstore

@@ -1,0 +1,316 @@
+// Whole-store scans: FindAll, Clusters and Verify. Each table is read in key
+// order, tables spread over threads, all at one snapshot.
+
+#include <roaring/roaring64map.hh>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <unordered_map>
+
+#include "rocks_status.h"
+#include "run_pairs.h"
+#include "store_impl.h"
+
+// CRoaring declares its C++ classes in namespace roaring from 0.3 on, and
+// globally before (Debian 12 ships 0.2.66); this reaches them either way.
+namespace roaring {}
+
+namespace fpstore::internal {
+
+using namespace ::roaring;  // NOLINT(google-build-using-namespace)
+
+namespace {
+
+// Counts work done across threads and reports it now and then, serialised.
+class ProgressMeter {
+ public:
+  ProgressMeter(const ScanOptions& scan, std::uint64_t total) : scan_(scan), total_(total) {}
+
+  void Add(std::uint64_t n) {
+    const std::uint64_t before = done_.fetch_add(n);
+    if (scan_.progress && (before >> 16) != ((before + n) >> 16)) Report(before + n);
+  }
+  void Finish() {
+    if (scan_.progress) Report(done_.load());
+  }
+
+ private:
+  void Report(std::uint64_t done) {
+    std::lock_guard lock(mu_);
+    scan_.progress(done, std::max(done, total_));
+  }
+
+  const ScanOptions& scan_;
+  const std::uint64_t total_;
+  std::atomic<std::uint64_t> done_{0};
+  std::mutex mu_;
+};
+
+// Runs work(t) for every table t on `threads` threads; the first error wins
+// and stops the others from starting new tables.
+Status ForEachTableInParallel(std::size_t tables, int threads,
+                              const std::function<Status(std::size_t)>& work) {
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  threads = static_cast<int>(std::min<std::size_t>(threads, tables));
+  std::atomic<std::size_t> next{0};
+  std::mutex mu;
+  Status first_error;
+  auto worker = [&] {
+    for (std::size_t t; (t = next.fetch_add(1)) < tables;) {
+      Status s = work(t);
+      if (!s.ok()) {
+        std::lock_guard lock(mu);
+        if (first_error.ok()) first_error = s;
+        next = tables;
+      }
+    }
+  };
+  std::vector<std::jthread> pool;
+  for (int i = 1; i < threads; ++i) pool.emplace_back(worker);
+  worker();
+  pool.clear();
+  return first_error;
+}
+
+rocksdb::ReadOptions ScanReadOptions(const rocksdb::Snapshot* snapshot) {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  ro.total_order_seek = true;  // a full scan, not a prefix probe
+  ro.fill_cache = false;       // do not evict the queries' working set
+  ro.readahead_size = 4 << 20;
+  return ro;
+}
+
+std::uint64_t EntryHash(const TableKey& key) { return XXH3_64bits(key.data(), key.size()); }
+
+// Union-find over document ids with path halving.
+class DisjointSets {
+ public:
+  void Union(DocumentId a, DocumentId b) {
+    a = Find(a);
+    b = Find(b);
+    if (a != b) parent_[std::max(a, b)] = std::min(a, b);
+  }
+  DocumentId Find(DocumentId x) {
+    auto it = parent_.try_emplace(x, x).first;
+    while (it->second != x) {
+      auto up = parent_.find(it->second);
+      it->second = up->second;  // halve the path
+      x = it->second;
+      it = parent_.find(x);
+    }
+    return x;
+  }
+  const std::unordered_map<DocumentId, DocumentId>& members() const { return parent_; }
+
+ private:
+  std::unordered_map<DocumentId, DocumentId> parent_;
+};
+
+}  // namespace
+
+Status StoreImpl::ScanRuns(
+    const ScanOptions& scan,
+    const std::function<void(std::size_t, std::span<const TableEntry>)>& visit_run) const {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  rocksdb::ManagedSnapshot snapshot(db_.get());
+  std::uint64_t total = 0;
+  for (std::size_t t = 0; t < plan_.table_count(); ++t) {
+    std::uint64_t n = 0;
+    db_->GetIntProperty(table(t), rocksdb::DB::Properties::kEstimateNumKeys, &n);
+    total += n;
+  }
+  ProgressMeter progress(scan, total);
+  Status s = ForEachTableInParallel(plan_.table_count(), scan.threads, [&](std::size_t t) {
+    const Fingerprint mask = plan_.table(t).prefix_mask();
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
+    std::vector<TableEntry> run;
+    std::uint64_t unreported = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      if (it->key().size() != kTableKeySize) {
+        return Status::Corruption(TableFamilyName(t) + " holds a malformed key");
+      }
+      const TableEntry e = DecodeTableKey(std::string_view(it->key().data(), kTableKeySize));
+      if (!run.empty() && (run.front().permuted & mask) != (e.permuted & mask)) {
+        if (run.size() > 1) visit_run(t, run);
+        run.clear();
+      }
+      run.push_back(e);
+      if (++unreported == 4096) {
+        progress.Add(unreported);
+        unreported = 0;
+      }
+    }
+    if (run.size() > 1) visit_run(t, run);
+    progress.Add(unreported);
+    return FromRocks(it->status(), "scanning " + TableFamilyName(t));
+  });
+  progress.Finish();
+  return s;
+}
+
+Status StoreImpl::FindAll(int k, const std::function<void(const NearPair&)>& sink,
+                          const ScanOptions& scan) const {
+  if (Status s = CheckDistance(k); !s.ok()) return s;
+  std::mutex sink_mu;
+  return ScanRuns(scan, [&](std::size_t t, std::span<const TableEntry> run) {
+    std::vector<NearPair> pairs;
+    ForEachPairInRun(run, plan_, t, k, [&](const NearPair& p) { pairs.push_back(p); });
+    if (pairs.empty()) return;
+    std::lock_guard lock(sink_mu);
+    for (const NearPair& p : pairs) sink(p);
+  });
+}
+
+Status StoreImpl::Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
+                           const ScanOptions& scan) const {
+  if (Status s = CheckDistance(k); !s.ok()) return s;
+  std::mutex sets_mu;
+  DisjointSets sets;
+  Status s = ScanRuns(scan, [&](std::size_t t, std::span<const TableEntry> run) {
+    std::vector<std::pair<DocumentId, DocumentId>> edges;
+    ForEachLinkedGroup(
+        run, plan_, t, k,
+        [&](std::span<const TableEntry> group) {
+          for (std::size_t i = 1; i < group.size(); ++i) {
+            edges.emplace_back(group[0].id, group[i].id);
+          }
+        },
+        [&](std::span<const TableEntry> a, std::span<const TableEntry> b, int) {
+          edges.emplace_back(a[0].id, b[0].id);
+        });
+    if (edges.empty()) return;
+    std::lock_guard lock(sets_mu);
+    for (auto [a, b] : edges) sets.Union(a, b);
+  });
+  if (!s.ok()) return s;
+
+  std::unordered_map<DocumentId, std::vector<DocumentId>> clusters;
+  for (const auto& [id, parent] : sets.members()) clusters[sets.Find(id)].push_back(id);
+  std::vector<std::vector<DocumentId>> ordered;
+  ordered.reserve(clusters.size());
+  for (auto& [root, ids] : clusters) {
+    std::sort(ids.begin(), ids.end());
+    ordered.push_back(std::move(ids));
+  }
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a.front() < b.front(); });
+  for (const std::vector<DocumentId>& ids : ordered) sink(ids);
+  return Status::OK();
+}
+
+Status StoreImpl::Verify(const ScanOptions& scan) const {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  if (Status s = FromRocks(db_->VerifyChecksum(), "verifying block checksums"); !s.ok()) {
+    return Status::Corruption(s.message());
+  }
+  rocksdb::ManagedSnapshot snapshot(db_.get());
+  const std::size_t tables = plan_.table_count();
+  std::vector<std::string> problems;
+  auto problem = [&](std::string what) {
+    if (problems.size() < 20) problems.push_back(std::move(what));
+  };
+
+  // What every table should hold, summarised as a count and an
+  // order-independent sum of entry hashes, so the tables can be checked
+  // while streaming, in constant memory.
+  std::uint64_t documents = 0;
+  std::vector<std::uint64_t> expected_sum(tables, 0);
+  Roaring64Map ids;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(ScanReadOptions(snapshot.snapshot()), documents_family()));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      Fingerprint fp;
+      if (it->key().size() != 8 || !DecodeDocumentValue(it->value().ToStringView(), &fp, nullptr)) {
+        problem("documents: malformed record with key " + it->key().ToString(true));
+        continue;
+      }
+      const DocumentId id = GetBigEndian64(it->key().data());
+      ids.add(id);
+      ++documents;
+      for (std::size_t t = 0; t < tables; ++t) {
+        expected_sum[t] += EntryHash(EncodeTableKey(plan_.table(t).Apply(fp), id));
+      }
+    }
+    if (!it->status().ok()) return FromRocks(it->status(), "scanning documents");
+  }
+
+  std::vector<std::uint64_t> actual_sum(tables, 0), actual_count(tables, 0);
+  ProgressMeter progress(scan, documents * (tables + 1));
+  progress.Add(documents);
+  Status s = ForEachTableInParallel(tables, scan.threads, [&](std::size_t t) {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      TableKey key{};
+      std::copy_n(it->key().data(), std::min(it->key().size(), kTableKeySize), key.data());
+      actual_sum[t] += EntryHash(key) + (it->key().size() != kTableKeySize);
+      if (++actual_count[t] % 4096 == 0) progress.Add(4096);
+    }
+    return FromRocks(it->status(), "scanning " + TableFamilyName(t));
+  });
+  progress.Finish();
+  if (!s.ok()) return s;
+
+  for (std::size_t t = 0; t < tables; ++t) {
+    if (actual_count[t] == documents && actual_sum[t] == expected_sum[t]) continue;
+    // Something is off: find out what, entry by entry.
+    std::uint64_t orphans = 0, wrong = 0, duplicates = 0;
+    Roaring64Map seen;
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      if (it->key().size() != kTableKeySize) {
+        problem(TableFamilyName(t) + ": malformed key " + it->key().ToString(true));
+        continue;
+      }
+      const TableEntry e = DecodeTableKey(std::string_view(it->key().data(), kTableKeySize));
+      if (!ids.contains(e.id)) {
+        ++orphans;
+        problem(TableFamilyName(t) + ": entry for document " + std::to_string(e.id) +
+                ", which is not stored");
+        continue;
+      }
+      if (!seen.addChecked(e.id)) {
+        ++duplicates;
+        problem(TableFamilyName(t) + ": document " + std::to_string(e.id) +
+                " has more than one entry");
+      }
+      Result<std::optional<Fingerprint>> fp = CurrentFingerprint(e.id);
+      if (fp.ok() && *fp && plan_.table(t).Apply(**fp) != e.permuted) {
+        ++wrong;
+        problem(TableFamilyName(t) + ": entry for document " + std::to_string(e.id) +
+                " does not match its fingerprint");
+      }
+    }
+    const Roaring64Map missing = ids - seen;
+    for (auto id = missing.begin(); id != missing.end() && problems.size() < 20; ++id) {
+      problem(TableFamilyName(t) + ": document " + std::to_string(*id) + " has no entry");
+    }
+    if (orphans + wrong + duplicates + missing.cardinality() == 0) {
+      problem(TableFamilyName(t) + ": entry hashes disagree with the documents");
+    }
+  }
+
+  std::string count;
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot.snapshot();
+  if (db_->Get(ro, meta(), kDocumentCountKey, &count).ok() || documents > 0) {
+    const std::uint64_t recorded = count.size() == 8 ? GetBigEndian64(count.data()) : 0;
+    if (recorded != documents) {
+      problem("document count record says " + std::to_string(recorded) + ", but " +
+              std::to_string(documents) + " documents are stored");
+    }
+  }
+  if (problems.empty()) return Status::OK();
+  std::string message = std::to_string(problems.size()) +
+                        (problems.size() == 20 ? "+" : "") + " problem(s) in " + path_ + ":";
+  for (const std::string& p : problems) message += "\n  " + p;
+  return Status::Corruption(message);
+}
+
+}  // namespace fpstore::internal
