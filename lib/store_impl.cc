@@ -6,10 +6,17 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include "bulk_loader.h"
 #include "rocks_status.h"
 
 namespace fpstore::internal {
@@ -103,6 +110,7 @@ Status StoreImpl::Insert(DocumentId id, Fingerprint fingerprint, std::string_vie
 Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
   if (Status s = CheckWritable(); !s.ok()) return s;
   if (docs.empty()) return Status::OK();
+  std::shared_lock shared(ingest_mu_);
   // Take every stripe involved, in address order so that batches cannot
   // deadlock each other.
   std::set<std::mutex*> stripes;
@@ -126,6 +134,7 @@ Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
 
 Status StoreImpl::Remove(DocumentId id) {
   if (Status s = CheckWritable(); !s.ok()) return s;
+  std::shared_lock shared(ingest_mu_);
   std::lock_guard lock(StripeFor(id));
   Result<std::optional<Fingerprint>> old = CurrentFingerprint(id);
   if (!old.ok()) return old.status();
@@ -236,6 +245,12 @@ Result<std::vector<Match>> StoreImpl::Query(Fingerprint fingerprint, int k) cons
 
 Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatch(
     std::span<const Fingerprint> fingerprints, int k) const {
+  std::shared_lock shared(ingest_mu_);
+  return QueryBatchLocked(fingerprints, k);
+}
+
+Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatchLocked(
+    std::span<const Fingerprint> fingerprints, int k) const {
   if (Status s = CheckDistance(k); !s.ok()) return s;
   // One snapshot for every table: a document being replaced is seen either
   // before or after, never half-way (found twice, or in no table at all).
@@ -282,12 +297,14 @@ Result<CheckResult> StoreImpl::CheckAndInsert(DocumentId id, Fingerprint fingerp
   CheckResult result;
   rocksdb::WriteBatch batch;
   {
+    std::shared_lock shared(ingest_mu_);
     std::lock_guard check(check_mu_);
     std::lock_guard stripe(StripeFor(id));
-    Result<std::vector<Match>> matches = Query(fingerprint, plan_.distance());
+    Result<std::vector<std::vector<Match>>> matches =
+        QueryBatchLocked(std::span(&fingerprint, 1), plan_.distance());
     if (!matches.ok()) return matches.status();
-    std::erase_if(*matches, [id](const Match& m) { return m.id == id; });
-    result.matches = *std::move(matches);
+    result.matches = std::move((*matches)[0]);
+    std::erase_if(result.matches, [id](const Match& m) { return m.id == id; });
     if (policy == InsertPolicy::kIfNoMatch && !result.matches.empty()) return result;
     Result<std::optional<Fingerprint>> old = CurrentFingerprint(id);
     if (!old.ok()) return old.status();
@@ -307,6 +324,39 @@ Result<CheckResult> StoreImpl::CheckAndInsert(DocumentId id, Fingerprint fingerp
   }
   if (!durable.ok()) return durable;
   return result;
+}
+
+namespace {
+
+constexpr std::string_view kBulkDirPrefix = "bulk-load.";
+
+// Removes the temporary directories of bulk loads whose process is gone.
+void SweepAbandonedBulkLoads(const std::string& store_path) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(store_path, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory(ec) || !name.starts_with(kBulkDirPrefix)) continue;
+    const pid_t pid = static_cast<pid_t>(std::atol(name.c_str() + kBulkDirPrefix.size()));
+    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) std::filesystem::remove_all(entry, ec);
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<BulkLoader>> StoreImpl::NewBulkLoader(const BulkLoadOptions& options) {
+  if (Status s = CheckWritable(); !s.ok()) return s;
+  static std::atomic<int> counter{0};
+  const std::string name = std::string(kBulkDirPrefix) + std::to_string(::getpid()) + "." +
+                           std::to_string(counter.fetch_add(1));
+  std::string dir = options.temp_dir.empty()
+                        ? (std::filesystem::path(path_) / name).string()
+                        : (std::filesystem::path(options.temp_dir) / name).string();
+  if (options.temp_dir.empty()) SweepAbandonedBulkLoads(path_);
+  std::error_code ec;
+  if (!std::filesystem::create_directories(dir, ec)) {
+    return Status::IOError("creating " + dir + ": " + ec.message());
+  }
+  return std::unique_ptr<BulkLoader>(new BulkLoaderImpl(*this, options, std::move(dir)));
 }
 
 Status StoreImpl::Compact(const ScanOptions& scan) {

@@ -8,6 +8,7 @@
 #include <array>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -43,18 +44,24 @@ class StoreImpl final : public Store {
   Result<std::vector<Match>> Query(Fingerprint fingerprint, int k) const override;
   Result<std::vector<std::vector<Match>>> QueryBatch(std::span<const Fingerprint> fingerprints,
                                                      int k) const override;
+  // QueryBatch for a caller that holds ingest_mu_.
+  Result<std::vector<std::vector<Match>>> QueryBatchLocked(
+      std::span<const Fingerprint> fingerprints, int k) const;
   Result<CheckResult> CheckAndInsert(DocumentId id, Fingerprint fingerprint,
                                      std::string_view metadata, InsertPolicy policy) override;
   Status FindAll(int k, const std::function<void(const NearPair&)>& sink,
                  const ScanOptions& scan) const override;
   Status Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
                   const ScanOptions& scan) const override;
+  Result<std::unique_ptr<BulkLoader>> NewBulkLoader(const BulkLoadOptions& options) override;
   Status Compact(const ScanOptions& scan) override;
   Result<StoreStats> Stats() const override;
   Status Verify(const ScanOptions& scan) const override;
   Status Checkpoint(const std::string& dir) const override;
 
  private:
+  friend class BulkLoaderImpl;
+
   // A candidate found in one table, before its metadata is fetched.
   struct Hit {
     DocumentId id;
@@ -114,6 +121,10 @@ class StoreImpl final : public Store {
 
   // Writers to one id take its stripe so that read-old-then-write is atomic.
   mutable std::array<std::mutex, 64> stripes_;
+  // Shared by every read and write, exclusive while a bulk load ingests:
+  // RocksDB installs ingested files family by family, and no reader may
+  // see some tables with them and some without.
+  mutable std::shared_mutex ingest_mu_;
   // Serialises CheckAndInsert's look-then-write.
   std::mutex check_mu_;
   bool closed_ = false;

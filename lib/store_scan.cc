@@ -115,6 +115,7 @@ Status StoreImpl::ScanRuns(
     const ScanOptions& scan,
     const std::function<void(std::size_t, std::span<const TableEntry>)>& visit_run) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
+  std::shared_lock shared(ingest_mu_);
   rocksdb::ManagedSnapshot snapshot(db_.get());
   std::uint64_t total = 0;
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
@@ -207,6 +208,7 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
   if (Status s = FromRocks(db_->VerifyChecksum(), "verifying block checksums"); !s.ok()) {
     return Status::Corruption(s.message());
   }
+  std::shared_lock shared(ingest_mu_);
   rocksdb::ManagedSnapshot snapshot(db_.get());
   const std::size_t tables = plan_.table_count();
   std::vector<std::string> problems;

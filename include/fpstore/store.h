@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fpstore/bulk_loader.h"
 #include "fpstore/document.h"
 #include "fpstore/fingerprinter.h"
 #include "fpstore/options.h"
@@ -152,6 +153,11 @@ class Store {
   // linear time, however many share one.
   virtual Status Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
                           const ScanOptions& scan = {}) const = 0;
+
+  // Starts a bulk load (see bulk_loader.h). Fails with NotSupported on a
+  // read-only store, IOError if the temporary directory cannot be made.
+  virtual Result<std::unique_ptr<BulkLoader>> NewBulkLoader(
+      const BulkLoadOptions& options = {}) = 0;
 
   // Compacts every table fully.
   virtual Status Compact(const ScanOptions& scan = {}) = 0;

@@ -1,0 +1,74 @@
+// Bulk loading: many documents into a store in one atomic step.
+//
+// A BulkLoader collects documents, sorts them (spilling sorted runs to disk
+// when they outgrow the memory budget), writes one sorted table file per
+// column family with RocksDB's SstFileWriter, and ingests all of them in a
+// single IngestExternalFiles call. Until Finish returns OK the store is
+// unchanged; if the loader is destroyed first, or the process dies, the
+// store is as it was before (spilled files are removed, or swept by the
+// next loader).
+//
+//   Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader();
+//   for (const auto& doc : docs) {
+//     if (Status s = (*loader)->Add(doc.id, doc.fp, doc.url); !s.ok()) return s;
+//   }
+//   Result<BulkLoadStats> stats = (*loader)->Finish();
+//
+// Thread safety: a BulkLoader is not thread-safe; use it from one thread.
+// Other threads may query the store meanwhile; writes to the store wait
+// while Finish ingests.
+
+#ifndef FPSTORE_BULK_LOADER_H_
+#define FPSTORE_BULK_LOADER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "fpstore/document.h"
+#include "fpstore/status.h"
+
+namespace fpstore {
+
+struct BulkLoadOptions {
+  // Bytes of documents held in memory before a sorted run is spilled.
+  // Default: 256 MiB.
+  std::size_t memory_bytes = std::size_t{256} << 20;
+
+  // Where spilled runs and table files are written; empty means a fresh
+  // directory inside the store's own, so that ingestion can move the files
+  // instead of copying them. Default: empty.
+  std::string temp_dir;
+};
+
+struct BulkLoadStats {
+  std::uint64_t added = 0;       // documents new to the store
+  std::uint64_t replaced = 0;    // documents whose id was stored before
+  std::uint64_t superseded = 0;  // input documents overridden by a later one with the same id
+};
+
+class BulkLoader {
+ public:
+  BulkLoader() = default;
+  BulkLoader(const BulkLoader&) = delete;
+  BulkLoader& operator=(const BulkLoader&) = delete;
+
+  // Abandons the load unless Finish succeeded.
+  virtual ~BulkLoader() = default;
+
+  // Adds a document. When an id is added more than once, the last one wins;
+  // a document already in the store is replaced.
+  virtual Status Add(DocumentId id, Fingerprint fingerprint, std::string_view metadata = {}) = 0;
+
+  // Documents added so far.
+  virtual std::uint64_t added() const = 0;
+
+  // Sorts, writes and ingests everything added, atomically. After it, the
+  // loader accepts nothing more.
+  virtual Result<BulkLoadStats> Finish() = 0;
+};
+
+}  // namespace fpstore
+
+#endif  // FPSTORE_BULK_LOADER_H_

@@ -1,0 +1,305 @@
+#include "bulk_loader.h"
+
+#include <rocksdb/sst_file_writer.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <queue>
+
+#include "record_file.h"
+#include "rocks_status.h"
+#include "store_impl.h"
+
+namespace fpstore::internal {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Approximate memory a buffered record takes.
+std::size_t RecordBytes(std::string_view metadata) { return 64 + metadata.size(); }
+
+// A table key with what to do with it: put the new entry or delete a
+// replaced document's old one.
+struct TableOp {
+  Fingerprint permuted;
+  DocumentId id;
+  bool put;
+
+  bool operator<(const TableOp& o) const {
+    return permuted != o.permuted ? permuted < o.permuted : id < o.id;
+  }
+};
+
+// Writes one sorted SST for a column family; skips the file if it stays
+// empty (RocksDB cannot ingest an empty file).
+class SstSink {
+ public:
+  SstSink(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, std::string path)
+      : writer_(rocksdb::EnvOptions(), db.GetOptions(family), family), path_(std::move(path)) {}
+
+  Status Put(rocksdb::Slice key, rocksdb::Slice value) {
+    if (Status s = OpenOnce(); !s.ok()) return s;
+    return FromRocks(writer_.Put(key, value), "writing " + path_);
+  }
+  Status Delete(rocksdb::Slice key) {
+    if (Status s = OpenOnce(); !s.ok()) return s;
+    return FromRocks(writer_.Delete(key), "writing " + path_);
+  }
+  Status Merge(rocksdb::Slice key, rocksdb::Slice value) {
+    if (Status s = OpenOnce(); !s.ok()) return s;
+    return FromRocks(writer_.Merge(key, value), "writing " + path_);
+  }
+  // Finishes the file; appends it to `files` unless it is empty.
+  Status Finish(std::vector<std::string>& files) {
+    if (!opened_) return Status::OK();
+    if (Status s = FromRocks(writer_.Finish(), "finishing " + path_); !s.ok()) return s;
+    files.push_back(path_);
+    return Status::OK();
+  }
+
+ private:
+  Status OpenOnce() {
+    if (opened_) return Status::OK();
+    opened_ = true;
+    return FromRocks(writer_.Open(path_), "creating " + path_);
+  }
+
+  rocksdb::SstFileWriter writer_;
+  std::string path_;
+  bool opened_ = false;
+};
+
+Status WriteOp(SstSink& sink, const TableOp& op) {
+  const TableKey key = EncodeTableKey(op.permuted, op.id);
+  const rocksdb::Slice slice(key.data(), key.size());
+  return op.put ? sink.Put(slice, rocksdb::Slice()) : sink.Delete(slice);
+}
+
+// Reads back the records of one spilled run, in order.
+class RunCursor {
+ public:
+  explicit RunCursor(const std::string& path) : reader_(path) {}
+  bool Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& metadata) {
+    std::uint64_t length;
+    if (!reader_.GetU64(id) || !reader_.GetU64(seq) || !reader_.GetU64(fp) ||
+        !reader_.GetU64(length)) {
+      return false;
+    }
+    metadata.resize(length);
+    return reader_.GetBytes(metadata.data(), length);
+  }
+  const Status& status() const { return reader_.status(); }
+
+ private:
+  RecordReader reader_;
+};
+
+}  // namespace
+
+BulkLoaderImpl::BulkLoaderImpl(StoreImpl& store, BulkLoadOptions options, std::string temp_dir)
+    : store_(store), options_(std::move(options)), temp_dir_(std::move(temp_dir)) {}
+
+BulkLoaderImpl::~BulkLoaderImpl() {
+  std::error_code ec;
+  fs::remove_all(temp_dir_, ec);
+}
+
+std::string BulkLoaderImpl::TempPath(const std::string& name) const {
+  return (fs::path(temp_dir_) / name).string();
+}
+
+Status BulkLoaderImpl::Add(DocumentId id, Fingerprint fingerprint, std::string_view metadata) {
+  if (finished_) return Status::InvalidArgument("the bulk load has finished");
+  buffer_.push_back({id, next_seq_++, fingerprint, std::string(metadata)});
+  buffer_bytes_ += RecordBytes(metadata);
+  return buffer_bytes_ >= options_.memory_bytes ? SpillRun() : Status::OK();
+}
+
+Status BulkLoaderImpl::SpillRun() {
+  std::sort(buffer_.begin(), buffer_.end(), [](const Record& a, const Record& b) {
+    return a.id != b.id ? a.id < b.id : a.seq < b.seq;
+  });
+  const std::string path = TempPath("run-" + std::to_string(runs_.size()));
+  RecordWriter out(path);
+  for (const Record& r : buffer_) {
+    out.PutU64(r.id);
+    out.PutU64(r.seq);
+    out.PutU64(r.fingerprint);
+    out.PutU64(r.metadata.size());
+    out.PutBytes(r.metadata);
+  }
+  if (Status s = out.Close(); !s.ok()) return s;
+  runs_.push_back(path);
+  buffer_.clear();
+  buffer_bytes_ = 0;
+  return Status::OK();
+}
+
+Result<BulkLoadStats> BulkLoaderImpl::Finish() {
+  if (finished_) return Status::InvalidArgument("the bulk load has finished");
+  finished_ = true;
+  if (!buffer_.empty()) {
+    if (Status s = SpillRun(); !s.ok()) return s;
+  }
+  BulkLoadStats stats;
+  if (runs_.empty()) return stats;
+
+  rocksdb::DB& db = *store_.db_;
+  const PermutationPlan& plan = store_.plan_;
+  // Nothing else writes while the documents are matched against the store
+  // and ingested: the old fingerprints read here must still be current.
+  std::unique_lock exclusive(store_.ingest_mu_);
+
+  // Merge the runs by (id, input order); the last record of an id wins.
+  std::vector<std::unique_ptr<RunCursor>> cursors;
+  struct Head {
+    DocumentId id;
+    std::uint64_t seq;
+    Fingerprint fp;
+    std::string metadata;
+    std::size_t run;
+    bool operator>(const Head& o) const { return id != o.id ? id > o.id : seq > o.seq; }
+  };
+  std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
+  for (const std::string& path : runs_) {
+    cursors.push_back(std::make_unique<RunCursor>(path));
+    Head h{};
+    h.run = cursors.size() - 1;
+    if (cursors.back()->Next(h.id, h.seq, h.fp, h.metadata)) heads.push(std::move(h));
+    if (!cursors.back()->status().ok()) return cursors.back()->status();
+  }
+
+  SstSink documents(db, store_.documents_family(), TempPath("documents.sst"));
+  // Per document: id, new fingerprint, old fingerprint, whether it had one.
+  const std::string changes_path = TempPath("changes");
+  RecordWriter changes(changes_path);
+  std::uint64_t change_count = 0;
+  std::unique_ptr<rocksdb::Iterator> existing(
+      db.NewIterator(rocksdb::ReadOptions(), store_.documents_family()));
+  while (!heads.empty()) {
+    Head h = heads.top();
+    heads.pop();
+    Head next{};
+    next.run = h.run;
+    if (cursors[h.run]->Next(next.id, next.seq, next.fp, next.metadata)) heads.push(std::move(next));
+    if (!cursors[h.run]->status().ok()) return cursors[h.run]->status();
+    if (!heads.empty() && heads.top().id == h.id) {
+      ++stats.superseded;
+      continue;
+    }
+    const DocumentKey key = EncodeDocumentKey(h.id);
+    const rocksdb::Slice key_slice(key.data(), key.size());
+    existing->Seek(key_slice);
+    Fingerprint old = 0;
+    const bool had_old = existing->Valid() && existing->key() == key_slice &&
+                         DecodeDocumentValue(existing->value().ToStringView(), &old, nullptr);
+    if (!existing->status().ok()) return FromRocks(existing->status(), "reading documents");
+    ++(had_old ? stats.replaced : stats.added);
+    if (Status s = documents.Put(key_slice, EncodeDocumentValue(h.fp, h.metadata)); !s.ok()) {
+      return s;
+    }
+    if (had_old && old == h.fp) continue;  // table entries stay as they are
+    changes.PutU64(h.id);
+    changes.PutU64(h.fp);
+    changes.PutU64(old);
+    changes.PutU64(had_old);
+    ++change_count;
+  }
+  if (Status s = changes.Close(); !s.ok()) return s;
+
+  std::vector<rocksdb::IngestExternalFileArg> args;
+  auto add_family = [&](rocksdb::ColumnFamilyHandle* family, SstSink& sink) {
+    rocksdb::IngestExternalFileArg arg;
+    arg.column_family = family;
+    arg.options.move_files = true;
+    if (Status s = sink.Finish(arg.external_files); !s.ok()) return s;
+    if (!arg.external_files.empty()) args.push_back(std::move(arg));
+    return Status::OK();
+  };
+  if (Status s = add_family(store_.documents_family(), documents); !s.ok()) return s;
+
+  if (stats.added > 0) {
+    SstSink meta(db, store_.meta(), TempPath("meta.sst"));
+    char delta[8];
+    PutBigEndian64(delta, stats.added);
+    if (Status s = meta.Merge(kDocumentCountKey, rocksdb::Slice(delta, 8)); !s.ok()) return s;
+    if (Status s = add_family(store_.meta(), meta); !s.ok()) return s;
+  }
+
+  // Each table: its puts and deletes, sorted within the memory budget.
+  const std::size_t max_ops = std::max<std::size_t>(1024, options_.memory_bytes / sizeof(TableOp));
+  std::vector<TableOp> ops;
+  for (std::size_t t = 0; t < plan.table_count(); ++t) {
+    const TablePermutation& perm = plan.table(t);
+    SstSink sink(db, store_.table(t), TempPath("table-" + std::to_string(t) + ".sst"));
+    std::vector<std::string> spills;
+    auto spill = [&]() -> Status {
+      std::sort(ops.begin(), ops.end());
+      const std::string path = TempPath("ops-" + std::to_string(spills.size()));
+      RecordWriter out(path);
+      for (const TableOp& op : ops) {
+        out.PutU64(op.permuted);
+        out.PutU64(op.id);
+        out.PutU64(op.put);
+      }
+      ops.clear();
+      spills.push_back(path);
+      return out.Close();
+    };
+    RecordReader in(changes_path);
+    for (std::uint64_t i = 0; i < change_count; ++i) {
+      std::uint64_t id, fp, old, had_old;
+      if (!in.GetU64(id) || !in.GetU64(fp) || !in.GetU64(old) || !in.GetU64(had_old)) {
+        return in.status().ok() ? Status::IOError("short read of " + changes_path) : in.status();
+      }
+      ops.push_back({perm.Apply(fp), id, true});
+      if (had_old) ops.push_back({perm.Apply(old), id, false});
+      if (ops.size() >= max_ops) {
+        if (Status s = spill(); !s.ok()) return s;
+      }
+    }
+    if (spills.empty()) {
+      std::sort(ops.begin(), ops.end());
+      for (const TableOp& op : ops) {
+        if (Status s = WriteOp(sink, op); !s.ok()) return s;
+      }
+      ops.clear();
+    } else {
+      if (Status s = spill(); !s.ok()) return s;
+      std::vector<std::unique_ptr<RecordReader>> readers;
+      using Item = std::pair<TableOp, std::size_t>;
+      auto later = [](const Item& a, const Item& b) { return b.first < a.first; };
+      std::priority_queue<Item, std::vector<Item>, decltype(later)> merge(later);
+      auto pull = [&](std::size_t r) {
+        std::uint64_t permuted, id, put;
+        if (readers[r]->GetU64(permuted) && readers[r]->GetU64(id) && readers[r]->GetU64(put)) {
+          merge.push({TableOp{permuted, id, put != 0}, r});
+        }
+        return readers[r]->status();
+      };
+      for (const std::string& path : spills) {
+        readers.push_back(std::make_unique<RecordReader>(path));
+        if (Status s = pull(readers.size() - 1); !s.ok()) return s;
+      }
+      while (!merge.empty()) {
+        const auto [op, r] = merge.top();
+        merge.pop();
+        if (Status s = WriteOp(sink, op); !s.ok()) return s;
+        if (Status s = pull(r); !s.ok()) return s;
+      }
+      for (const std::string& path : spills) fs::remove(path);
+    }
+    if (Status s = add_family(store_.table(t), sink); !s.ok()) return s;
+  }
+
+  if (!args.empty()) {
+    if (Status s = FromRocks(db.IngestExternalFiles(args), "ingesting the bulk load");
+        !s.ok()) {
+      return s;
+    }
+  }
+  return stats;
+}
+
+}  // namespace fpstore::internal

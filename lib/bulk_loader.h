@@ -1,0 +1,51 @@
+// The store's BulkLoader (include/fpstore/bulk_loader.h).
+
+#ifndef FPSTORE_LIB_BULK_LOADER_H_
+#define FPSTORE_LIB_BULK_LOADER_H_
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fpstore/bulk_loader.h"
+
+namespace fpstore::internal {
+
+class StoreImpl;
+
+class BulkLoaderImpl final : public BulkLoader {
+ public:
+  // `temp_dir` must be a fresh directory the loader may fill and remove.
+  BulkLoaderImpl(StoreImpl& store, BulkLoadOptions options, std::string temp_dir);
+  ~BulkLoaderImpl() override;
+
+  Status Add(DocumentId id, Fingerprint fingerprint, std::string_view metadata) override;
+  std::uint64_t added() const override { return next_seq_; }
+  Result<BulkLoadStats> Finish() override;
+
+ private:
+  // One input document as buffered and spilled: later `seq` wins.
+  struct Record {
+    DocumentId id;
+    std::uint64_t seq;
+    Fingerprint fingerprint;
+    std::string metadata;
+  };
+
+  Status SpillRun();
+  std::string TempPath(const std::string& name) const;
+
+  StoreImpl& store_;
+  const BulkLoadOptions options_;
+  const std::string temp_dir_;
+  std::vector<Record> buffer_;
+  std::size_t buffer_bytes_ = 0;
+  std::vector<std::string> runs_;
+  std::uint64_t next_seq_ = 0;
+  bool finished_ = false;
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_BULK_LOADER_H_

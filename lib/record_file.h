@@ -1,0 +1,98 @@
+// Sequential binary files of fixed-layout records, for the bulk loader's
+// spilled runs: buffered writes, buffered reads, errors as Status.
+
+#ifndef FPSTORE_LIB_RECORD_FILE_H_
+#define FPSTORE_LIB_RECORD_FILE_H_
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "fpstore/status.h"
+#include "key_codec.h"
+
+namespace fpstore::internal {
+
+class RecordWriter {
+ public:
+  explicit RecordWriter(std::string path) : path_(std::move(path)) {
+    file_ = std::fopen(path_.c_str(), "wb");
+    if (file_ == nullptr) status_ = Error("creating");
+  }
+  ~RecordWriter() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+  RecordWriter(const RecordWriter&) = delete;
+  RecordWriter& operator=(const RecordWriter&) = delete;
+
+  void PutU64(std::uint64_t v) {
+    char bytes[8];
+    PutBigEndian64(bytes, v);
+    PutBytes(std::string_view(bytes, 8));
+  }
+  void PutBytes(std::string_view bytes) {
+    if (status_.ok() && std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
+      status_ = Error("writing");
+    }
+  }
+  // Every write so far, flushed and closed.
+  Status Close() {
+    if (file_ != nullptr && std::fclose(file_) != 0 && status_.ok()) status_ = Error("closing");
+    file_ = nullptr;
+    return status_;
+  }
+
+ private:
+  Status Error(const char* what) const {
+    return Status::IOError(std::string(what) + " " + path_ + ": " + std::strerror(errno));
+  }
+
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  Status status_;
+};
+
+class RecordReader {
+ public:
+  explicit RecordReader(std::string path) : path_(std::move(path)) {
+    file_ = std::fopen(path_.c_str(), "rb");
+    if (file_ == nullptr) {
+      status_ = Status::IOError("opening " + path_ + ": " + std::strerror(errno));
+    }
+  }
+  ~RecordReader() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+  RecordReader(const RecordReader&) = delete;
+  RecordReader& operator=(const RecordReader&) = delete;
+
+  // False at a clean end of file or on error (see status()).
+  bool GetU64(std::uint64_t& v) {
+    char bytes[8];
+    if (!GetBytes(bytes, 8)) return false;
+    v = GetBigEndian64(bytes);
+    return true;
+  }
+  bool GetBytes(char* out, std::size_t n) {
+    if (!status_.ok() || n == 0) return status_.ok();
+    const std::size_t got = std::fread(out, 1, n, file_);
+    if (got == n) return true;
+    if (got != 0 || std::ferror(file_)) {
+      status_ = Status::IOError("reading " + path_ + ": truncated or unreadable");
+    }
+    return false;
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  Status status_;
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_RECORD_FILE_H_

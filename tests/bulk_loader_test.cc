@@ -1,0 +1,200 @@
+// Bulk loads: exact answers afterwards, last-wins for repeated ids,
+// replacement of stored documents, and all-or-nothing when abandoned or
+// killed part-way.
+
+#include "fpstore/bulk_loader.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+
+#include "brute_force.h"
+#include "fpstore/store.h"
+#include "store_checks.h"
+#include "temp_dir.h"
+
+namespace fpstore {
+namespace {
+
+using internal::IdFingerprint;
+using testing::ExpectMatchesBruteForce;
+using testing::MakeCorpus;
+using testing::MetadataFor;
+using testing::Plant;
+using testing::Random;
+using testing::TempDir;
+using testing::TestSeed;
+
+std::unique_ptr<Store> MustOpen(const std::string& path) {
+  StoreOptions options;
+  options.durability = Durability::kNoSync;
+  options.block_cache_bytes = 8 << 20;
+  options.write_buffer_bytes = 8 << 20;
+  Result<std::unique_ptr<Store>> store = Store::Open(path, options);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return store.ok() ? *std::move(store) : nullptr;
+}
+
+std::vector<IdFingerprint> Corpus(std::uint64_t seed, std::size_t n) {
+  return MakeCorpus(seed, n, {Plant{0, 30}, Plant{1, 30}, Plant{2, 30}, Plant{3, 30}, Plant{4, 30}});
+}
+
+// A tiny memory budget forces spilled runs and multi-way merges.
+BulkLoadOptions SpillingOptions() {
+  BulkLoadOptions options;
+  options.memory_bytes = 4096;
+  return options;
+}
+
+TEST(BulkLoaderTest, LoadsAnEmptyStoreExactly) {
+  const std::uint64_t seed = TestSeed(11);
+  const std::vector<IdFingerprint> docs = Corpus(seed, 1500);
+  for (const BulkLoadOptions& options : {BulkLoadOptions{}, SpillingOptions()}) {
+    TempDir dir;
+    std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
+    Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader(options);
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    for (const IdFingerprint& d : docs) {
+      ASSERT_TRUE((*loader)->Add(d.id, d.fingerprint, MetadataFor(d.id)).ok());
+    }
+    EXPECT_EQ((*loader)->added(), docs.size());
+    Result<BulkLoadStats> stats = (*loader)->Finish();
+    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+    EXPECT_EQ(stats->added, docs.size());
+    EXPECT_EQ(stats->replaced, 0u);
+    ExpectMatchesBruteForce(*store, docs, seed, "after a bulk load");
+    loader->reset();
+    // Only the store's own files remain: the temporary directory is gone.
+    for (const auto& entry : std::filesystem::directory_iterator(dir.Sub("store"))) {
+      EXPECT_FALSE(entry.is_directory()) << entry.path();
+    }
+  }
+}
+
+TEST(BulkLoaderTest, LastOccurrenceWinsAndStoredDocumentsAreReplaced) {
+  const std::uint64_t seed = TestSeed(12);
+  std::vector<IdFingerprint> docs = Corpus(seed, 800);
+  TempDir dir;
+  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
+  // The first half goes in by ordinary inserts.
+  for (std::size_t i = 0; i < docs.size() / 2; ++i) {
+    ASSERT_TRUE(store->Insert(docs[i].id, docs[i].fingerprint, MetadataFor(docs[i].id)).ok());
+  }
+  Random rnd(seed);
+  Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader(SpillingOptions());
+  ASSERT_TRUE(loader.ok());
+  // The load brings the second half, new fingerprints for 100 stored
+  // documents, the unchanged fingerprint for 50 others, and 100 ids twice.
+  for (std::size_t i = docs.size() / 2; i < docs.size(); ++i) {
+    ASSERT_TRUE((*loader)->Add(docs[i].id, rnd.Next(), "superseded").ok());
+  }
+  for (std::size_t i = 0; i < 100; ++i) docs[i].fingerprint ^= Fingerprint{1} << (i % 64);
+  for (std::size_t i = 0; i < 150; ++i) {
+    ASSERT_TRUE((*loader)->Add(docs[i].id, docs[i].fingerprint, MetadataFor(docs[i].id)).ok());
+  }
+  for (std::size_t i = docs.size() / 2; i < docs.size(); ++i) {
+    ASSERT_TRUE((*loader)->Add(docs[i].id, docs[i].fingerprint, MetadataFor(docs[i].id)).ok());
+  }
+  Result<BulkLoadStats> stats = (*loader)->Finish();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->added, docs.size() - docs.size() / 2);
+  EXPECT_EQ(stats->replaced, 150u);
+  EXPECT_EQ(stats->superseded, docs.size() - docs.size() / 2);
+  ExpectMatchesBruteForce(*store, docs, seed, "after a bulk load over stored documents");
+}
+
+TEST(BulkLoaderTest, AbandonedLoadLeavesTheStoreAsItWas) {
+  const std::uint64_t seed = TestSeed(13);
+  const std::vector<IdFingerprint> docs = Corpus(seed, 300);
+  TempDir dir;
+  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
+  for (const IdFingerprint& d : docs) {
+    ASSERT_TRUE(store->Insert(d.id, d.fingerprint, MetadataFor(d.id)).ok());
+  }
+  {
+    Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader(SpillingOptions());
+    ASSERT_TRUE(loader.ok());
+    Random rnd(seed);
+    for (DocumentId id = 0; id < 500; ++id) ASSERT_TRUE((*loader)->Add(id, rnd.Next(), "x").ok());
+  }
+  ExpectMatchesBruteForce(*store, docs, seed, "after an abandoned load");
+}
+
+// A loader killed at a random moment: afterwards the store holds either the
+// whole load or none of it.
+TEST(BulkLoaderTest, KilledLoadIsAllOrNothing) {
+  const std::uint64_t seed = TestSeed(14);
+  const std::vector<IdFingerprint> before = Corpus(seed, 200);
+  std::vector<IdFingerprint> after = before;
+  Random rnd(seed);
+  for (DocumentId id = 1000; id < 4000; ++id) after.push_back({id, rnd.Next()});
+  for (std::size_t i = 0; i < 50; ++i) after[i].fingerprint = rnd.Next();
+
+  TempDir dir;
+  {
+    std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
+    for (const IdFingerprint& d : before) {
+      ASSERT_TRUE(store->Insert(d.id, d.fingerprint, MetadataFor(d.id)).ok());
+    }
+    ASSERT_TRUE(store->Close().ok());
+  }
+  // Round 0 runs to completion and times the load; later rounds kill the
+  // loader at a random moment within that time and a bit beyond.
+  int saw_none = 0, saw_all = 0;
+  std::int64_t load_micros = 0;
+  for (int round = 0; round < 7; ++round) {
+    const auto start = std::chrono::steady_clock::now();
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
+      if (store == nullptr) _exit(2);
+      auto loader = store->NewBulkLoader(SpillingOptions());
+      if (!loader.ok()) _exit(3);
+      for (const IdFingerprint& d : after) {
+        if (!(*loader)->Add(d.id, d.fingerprint, MetadataFor(d.id)).ok()) _exit(4);
+      }
+      _exit((*loader)->Finish().ok() ? 0 : 5);
+    }
+    if (round > 0) {
+      ::usleep(static_cast<useconds_t>(rnd.Uniform(load_micros * 5 / 4 + 1)));
+      ::kill(child, SIGKILL);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    if (round == 0) {
+      load_micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    }
+    ASSERT_TRUE(WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        << "child failed with exit status " << WEXITSTATUS(status);
+
+    std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
+    ASSERT_NE(store, nullptr);
+    Result<StoreStats> stats = store->Stats();
+    ASSERT_TRUE(stats.ok());
+    const bool loaded = stats->documents == after.size();
+    EXPECT_TRUE(loaded || stats->documents == before.size()) << stats->documents;
+    ExpectMatchesBruteForce(*store, loaded ? after : before, seed,
+                            "round " + std::to_string(round) + (loaded ? " (loaded)" : " (not loaded)"));
+    ++(loaded ? saw_all : saw_none);
+    if (loaded) {
+      // Start the next round from the state before the load.
+      for (DocumentId id = 1000; id < 4000; ++id) ASSERT_TRUE(store->Remove(id).ok());
+      for (std::size_t i = 0; i < 50; ++i) {
+        ASSERT_TRUE(store->Insert(before[i].id, before[i].fingerprint, MetadataFor(before[i].id)).ok());
+      }
+    }
+  }
+  RecordProperty("rounds_loaded", saw_all);
+  RecordProperty("rounds_not_loaded", saw_none);
+}
+
+}  // namespace
+}  // namespace fpstore

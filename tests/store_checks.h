@@ -1,0 +1,125 @@
+// Checks that a store answers exactly as a brute-force scan over the
+// documents it should hold: Query, QueryBatch, FindAll, Clusters, Verify and
+// the document count.
+
+#ifndef FPSTORE_TESTS_STORE_CHECKS_H_
+#define FPSTORE_TESTS_STORE_CHECKS_H_
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "brute_force.h"
+#include "fpstore/store.h"
+
+namespace fpstore::testing {
+
+using internal::IdFingerprint;
+
+// The metadata the checks expect each document to carry.
+inline std::string MetadataFor(DocumentId id) {
+  return "https://example.org/page/" + std::to_string(id);
+}
+
+inline std::vector<IdDistance> AsIdDistances(const std::vector<Match>& matches) {
+  std::vector<IdDistance> out;
+  for (const Match& m : matches) out.push_back({m.id, m.distance});
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Connected components of the brute-force pair graph, two or more members.
+inline std::vector<std::vector<DocumentId>> BruteForceClusters(std::span<const IdFingerprint> docs,
+                                                        int k) {
+  std::map<DocumentId, DocumentId> parent;
+  auto find = [&](DocumentId x) {
+    while (parent.at(x) != x) x = parent.at(x);
+    return x;
+  };
+  for (const IdFingerprint& d : docs) parent[d.id] = d.id;
+  for (const NearPair& p : BruteForcePairs(docs, k)) {
+    const DocumentId a = find(p.first), b = find(p.second);
+    parent[std::max(a, b)] = std::min(a, b);
+  }
+  std::map<DocumentId, std::vector<DocumentId>> groups;
+  for (const IdFingerprint& d : docs) groups[find(d.id)].push_back(d.id);
+  std::vector<std::vector<DocumentId>> clusters;
+  for (auto& [root, ids] : groups) {
+    std::sort(ids.begin(), ids.end());
+    if (ids.size() > 1) clusters.push_back(ids);
+  }
+  std::sort(clusters.begin(), clusters.end());
+  return clusters;
+}
+
+// REQUIRES: every stored document's metadata is MetadataFor(id).
+inline void ExpectMatchesBruteForce(Store& store, const std::vector<IdFingerprint>& docs,
+                                    std::uint64_t seed, const std::string& phase) {
+  SCOPED_TRACE(std::string(phase) + " seed=" + std::to_string(seed) +
+               " plan=" + store.plan().ToString());
+  const int k_max = store.plan().distance();
+  Random rnd(seed + 1);
+  // Queries: stored fingerprints, their planted neighbours at every
+  // distance up to k + 1, and random ones.
+  std::vector<Fingerprint> queries;
+  for (int i = 0; i < 30 && !docs.empty(); ++i) {
+    Fingerprint q = docs[rnd.Uniform(docs.size())].fingerprint;
+    const int flips = static_cast<int>(rnd.Uniform(k_max + 2));
+    for (int f = 0; f < flips; ++f) q ^= Fingerprint{1} << rnd.Uniform(64);
+    queries.push_back(q);
+  }
+  for (int i = 0; i < 10; ++i) queries.push_back(rnd.Next());
+
+  for (int k = 0; k <= k_max; ++k) {
+    Result<std::vector<std::vector<Match>>> batch = store.QueryBatch(queries, k);
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    for (std::size_t i = 0; i < queries.size(); ++i) {
+      const std::vector<IdDistance> expected = BruteForceQuery(docs, queries[i], k);
+      Result<std::vector<Match>> single = store.Query(queries[i], k);
+      ASSERT_TRUE(single.ok()) << single.status().ToString();
+      ASSERT_EQ(AsIdDistances(*single), expected)
+          << "query " << queries[i] << " k=" << k << " "
+          << SortedDifference(expected, AsIdDistances(*single));
+      ASSERT_EQ(AsIdDistances((*batch)[i]), expected) << "batch query " << queries[i];
+      // Nearest first, metadata and fingerprint of the stored document.
+      for (std::size_t j = 0; j < single->size(); ++j) {
+        const Match& m = (*single)[j];
+        EXPECT_EQ(m.metadata, MetadataFor(m.id));
+        EXPECT_EQ(HammingDistance(m.fingerprint, queries[i]), m.distance);
+        if (j > 0) {
+          EXPECT_LE((*single)[j - 1].distance, m.distance);
+        }
+      }
+    }
+  }
+
+  for (int k : {0, k_max}) {
+    std::vector<NearPair> pairs;
+    ASSERT_TRUE(store.FindAll(k, [&](const NearPair& p) { pairs.push_back(p); }).ok());
+    std::sort(pairs.begin(), pairs.end());
+    const std::vector<NearPair> expected = BruteForcePairs(docs, k);
+    EXPECT_TRUE(pairs == expected) << "FindAll k=" << k << " "
+                                   << SortedDifference(expected, pairs);
+
+    std::vector<std::vector<DocumentId>> clusters;
+    ASSERT_TRUE(store
+                    .Clusters(k, [&](std::span<const DocumentId> ids) {
+                      clusters.emplace_back(ids.begin(), ids.end());
+                    })
+                    .ok());
+    EXPECT_EQ(clusters, BruteForceClusters(docs, k)) << "Clusters k=" << k;
+  }
+  Status verify = store.Verify();
+  EXPECT_TRUE(verify.ok()) << verify.ToString();
+  Result<StoreStats> stats = store.Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->documents, docs.size());
+}
+
+}  // namespace fpstore::testing
+
+#endif  // FPSTORE_TESTS_STORE_CHECKS_H_
