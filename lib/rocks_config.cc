@@ -60,6 +60,12 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   db.enable_pipelined_write = true;
 
   const std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  // Each family's memtable gets its share of the budget, so families flush
+  // on their own size; the write-buffer manager is the backstop. Were each
+  // share the whole budget, the manager would flush the oldest memtable
+  // over and over, and that is usually a nearly empty one.
+  const std::size_t memtable_bytes = std::max<std::size_t>(
+      std::size_t{4} << 20, options.write_buffer_bytes / (plan.table_count() + 2));
 
   config.families.emplace_back(rocksdb::kDefaultColumnFamilyName, MetadataFamilyOptions());
 
@@ -74,7 +80,7 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
     cf.compression = rocksdb::kLZ4Compression;
     cf.bottommost_compression = rocksdb::kZSTD;
-    cf.write_buffer_size = options.write_buffer_bytes / 4;
+    cf.write_buffer_size = memtable_bytes;
     cf.level_compaction_dynamic_level_bytes = true;
     config.families.emplace_back(kDocumentsFamily, cf);
   }
@@ -98,7 +104,7 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(bt));
     cf.compression = rocksdb::kLZ4Compression;
     cf.bottommost_compression = rocksdb::kZSTD;
-    cf.write_buffer_size = options.write_buffer_bytes / 4;
+    cf.write_buffer_size = memtable_bytes;
     cf.level_compaction_dynamic_level_bytes = true;
     config.families.emplace_back(TableFamilyName(t), cf);
   }

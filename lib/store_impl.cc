@@ -67,19 +67,37 @@ Result<std::optional<Fingerprint>> StoreImpl::CurrentFingerprint(DocumentId id) 
   return std::optional<Fingerprint>(fp);
 }
 
-int StoreImpl::StageInsert(rocksdb::WriteBatch& batch, const NewDocument& doc,
-                           std::optional<Fingerprint> old) const {
-  const DocumentKey key = EncodeDocumentKey(doc.id);
-  batch.Put(documents_family(), AsSlice(key), EncodeDocumentValue(doc.fingerprint, doc.metadata))
-      .PermitUncheckedError();
-  if (old == doc.fingerprint) return 0;
+int StoreImpl::StageInserts(rocksdb::WriteBatch& batch,
+                            std::span<const PendingInsert> inserts) const {
+  int added = 0;
+  for (const PendingInsert& p : inserts) {
+    batch.Put(documents_family(), AsSlice(EncodeDocumentKey(p.doc->id)),
+              EncodeDocumentValue(p.doc->fingerprint, p.doc->metadata))
+        .PermitUncheckedError();
+    added += !p.old;
+  }
+  // Table keys go in family by family and in key order: RocksDB's memtable
+  // skiplist then starts each insert from where the previous one ended.
+  struct Op {
+    TableKey key;
+    bool put;
+  };
+  std::vector<Op> ops;
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
     const TablePermutation& perm = plan_.table(t);
-    if (old) batch.Delete(table(t), AsSlice(EncodeTableKey(perm.Apply(*old), doc.id))).PermitUncheckedError();
-    batch.Put(table(t), AsSlice(EncodeTableKey(perm.Apply(doc.fingerprint), doc.id)), {})
-        .PermitUncheckedError();
+    ops.clear();
+    for (const PendingInsert& p : inserts) {
+      if (p.old == p.doc->fingerprint) continue;
+      if (p.old) ops.push_back({EncodeTableKey(perm.Apply(*p.old), p.doc->id), false});
+      ops.push_back({EncodeTableKey(perm.Apply(p.doc->fingerprint), p.doc->id), true});
+    }
+    std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.key < b.key; });
+    for (const Op& op : ops) {
+      (op.put ? batch.Put(table(t), AsSlice(op.key), {}) : batch.Delete(table(t), AsSlice(op.key)))
+          .PermitUncheckedError();
+    }
   }
-  return old ? 0 : 1;
+  return added;
 }
 
 namespace {
@@ -121,14 +139,15 @@ Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
   // The last occurrence of an id wins; the ones before it are dropped.
   std::map<DocumentId, const NewDocument*> latest;
   for (const NewDocument& d : docs) latest[d.id] = &d;
-  rocksdb::WriteBatch batch;
-  std::int64_t added = 0;
+  std::vector<PendingInsert> inserts;
+  inserts.reserve(latest.size());
   for (const auto& [id, doc] : latest) {
     Result<std::optional<Fingerprint>> old = CurrentFingerprint(id);
     if (!old.ok()) return old.status();
-    added += StageInsert(batch, *doc, *old);
+    inserts.push_back({doc, *old});
   }
-  StageCountChange(batch, meta(), added);
+  rocksdb::WriteBatch batch;
+  StageCountChange(batch, meta(), StageInserts(batch, inserts));
   return Commit(batch);
 }
 
@@ -308,7 +327,9 @@ Result<CheckResult> StoreImpl::CheckAndInsert(DocumentId id, Fingerprint fingerp
     if (policy == InsertPolicy::kIfNoMatch && !result.matches.empty()) return result;
     Result<std::optional<Fingerprint>> old = CurrentFingerprint(id);
     if (!old.ok()) return old.status();
-    StageCountChange(batch, meta(), StageInsert(batch, {id, fingerprint, metadata}, *old));
+    const NewDocument doc{id, fingerprint, metadata};
+    const PendingInsert insert{&doc, *old};
+    StageCountChange(batch, meta(), StageInserts(batch, std::span(&insert, 1)));
     // Written unsynced while the lock is held, so that the next
     // CheckAndInsert already sees it; made durable below, outside the lock,
     // where concurrent callers can share the fsync.

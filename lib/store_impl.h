@@ -77,11 +77,16 @@ class StoreImpl final : public Store {
   Status CheckWritable() const;
   Status CheckDistance(int k) const;
 
-  // Adds to `batch` what it takes to make document `doc` current, given the
-  // fingerprint it has now (`old`, absent if new). Returns the change in the
-  // document count.
-  int StageInsert(rocksdb::WriteBatch& batch, const NewDocument& doc,
-                  std::optional<Fingerprint> old) const;
+  // A document to write and the fingerprint its id has now, if any.
+  struct PendingInsert {
+    const NewDocument* doc;
+    std::optional<Fingerprint> old;
+  };
+
+  // Adds to `batch` what it takes to make each document current: its record,
+  // and in every table the new key and the deletion of the old one. Returns
+  // how many documents are new.
+  int StageInserts(rocksdb::WriteBatch& batch, std::span<const PendingInsert> inserts) const;
 
   // The fingerprint document `id` has now, or nullopt; reads the latest state.
   Result<std::optional<Fingerprint>> CurrentFingerprint(DocumentId id) const;
