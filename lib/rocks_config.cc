@@ -48,7 +48,8 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   RocksConfig config;
   rocksdb::DBOptions& db = config.db;
   db.create_if_missing = options.create_if_missing;
-  db.create_missing_column_families = options.create_if_missing;
+  // A new store creates its families explicitly; an existing one must have them all.
+  db.create_missing_column_families = false;
   db.max_background_jobs = std::max(2, options.background_threads);
   db.write_buffer_manager =
       std::make_shared<rocksdb::WriteBufferManager>(options.write_buffer_bytes);

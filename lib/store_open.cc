@@ -1,10 +1,14 @@
 // Opening, creating and closing a store; the metadata record.
 
+#include <fcntl.h>
 #include <rocksdb/db.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <system_error>
 
 #include "rocks_config.h"
@@ -108,6 +112,95 @@ Status CheckAgainstRecorded(const std::string& path, const StoreOptions& options
   return Status::OK();
 }
 
+// The stores this process has open for writing, by canonical path. RocksDB
+// rotates the info log (LOG becomes LOG.old.<time>) before it finds the LOCK
+// file taken, so a refused second writer would rename the live writer's log
+// and change the directory; Open turns such a writer away before RocksDB.
+class WriterRegistry {
+ public:
+  static WriterRegistry& Instance() {
+    static WriterRegistry* const registry = new WriterRegistry;  // never destroyed
+    return *registry;
+  }
+  // False if `key` is taken.
+  bool Reserve(const std::string& key) {
+    std::lock_guard lock(mu_);
+    return owners_.try_emplace(key, nullptr).second;
+  }
+  void Assign(const std::string& key, const void* owner) {
+    std::lock_guard lock(mu_);
+    owners_[key] = owner;
+  }
+  void Release(const std::string& key) {
+    std::lock_guard lock(mu_);
+    owners_.erase(key);
+  }
+  void ReleaseOwner(const void* owner) {
+    std::lock_guard lock(mu_);
+    std::erase_if(owners_, [owner](const auto& entry) { return entry.second == owner; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, const void*> owners_;
+};
+
+// The pid of another process holding the store's LOCK file as RocksDB takes
+// it (a POSIX write lock), or 0. Only asks: it must not take the lock, as
+// closing any descriptor of a file drops every POSIX lock this process holds
+// on it. REQUIRES: this process holds no lock on it (see WriterRegistry).
+pid_t LockHolder(const std::string& path) {
+  const int fd = ::open((fs::path(path) / "LOCK").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct flock lock = {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  const bool held = ::fcntl(fd, F_GETLK, &lock) == 0 && lock.l_type != F_UNLCK;
+  ::close(fd);
+  return held ? lock.l_pid : 0;
+}
+
+// A writer's claim on a store path, from the checks until the store exists;
+// given back if the open fails. A writer that appears between these checks
+// and RocksDB's own lock still gets Busy, from RocksDB.
+class WriterReservation {
+ public:
+  WriterReservation() = default;
+  WriterReservation(const WriterReservation&) = delete;
+  WriterReservation& operator=(const WriterReservation&) = delete;
+  ~WriterReservation() {
+    if (!key_.empty()) WriterRegistry::Instance().Release(key_);
+  }
+
+  // Busy if another Store object or another process has `path` open for
+  // writing.
+  Status Reserve(const std::string& path) {
+    std::error_code ec;
+    fs::path canonical = fs::weakly_canonical(path, ec);
+    if (ec) canonical = fs::absolute(path, ec);
+    if (!canonical.has_filename()) canonical = canonical.parent_path();  // "dir/"
+    if (!WriterRegistry::Instance().Reserve(canonical.string())) {
+      return Status::Busy("opening " + path +
+                          ": the store is in use by another Store object in this process");
+    }
+    key_ = canonical.string();
+    if (const pid_t holder = LockHolder(path); holder != 0) {
+      return Status::Busy("opening " + path + ": the store is in use by another process (pid " +
+                          std::to_string(holder) + ")");
+    }
+    return Status::OK();
+  }
+
+  // The claim now lasts until `owner` closes.
+  void HandTo(const StoreImpl* owner) {
+    WriterRegistry::Instance().Assign(key_, owner);
+    key_.clear();
+  }
+
+ private:
+  std::string key_;
+};
+
 bool IsEmptyOrAbsent(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return true;
@@ -146,19 +239,46 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   Result<Fingerprinter> fingerprinter = Fingerprinter::Create(meta.fingerprint);
   if (!fingerprinter.ok()) return fingerprinter.status().WithContext(path);
 
+  WriterReservation reservation;
+  if (!options.read_only) {
+    if (Status s = reservation.Reserve(path); !s.ok()) return s;
+  }
+
   RocksConfig config = MakeRocksConfig(options, *plan);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   const bool created_dir = !fs::exists(path, ec);
-  rocksdb::Status rs =
-      options.read_only
-          ? rocksdb::DB::OpenForReadOnly(config.db, path, config.families, &handles, &raw)
-          : rocksdb::DB::Open(config.db, path, config.families, &handles, &raw);
+  rocksdb::Status rs;
+  if (options.read_only) {
+    rs = rocksdb::DB::OpenForReadOnly(config.db, path, config.families, &handles, &raw);
+  } else if (exists) {
+    rs = rocksdb::DB::Open(config.db, path, config.families, &handles, &raw);
+  } else {
+    // Creating the families in one call writes RocksDB's OPTIONS file once
+    // instead of once per family (and a plan can have hundreds).
+    const std::vector<rocksdb::ColumnFamilyDescriptor> first(config.families.begin(),
+                                                             config.families.begin() + 1);
+    rs = rocksdb::DB::Open(config.db, path, first, &handles, &raw);
+    std::vector<rocksdb::ColumnFamilyHandle*> created;
+    if (rs.ok()) {
+      rs = raw->CreateColumnFamilies(std::vector<rocksdb::ColumnFamilyDescriptor>(
+                                         config.families.begin() + 1, config.families.end()),
+                                     &created);
+      handles.insert(handles.end(), created.begin(), created.end());
+    }
+    if (!rs.ok() && raw != nullptr) {
+      for (rocksdb::ColumnFamilyHandle* h : handles) raw->DestroyColumnFamilyHandle(h);
+      delete raw;
+      rocksdb::DestroyDB(path, rocksdb::Options()).PermitUncheckedError();
+      if (created_dir) fs::remove_all(path, ec);
+    }
+  }
   if (!rs.ok()) return FromRocks(rs, "opening " + path);
 
   std::unique_ptr<StoreImpl> store(new StoreImpl(path, options, *std::move(plan),
                                                  *std::move(fingerprinter),
                                                  std::unique_ptr<rocksdb::DB>(raw), handles));
+  if (!options.read_only) reservation.HandTo(store.get());
   if (!exists) {
     // The metadata record goes last and in one synced batch: a directory
     // whose creation was cut short holds no record and is refused on open.
@@ -211,6 +331,7 @@ Status StoreImpl::Close() {
   rocksdb::Status rs = db_->Close();
   if (result.ok()) result = FromRocks(rs, "closing " + path_);
   db_.reset();
+  if (!options_.read_only) WriterRegistry::Instance().ReleaseOwner(this);
   return result;
 }
 
