@@ -1,0 +1,60 @@
+// Parsing and printing the values the tools read and write: fingerprints,
+// ids, input formats.
+//
+// Parsers return a Result whose error message names the value, e.g.
+// "hash \"12x\" is not a decimal or 0x-hexadecimal number"; callers add the
+// place ("data.tsv:4: ", "--hash: ").
+//
+// Thread safety: every function here is pure and thread-safe.
+
+#ifndef FPSTORE_TOOLS_CLI_PARSE_H_
+#define FPSTORE_TOOLS_CLI_PARSE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "fpstore/simhash.h"
+#include "fpstore/status.h"
+
+namespace fpstore::cli {
+
+// A fingerprint in decimal ("12345") or hexadecimal with a 0x or 0X prefix
+// ("0x3039", upper or lower case digits). Leading zeros are allowed. No
+// sign, no spaces, no other prefix or suffix. Fails with InvalidArgument
+// for an empty text, a sign, a non-digit, or a value above 2^64 - 1.
+Result<Fingerprint> ParseFingerprint(std::string_view text);
+
+// A document id: a decimal integer from 0 to 2^64 - 1, digits only (no sign,
+// no hex, no spaces). Fails with InvalidArgument otherwise.
+Result<std::uint64_t> ParseId(std::string_view text);
+
+// "0x" and 16 lower-case hex digits: the form every tool prints.
+std::string FormatFingerprint(Fingerprint fp);
+
+// The byte offset of the first byte that does not start or continue a
+// well-formed UTF-8 sequence (RFC 3629: no overlongs, no surrogates, nothing
+// above U+10FFFF), or nullopt if `text` is valid UTF-8.
+std::optional<std::size_t> FindInvalidUtf8(std::string_view text);
+
+// `text` in double quotes for a message, cut to at most `max_bytes` bytes
+// (then followed by "..." and the full length), with control characters
+// and invalid bytes shown as \xHH.
+std::string QuoteForMessage(std::string_view text, std::size_t max_bytes = 40);
+
+// The input formats of --format.
+enum class InputFormat {
+  kJsonl,  // one JSON object per line: id, text, optional metadata
+  kTsv,    // id<TAB>hash[<TAB>metadata]
+  kHash,   // one hash per line; the id is the line number
+};
+
+// "jsonl" (also "json", the original simhash tool's spelling), "tsv", "hash".
+Result<InputFormat> ParseInputFormat(std::string_view name);
+std::string_view InputFormatName(InputFormat format);
+
+}  // namespace fpstore::cli
+
+#endif  // FPSTORE_TOOLS_CLI_PARSE_H_

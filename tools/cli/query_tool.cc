@@ -1,0 +1,362 @@
+#include "cli/query_tool.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/line_reader.h"
+#include "cli/options.h"
+#include "cli/parse.h"
+#include "cli/progress.h"
+#include "cli/record_reader.h"
+#include "fpstore/fingerprinter.h"
+
+namespace fpstore::cli {
+namespace po = boost::program_options;
+namespace {
+
+constexpr const char* kTool = "fpstore-query";
+
+constexpr const char* kInputHelp =
+    "A file of records: documents, or hashes with --format tsv or hash; - reads standard input. "
+    "e.g. --input docs.jsonl";
+
+// ---- The seam for the store ------------------------------------------------
+//
+// Everything fpstore-query needs from a store goes through these two
+// functions, so that the store-backed modes slot in here once
+// fpstore::Store exists.
+
+[[noreturn]] void StoreNotAvailable() {
+  throw UsageError(
+      "--db: searching a store is not available in this build yet; --fingerprint and "
+      "--distance-between work without --db");
+}
+
+// The options to fingerprint texts with. Without a store: the defaults,
+// changed by --window and --weighting. With one, they must be the options
+// the store recorded at creation (fingerprints made otherwise would not be
+// comparable with the store's): the store will open `db` read-only, take
+// its FingerprintOptions, and refuse --window or --weighting values that
+// differ from them.
+FingerprintOptions ResolveFingerprintOptions(const std::string& db, const FingerprintFlags& flags) {
+  if (db.empty()) return flags.Apply(FingerprintOptions{});
+  StoreNotAvailable();
+}
+
+// ---- Helpers shared by the modes --------------------------------------------
+
+void DefineDb(OptionTable& table, std::string* db) {
+  table.Add(kModeGroup, "db", po::value(db)->value_name("DIR"),
+            "Search the store in DIR for near-duplicates (the default mode; not available in "
+            "this build yet). With --fingerprint or --distance-between, use the store's "
+            "fingerprint options. e.g. --db crawl.fps");
+}
+
+void DefineDistance(OptionTable& table, int* distance) {
+  table.Add(kQueryGroup, "distance", po::value(distance)->value_name("K"),
+            "The largest Hamming distance, in bits (0 to 64), that counts as a near-duplicate. "
+            "Search: default the store's planned distance. With --distance-between: exit 0 if "
+            "the two are within K, 1 if not. e.g. --distance 3");
+}
+
+void CheckDistance(const po::variables_map& vm, int distance) {
+  if (vm.count("distance") > 0 && (distance < 0 || distance > 64)) {
+    throw UsageError("--distance: " + std::to_string(distance) + " is out of range (0 to 64)");
+  }
+}
+
+void DefineQuiet(OptionTable& table, bool* quiet) {
+  table.AddSwitch(kGeneralGroup, "quiet,q", quiet,
+                  "No progress bar on a terminal for --input. e.g. --quiet");
+}
+
+Fingerprinter MakeFingerprinter(const FingerprintOptions& options) {
+  Result<Fingerprinter> fingerprinter = Fingerprinter::Create(options);
+  if (!fingerprinter.ok()) throw UsageError(fingerprinter.status().message());
+  return *std::move(fingerprinter);
+}
+
+// The fingerprint of a text; `where` names it in messages.
+Fingerprint FingerprintOf(const Fingerprinter& fingerprinter, std::string_view text,
+                          const std::string& where) {
+  Result<Fingerprint> fp = fingerprinter.FromText(text);
+  if (!fp.ok()) throw RuntimeError(where + ": " + fp.status().message());
+  return *fp;
+}
+
+// The fingerprint of a file's whole content.
+Fingerprint FingerprintOfFile(const Fingerprinter& fingerprinter, const std::string& path) {
+  const std::string text = ReadWholeFile(path);
+  const std::string name = path == "-" ? "<stdin>" : path;
+  if (text.empty()) throw RuntimeError(name + ": empty text");
+  return FingerprintOf(fingerprinter, text, name);
+}
+
+// ---- --fingerprint ----------------------------------------------------------
+
+class FingerprintCommand final : public Command {
+ public:
+  std::string_view Name() const override { return "fingerprint"; }
+  std::string_view Summary() const override {
+    return "Print the fingerprint of a text, a file, or each JSONL document.";
+  }
+  std::vector<std::string> Synopsis() const override {
+    return {"--fingerprint (--text T | --file F) [--window N] [--weighting W]",
+            "--fingerprint --input FILE.jsonl [--text-column KEY] [--id-column KEY]"};
+  }
+  std::vector<Example> Examples() const override {
+    return {{"--fingerprint --text 'the quick brown fox jumps over the lazy dog'",
+             "Print the text's fingerprint as 0x and 16 hex digits."},
+            {"--fingerprint --file page.txt --window 5 --weighting presence",
+             "Fingerprint a file with 5-token shingles, each counted once."},
+            {"--fingerprint --input docs.jsonl --text-column body",
+             "Print id<TAB>fingerprint for each document."}};
+  }
+
+  void DefineOptions(OptionTable& table) override {
+    table.AddSwitch(kModeGroup, "fingerprint", &mode_,
+                    "Print fingerprints instead of searching. e.g. --fingerprint --text 'hello "
+                    "world'");
+    DefineDb(table, &db_);
+    sources_.Define(table);
+    input_.Define(table, kInputHelp);
+    flags_.Define(table);
+    DefineQuiet(table, &quiet_);
+  }
+
+  int Run() override {
+    const Fingerprinter fingerprinter = MakeFingerprinter(ResolveFingerprintOptions(db_, flags_));
+    if (!sources_.texts.empty()) {
+      Print(FingerprintOf(fingerprinter, sources_.texts.front(), "--text"));
+    } else if (!sources_.files.empty()) {
+      Print(FingerprintOfFile(fingerprinter, sources_.files.front()));
+    } else {
+      FingerprintDocuments(fingerprinter);
+    }
+    return 0;
+  }
+
+ protected:
+  void Check(const po::variables_map& vm) override {
+    sources_.Check();
+    input_.Check(vm);
+    flags_.Check(vm);
+    const std::size_t count = sources_.count() + (input_.given() ? 1 : 0);
+    if (count == 0) throw UsageError("--fingerprint needs --text, --file or --input");
+    if (count > 1) throw UsageError("--fingerprint takes one of --text, --file or --input");
+    if (input_.given() && input_.reader_options().format != InputFormat::kJsonl) {
+      throw UsageError("--fingerprint --input reads JSONL documents; --format " +
+                       std::string(InputFormatName(input_.reader_options().format)) +
+                       " holds fingerprints already");
+    }
+  }
+
+ private:
+  void Print(Fingerprint fp) { std::fprintf(out(), "%s\n", FormatFingerprint(fp).c_str()); }
+
+  void FingerprintDocuments(const Fingerprinter& fingerprinter) {
+    std::unique_ptr<RecordReader> reader = RecordReader::Open(input_.reader_options());
+    Progress::Options options;
+    options.style = Progress::AutoStyle(quiet_, err(), /*lines_when_not_terminal=*/false);
+    options.label = kTool;
+    options.total_bytes = reader->total_bytes();
+    options.stream = err();
+    Progress progress(options);
+    Record record;
+    std::uint64_t bytes = 0;
+    while (reader->Next(&record)) {
+      Result<Fingerprint> fp = fingerprinter.FromText(record.text);
+      if (!fp.ok()) {
+        throw InputError(
+            reader->name(), record.line,
+            QuoteForMessage(input_.reader_options().text_column) + ": " + fp.status().message());
+      }
+      std::fprintf(out(), "%llu\t%s\n", static_cast<unsigned long long>(record.id),
+                   FormatFingerprint(*fp).c_str());
+      progress.AddDocuments(1);
+      progress.AddBytes(reader->bytes_read() - bytes);
+      bytes = reader->bytes_read();
+    }
+    progress.Finish("fingerprinted");
+  }
+
+  bool mode_ = false;
+  std::string db_;
+  TextFlags sources_;
+  InputFlags input_;
+  FingerprintFlags flags_;
+  bool quiet_ = false;
+};
+
+// ---- --distance-between -----------------------------------------------------
+
+class DistanceCommand final : public Command {
+ public:
+  std::string_view Name() const override { return "distance-between"; }
+  std::string_view Summary() const override {
+    return "Print the Hamming distance between two hashes, texts or files.";
+  }
+  std::vector<std::string> Synopsis() const override {
+    return {"--distance-between A B [--distance K]",
+            "--distance-between (--text T | --file F) (--text T | --file F) [--window N]"};
+  }
+  std::vector<Example> Examples() const override {
+    return {{"--distance-between 0x0123456789abcdef 0x0123456789abcdee",
+             "Print 1: the hashes differ in one bit."},
+            {"--distance-between --file a.txt --file b.txt --distance 3",
+             "Print the distance between two files' fingerprints; exit 0 if within 3 bits."}};
+  }
+
+  void DefineOptions(OptionTable& table) override {
+    table.Add(kModeGroup, "distance-between",
+              po::value(&hashes_)->value_name("[A B]")->multitoken()->zero_tokens(),
+              "Print the Hamming distance between two fingerprints: two hashes (decimal or 0x "
+              "hex) after the flag, or two of --text and --file, or one of each. "
+              "e.g. --distance-between 0x1f 0x2f");
+    DefineDb(table, &db_);
+    sources_.Define(table);
+    flags_.Define(table);
+    DefineDistance(table, &distance_);
+  }
+
+  int Run() override {
+    std::vector<Fingerprint> fingerprints = parsed_;
+    if (sources_.count() > 0) {
+      const Fingerprinter fingerprinter = MakeFingerprinter(ResolveFingerprintOptions(db_, flags_));
+      for (const std::string& text : sources_.texts) {
+        fingerprints.push_back(FingerprintOf(fingerprinter, text, "--text"));
+      }
+      for (const std::string& file : sources_.files) {
+        fingerprints.push_back(FingerprintOfFile(fingerprinter, file));
+      }
+    }
+    const int distance = HammingDistance(fingerprints[0], fingerprints[1]);
+    std::fprintf(out(), "%d\n", distance);
+    return has_threshold_ && distance > distance_ ? 1 : 0;
+  }
+
+ protected:
+  void Check(const po::variables_map& vm) override {
+    sources_.Check();
+    flags_.Check(vm);
+    CheckDistance(vm, distance_);
+    has_threshold_ = vm.count("distance") > 0;
+    for (const std::string& hash : hashes_) {
+      Result<Fingerprint> fp = ParseFingerprint(hash);
+      if (!fp.ok()) throw UsageError("--distance-between: " + fp.status().message());
+      parsed_.push_back(*fp);
+    }
+    if (sources_.count() == 0 && (!db_.empty() || flags_.given())) {
+      throw UsageError(!db_.empty()
+                           ? "--db only applies to --text and --file, not to hashes"
+                           : "--window and --weighting only apply to --text and --file, not to "
+                             "hashes");
+    }
+    const std::size_t count = parsed_.size() + sources_.count();
+    if (count != 2) {
+      throw UsageError(
+          "--distance-between needs two fingerprints (hashes, --text or --file), got " +
+          std::to_string(count));
+    }
+  }
+
+ private:
+  std::vector<std::string> hashes_;
+  std::vector<Fingerprint> parsed_;
+  std::string db_;
+  TextFlags sources_;
+  FingerprintFlags flags_;
+  int distance_ = 0;
+  bool has_threshold_ = false;
+};
+
+// ---- Search (the default mode) ------------------------------------------------
+
+class SearchCommand final : public Command {
+ public:
+  std::string_view Name() const override { return "search"; }
+  std::string_view Summary() const override {
+    return "Find near-duplicates in a store (coming: not in this build yet).";
+  }
+  std::vector<std::string> Synopsis() const override {
+    return {"--db DIR (--hash H | --text T | --file F | --input FILE) [--distance K] [--json]"};
+  }
+  std::vector<Example> Examples() const override {
+    return {{"--db crawl.fps --text 'the quick brown fox' --distance 3",
+             "(coming) List the stored documents within 3 bits of the text."},
+            {"--db crawl.fps --input batch.tsv --format tsv --json",
+             "(coming) Near-duplicates of every id<TAB>hash line, as JSON lines."}};
+  }
+
+  void DefineOptions(OptionTable& table) override {
+    DefineDb(table, &db_);
+    table.Add(kSourceGroup, "hash", po::value(&hash_)->value_name("H"),
+              "A fingerprint, decimal or 0x hex. e.g. --hash 0x5f2a9c41d7e8b306");
+    sources_.Define(table);
+    input_.Define(table, kInputHelp);
+    flags_.Define(table);
+    DefineDistance(table, &distance_);
+    table.AddSwitch(kQueryGroup, "json", &json_,
+                    "Print JSON lines instead of a table. e.g. --json");
+    DefineQuiet(table, &quiet_);
+  }
+
+  // The store's seam: open db_ read-only, fingerprint --text/--file/--input
+  // documents with its options (ResolveFingerprintOptions), look up each
+  // fingerprint within --distance (default: the store's planned distance),
+  // print a table or JSON lines, and return 0 if anything matched, else 1.
+  int Run() override { StoreNotAvailable(); }
+
+ protected:
+  void Check(const po::variables_map& vm) override {
+    sources_.Check();
+    input_.Check(vm);
+    flags_.Check(vm);
+    CheckDistance(vm, distance_);
+    const bool has_hash = vm.count("hash") > 0;
+    if (has_hash) {
+      Result<Fingerprint> fp = ParseFingerprint(hash_);
+      if (!fp.ok()) throw UsageError("--hash: " + fp.status().message());
+      hash_value_ = *fp;
+    }
+    const std::size_t count = sources_.count() + (has_hash ? 1 : 0) + (input_.given() ? 1 : 0);
+    if (db_.empty()) {
+      if (count == 0) {
+        throw UsageError(
+            "nothing to do: give --db DIR and what to look for, or --fingerprint, or "
+            "--distance-between");
+      }
+      throw UsageError(
+          "searching needs --db DIR (the store); to print a fingerprint, add --fingerprint");
+    }
+    if (count == 0) throw UsageError("--db needs one of --hash, --text, --file or --input");
+    if (count > 1) throw UsageError("give only one of --hash, --text, --file or --input");
+  }
+
+ private:
+  std::string db_;
+  std::string hash_;
+  std::optional<Fingerprint> hash_value_;  // --hash, parsed
+  TextFlags sources_;
+  InputFlags input_;
+  FingerprintFlags flags_;
+  int distance_ = 0;
+  bool json_ = false;
+  bool quiet_ = false;
+};
+
+}  // namespace
+
+CommandRegistry QueryTool() {
+  CommandRegistry tool(kTool,
+                       "Ad-hoc checks: near-duplicates in an fpstore, fingerprints, distances.",
+                       ExitPolicy::GrepLike(), CommandRegistry::Dispatch::kModeFlag);
+  tool.Register([] { return std::make_unique<SearchCommand>(); }, /*is_default=*/true);
+  tool.Register([] { return std::make_unique<FingerprintCommand>(); });
+  tool.Register([] { return std::make_unique<DistanceCommand>(); });
+  return tool;
+}
+
+}  // namespace fpstore::cli

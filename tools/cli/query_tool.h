@@ -1,0 +1,25 @@
+// fpstore-query: ad-hoc near-duplicate checks (docs/tools/fpstore-query.md).
+//
+// Its commands are chosen by a mode flag:
+//   (default)            --db DIR (--hash H | --text T | --file F | --input FILE):
+//                        near-duplicates in a store. Parsed and checked, but
+//                        until fpstore::Store exists Run fails with a usage
+//                        error (exit 2) saying it is not available yet.
+//   --fingerprint        the fingerprint of a text, a file, or each document
+//                        of a JSONL file.
+//   --distance-between   the Hamming distance between two fingerprints,
+//                        given as hashes or computed from texts or files.
+// Exit status like grep: 0 found (or done), 1 nothing found, 2 error.
+
+#ifndef FPSTORE_TOOLS_CLI_QUERY_TOOL_H_
+#define FPSTORE_TOOLS_CLI_QUERY_TOOL_H_
+
+#include "cli/command.h"
+
+namespace fpstore::cli {
+
+CommandRegistry QueryTool();
+
+}  // namespace fpstore::cli
+
+#endif  // FPSTORE_TOOLS_CLI_QUERY_TOOL_H_

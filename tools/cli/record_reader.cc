@@ -1,0 +1,260 @@
+#include "cli/record_reader.h"
+
+#include <simdjson.h>
+
+#include <string_view>
+#include <utility>
+
+#include "cli/command.h"
+#include "cli/line_reader.h"
+
+namespace fpstore::cli {
+namespace {
+
+static_assert(LineReader::kPadding >= simdjson::SIMDJSON_PADDING,
+              "lines must be padded for simdjson");
+
+bool IsBlank(std::string_view line) {
+  return line.find_first_not_of(" \t") == std::string_view::npos;
+}
+
+// The reading loop shared by every format: blank lines, line numbers,
+// errors, the empty input.
+class LineRecordReader : public RecordReader {
+ public:
+  explicit LineRecordReader(const ReaderOptions& options)
+      : lines_(options.path), allow_empty_(options.allow_empty) {}
+
+  bool Next(Record* record) final {
+    std::string_view line;
+    while (lines_.Next(&line)) {
+      if (IsBlank(line)) continue;
+      record->line = lines_.line_number();
+      record->fingerprint.reset();
+      record->text.clear();
+      record->metadata.clear();
+      ParseLine(line, record);
+      ++records_;
+      return true;
+    }
+    if (records_ == 0 && !allow_empty_) {
+      throw InputError(lines_.name(), 0, "empty input (no records)");
+    }
+    return false;
+  }
+
+  const std::string& name() const final { return lines_.name(); }
+  std::uint64_t bytes_read() const final { return lines_.bytes_read(); }
+  std::optional<std::uint64_t> total_bytes() const final { return lines_.total_bytes(); }
+
+ protected:
+  // Fills the record's id, fingerprint or text, and metadata from a
+  // non-blank line, or calls Fail. `line` has LineReader::kPadding readable
+  // bytes after it.
+  virtual void ParseLine(std::string_view line, Record* record) = 0;
+
+  [[noreturn]] void Fail(std::string reason) const {
+    throw InputError(lines_.name(), lines_.line_number(), std::move(reason));
+  }
+
+  // The value or a failure naming the current line.
+  template <typename T>
+  T ValueOrFail(Result<T> result) const {
+    if (!result.ok()) Fail(result.status().message());
+    return *std::move(result);
+  }
+
+ private:
+  LineReader lines_;
+  bool allow_empty_;
+  std::uint64_t records_ = 0;
+};
+
+class HashReader final : public LineRecordReader {
+ public:
+  using LineRecordReader::LineRecordReader;
+
+ private:
+  void ParseLine(std::string_view line, Record* record) override {
+    record->id = record->line;
+    record->fingerprint = ValueOrFail(ParseFingerprint(line));
+  }
+};
+
+class TsvReader final : public LineRecordReader {
+ public:
+  using LineRecordReader::LineRecordReader;
+
+ private:
+  void ParseLine(std::string_view line, Record* record) override {
+    const std::size_t tab = line.find('\t');
+    if (tab == std::string_view::npos) {
+      Fail("expected id<TAB>hash, found no tab in " + QuoteForMessage(line));
+    }
+    std::string_view hash = line.substr(tab + 1);
+    std::string_view metadata;
+    if (const std::size_t second_tab = hash.find('\t'); second_tab != std::string_view::npos) {
+      metadata = hash.substr(second_tab + 1);
+      hash = hash.substr(0, second_tab);
+    }
+    record->id = ValueOrFail(ParseId(line.substr(0, tab)));
+    record->fingerprint = ValueOrFail(ParseFingerprint(hash));
+    record->metadata.assign(metadata);
+  }
+};
+
+class JsonlReader final : public LineRecordReader {
+ public:
+  explicit JsonlReader(const ReaderOptions& options)
+      : LineRecordReader(options),
+        text_column_(options.text_column),
+        id_column_(options.id_column),
+        meta_column_(options.meta_column) {}
+
+ private:
+  void ParseLine(std::string_view line, Record* record) override {
+    simdjson::dom::element document;
+    // false: parse in place; LineReader guarantees the padding.
+    if (const simdjson::error_code error =
+            parser_.parse(line.data(), line.size(), false).get(document)) {
+      Fail(DescribeParseError(error, line));
+    }
+    simdjson::dom::object object;
+    if (document.get(object) != simdjson::SUCCESS) {
+      Fail("expected a JSON object, got " + JsonForMessage(document));
+    }
+
+    simdjson::dom::element id;
+    if (object.at_key(id_column_).get(id) != simdjson::SUCCESS) Fail(Missing(id_column_));
+    record->id = IdOf(id);
+
+    simdjson::dom::element text;
+    if (object.at_key(text_column_).get(text) != simdjson::SUCCESS) Fail(Missing(text_column_));
+    std::string_view text_value;
+    if (text.get(text_value) != simdjson::SUCCESS) {
+      Fail(QuoteForMessage(text_column_) + " must be a string, got " + JsonForMessage(text));
+    }
+    if (text_value.empty()) Fail(QuoteForMessage(text_column_) + " is empty");
+    record->text.assign(text_value);
+
+    simdjson::dom::element meta;
+    if (!meta_column_.empty() && object.at_key(meta_column_).get(meta) == simdjson::SUCCESS) {
+      std::string_view meta_string;
+      if (meta.get(meta_string) == simdjson::SUCCESS) {
+        record->metadata.assign(meta_string);
+      } else if (!meta.is_null()) {
+        record->metadata = simdjson::minify(meta);
+      }
+    }
+  }
+
+  static std::string Missing(const std::string& column) {
+    return "missing " + QuoteForMessage(column) + " field";
+  }
+
+  std::string BadId(std::string_view got) const {
+    return QuoteForMessage(id_column_) +
+           " must be an integer from 0 to 18446744073709551615 or a string of its digits, got " +
+           std::string(got);
+  }
+
+  std::uint64_t IdOf(simdjson::dom::element id) const {
+    switch (id.type()) {
+      case simdjson::dom::element_type::UINT64:
+        return id.get_uint64().value_unsafe();
+      case simdjson::dom::element_type::INT64:
+        if (const std::int64_t value = id.get_int64().value_unsafe(); value >= 0) {
+          return static_cast<std::uint64_t>(value);
+        }
+        break;
+      case simdjson::dom::element_type::STRING:
+        if (Result<std::uint64_t> value = ParseId(id.get_string().value_unsafe()); value.ok()) {
+          return *value;
+        }
+        break;
+      default:
+        break;
+    }
+    Fail(BadId(JsonForMessage(id)));
+  }
+
+  // A message for a line simdjson rejects.
+  std::string DescribeParseError(simdjson::error_code error, std::string_view line) const {
+    if (error == simdjson::UTF8_ERROR) {
+      if (std::optional<std::size_t> bad = FindInvalidUtf8(line)) {
+        return "invalid UTF-8 at byte offset " + std::to_string(*bad) + " of the line";
+      }
+    }
+    // The DOM parser rejects integers beyond 64 bits without saying where
+    // (NUMBER_ERROR, or BIGINT_ERROR in simdjson 3.1+). The usual culprit
+    // is an id, so look at the id lazily; an id too big is an error in any
+    // case.
+    if (std::optional<std::string> token = RawIdToken(line)) {
+      if (token->find_first_not_of("0123456789") == std::string::npos && !ParseId(*token).ok()) {
+        return BadId(*token);
+      }
+    }
+    if (error == simdjson::NUMBER_ERROR || error == simdjson::NUMBER_OUT_OF_RANGE) {
+      return "invalid JSON: a number is malformed or does not fit in 64 bits";
+    }
+    if (error == simdjson::STRING_ERROR) {
+      return "invalid JSON: a string has an invalid escape (e.g. a lone \\ud800 surrogate)";
+    }
+    return std::string("invalid JSON: ") + simdjson::error_message(error);
+  }
+
+  // The id field's JSON text as simdjson's lazy parser finds it, without
+  // parsing the value; nullopt if it cannot be found.
+  std::optional<std::string> RawIdToken(std::string_view line) const {
+    simdjson::ondemand::parser lazy;
+    simdjson::ondemand::document document;
+    simdjson::ondemand::value id;
+    if (lazy.iterate(simdjson::padded_string_view(line.data(), line.size(),
+                                                  line.size() + LineReader::kPadding))
+                .get(document) != simdjson::SUCCESS ||
+        document.find_field_unordered(id_column_).get(id) != simdjson::SUCCESS) {
+      return std::nullopt;
+    }
+    std::string_view token = id.raw_json_token();
+    while (!token.empty() && (token.back() == ' ' || token.back() == '\t' || token.back() == '\r' ||
+                              token.back() == '\n')) {
+      token.remove_suffix(1);
+    }
+    return std::string(token);
+  }
+
+  // Compact JSON text for a message, cut short.
+  static std::string JsonForMessage(simdjson::dom::element element) {
+    constexpr std::size_t kMaxBytes = 40;
+    std::string json = simdjson::minify(element);
+    if (json.size() > kMaxBytes) {
+      const std::size_t full = json.size();
+      std::size_t cut = kMaxBytes;
+      while (cut > 0 && (static_cast<unsigned char>(json[cut]) & 0xC0) == 0x80) --cut;
+      json.resize(cut);
+      json += "... (" + std::to_string(full) + " bytes)";
+    }
+    return json;
+  }
+
+  std::string text_column_;
+  std::string id_column_;
+  std::string meta_column_;
+  simdjson::dom::parser parser_;
+};
+
+}  // namespace
+
+std::unique_ptr<RecordReader> RecordReader::Open(const ReaderOptions& options) {
+  switch (options.format) {
+    case InputFormat::kJsonl:
+      return std::make_unique<JsonlReader>(options);
+    case InputFormat::kTsv:
+      return std::make_unique<TsvReader>(options);
+    case InputFormat::kHash:
+      return std::make_unique<HashReader>(options);
+  }
+  throw UsageError("unknown input format");
+}
+
+}  // namespace fpstore::cli
