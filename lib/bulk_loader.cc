@@ -227,6 +227,10 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     if (Status s = add_family(store_.meta(), meta); !s.ok()) return s;
   }
 
+  const std::uint64_t total_work = (stats.added + stats.replaced) + change_count * plan.table_count();
+  std::uint64_t work_done = stats.added + stats.replaced;
+  if (options_.progress) options_.progress(work_done, total_work);
+
   // Each table: its puts and deletes, sorted within the memory budget.
   const std::size_t max_ops = std::max<std::size_t>(1024, options_.memory_bytes / sizeof(TableOp));
   std::vector<TableOp> ops;
@@ -291,6 +295,8 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
       for (const std::string& path : spills) fs::remove(path);
     }
     if (Status s = add_family(store_.table(t), sink); !s.ok()) return s;
+    work_done += change_count;
+    if (options_.progress) options_.progress(work_done, total_work);
   }
 
   if (!args.empty()) {

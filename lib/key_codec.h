@@ -61,7 +61,8 @@ inline DocumentKey EncodeDocumentKey(DocumentId id) {
 inline std::string EncodeDocumentValue(Fingerprint fingerprint, std::string_view metadata) {
   std::string value(8 + metadata.size(), '\0');
   PutBigEndian64(value.data(), fingerprint);
-  std::memcpy(value.data() + 8, metadata.data(), metadata.size());
+  // An empty string_view may hold a null pointer, which memcpy must not get.
+  if (!metadata.empty()) std::memcpy(value.data() + 8, metadata.data(), metadata.size());
   return value;
 }
 

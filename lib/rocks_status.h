@@ -21,10 +21,21 @@ inline Status FromRocks(const rocksdb::Status& s, std::string_view context) {
   if (s.IsInvalidArgument()) return Status::InvalidArgument(msg);
   if (s.IsNotSupported()) return Status::NotSupported(msg);
   if (s.IsBusy() || s.IsTryAgain()) return Status::Busy(msg);
-  // RocksDB reports a held LOCK file as an IO error.
-  if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
-    return Status::Busy(std::string(context) +
-                        ": the store is in use by another process (" + s.ToString() + ")");
+  // RocksDB reports a held LOCK file as an IO error, in words of its own for
+  // each holder. Only those words count: a path may contain "lock" too, as
+  // in ".../blocks/...", and its IO errors are no sign of another user.
+  if (s.IsIOError()) {
+    const std::string text = s.ToString();
+    const char* holder = nullptr;
+    if (text.find("While lock file") != std::string::npos) {
+      holder = "another process";
+    } else if (text.find("lock hold by current process") != std::string::npos) {
+      holder = "another Store object in this process";
+    }
+    if (holder != nullptr) {
+      return Status::Busy(std::string(context) + ": the store is in use by " + holder + " (" +
+                          text + ")");
+    }
   }
   return Status::IOError(msg);
 }

@@ -324,19 +324,23 @@ Result<CheckResult> StoreImpl::CheckAndInsert(DocumentId id, Fingerprint fingerp
     if (!matches.ok()) return matches.status();
     result.matches = std::move((*matches)[0]);
     std::erase_if(result.matches, [id](const Match& m) { return m.id == id; });
-    if (policy == InsertPolicy::kIfNoMatch && !result.matches.empty()) return result;
-    Result<std::optional<Fingerprint>> old = CurrentFingerprint(id);
-    if (!old.ok()) return old.status();
-    const NewDocument doc{id, fingerprint, metadata};
-    const PendingInsert insert{&doc, *old};
-    StageCountChange(batch, meta(), StageInserts(batch, std::span(&insert, 1)));
-    // Written unsynced while the lock is held, so that the next
-    // CheckAndInsert already sees it; made durable below, outside the lock,
-    // where concurrent callers can share the fsync.
-    rocksdb::WriteOptions wo;
-    if (Status s = FromRocks(db_->Write(wo, &batch), "writing to " + path_); !s.ok()) return s;
-    result.inserted = true;
+    if (policy == InsertPolicy::kAlways || result.matches.empty()) {
+      Result<std::optional<Fingerprint>> old = CurrentFingerprint(id);
+      if (!old.ok()) return old.status();
+      const NewDocument doc{id, fingerprint, metadata};
+      const PendingInsert insert{&doc, *old};
+      StageCountChange(batch, meta(), StageInserts(batch, std::span(&insert, 1)));
+      // Written unsynced while the lock is held, so that the next
+      // CheckAndInsert already sees it; made durable below, outside the
+      // lock, where concurrent callers can share the fsync.
+      rocksdb::WriteOptions wo;
+      if (Status s = FromRocks(db_->Write(wo, &batch), "writing to " + path_); !s.ok()) return s;
+      result.inserted = true;
+    }
   }
+  // Durable before answering even when nothing was written: the matches may
+  // be another caller's writes that are not synced yet, and a crawler must
+  // not drop a page as the duplicate of one a power loss could take back.
   Status durable;
   if (options_.durability == Durability::kSync) {
     durable = FromRocks(db_->SyncWAL(), "syncing " + path_);

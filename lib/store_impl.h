@@ -53,6 +53,8 @@ class StoreImpl final : public Store {
                  const ScanOptions& scan) const override;
   Status Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
                   const ScanOptions& scan) const override;
+  Status ForEachDocument(const std::function<void(const Document&)>& sink,
+                         const ScanOptions& scan) const override;
   Result<std::unique_ptr<BulkLoader>> NewBulkLoader(const BulkLoadOptions& options) override;
   Status Compact(const ScanOptions& scan) override;
   Result<StoreStats> Stats() const override;

@@ -153,6 +153,36 @@ Status StoreImpl::ScanRuns(
   return s;
 }
 
+Status StoreImpl::ForEachDocument(const std::function<void(const Document&)>& sink,
+                                  const ScanOptions& scan) const {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  std::shared_lock shared(ingest_mu_);
+  rocksdb::ManagedSnapshot snapshot(db_.get());
+  std::string count;
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot.snapshot();
+  const std::uint64_t total =
+      db_->Get(ro, meta(), kDocumentCountKey, &count).ok() && count.size() == 8
+          ? GetBigEndian64(count.data())
+          : 0;
+  ProgressMeter progress(scan, total);
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(ScanReadOptions(snapshot.snapshot()), documents_family()));
+  Document doc;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (it->key().size() != 8 ||
+        !DecodeDocumentValue(it->value().ToStringView(), &doc.fingerprint, &doc.metadata)) {
+      return Status::Corruption("documents: malformed record with key " +
+                                it->key().ToString(true));
+    }
+    doc.id = GetBigEndian64(it->key().data());
+    sink(doc);
+    progress.Add(1);
+  }
+  progress.Finish();
+  return FromRocks(it->status(), "scanning documents");
+}
+
 Status StoreImpl::FindAll(int k, const std::function<void(const NearPair&)>& sink,
                           const ScanOptions& scan) const {
   if (Status s = CheckDistance(k); !s.ok()) return s;

@@ -113,6 +113,22 @@ inline void ExpectMatchesBruteForce(Store& store, const std::vector<IdFingerprin
                     .ok());
     EXPECT_EQ(clusters, BruteForceClusters(docs, k)) << "Clusters k=" << k;
   }
+  std::vector<IdFingerprint> listed;
+  ASSERT_TRUE(store
+                  .ForEachDocument([&](const Document& d) {
+                    EXPECT_EQ(d.metadata, MetadataFor(d.id));
+                    listed.push_back({d.id, d.fingerprint});
+                  })
+                  .ok());
+  std::vector<IdFingerprint> expected_docs = docs;
+  std::sort(expected_docs.begin(), expected_docs.end(),
+            [](const IdFingerprint& a, const IdFingerprint& b) { return a.id < b.id; });
+  ASSERT_EQ(listed.size(), expected_docs.size());
+  for (std::size_t i = 0; i < listed.size(); ++i) {
+    ASSERT_EQ(listed[i].id, expected_docs[i].id) << "ForEachDocument order";
+    ASSERT_EQ(listed[i].fingerprint, expected_docs[i].fingerprint) << "document " << listed[i].id;
+  }
+
   Status verify = store.Verify();
   EXPECT_TRUE(verify.ok()) << verify.ToString();
   Result<StoreStats> stats = store.Stats();

@@ -100,6 +100,25 @@ TEST_P(StoreExactnessTest, MatchesBruteForceThroughItsLife) {
   ExpectMatchesBruteForce(*store, docs, seed_, "after compaction");
 }
 
+// Regression: a document without metadata made EncodeDocumentValue call
+// memcpy with a null source, which UBSan aborts on.
+TEST(StoreTest, DocumentWithoutMetadata) {
+  TempDir dir;
+  StoreOptions options;
+  options.durability = Durability::kNoSync;
+  Result<std::unique_ptr<Store>> store = Store::Open(dir.Sub("store"), options);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE((*store)->Insert(7, 0x1234).ok());
+  Result<Document> doc = (*store)->Get(7);
+  ASSERT_TRUE(doc.ok());
+  EXPECT_EQ(doc->fingerprint, 0x1234u);
+  EXPECT_EQ(doc->metadata, "");
+  Result<std::vector<Match>> matches = (*store)->Query(0x1234, 0);
+  ASSERT_TRUE(matches.ok());
+  ASSERT_EQ(matches->size(), 1u);
+  EXPECT_EQ((*matches)[0].metadata, "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Plans, StoreExactnessTest,
                          ::testing::Values(PlanCase{6, 3}, PlanCase{5, 3}, PlanCase{4, 2},
                                            PlanCase{8, 3}, PlanCase{10, 4}),

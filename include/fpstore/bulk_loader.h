@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -40,6 +41,10 @@ struct BulkLoadOptions {
   // directory inside the store's own, so that ingestion can move the files
   // instead of copying them. Default: empty.
   std::string temp_dir;
+
+  // Called now and then during Finish with the work done and the work
+  // expected, in index entries written; may be empty.
+  std::function<void(std::uint64_t done, std::uint64_t total)> progress;
 };
 
 struct BulkLoadStats {

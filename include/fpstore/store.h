@@ -85,7 +85,8 @@ class Store {
   // InvalidArgument when `path` holds something that is not an fpstore store,
   // or when options name a plan or fingerprint options other than the
   // store's; NotSupported for a newer format version; Busy when another
-  // process has it open for writing; IOError from the file system. A failed
+  // process, or another Store object in this process, has it open for
+  // writing; IOError from the file system. A failed
   // Open changes nothing on disk.
   static Result<std::unique_ptr<Store>> Open(const std::string& path,
                                              const StoreOptions& options = {});
@@ -97,7 +98,8 @@ class Store {
   // Closes without error reporting if Close was not called.
   virtual ~Store() = default;
 
-  // Flushes and closes; every later call on this object fails.
+  // Flushes and closes; every later call on this object fails, except
+  // Close itself, which returns OK again.
   virtual Status Close() = 0;
 
   virtual const PermutationPlan& plan() const = 0;
@@ -136,6 +138,8 @@ class Store {
   // check and the insert are atomic with respect to other CheckAndInsert
   // calls: of two near-duplicate documents offered at once, the second
   // sees the first. The document itself (same id) is not its own match.
+  // Returns once both the insert and the matches it reports are as durable
+  // as options.durability promises.
   virtual Result<CheckResult> CheckAndInsert(DocumentId id, Fingerprint fingerprint,
                                              std::string_view metadata = {},
                                              InsertPolicy policy = InsertPolicy::kAlways) = 0;
@@ -153,6 +157,11 @@ class Store {
   // linear time, however many share one.
   virtual Status Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
                           const ScanOptions& scan = {}) const = 0;
+
+  // Calls `sink` for every stored document in ascending id order, all seen
+  // at one snapshot, from one thread.
+  virtual Status ForEachDocument(const std::function<void(const Document&)>& sink,
+                                 const ScanOptions& scan = {}) const = 0;
 
   // Starts a bulk load (see bulk_loader.h). Fails with NotSupported on a
   // read-only store, IOError if the temporary directory cannot be made.

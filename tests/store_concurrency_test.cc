@@ -1,0 +1,479 @@
+// Concurrent use of one Store. Results stay checkable despite the races:
+//
+// - Readers query while writers insert, re-insert and remove. A stable set
+//   of documents never changes, so every answer must hold exactly the
+//   brute-force answer over it (no losses); every other document reported
+//   must be one a writer really wrote, with a fingerprint it really gave it
+//   (no phantoms). Movers re-insert documents back and forth between two
+//   fingerprints that both match one query: each answer to that query must
+//   hold them exactly once (one snapshot for every table).
+// - CheckAndInsert races itself: threads offer near-duplicates at the same
+//   moment. With kIfNoMatch exactly one of a group gets in; with kAlways the
+//   answers are those of some serial order.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <latch>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "brute_force.h"
+#include "fpstore/store.h"
+#include "temp_dir.h"
+
+namespace fpstore {
+namespace {
+
+using internal::IdFingerprint;
+using testing::BruteForcePairs;
+using testing::BruteForceQuery;
+using testing::IdDistance;
+using testing::MakeCorpus;
+using testing::Random;
+using testing::TempDir;
+using testing::TestSeed;
+
+constexpr int kDistance = 3;  // the plan's, blocks 6
+
+std::unique_ptr<Store> MustOpen(const std::string& path, Durability durability) {
+  StoreOptions options;
+  options.blocks = 6;
+  options.distance = kDistance;
+  options.durability = durability;
+  options.block_cache_bytes = 8 << 20;
+  options.write_buffer_bytes = 8 << 20;
+  Result<std::unique_ptr<Store>> store = Store::Open(path, options);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return store.ok() ? *std::move(store) : nullptr;
+}
+
+std::string MetadataFor(DocumentId id, Fingerprint fingerprint) {
+  return std::to_string(id) + "@" + std::to_string(fingerprint);
+}
+
+// Failures seen by any thread; the first few are kept in full.
+class Failures {
+ public:
+  void Add(const std::string& what) {
+    std::lock_guard lock(mu_);
+    if (messages_.size() < 10) messages_.push_back(what);
+    count_.fetch_add(1);
+  }
+  bool any() const { return count_.load() > 0; }
+  std::string Summary() const {
+    std::lock_guard lock(mu_);
+    std::string out = std::to_string(count_.load()) + " failure(s):";
+    for (const std::string& m : messages_) out += "\n  " + m;
+    return out;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> messages_;
+  std::atomic<int> count_{0};
+};
+
+// ---- Readers beside writers ----
+
+constexpr DocumentId kVolatileBase = 1'000'000;  // ids of documents the writers change
+constexpr DocumentId kMoverBase = 2'000'000;     // ids of the movers' documents
+constexpr int kWriters = 2;
+constexpr int kReaders = 2;
+constexpr DocumentId kIdsPerWriter = 150;
+constexpr int kOpsPerWriter = 800;
+constexpr int kMoves = 1000;
+
+// A writer's planned operation: `fingerprint` absent means remove.
+struct WriteOp {
+  DocumentId id;
+  std::optional<Fingerprint> fingerprint;
+};
+
+// A document moved back and forth between two fingerprints, both within
+// `distance` of the movers' query.
+struct Mover {
+  DocumentId id;
+  Fingerprint a, b;
+  int distance;
+};
+
+class StoreConcurrencyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    seed_ = TestSeed(20261124);
+    Random rnd(seed_);
+    stable_ = MakeCorpus(seed_, 300, {{0, 20}, {1, 30}, {2, 30}, {3, 30}, {4, 20}});
+    for (const IdFingerprint& d : stable_) stable_fp_[d.id] = d.fingerprint;
+
+    // Writers move their documents near the stable ones, so that the
+    // readers' queries find them too.
+    std::vector<std::map<DocumentId, Fingerprint>> state(kWriters);
+    plans_.resize(kWriters);
+    for (int w = 0; w < kWriters; ++w) {
+      for (int i = 0; i < kOpsPerWriter; ++i) {
+        const DocumentId id = kVolatileBase + w * kIdsPerWriter + rnd.Uniform(kIdsPerWriter);
+        if (state[w].contains(id) && rnd.Uniform(3) == 0) {
+          plans_[w].push_back({id, std::nullopt});
+          state[w].erase(id);
+          continue;
+        }
+        const Fingerprint near = stable_[rnd.Uniform(stable_.size())].fingerprint;
+        const Fingerprint fp = near ^ rnd.Bits(static_cast<int>(rnd.Uniform(5)));
+        plans_[w].push_back({id, fp});
+        state[w][id] = fp;
+        history_[id].insert(fp);
+      }
+      for (const auto& [id, fp] : state[w]) final_.push_back({id, fp});
+    }
+
+    // Through different tables: the bits flipped lie far apart.
+    mover_query_ = rnd.Next();
+    movers_ = {
+        {kMoverBase, mover_query_ ^ 1, mover_query_ ^ (Fingerprint{1} << 63), 1},
+        {kMoverBase + 1, mover_query_ ^ 0b1110, mover_query_ ^ (Fingerprint{0b111} << 58), 3}};
+    for (const Mover& m : movers_) {
+      history_[m.id] = {m.a, m.b};
+      final_.push_back({m.id, kMoves % 2 == 0 ? m.a : m.b});
+    }
+    final_.insert(final_.end(), stable_.begin(), stable_.end());
+  }
+
+  // Checks an answer to `query` at `k` given while writers run; returns
+  // what is wrong, or "".
+  std::string CheckAnswer(Fingerprint query, int k, const std::vector<Match>& matches) const {
+    std::set<DocumentId> seen;
+    std::vector<IdDistance> stable_found;
+    std::map<DocumentId, int> movers_found;
+    const std::string where = "query " + std::to_string(query) + " k=" + std::to_string(k) + ": ";
+    for (std::size_t i = 0; i < matches.size(); ++i) {
+      const Match& m = matches[i];
+      const std::string doc = "document " + std::to_string(m.id);
+      if (!seen.insert(m.id).second) return where + doc + " reported twice";
+      if (m.distance != HammingDistance(query, m.fingerprint) || m.distance > k) {
+        return where + doc + " at a wrong distance " + std::to_string(m.distance);
+      }
+      if (i > 0 &&
+          std::pair(matches[i - 1].distance, matches[i - 1].id) > std::pair(m.distance, m.id)) {
+        return where + "not nearest first";
+      }
+      if (m.id < kVolatileBase) {
+        if (stable_fp_.at(m.id) != m.fingerprint) return where + doc + " has a wrong fingerprint";
+        stable_found.push_back({m.id, m.distance});
+        continue;
+      }
+      auto h = history_.find(m.id);
+      if (h == history_.end() || !h->second.contains(m.fingerprint)) {
+        return where + "phantom " + doc + " with fingerprint " + std::to_string(m.fingerprint);
+      }
+      if (m.metadata != MetadataFor(m.id, m.fingerprint)) {
+        return where + doc + " has wrong metadata";
+      }
+      if (m.id >= kMoverBase) ++movers_found[m.id];
+    }
+    std::sort(stable_found.begin(), stable_found.end());
+    if (stable_found != BruteForceQuery(stable_, query, k)) {
+      return where + "stable documents " +
+             testing::SortedDifference(BruteForceQuery(stable_, query, k), stable_found);
+    }
+    if (query == mover_query_) {
+      for (const Mover& mover : movers_) {
+        const int want = mover.distance <= k ? 1 : 0;
+        if (movers_found[mover.id] != want) {
+          return where + "moving document " + std::to_string(mover.id) + " found " +
+                 std::to_string(movers_found[mover.id]) + " times, not " + std::to_string(want);
+        }
+      }
+    }
+    return "";
+  }
+
+  // A query near a stable document, or the movers' query.
+  Fingerprint PickQuery(Random& rnd) const {
+    if (rnd.Uniform(4) == 0) return mover_query_;
+    return stable_[rnd.Uniform(stable_.size())].fingerprint ^
+           rnd.Bits(static_cast<int>(rnd.Uniform(kDistance + 2)));
+  }
+
+  std::uint64_t seed_ = 0;
+  std::vector<IdFingerprint> stable_;
+  std::map<DocumentId, Fingerprint> stable_fp_;
+  std::vector<std::vector<WriteOp>> plans_;
+  std::map<DocumentId, std::set<Fingerprint>> history_;  // every fingerprint ever written
+  Fingerprint mover_query_ = 0;
+  std::vector<Mover> movers_;
+  std::vector<IdFingerprint> final_;  // what the store holds once every writer is done
+};
+
+TEST_F(StoreConcurrencyTest, ReadersBesideWritersSeeNoLossesOrPhantoms) {
+  TempDir dir;
+  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"), Durability::kNoSync);
+  ASSERT_NE(store, nullptr);
+  for (const IdFingerprint& d : stable_) {
+    ASSERT_TRUE(store->Insert(d.id, d.fingerprint, MetadataFor(d.id, d.fingerprint)).ok());
+  }
+  for (const Mover& m : movers_) {
+    ASSERT_TRUE(store->Insert(m.id, m.a, MetadataFor(m.id, m.a)).ok());
+  }
+
+  Failures failures;
+  std::atomic<int> writers_running{kWriters + 1};
+  std::atomic<std::uint64_t> queries{0}, scans{0};
+  std::latch start(kWriters + 1 + kReaders + 1);
+  std::vector<std::jthread> threads;
+
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      start.arrive_and_wait();
+      for (const WriteOp& op : plans_[w]) {
+        Status s = op.fingerprint
+                       ? store->Insert(op.id, *op.fingerprint, MetadataFor(op.id, *op.fingerprint))
+                       : store->Remove(op.id);
+        if (!s.ok()) failures.Add("writer: " + s.ToString());
+      }
+      --writers_running;
+    });
+  }
+  threads.emplace_back([&] {
+    start.arrive_and_wait();
+    for (int i = 1; i <= kMoves; ++i) {
+      for (const Mover& m : movers_) {
+        const Fingerprint fp = i % 2 == 0 ? m.a : m.b;
+        if (Status s = store->Insert(m.id, fp, MetadataFor(m.id, fp)); !s.ok()) {
+          failures.Add("mover: " + s.ToString());
+        }
+      }
+    }
+    --writers_running;
+  });
+
+  for (int r = 0; r < kReaders; ++r) {
+    threads.emplace_back([&, r] {
+      Random rnd(seed_ + 10 + r);
+      start.arrive_and_wait();
+      while (writers_running > 0 && !failures.any()) {
+        const int k = static_cast<int>(rnd.Uniform(kDistance + 1));
+        if (rnd.Uniform(4) == 0) {
+          std::vector<Fingerprint> batch;
+          for (int i = 0; i < 8; ++i) batch.push_back(PickQuery(rnd));
+          Result<std::vector<std::vector<Match>>> answers = store->QueryBatch(batch, k);
+          if (!answers.ok()) failures.Add("QueryBatch: " + answers.status().ToString());
+          for (std::size_t i = 0; answers.ok() && i < batch.size(); ++i) {
+            if (std::string e = CheckAnswer(batch[i], k, (*answers)[i]); !e.empty()) {
+              failures.Add("QueryBatch " + e);
+            }
+          }
+        } else {
+          const Fingerprint q = PickQuery(rnd);
+          Result<std::vector<Match>> answer = store->Query(q, k);
+          if (!answer.ok()) failures.Add("Query: " + answer.status().ToString());
+          if (std::string e = answer.ok() ? CheckAnswer(q, k, *answer) : ""; !e.empty()) {
+            failures.Add("Query " + e);
+          }
+        }
+        const DocumentId id = stable_[rnd.Uniform(stable_.size())].id;
+        Result<Document> doc = store->Get(id);
+        if (!doc.ok() || doc->fingerprint != stable_fp_.at(id)) {
+          failures.Add("Get of stable document " + std::to_string(id));
+        }
+        ++queries;
+      }
+    });
+  }
+
+  // Whole-store scans at one snapshot: FindAll must report the stable
+  // pairs exactly and each pair once; Verify must find every table whole.
+  const std::vector<NearPair> stable_pairs = BruteForcePairs(stable_, kDistance);
+  threads.emplace_back([&] {
+    start.arrive_and_wait();
+    while (writers_running > 0 && !failures.any()) {
+      std::vector<NearPair> pairs, stable_found;
+      Status s = store->FindAll(kDistance, [&](const NearPair& p) { pairs.push_back(p); });
+      if (!s.ok()) failures.Add("FindAll: " + s.ToString());
+      std::sort(pairs.begin(), pairs.end());
+      for (std::size_t i = 0; i < pairs.size(); ++i) {
+        const NearPair& p = pairs[i];
+        if (i > 0 && p.first == pairs[i - 1].first && p.second == pairs[i - 1].second) {
+          failures.Add("FindAll reported a pair twice: " + testing::Describe(p));
+        }
+        if (p.second < kVolatileBase) {
+          stable_found.push_back(p);
+        } else if (!history_.contains(p.second) ||
+                   (p.first >= kVolatileBase && !history_.contains(p.first))) {
+          failures.Add("FindAll reported a phantom pair " + testing::Describe(p));
+        }
+      }
+      if (stable_found != stable_pairs) {
+        failures.Add("FindAll stable pairs: " +
+                     testing::SortedDifference(stable_pairs, stable_found));
+      }
+      if (Status v = store->Verify(); !v.ok()) failures.Add("Verify: " + v.ToString());
+      ++scans;
+    }
+  });
+
+  threads.clear();  // joins
+  EXPECT_FALSE(failures.any()) << "seed=" << seed_ << " " << failures.Summary();
+  EXPECT_GT(queries.load(), 0u);
+  EXPECT_GT(scans.load(), 0u);
+
+  // Once they are done, the store holds exactly what they wrote last.
+  SCOPED_TRACE("seed=" + std::to_string(seed_));
+  Random rnd(seed_ + 20);
+  for (int i = 0; i < 200; ++i) {
+    const Fingerprint q =
+        i % 2 == 0 ? PickQuery(rnd) : final_[rnd.Uniform(final_.size())].fingerprint;
+    const int k = static_cast<int>(rnd.Uniform(kDistance + 1));
+    Result<std::vector<Match>> answer = store->Query(q, k);
+    ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+    std::vector<IdDistance> found;
+    for (const Match& m : *answer) found.push_back({m.id, m.distance});
+    std::sort(found.begin(), found.end());
+    const std::vector<IdDistance> expected = BruteForceQuery(final_, q, k);
+    ASSERT_EQ(found, expected) << testing::SortedDifference(expected, found);
+  }
+  std::vector<NearPair> pairs;
+  ASSERT_TRUE(store->FindAll(kDistance, [&](const NearPair& p) { pairs.push_back(p); }).ok());
+  std::sort(pairs.begin(), pairs.end());
+  const std::vector<NearPair> expected_pairs = BruteForcePairs(final_, kDistance);
+  EXPECT_TRUE(pairs == expected_pairs) << testing::SortedDifference(expected_pairs, pairs);
+  Status verify = store->Verify();
+  EXPECT_TRUE(verify.ok()) << verify.ToString();
+  Result<StoreStats> stats = store->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->documents, final_.size());
+}
+
+// ---- CheckAndInsert racing itself ----
+
+constexpr int kOfferThreads = 4;
+
+struct RaceCase {
+  InsertPolicy policy;
+  Durability durability;
+  int groups;
+  const char* name;
+};
+
+void PrintTo(const RaceCase& c, std::ostream* out) { *out << c.name; }
+
+class StoreConcurrencyRaceTest : public ::testing::TestWithParam<RaceCase> {};
+
+// Groups of kOfferThreads mutual near-duplicates (every two within 1 to 3
+// bits), each group far from every other. Round g: every thread waits for
+// the others, then thread t offers member t of group g, so the members of
+// one group are offered at the same moment.
+TEST_P(StoreConcurrencyRaceTest, CheckAndInsertOfNearDuplicatesAtOnce) {
+  const RaceCase& param = GetParam();
+  const std::uint64_t seed = TestSeed(20261125);
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  Random rnd(seed);
+  std::vector<Fingerprint> bases;
+  while (static_cast<int>(bases.size()) < param.groups) {
+    const Fingerprint base = rnd.Next();
+    // Members are within 2 of their base: bases 9 apart keep groups 5 apart.
+    if (std::all_of(bases.begin(), bases.end(),
+                    [&](Fingerprint b) { return HammingDistance(b, base) > 8; })) {
+      bases.push_back(base);
+    }
+  }
+  auto member = [&](int g, int t) {
+    // Within 2 of the base and 1 to 3 of each other (3: members 1 and 2,
+    // members 2 and 3).
+    static constexpr Fingerprint kFlips[kOfferThreads] = {0, 0b1, 0b110, 0b1000};
+    return bases[g] ^ (kFlips[t] << (g % 32));
+  };
+  auto id_of = [](int g, int t) { return static_cast<DocumentId>(g * kOfferThreads + t + 1); };
+
+  TempDir dir;
+  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"), param.durability);
+  ASSERT_NE(store, nullptr);
+  std::vector<std::vector<Result<CheckResult>>> results(param.groups);
+  for (auto& r : results) r.assign(kOfferThreads, Status::InvalidArgument("not offered"));
+  std::barrier round(kOfferThreads);
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < kOfferThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int g = 0; g < param.groups; ++g) {
+          round.arrive_and_wait();
+          const Fingerprint fp = member(g, t);
+          results[g][t] =
+              store->CheckAndInsert(id_of(g, t), fp, MetadataFor(id_of(g, t), fp), param.policy);
+        }
+      });
+    }
+  }
+
+  std::uint64_t stored = 0;
+  for (int g = 0; g < param.groups; ++g) {
+    SCOPED_TRACE("group " + std::to_string(g));
+    std::vector<int> order;  // the members, fewest matches first
+    for (int t = 0; t < kOfferThreads; ++t) {
+      ASSERT_TRUE(results[g][t].ok()) << results[g][t].status().ToString();
+      order.push_back(t);
+      for (const Match& m : results[g][t]->matches) {
+        EXPECT_EQ(m.distance, HammingDistance(m.fingerprint, member(g, t)));
+      }
+    }
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      return results[g][a]->matches.size() < results[g][b]->matches.size();
+    });
+    if (param.policy == InsertPolicy::kIfNoMatch) {
+      // Exactly one gets in; every other is told about that one alone.
+      const int winner = order[0];
+      const CheckResult& won = *results[g][winner];
+      EXPECT_TRUE(won.inserted);
+      EXPECT_TRUE(won.matches.empty());
+      for (int i = 1; i < kOfferThreads; ++i) {
+        const CheckResult& lost = *results[g][order[i]];
+        EXPECT_FALSE(lost.inserted) << "member " << order[i] << " got in beside member " << winner;
+        ASSERT_EQ(lost.matches.size(), 1u);
+        EXPECT_EQ(lost.matches[0].id, id_of(g, winner));
+        EXPECT_TRUE(store->Get(id_of(g, order[i])).status().IsNotFound());
+      }
+      ++stored;
+    } else {
+      // As if offered one at a time: the i-th sees exactly the i before it,
+      // so of any two the later one reports the earlier.
+      std::vector<DocumentId> earlier;
+      for (int t : order) {
+        const CheckResult& r = *results[g][t];
+        EXPECT_TRUE(r.inserted);
+        std::vector<DocumentId> seen;
+        for (const Match& m : r.matches) seen.push_back(m.id);
+        std::sort(seen.begin(), seen.end());
+        EXPECT_EQ(seen, earlier) << "member " << t;
+        earlier.push_back(id_of(g, t));
+        std::sort(earlier.begin(), earlier.end());
+      }
+      stored += kOfferThreads;
+    }
+  }
+  Status verify = store->Verify();
+  EXPECT_TRUE(verify.ok()) << verify.ToString();
+  Result<StoreStats> stats = store->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->documents, stored);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Policies, StoreConcurrencyRaceTest,
+    ::testing::Values(RaceCase{InsertPolicy::kIfNoMatch, Durability::kNoSync, 300, "IfNoMatch"},
+                      RaceCase{InsertPolicy::kAlways, Durability::kNoSync, 300, "Always"},
+                      // The durable wait happens outside CheckAndInsert's lock.
+                      RaceCase{InsertPolicy::kIfNoMatch, Durability::kGroupCommit, 60,
+                               "IfNoMatchGroupCommit"},
+                      RaceCase{InsertPolicy::kAlways, Durability::kSync, 30, "AlwaysSync"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace fpstore
