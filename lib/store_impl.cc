@@ -400,7 +400,7 @@ Status StoreImpl::Compact(const ScanOptions& scan) {
 Result<StoreStats> StoreImpl::Stats() const {
   if (Status s = CheckOpen(); !s.ok()) return s;
   StoreStats stats;
-  stats.format_version = kFormatVersion;
+  stats.format_version = format_version_;
   stats.blocks = plan_.blocks();
   stats.distance = plan_.distance();
   stats.fingerprint = fingerprinter_.options();

@@ -71,7 +71,7 @@ class StoreImpl final : public Store {
     int distance;
   };
 
-  StoreImpl(std::string path, StoreOptions options, PermutationPlan plan,
+  StoreImpl(std::string path, StoreOptions options, int format_version, PermutationPlan plan,
             Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
             std::vector<rocksdb::ColumnFamilyHandle*> handles);
 
@@ -119,6 +119,7 @@ class StoreImpl final : public Store {
 
   const std::string path_;
   const StoreOptions options_;
+  const int format_version_;  // as recorded in the store
   const PermutationPlan plan_;
   const Fingerprinter fingerprinter_;
   std::unique_ptr<rocksdb::DB> db_;

@@ -275,7 +275,7 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   }
   if (!rs.ok()) return FromRocks(rs, "opening " + path);
 
-  std::unique_ptr<StoreImpl> store(new StoreImpl(path, options, *std::move(plan),
+  std::unique_ptr<StoreImpl> store(new StoreImpl(path, options, meta.format_version, *std::move(plan),
                                                  *std::move(fingerprinter),
                                                  std::unique_ptr<rocksdb::DB>(raw), handles));
   if (!options.read_only) reservation.HandTo(store.get());
@@ -303,11 +303,13 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   return std::unique_ptr<Store>(std::move(store));
 }
 
-StoreImpl::StoreImpl(std::string path, StoreOptions options, PermutationPlan plan,
+StoreImpl::StoreImpl(std::string path, StoreOptions options, int format_version,
+                     PermutationPlan plan,
                      Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
                      std::vector<rocksdb::ColumnFamilyHandle*> handles)
     : path_(std::move(path)),
       options_(std::move(options)),
+      format_version_(format_version),
       plan_(std::move(plan)),
       fingerprinter_(std::move(fingerprinter)),
       db_(std::move(db)),

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds a release, and runs the main job on the
-# sample corpus shipped in data/.
+# sample corpus shipped in data/: load it into a fresh store, show the
+# store, list its near-duplicate clusters with their urls, and check one
+# page against the store.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +11,26 @@ cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DFPSTORE_BUILD_TESTS=OFF -DFPSTORE_BUILD_BENCH=OFF >/dev/null
 cmake --build build/release -j2
 
-# The store and its loader are not built yet: for now the main job stops
-# after fingerprinting the corpus.
-build/release/tools/fpstore-query --fingerprint --input data/sample.jsonl
+bin=build/release/tools
+store=build/sample.fps
+rm -rf "$store"
+
+echo "== Loading data/sample.jsonl into $store"
+"$bin/fpstore-load" --db "$store" --input data/sample.jsonl --meta-column url
+
+echo
+echo "== The store"
+"$bin/fpstore-admin" stats --db "$store"
+
+echo
+echo "== Near-duplicate clusters (Hamming distance <= 3), with their urls"
+"$bin/fpstore-admin" dump --db "$store" --quiet > build/sample.dump
+"$bin/fpstore-admin" clusters --db "$store" --distance 3 --quiet |
+  awk -F'\t' 'NR == FNR { url[$1] = $3; next }
+              $1 != last { printf "\ncluster %s\n", $1; last = $1 }
+              { printf "  %6s  %s\n", $2, url[$2] }' build/sample.dump -
+echo
+
+echo "== Is the first page of the corpus already known? (fpstore-query --text)"
+text=$(head -n 1 data/sample.jsonl | sed -e 's/.*"text": "//' -e 's/"}$//' -e 's/\\n/ /g')
+"$bin/fpstore-query" --db "$store" --text "$text"

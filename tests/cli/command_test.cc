@@ -196,6 +196,16 @@ TEST(CommandRegistryTest, ModeFlagsChooseTheCommand) {
             "Try 'fake-query --help' for more information.\n");
 }
 
+TEST(CommandRegistryTest, OneCommandToolListsNoModes) {
+  CommandRegistry tool("fake-load", "Fake loads.", ExitPolicy::Standard(),
+                       CommandRegistry::Dispatch::kModeFlag);
+  tool.Register(Fake("load", [] { return 0; }), /*is_default=*/true);
+  const Outcome o = RunRegistry(tool, {"--help"});
+  EXPECT_EQ(o.status, 0);
+  EXPECT_EQ(o.out.find("Modes:"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("--count N"), std::string::npos) << o.out;
+}
+
 TEST(CommandRegistryTest, ModeFlagHelpIsOnePage) {
   Outcome o = RunRegistry(ModeFlagTool(), {"--beta", "--help"});
   EXPECT_EQ(o.status, 0);

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -10,6 +13,7 @@
 
 #include "cli/parse.h"
 #include "fpstore/fingerprinter.h"
+#include "fpstore/store.h"
 #include "scratch_dir.h"
 #include "tool_runner.h"
 
@@ -337,23 +341,177 @@ INSTANTIATE_TEST_SUITE_P(
         Usage{{"--db", "store", "--hash", "1", "--text", "a"},
               "give only one of --hash, --text, --file or --input"}));
 
-// ---- Store modes: parsed, then refused until the store exists ---------------
+// ---- Searching a store (--db) ------------------------------------------------
 
-TEST(StoreModeTest, NotAvailableYetExit2) {
-  const std::string message =
-      "fpstore-query: --db: searching a store is not available in this build yet; --fingerprint "
-      "and --distance-between work without --db\n"
-      "Try 'fpstore-query --help' for more information.\n";
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--db", "store", "--hash", "0x1"},
-        std::vector<std::string>{"--db", "store", "--text", "a", "--distance", "3", "--json"},
-        std::vector<std::string>{"--db", "store", "--input", Data("hashes.tsv"), "--format", "tsv"},
-        std::vector<std::string>{"--db", "store", "--fingerprint", "--text", "a"}}) {
-    const ToolResult r = Query(args);
-    EXPECT_EQ(r.exit_code, 2);
-    EXPECT_EQ(r.out, "");
-    EXPECT_EQ(r.err, message);
+// A store made with the library: the fox texts and a few hashes.
+class StoreModeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = (dir_.path() / "store").string();
+    StoreOptions options;
+    options.fingerprint = FingerprintOptions{};
+    options.fingerprint->window = 2;  // not the default: the tool must use the store's
+    Result<std::unique_ptr<Store>> store = Store::Open(db_, options);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    fox_ = *(*store)->fingerprinter().FromText(kFox);
+    const std::vector<NewDocument> docs = {
+        {1, fox_, "https://example.com/fox"},
+        {2, fox_ ^ 0b101, "tab\there, line\nend, quote \" and \xff byte"},
+        {30, fox_ ^ 0xF000'0000'0000'0000u, ""},
+        {4, ~fox_, "far away"}};
+    ASSERT_TRUE((*store)->InsertBatch(docs).ok());
+    ASSERT_TRUE((*store)->Close().ok());
   }
+
+  ToolResult Search(std::vector<std::string> args, const std::string& input = "") {
+    args.insert(args.begin(), {"--db", db_});
+    return Query(args, input);
+  }
+
+  ScratchDir dir_;
+  std::string db_;
+  Fingerprint fox_ = 0;
+};
+
+TEST_F(StoreModeTest, TextIsFingerprintedWithTheStoresOptions) {
+  const ToolResult r = Search({"--text", kFox});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out,
+            "id  distance  fingerprint         metadata\n"
+            "1   0         " +
+                FormatFingerprint(fox_) +
+                "  https://example.com/fox\n"
+                "2   2         " +
+                FormatFingerprint(fox_ ^ 0b101) +
+                "  tab\\there, line\\nend, quote \" and \xff byte\n");
+}
+
+TEST_F(StoreModeTest, HashFileAndJson) {
+  ScratchDir dir;
+  const std::string file = dir.Write("fox.txt", kFox);
+  const std::string expected =
+      "{\"id\":1,\"distance\":0,\"fingerprint\":\"" + FormatFingerprint(fox_) +
+      "\",\"metadata\":\"https://example.com/fox\"}\n"
+      "{\"id\":2,\"distance\":2,\"fingerprint\":\"" +
+      FormatFingerprint(fox_ ^ 0b101) +
+      "\",\"metadata\":\"tab\\there, line\\nend, quote \\\" and \\ufffd byte\"}\n";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--hash", FormatFingerprint(fox_), "--json"},
+        std::vector<std::string>{"--hash", std::to_string(fox_), "--json"},
+        std::vector<std::string>{"--file", file, "--json"},
+        std::vector<std::string>{"--file", "-", "--json"}}) {
+    const ToolResult r = Search(args, kFox);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, expected);
+  }
+}
+
+TEST_F(StoreModeTest, DistanceNarrowsTheSearch) {
+  ToolResult r = Search({"--hash", FormatFingerprint(fox_), "--distance", "1", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  r = Search({"--hash", FormatFingerprint(fox_ ^ 0xF000'0000'0000'0000u), "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("{\"id\":30,\"distance\":0,", 0), 0u) << r.out;
+}
+
+TEST_F(StoreModeTest, NothingFoundExit1) {
+  const ToolResult r = Search({"--hash", "0x5555555555555555"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(StoreModeTest, BatchFromTsvAndJsonl) {
+  ScratchDir dir;
+  const std::string tsv =
+      dir.Write("q.tsv", "7\t" + FormatFingerprint(fox_) + "\n8\t0x5555555555555555\n9\t" +
+                             FormatFingerprint(~fox_) + "\n");
+  ToolResult r = Search({"--input", tsv, "--format", "tsv"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "query  id  distance  fingerprint         metadata\n"
+            "7      1   0         " +
+                FormatFingerprint(fox_) +
+                "  https://example.com/fox\n"
+                "7      2   2         " +
+                FormatFingerprint(fox_ ^ 0b101) +
+                "  tab\\there, line\\nend, quote \" and \xff byte\n"
+                "9      4   0         " +
+                FormatFingerprint(~fox_) + "  far away\n");
+
+  const std::string jsonl =
+      dir.Write("q.jsonl", "{\"id\": 70, \"text\": \"" + std::string(kFox) + "\"}\n");
+  r = Search({"--input", jsonl, "--json", "--distance", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"query\":70,\"id\":1,\"distance\":0,\"fingerprint\":\"" +
+                       FormatFingerprint(fox_) + "\",\"metadata\":\"https://example.com/fox\"}\n");
+
+  r = Search({"--input", "-", "--format", "hash"}, "0x5555555555555555\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(StoreModeTest, BadBatchLineNamesTheFileAndLine) {
+  const ToolResult r = Search({"--input", Data("missing_text.jsonl")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "fpstore-query: " + Data("missing_text.jsonl") + ":3: missing \"text\" field\n");
+}
+
+TEST_F(StoreModeTest, DistanceAboveThePlannedDistance) {
+  const ToolResult r = Search({"--hash", "0x1", "--distance", "4"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "fpstore-query: --distance 4 is above the store's planned distance 3 (" + db_ +
+                       " was created with --distance 3; it finds every near-duplicate within "
+                       "that many bits, not beyond)\n"
+                       "Try 'fpstore-query --help' for more information.\n");
+}
+
+TEST_F(StoreModeTest, WorksBesideAWriter) {
+  Result<std::unique_ptr<Store>> writer = Store::Open(db_);
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  ASSERT_TRUE((*writer)->Insert(5, fox_ ^ 1, "written meanwhile").ok());
+  const ToolResult r = Search({"--text", kFox, "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"id\":1,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("written meanwhile"), std::string::npos) << r.out;
+  ASSERT_TRUE((*writer)->Close().ok());
+}
+
+TEST_F(StoreModeTest, FingerprintAndDistanceBetweenUseTheStoresOptions) {
+  FingerprintOptions options;
+  options.window = 2;
+  ToolResult r = Search({"--fingerprint", "--text", kFox});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, FormatFingerprint(fox_) + "\n");
+  EXPECT_EQ(r.out, Expected(kFox, options) + "\n");
+  EXPECT_NE(r.out, Expected(kFox) + "\n");
+
+  r = Search({"--fingerprint", "--text", kFox, "--window", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = Search({"--fingerprint", "--text", kFox, "--window", "3"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "fpstore-query: " + db_ +
+                       " was created with fingerprint options \"v1 window=2 weighting=tf\", not "
+                       "\"v1 window=3 weighting=tf\" (leave out --window and --weighting to use "
+                       "the store's)\n");
+
+  r = Search({"--distance-between", "--text", kFox, "--text", "The quick brown fox"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, std::to_string(HammingDistance(
+                       fox_, *ParseFingerprint(Expected("The quick brown fox", options)))) +
+                       "\n");
+}
+
+TEST(StoreModeErrorTest, NoStore) {
+  ScratchDir dir;
+  const std::string db = (dir.path() / "none").string();
+  const ToolResult r = Query({"--db", db, "--hash", "0x1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "fpstore-query: no store at " + db + "\n");
+  EXPECT_FALSE(std::filesystem::exists(db)) << "a query creates nothing";
 }
 
 // ---- Help --------------------------------------------------------------------

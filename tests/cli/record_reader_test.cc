@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/command.h"
@@ -152,6 +153,37 @@ TEST_F(RecordReaderTest, EmptyInputIsAnErrorUnlessAllowed) {
   allow.allow_empty = true;
   EXPECT_TRUE(ReadAll("", allow).empty());
   EXPECT_EQ(ErrorOf("", Format(InputFormat::kTsv)), "input: empty input (no records)");
+}
+
+TEST_F(RecordReaderTest, OnBadLineSkipsMalformedLinesAndGoesOn) {
+  struct Bad {
+    std::uint64_t line;
+    std::string text;
+    std::string reason;
+  };
+  std::vector<Bad> bad;
+  ReaderOptions options = Format(InputFormat::kTsv);
+  options.on_bad_line = [&](std::uint64_t line, std::string_view text, const std::string& reason) {
+    bad.push_back({line, std::string(text), reason});
+  };
+  const std::vector<Record> records = ReadAll("1\t0x1\nno tab\r\n\n3\tbanana\n4\t4\n", options);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].id, 1u);
+  EXPECT_EQ(records[1].id, 4u);
+  EXPECT_EQ(records[1].line, 5u);
+  ASSERT_EQ(bad.size(), 2u);
+  EXPECT_EQ(bad[0].line, 2u);
+  EXPECT_EQ(bad[0].text, "no tab");
+  EXPECT_EQ(bad[0].reason, "expected id<TAB>hash, found no tab in \"no tab\"");
+  EXPECT_EQ(bad[1].line, 4u);
+  EXPECT_EQ(bad[1].text, "3\tbanana");
+  EXPECT_EQ(bad[1].reason, "hash \"banana\" is not a decimal or 0x-hexadecimal number");
+
+  // Bad lines are no records: an input of only bad lines is empty.
+  ReaderOptions jsonl;
+  jsonl.on_bad_line = options.on_bad_line;
+  EXPECT_EQ(ErrorOf("{\"id\": -1, \"text\": \"x\"}\n", jsonl), "input: empty input (no records)");
+  EXPECT_EQ(bad.size(), 3u);
 }
 
 TEST_F(RecordReaderTest, JsonlHandlesAVeryLongLine) {

@@ -175,15 +175,19 @@ std::string CommandRegistry::Help(std::string_view command) const {
     AppendGeneralOptions(table);
     out << table.Help();
   } else {
-    // One page: every mode's options, each shown once.
-    out << "Modes:\n";
-    for (std::size_t i = 0; i < instances.size(); ++i) {
-      const std::string flag =
-          static_cast<int>(i) == default_ ? "(default)" : "--" + std::string(instances[i]->Name());
-      out << "  " << flag << std::string(flag.size() < 22 ? 22 - flag.size() : 1, ' ')
-          << instances[i]->Summary() << "\n";
+    // One page: every mode's options, each shown once. A tool of one
+    // command (fpstore-load) has no modes to list.
+    if (instances.size() > 1) {
+      out << "Modes:\n";
+      for (std::size_t i = 0; i < instances.size(); ++i) {
+        const std::string flag = static_cast<int>(i) == default_
+                                     ? "(default)"
+                                     : "--" + std::string(instances[i]->Name());
+        out << "  " << flag << std::string(flag.size() < 22 ? 22 - flag.size() : 1, ' ')
+            << instances[i]->Summary() << "\n";
+      }
+      out << "\n";
     }
-    out << "\n";
     OptionTable table;
     for (const auto& instance : instances) instance->DefineOptions(table);
     AppendGeneralOptions(table);

@@ -1,7 +1,10 @@
 #include "cli/query_tool.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -10,7 +13,9 @@
 #include "cli/parse.h"
 #include "cli/progress.h"
 #include "cli/record_reader.h"
+#include "cli/store_access.h"
 #include "fpstore/fingerprinter.h"
+#include "fpstore/store.h"
 
 namespace fpstore::cli {
 namespace po = boost::program_options;
@@ -22,37 +27,31 @@ constexpr const char* kInputHelp =
     "A file of records: documents, or hashes with --format tsv or hash; - reads standard input. "
     "e.g. --input docs.jsonl";
 
-// ---- The seam for the store ------------------------------------------------
-//
-// Everything fpstore-query needs from a store goes through these two
-// functions, so that the store-backed modes slot in here once
-// fpstore::Store exists.
+// ---- The store ----------------------------------------------------------------
 
-[[noreturn]] void StoreNotAvailable() {
-  throw UsageError(
-      "--db: searching a store is not available in this build yet; --fingerprint and "
-      "--distance-between work without --db");
+constexpr const char* kDbHelp =
+    "Search the store in DIR for near-duplicates (the default mode). With --fingerprint or "
+    "--distance-between, use the store's fingerprint options. Opened read-only: works beside "
+    "a process that writes to it. e.g. --db crawl.fps";
+
+// --db in every mode: optional here, each mode says when it needs it.
+void DefineDb(OptionTable& table, StoreFlags* store) {
+  store->Define(table, {.db_required = false, .db_help = kDbHelp, .db_group = kModeGroup});
 }
 
 // The options to fingerprint texts with. Without a store: the defaults,
-// changed by --window and --weighting. With one, they must be the options
-// the store recorded at creation (fingerprints made otherwise would not be
-// comparable with the store's): the store will open `db` read-only, take
-// its FingerprintOptions, and refuse --window or --weighting values that
-// differ from them.
-FingerprintOptions ResolveFingerprintOptions(const std::string& db, const FingerprintFlags& flags) {
-  if (db.empty()) return flags.Apply(FingerprintOptions{});
-  StoreNotAvailable();
+// changed by --window and --weighting. With one, the options the store
+// recorded at creation (fingerprints made otherwise would not be comparable
+// with the store's); --window or --weighting values that differ from them
+// are refused.
+FingerprintOptions ResolveFingerprintOptions(const StoreFlags& store,
+                                             const FingerprintFlags& flags) {
+  if (!store.given()) return flags.Apply(FingerprintOptions{});
+  OpenedStore opened = store.Open(StoreAccess::kReadOnly, &flags);
+  return opened.store->fingerprinter().options();
 }
 
 // ---- Helpers shared by the modes --------------------------------------------
-
-void DefineDb(OptionTable& table, std::string* db) {
-  table.Add(kModeGroup, "db", po::value(db)->value_name("DIR"),
-            "Search the store in DIR for near-duplicates (the default mode; not available in "
-            "this build yet). With --fingerprint or --distance-between, use the store's "
-            "fingerprint options. e.g. --db crawl.fps");
-}
 
 void DefineDistance(OptionTable& table, int* distance) {
   table.Add(kQueryGroup, "distance", po::value(distance)->value_name("K"),
@@ -119,7 +118,7 @@ class FingerprintCommand final : public Command {
     table.AddSwitch(kModeGroup, "fingerprint", &mode_,
                     "Print fingerprints instead of searching. e.g. --fingerprint --text 'hello "
                     "world'");
-    DefineDb(table, &db_);
+    DefineDb(table, &store_);
     sources_.Define(table);
     input_.Define(table, kInputHelp);
     flags_.Define(table);
@@ -127,7 +126,8 @@ class FingerprintCommand final : public Command {
   }
 
   int Run() override {
-    const Fingerprinter fingerprinter = MakeFingerprinter(ResolveFingerprintOptions(db_, flags_));
+    const Fingerprinter fingerprinter =
+        MakeFingerprinter(ResolveFingerprintOptions(store_, flags_));
     if (!sources_.texts.empty()) {
       Print(FingerprintOf(fingerprinter, sources_.texts.front(), "--text"));
     } else if (!sources_.files.empty()) {
@@ -140,6 +140,7 @@ class FingerprintCommand final : public Command {
 
  protected:
   void Check(const po::variables_map& vm) override {
+    store_.Check(vm);
     sources_.Check();
     input_.Check(vm);
     flags_.Check(vm);
@@ -183,7 +184,7 @@ class FingerprintCommand final : public Command {
   }
 
   bool mode_ = false;
-  std::string db_;
+  StoreFlags store_;
   TextFlags sources_;
   InputFlags input_;
   FingerprintFlags flags_;
@@ -215,7 +216,7 @@ class DistanceCommand final : public Command {
               "Print the Hamming distance between two fingerprints: two hashes (decimal or 0x "
               "hex) after the flag, or two of --text and --file, or one of each. "
               "e.g. --distance-between 0x1f 0x2f");
-    DefineDb(table, &db_);
+    DefineDb(table, &store_);
     sources_.Define(table);
     flags_.Define(table);
     DefineDistance(table, &distance_);
@@ -224,7 +225,8 @@ class DistanceCommand final : public Command {
   int Run() override {
     std::vector<Fingerprint> fingerprints = parsed_;
     if (sources_.count() > 0) {
-      const Fingerprinter fingerprinter = MakeFingerprinter(ResolveFingerprintOptions(db_, flags_));
+      const Fingerprinter fingerprinter =
+          MakeFingerprinter(ResolveFingerprintOptions(store_, flags_));
       for (const std::string& text : sources_.texts) {
         fingerprints.push_back(FingerprintOf(fingerprinter, text, "--text"));
       }
@@ -239,6 +241,7 @@ class DistanceCommand final : public Command {
 
  protected:
   void Check(const po::variables_map& vm) override {
+    store_.Check(vm);
     sources_.Check();
     flags_.Check(vm);
     CheckDistance(vm, distance_);
@@ -248,8 +251,8 @@ class DistanceCommand final : public Command {
       if (!fp.ok()) throw UsageError("--distance-between: " + fp.status().message());
       parsed_.push_back(*fp);
     }
-    if (sources_.count() == 0 && (!db_.empty() || flags_.given())) {
-      throw UsageError(!db_.empty()
+    if (sources_.count() == 0 && (store_.given() || flags_.given())) {
+      throw UsageError(store_.given()
                            ? "--db only applies to --text and --file, not to hashes"
                            : "--window and --weighting only apply to --text and --file, not to "
                              "hashes");
@@ -265,7 +268,7 @@ class DistanceCommand final : public Command {
  private:
   std::vector<std::string> hashes_;
   std::vector<Fingerprint> parsed_;
-  std::string db_;
+  StoreFlags store_;
   TextFlags sources_;
   FingerprintFlags flags_;
   int distance_ = 0;
@@ -274,24 +277,162 @@ class DistanceCommand final : public Command {
 
 // ---- Search (the default mode) ------------------------------------------------
 
+// `text` as a JSON string, quotes included. Bytes that are not valid UTF-8
+// (metadata is opaque bytes) become U+FFFD.
+std::string JsonString(std::string_view text) {
+  std::string out = "\"";
+  while (!text.empty()) {
+    const std::optional<std::size_t> bad = FindInvalidUtf8(text);
+    const std::string_view valid = text.substr(0, bad.value_or(text.size()));
+    for (const char c : valid) {
+      const auto byte = static_cast<unsigned char>(c);
+      switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          if (byte < 0x20) {
+            char escape[8];
+            std::snprintf(escape, sizeof(escape), "\\u%04x", byte);
+            out += escape;
+          } else {
+            out += c;
+          }
+      }
+    }
+    if (!bad) break;
+    out += "\\ufffd";
+    text.remove_prefix(*bad + 1);
+  }
+  return out + "\"";
+}
+
+// `text` for a table cell: control characters (tabs and line ends too)
+// written as \t, \n, \r or \xHH, so that each match stays on one line.
+std::string TableCell(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      char escape[8];
+      std::snprintf(escape, sizeof(escape), "\\x%02x", byte);
+      out += escape;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Prints matches as an aligned table or as JSON lines.
+class MatchPrinter {
+ public:
+  // `batch`: each match says which input document it answers.
+  MatchPrinter(std::FILE* out, bool json, bool batch) : out_(out), json_(json), batch_(batch) {}
+
+  // Prints the matches of the queries in `ids` (only read when batch).
+  void Print(std::span<const DocumentId> ids, std::span<const std::vector<Match>> answers) {
+    std::vector<std::vector<std::string>> rows;
+    for (std::size_t q = 0; q < answers.size(); ++q) {
+      for (const Match& match : answers[q]) {
+        ++matches_;
+        if (json_) {
+          std::string line = "{";
+          if (batch_) line += "\"query\":" + std::to_string(ids[q]) + ",";
+          line += "\"id\":" + std::to_string(match.id) +
+                  ",\"distance\":" + std::to_string(match.distance) + ",\"fingerprint\":\"" +
+                  FormatFingerprint(match.fingerprint) +
+                  "\",\"metadata\":" + JsonString(match.metadata) + "}\n";
+          std::fputs(line.c_str(), out_);
+          continue;
+        }
+        std::vector<std::string> row;
+        if (batch_) row.push_back(std::to_string(ids[q]));
+        row.push_back(std::to_string(match.id));
+        row.push_back(std::to_string(match.distance));
+        row.push_back(FormatFingerprint(match.fingerprint));
+        row.push_back(TableCell(match.metadata));
+        rows.push_back(std::move(row));
+      }
+    }
+    if (!rows.empty()) PrintTable(rows);
+  }
+
+  std::uint64_t matches() const { return matches_; }
+
+ private:
+  // Columns as wide as their widest cell in this call (the header's at
+  // least), two spaces apart; the metadata last, as it is.
+  void PrintTable(const std::vector<std::vector<std::string>>& rows) {
+    std::vector<std::string> header;
+    if (batch_) header.push_back("query");
+    for (const char* name : {"id", "distance", "fingerprint", "metadata"}) header.push_back(name);
+    std::vector<std::size_t> widths(header.size());
+    for (std::size_t c = 0; c < header.size(); ++c) widths[c] = header[c].size();
+    for (const auto& row : rows) {
+      for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+    }
+    const auto print_row = [&](const std::vector<std::string>& row) {
+      std::string line;
+      for (std::size_t c = 0; c < row.size(); ++c) {
+        line += row[c];
+        if (c + 1 < row.size()) line += std::string(widths[c] - row[c].size() + 2, ' ');
+      }
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      std::fprintf(out_, "%s\n", line.c_str());
+    };
+    if (!header_printed_) {
+      print_row(header);
+      header_printed_ = true;
+    }
+    for (const auto& row : rows) print_row(row);
+  }
+
+  std::FILE* out_;
+  bool json_;
+  bool batch_;
+  bool header_printed_ = false;
+  std::uint64_t matches_ = 0;
+};
+
 class SearchCommand final : public Command {
  public:
   std::string_view Name() const override { return "search"; }
   std::string_view Summary() const override {
-    return "Find near-duplicates in a store (coming: not in this build yet).";
+    return "Find the near-duplicates in a store of a hash, a text, a file or a batch.";
   }
   std::vector<std::string> Synopsis() const override {
     return {"--db DIR (--hash H | --text T | --file F | --input FILE) [--distance K] [--json]"};
   }
   std::vector<Example> Examples() const override {
     return {{"--db crawl.fps --text 'the quick brown fox' --distance 3",
-             "(coming) List the stored documents within 3 bits of the text."},
-            {"--db crawl.fps --input batch.tsv --format tsv --json",
-             "(coming) Near-duplicates of every id<TAB>hash line, as JSON lines."}};
+             "List the stored documents within 3 bits of the text."},
+            {"--db crawl.fps --hash 0x5f2a9c41d7e8b306 --json",
+             "Near-duplicates of a fingerprint, as JSON lines."},
+            {"--db crawl.fps --input batch.tsv --format tsv",
+             "Near-duplicates of every id<TAB>hash line, with a query column."}};
   }
 
   void DefineOptions(OptionTable& table) override {
-    DefineDb(table, &db_);
+    DefineDb(table, &store_);
     table.Add(kSourceGroup, "hash", po::value(&hash_)->value_name("H"),
               "A fingerprint, decimal or 0x hex. e.g. --hash 0x5f2a9c41d7e8b306");
     sources_.Define(table);
@@ -303,18 +444,38 @@ class SearchCommand final : public Command {
     DefineQuiet(table, &quiet_);
   }
 
-  // The store's seam: open db_ read-only, fingerprint --text/--file/--input
-  // documents with its options (ResolveFingerprintOptions), look up each
-  // fingerprint within --distance (default: the store's planned distance),
-  // print a table or JSON lines, and return 0 if anything matched, else 1.
-  int Run() override { StoreNotAvailable(); }
+  int Run() override {
+    OpenedStore opened = store_.Open(StoreAccess::kReadOnly, &flags_);
+    const Store& store = *opened.store;
+    const int k = SearchDistance(store, store_.db(),
+                                 has_distance_ ? std::optional<int>(distance_) : std::nullopt);
+    MatchPrinter printer(out(), json_, /*batch=*/input_.given());
+    if (input_.given()) {
+      SearchBatch(store, k, printer);
+    } else {
+      Fingerprint fp = 0;
+      if (hash_value_) {
+        fp = *hash_value_;
+      } else if (!sources_.texts.empty()) {
+        fp = FingerprintOf(store.fingerprinter(), sources_.texts.front(), "--text");
+      } else {
+        fp = FingerprintOfFile(store.fingerprinter(), sources_.files.front());
+      }
+      const std::vector<Match> matches =
+          ValueOrThrow(store.Query(fp, k), "searching " + store_.db());
+      printer.Print({}, std::span<const std::vector<Match>>(&matches, 1));
+    }
+    return printer.matches() > 0 ? 0 : 1;
+  }
 
  protected:
   void Check(const po::variables_map& vm) override {
+    store_.Check(vm);
     sources_.Check();
     input_.Check(vm);
     flags_.Check(vm);
     CheckDistance(vm, distance_);
+    has_distance_ = vm.count("distance") > 0;
     const bool has_hash = vm.count("hash") > 0;
     if (has_hash) {
       Result<Fingerprint> fp = ParseFingerprint(hash_);
@@ -322,7 +483,7 @@ class SearchCommand final : public Command {
       hash_value_ = *fp;
     }
     const std::size_t count = sources_.count() + (has_hash ? 1 : 0) + (input_.given() ? 1 : 0);
-    if (db_.empty()) {
+    if (!store_.given()) {
       if (count == 0) {
         throw UsageError(
             "nothing to do: give --db DIR and what to look for, or --fingerprint, or "
@@ -336,13 +497,54 @@ class SearchCommand final : public Command {
   }
 
  private:
-  std::string db_;
+  // Queries this many fingerprints at a time: QueryBatch walks each table
+  // once per call, so larger batches are cheaper per query.
+  static constexpr std::size_t kQueryBatch = 4096;
+
+  // --input: the near-duplicates of every record, in input order.
+  void SearchBatch(const Store& store, int k, MatchPrinter& printer) {
+    std::unique_ptr<RecordReader> reader = RecordReader::Open(input_.reader_options());
+    Progress::Options options;
+    options.style = Progress::AutoStyle(quiet_, err(), /*lines_when_not_terminal=*/false);
+    options.label = kTool;
+    options.total_bytes = reader->total_bytes();
+    options.stream = err();
+    Progress progress(options);
+
+    std::vector<DocumentId> ids;
+    std::vector<Fingerprint> fingerprints;
+    const auto flush = [&] {
+      if (fingerprints.empty()) return;
+      const std::vector<std::vector<Match>> answers =
+          ValueOrThrow(store.QueryBatch(fingerprints, k), "searching " + store_.db());
+      printer.Print(ids, answers);
+      ids.clear();
+      fingerprints.clear();
+    };
+    PipelineOptions pipeline;
+    pipeline.progress = &progress;
+    try {
+      ReadDocuments(*reader, store.fingerprinter(), pipeline, [&](InputDocument& doc) {
+        ids.push_back(doc.id);
+        fingerprints.push_back(doc.fingerprint);
+        if (fingerprints.size() == kQueryBatch) flush();
+      });
+    } catch (const InputError&) {
+      flush();  // the answers for the lines before the bad one, as --fingerprint does
+      throw;
+    }
+    flush();
+    progress.Finish("searched");
+  }
+
+  StoreFlags store_;
   std::string hash_;
   std::optional<Fingerprint> hash_value_;  // --hash, parsed
   TextFlags sources_;
   InputFlags input_;
   FingerprintFlags flags_;
   int distance_ = 0;
+  bool has_distance_ = false;
   bool json_ = false;
   bool quiet_ = false;
 };

@@ -2,11 +2,10 @@
 //
 // Its commands are chosen by a mode flag:
 //   (default)            --db DIR (--hash H | --text T | --file F | --input FILE):
-//                        near-duplicates in a store. Parsed and checked, but
-//                        until fpstore::Store exists Run fails with a usage
-//                        error (exit 2) saying it is not available yet.
+//                        near-duplicates in a store, opened read-only (so it
+//                        works beside a writer), as a table or JSON lines.
 //   --fingerprint        the fingerprint of a text, a file, or each document
-//                        of a JSONL file.
+//                        of a JSONL file (with --db: the store's options).
 //   --distance-between   the Hamming distance between two fingerprints,
 //                        given as hashes or computed from texts or files.
 // Exit status like grep: 0 found (or done), 1 nothing found, 2 error.

@@ -23,7 +23,9 @@ bool IsBlank(std::string_view line) {
 class LineRecordReader : public RecordReader {
  public:
   explicit LineRecordReader(const ReaderOptions& options)
-      : lines_(options.path), allow_empty_(options.allow_empty) {}
+      : lines_(options.path),
+        allow_empty_(options.allow_empty),
+        on_bad_line_(options.on_bad_line) {}
 
   bool Next(Record* record) final {
     std::string_view line;
@@ -33,7 +35,16 @@ class LineRecordReader : public RecordReader {
       record->fingerprint.reset();
       record->text.clear();
       record->metadata.clear();
-      ParseLine(line, record);
+      if (!on_bad_line_) {
+        ParseLine(line, record);
+      } else {
+        try {
+          ParseLine(line, record);
+        } catch (const InputError& e) {
+          on_bad_line_(record->line, line, e.reason());
+          continue;
+        }
+      }
       ++records_;
       return true;
     }
@@ -67,6 +78,7 @@ class LineRecordReader : public RecordReader {
  private:
   LineReader lines_;
   bool allow_empty_;
+  std::function<void(std::uint64_t, std::string_view, const std::string&)> on_bad_line_;
   std::uint64_t records_ = 0;
 };
 

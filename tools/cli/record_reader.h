@@ -38,9 +38,11 @@
 #define FPSTORE_TOOLS_CLI_RECORD_READER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "cli/parse.h"
 #include "fpstore/simhash.h"
@@ -80,6 +82,15 @@ struct ReaderOptions {
   // Whether an input without records is fine. Default: false, because an
   // empty input is nearly always a mistake (a wrong path, a failed export).
   bool allow_empty = false;
+
+  // What to do with a malformed line. Empty (the default): Next throws
+  // InputError. Otherwise Next calls it with the line's 1-based number, its
+  // text (without the line end; valid during the call) and the reason, as
+  // InputError::reason() would have it, and goes on with the next line. A
+  // skipped line is no record: an input of bad lines only is empty. Read
+  // errors still throw.
+  std::function<void(std::uint64_t line, std::string_view text, const std::string& reason)>
+      on_bad_line;
 };
 
 class RecordReader {

@@ -1,0 +1,708 @@
+// Runs the real fpstore-admin binary, as an operator would, and checks its
+// answers against the library's on the same store.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/parse.h"
+#include "fpstore/fingerprinter.h"
+#include "fpstore/store.h"
+#include "scratch_dir.h"
+#include "tool_runner.h"
+
+namespace fpstore::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using fpstore::testing::RunTool;
+using fpstore::testing::ScratchDir;
+using fpstore::testing::ToolResult;
+
+const std::string kData = FPSTORE_CLI_TEST_DATA;
+
+ToolResult Admin(const std::vector<std::string>& args, const std::string& input = "") {
+  return RunTool(FPSTORE_ADMIN_BINARY, args, input);
+}
+
+std::string Data(const std::string& name) { return kData + "/" + name; }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::vector<std::string> SortedLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// A corpus with near-duplicates: `groups` random fingerprints, each with a
+// few variants 1 to 5 bits away (so some pairs are within distance 3 and
+// some are not). Ids count from 1; metadata is "doc-ID".
+struct Corpus {
+  std::vector<Document> docs;
+
+  std::string Tsv() const {
+    std::string tsv;
+    for (const Document& d : docs) {
+      tsv +=
+          std::to_string(d.id) + "\t" + FormatFingerprint(d.fingerprint) + "\t" + d.metadata + "\n";
+    }
+    return tsv;
+  }
+
+  // What `dump` prints: documents in id order.
+  std::string Dump() const {
+    std::map<DocumentId, const Document*> by_id;
+    for (const Document& d : docs) by_id[d.id] = &d;
+    std::string out;
+    for (const auto& [id, d] : by_id) {
+      out +=
+          std::to_string(id) + "\t" + FormatFingerprint(d->fingerprint) + "\t" + d->metadata + "\n";
+    }
+    return out;
+  }
+};
+
+Corpus MakeCorpus(int groups, std::uint64_t seed = 42) {
+  std::mt19937_64 rnd(seed);
+  Corpus corpus;
+  DocumentId id = 1;
+  for (int g = 0; g < groups; ++g) {
+    const Fingerprint base = rnd();
+    const int variants = static_cast<int>(rnd() % 4);
+    for (int v = 0; v <= variants; ++v) {
+      Fingerprint fp = base;
+      for (int flips = v == 0 ? 0 : static_cast<int>(1 + rnd() % 5); flips > 0; --flips) {
+        fp ^= Fingerprint{1} << (rnd() % 64);
+      }
+      corpus.docs.push_back({id, fp, "doc-" + std::to_string(id)});
+      ++id;
+    }
+  }
+  return corpus;
+}
+
+// A store made with the binary: `create` with `create_args`, then `insert`
+// of the corpus (if it has documents). Returns its path.
+std::string MakeStore(const ScratchDir& dir, const Corpus& corpus,
+                      const std::vector<std::string>& create_args = {}) {
+  const std::string db = (dir.path() / "store").string();
+  std::vector<std::string> args = {"create", "--db", db};
+  args.insert(args.end(), create_args.begin(), create_args.end());
+  ToolResult r = Admin(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (corpus.docs.empty()) return db;
+  const std::string input = dir.Write("corpus.tsv", corpus.Tsv());
+  r = Admin({"insert", "--db", db, "--input", input, "--format", "tsv", "--quiet"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return db;
+}
+
+std::unique_ptr<Store> OpenReadOnly(const std::string& db) {
+  StoreOptions options;
+  options.read_only = true;
+  options.create_if_missing = false;
+  options.block_cache_bytes = 8 << 20;
+  Result<std::unique_ptr<Store>> store = Store::Open(db, options);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return store.ok() ? *std::move(store) : nullptr;
+}
+
+// The document count that `stats --json` reports, or -1.
+long long DocumentsOf(const std::string& db) {
+  const ToolResult r = Admin({"stats", "--db", db, "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string key = "\"documents\":";
+  const std::size_t at = r.out.find(key);
+  if (at == std::string::npos) return -1;
+  return std::stoll(r.out.substr(at + key.size()));
+}
+
+void ExpectVerifies(const std::string& db) {
+  const ToolResult r = Admin({"verify", "--db", db, "--quiet"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// ---- The tool as a whole -------------------------------------------------------
+
+TEST(AdminToolTest, HelpListsEveryCommand) {
+  const ToolResult r = Admin({"--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* command : {"create", "stats", "compact", "verify", "insert", "remove",
+                              "find-all", "clusters", "dump", "checkpoint"}) {
+    EXPECT_TRUE(Contains(r.out, std::string("\n  ") + command + " ")) << command << "\n" << r.out;
+  }
+  const ToolResult insert = Admin({"insert", "--help"});
+  EXPECT_EQ(insert.exit_code, 0);
+  EXPECT_TRUE(Contains(insert.out, "--batch-size")) << insert.out;
+  EXPECT_TRUE(Contains(insert.out, "--durability")) << insert.out;
+  EXPECT_TRUE(Contains(insert.out, "Examples:")) << insert.out;
+}
+
+TEST(AdminToolTest, UsageErrorsExitTwo) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {},
+           {"frobnicate", "--db", "x"},
+           {"stats"},
+           {"create", "--db", "x", "--blocks", "3"},
+           {"find-all", "--db", "x", "--distance", "-1"},
+           {"insert", "--db", "x"},
+           {"insert", "--db", "x", "--input", "-", "--durability", "always"},
+           {"remove", "--db", "x"},
+           {"remove", "--db", "x", "12x"},
+           {"checkpoint", "--db", "x"}}) {
+    const ToolResult r = Admin(args);
+    EXPECT_EQ(r.exit_code, 2) << ::testing::PrintToString(args) << "\n" << r.err;
+    EXPECT_TRUE(Contains(r.err, "Try 'fpstore-admin --help'")) << r.err;
+  }
+}
+
+// ---- create and stats --------------------------------------------------------------
+
+TEST(AdminCreateTest, CreatesWithPlanAndOptionsThatStatsReports) {
+  ScratchDir dir;
+  const std::string db = (dir.path() / "store").string();
+  ToolResult r = Admin({"create", "--db", db, "--blocks", "6", "--distance", "3", "--window", "5",
+                        "--weighting", "presence", "--expected-documents", "1000000000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "created " + db)) << r.out;
+  EXPECT_TRUE(Contains(r.out, "blocks=6 distance=3: 20 tables, prefixes of 31 to 33 bits"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "v1 window=5 weighting=presence")) << r.out;
+  // 10^9 * (4 * 2^-31 + 12 * 2^-32 + 4 * 2^-33) = 5.12...
+  EXPECT_TRUE(Contains(r.out, "candidates/query:   about 5.12 at 1,000,000,000 documents"))
+      << r.out;
+
+  r = Admin({"stats", "--db", db});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "documents:          0\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "format version:     1\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "fingerprint:        v1 window=5 weighting=presence\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "table  19  blocks 3,4,5")) << r.out;
+
+  r = Admin({"stats", "--db", db, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "\"blocks\":6,\"distance\":3,")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\"window\":5,\"weighting\":\"presence\"")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "{\"table\":19,\"blocks\":[3,4,5],\"prefix_bits\":31,")) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one JSON object, one line";
+
+  // The store keeps its options: a second create fails and changes nothing.
+  r = Admin({"create", "--db", db, "--blocks", "8", "--distance", "4"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "already holds a store")) << r.err;
+  r = Admin({"stats", "--db", db});
+  EXPECT_TRUE(Contains(r.out, "blocks=6 distance=3")) << r.out;
+}
+
+TEST(AdminCreateTest, DryRunCreatesNothing) {
+  ScratchDir dir;
+  const std::string db = (dir.path() / "store").string();
+  const ToolResult r =
+      Admin({"create", "--db", db, "--blocks", "8", "--distance", "4", "--dry-run"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "blocks=8 distance=4: 70 tables")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "created")) << r.out;
+  EXPECT_FALSE(fs::exists(db));
+}
+
+TEST(AdminCreateTest, UnwritableOrWrongDbFails) {
+  ScratchDir dir;
+  const std::string file = dir.Write("file", "not a directory");
+  // Tests may run as root, for whom permissions are no obstacle: a path
+  // under a plain file is unwritable for everyone.
+  ToolResult r = Admin({"create", "--db", file + "/store"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, file + "/store")) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  r = Admin({"create", "--db", file});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "is not an fpstore store")) << r.err;
+
+  for (const char* command : {"stats", "verify", "find-all", "clusters", "dump", "compact"}) {
+    r = Admin({command, "--db", (dir.path() / "missing").string()});
+    EXPECT_EQ(r.exit_code, 1) << command;
+    EXPECT_TRUE(Contains(r.err, "no store at")) << command << ": " << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir.path() / "missing"));
+}
+
+// ---- insert ----------------------------------------------------------------------
+
+TEST(AdminInsertTest, InsertedDocumentsAreDumpedAndPersist) {
+  ScratchDir dir;
+  const Corpus corpus = MakeCorpus(40);
+  const std::string db = MakeStore(dir, corpus);
+  EXPECT_EQ(DocumentsOf(db), static_cast<long long>(corpus.docs.size()));
+
+  ToolResult r = Admin({"dump", "--db", db});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, corpus.Dump());
+
+  // A dump reloads as tsv: inserting it again replaces each document with
+  // itself.
+  const std::string dumped = (dir.path() / "dump.tsv").string();
+  r = Admin({"dump", "--db", db, "--output", dumped, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadFile(dumped), corpus.Dump());
+  r = Admin({"insert", "--db", db, "--input", dumped, "--format", "tsv", "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(DocumentsOf(db), static_cast<long long>(corpus.docs.size()));
+  ExpectVerifies(db);
+}
+
+TEST(AdminInsertTest, JsonlIsFingerprintedWithTheStoreOptions) {
+  ScratchDir dir;
+  const std::string db = (dir.path() / "store").string();
+  ASSERT_EQ(Admin({"create", "--db", db, "--window", "2"}).exit_code, 0);
+  ToolResult r = Admin({"insert", "--db", db, "--input", Data("docs.jsonl"), "--meta-column",
+                        "text", "--batch-size", "2", "--durability", "sync"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "inserted 5 documents from " + Data("docs.jsonl") +
+                                  " in 3 batches; " + db + " now holds 5 documents"))
+      << r.out;
+
+  FingerprintOptions options;
+  options.window = 2;
+  Result<Fingerprinter> fingerprinter = Fingerprinter::Create(options);
+  ASSERT_TRUE(fingerprinter.ok());
+  const std::string zero_text = "été \"quoted\" and escaped\nnewline";
+  r = Admin({"dump", "--db", db});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Line breaks in metadata are escaped, with a warning.
+  EXPECT_TRUE(Contains(r.out, "0\t" + FormatFingerprint(*fingerprinter->FromText(zero_text)) +
+                                  "\tété \"quoted\" and escaped\\nnewline\n"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.err, "the metadata of 1 document held line breaks")) << r.err;
+  const std::string fox = "The quick brown fox jumps over the lazy dog.";
+  EXPECT_TRUE(
+      Contains(r.out, "\n1\t" + FormatFingerprint(*fingerprinter->FromText(fox)) + "\t" + fox))
+      << r.out;
+
+  // Options other than the store's are refused.
+  r = Admin({"insert", "--db", db, "--input", Data("docs.jsonl"), "--window", "3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "window=2")) << r.err;
+}
+
+TEST(AdminInsertTest, MalformedLineStopsAfterTheCommittedBatches) {
+  ScratchDir dir;
+  const std::string db = MakeStore(dir, Corpus{});
+  std::string input;
+  for (int i = 1; i <= 25; ++i) input += std::to_string(i) + "\t" + std::to_string(i * 7) + "\n";
+  input += "26\t0x12g4\n";  // line 26
+  for (int i = 27; i <= 30; ++i) input += std::to_string(i) + "\t" + std::to_string(i) + "\n";
+  const std::string path = dir.Write("bad.tsv", input);
+
+  ToolResult r = Admin(
+      {"insert", "--db", db, "--input", path, "--format", "tsv", "--batch-size", "10", "--quiet"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "fpstore-admin: " + path + ":26: ")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "0x12g4")) << r.err;
+  EXPECT_TRUE(Contains(r.err,
+                       "committed before it: 20 documents, lines 1-20, in 2 batches; "
+                       "nothing after line 20 was inserted"))
+      << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(DocumentsOf(db), 20);
+  ExpectVerifies(db);
+
+  // In the first batch: nothing at all.
+  const std::string db2 = (dir.path() / "store2").string();
+  ASSERT_EQ(Admin({"create", "--db", db2}).exit_code, 0);
+  r = Admin({"insert", "--db", db2, "--input", path, "--format", "tsv", "--quiet"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, path + ":26: ")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "(nothing was inserted)")) << r.err;
+  EXPECT_EQ(DocumentsOf(db2), 0);
+
+  // --skip-bad: the other 29 lines go in.
+  const std::string rejected = (dir.path() / "rejected.txt").string();
+  r = Admin({"insert", "--db", db2, "--input", path, "--format", "tsv", "--skip-bad", rejected,
+             "--quiet"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "skipped 1 malformed line, written to " + rejected)) << r.out;
+  EXPECT_TRUE(ReadFile(rejected).starts_with("26\t")) << ReadFile(rejected);
+  EXPECT_EQ(DocumentsOf(db2), 29);
+}
+
+TEST(AdminInsertTest, MissingInputLeavesTheStoreAlone) {
+  ScratchDir dir;
+  const std::string db = MakeStore(dir, MakeCorpus(3));
+  const long long before = DocumentsOf(db);
+  const ToolResult r =
+      Admin({"insert", "--db", db, "--input", (dir.path() / "nope.jsonl").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "nope.jsonl")) << r.err;
+  EXPECT_EQ(DocumentsOf(db), before);
+}
+
+// ---- remove ----------------------------------------------------------------------
+
+TEST(AdminRemoveTest, RemovesAndReportsUnknownIds) {
+  ScratchDir dir;
+  const Corpus corpus = MakeCorpus(10);
+  const std::string db = MakeStore(dir, corpus);
+  const long long n = static_cast<long long>(corpus.docs.size());
+
+  ToolResult r = Admin({"remove", "--db", db, "1", "2", "2", "999999"});
+  EXPECT_EQ(r.exit_code, 1) << "an unknown id is an error without --missing-ok";
+  EXPECT_EQ(r.out, "removed 2 documents; 1 not found\n");
+  EXPECT_TRUE(Contains(r.err, "not in " + db + ": 999999")) << r.err;
+  EXPECT_EQ(DocumentsOf(db), n - 2);
+
+  r = Admin({"remove", "--db", db, "1", "3", "--missing-ok"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "removed 1 document; 1 not found\n");
+  EXPECT_EQ(DocumentsOf(db), n - 3);
+
+  const std::string ids = dir.Write("ids.txt", "4\r\n\n5\n  \n6");
+  r = Admin({"remove", "--db", db, "--ids-file", ids});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "removed 3 documents; 0 not found\n");
+  r = Admin({"remove", "--db", db, "--ids-file", "-"}, "7\n8\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(DocumentsOf(db), n - 8);
+
+  // A malformed line: FILE:LINE, and nothing removed.
+  const std::string bad = dir.Write("bad.txt", "9\n10\n-11\n");
+  r = Admin({"remove", "--db", db, "--ids-file", bad});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, bad + ":3: ")) << r.err;
+  EXPECT_EQ(DocumentsOf(db), n - 8);
+  ExpectVerifies(db);
+}
+
+// ---- find-all and clusters -----------------------------------------------------------
+
+// The library's pairs, as the tool writes them.
+std::vector<std::string> LibraryPairs(const std::string& db, int k) {
+  std::unique_ptr<Store> store = OpenReadOnly(db);
+  std::vector<std::string> lines;
+  if (store == nullptr) return lines;
+  EXPECT_TRUE(store
+                  ->FindAll(k,
+                            [&](const NearPair& p) {
+                              lines.push_back(std::to_string(p.first) + "\t" +
+                                              std::to_string(p.second) + "\t" +
+                                              std::to_string(p.distance));
+                            })
+                  .ok());
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// The library's clusters, numbered as the tool numbers them.
+std::string LibraryClusters(const std::string& db, int k) {
+  std::unique_ptr<Store> store = OpenReadOnly(db);
+  std::string out;
+  int cluster = 0;
+  if (store == nullptr) return out;
+  EXPECT_TRUE(store
+                  ->Clusters(k,
+                             [&](std::span<const DocumentId> ids) {
+                               ++cluster;
+                               for (DocumentId id : ids) {
+                                 out += std::to_string(cluster) + "\t" + std::to_string(id) + "\n";
+                               }
+                             })
+                  .ok());
+  return out;
+}
+
+TEST(AdminScanTest, FindAllAndClustersEqualTheLibrary) {
+  ScratchDir dir;
+  const Corpus corpus = MakeCorpus(150);
+  const std::string db = MakeStore(dir, corpus);
+
+  for (int k : {3, 1}) {
+    SCOPED_TRACE("k=" + std::to_string(k));
+    const std::vector<std::string> expected = LibraryPairs(db, k);
+    ASSERT_GT(expected.size(), 10u) << "the corpus must have near pairs";
+    const std::string pairs = (dir.path() / "pairs.tsv").string();
+    ToolResult r = Admin(
+        {"find-all", "--db", db, "--distance", std::to_string(k), "--output", pairs, "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(SortedLines(ReadFile(pairs)), expected);
+
+    const std::string clusters = (dir.path() / "clusters.tsv").string();
+    r = Admin({"clusters", "--db", db, "--distance", std::to_string(k), "-o", clusters});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(ReadFile(clusters), LibraryClusters(db, k));
+    EXPECT_TRUE(Contains(r.err, "within distance " + std::to_string(k) + " written to " + clusters))
+        << r.err;
+  }
+
+  // Defaults: the planned distance, standard output.
+  ToolResult r = Admin({"find-all", "--db", db});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(SortedLines(r.out), LibraryPairs(db, 3));
+  EXPECT_TRUE(Contains(r.err, "pairs within distance 3 written to standard output")) << r.err;
+}
+
+TEST(AdminScanTest, ClustersWithMinSizeOneListEveryDocumentOnce) {
+  ScratchDir dir;
+  const Corpus corpus = MakeCorpus(30);
+  const std::string db = MakeStore(dir, corpus);
+  const ToolResult r = Admin({"clusters", "--db", db, "--min-size", "1", "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  std::map<DocumentId, int> cluster_of;
+  std::vector<std::pair<int, DocumentId>> rows;
+  std::istringstream in(r.out);
+  int cluster;
+  DocumentId id;
+  while (in >> cluster >> id) {
+    EXPECT_TRUE(cluster_of.emplace(id, cluster).second) << id << " listed twice";
+    rows.emplace_back(cluster, id);
+  }
+  EXPECT_EQ(cluster_of.size(), corpus.docs.size());
+  // Clusters are numbered from 1 in the order of their smallest id.
+  std::map<int, DocumentId> smallest;
+  for (auto [c, i] : rows) smallest.emplace(c, i);
+  int expected_cluster = 1;
+  DocumentId previous = 0;
+  for (auto [c, i] : smallest) {
+    EXPECT_EQ(c, expected_cluster++);
+    EXPECT_GT(i, previous);
+    previous = i;
+  }
+  // The clusters of two or more are the library's.
+  std::map<int, std::vector<DocumentId>> members;
+  for (auto [c, i] : rows) members[c].push_back(i);
+  std::string big;
+  int number = 0;
+  for (const auto& [c, ids] : members) {
+    if (ids.size() < 2) continue;
+    ++number;
+    for (DocumentId i : ids) big += std::to_string(number) + "\t" + std::to_string(i) + "\n";
+  }
+  EXPECT_EQ(big, LibraryClusters(db, 3));
+}
+
+TEST(AdminScanTest, DistanceAboveThePlanIsAUsageError) {
+  ScratchDir dir;
+  const std::string db = MakeStore(dir, MakeCorpus(5), {"--blocks", "5", "--distance", "2"});
+  const std::string output = (dir.path() / "out.tsv").string();
+  for (const char* command : {"find-all", "clusters"}) {
+    const ToolResult r = Admin({command, "--db", db, "--distance", "3", "--output", output});
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_TRUE(Contains(r.err, "--distance 3 is above the store's planned distance 2")) << r.err;
+    EXPECT_FALSE(fs::exists(output));
+  }
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    EXPECT_FALSE(Contains(entry.path().filename().string(), ".tmp-")) << entry.path();
+  }
+}
+
+// ---- verify, compact, checkpoint -------------------------------------------------------
+
+// The largest SST file under `db`.
+std::string LargestSst(const std::string& db) {
+  std::string largest;
+  std::uintmax_t size = 0;
+  for (const auto& entry : fs::directory_iterator(db)) {
+    if (entry.path().extension() == ".sst" && entry.file_size() > size) {
+      size = entry.file_size();
+      largest = entry.path().string();
+    }
+  }
+  return largest;
+}
+
+TEST(AdminVerifyTest, CompactedStoreVerifiesAndCorruptionExitsOne) {
+  ScratchDir dir;
+  const Corpus corpus = MakeCorpus(800);
+  const std::string db = MakeStore(dir, corpus);
+  ToolResult r = Admin({"compact", "--db", db});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "compacted " + db)) << r.out;
+  EXPECT_EQ(DocumentsOf(db), static_cast<long long>(corpus.docs.size()));
+
+  r = Admin({"verify", "--db", db});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "ok: " + db + ": ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, " documents, 20 tables, every entry consistent\n")) << r.out;
+
+  const std::string sst = LargestSst(db);
+  ASSERT_FALSE(sst.empty());
+  {
+    std::fstream file(sst, std::ios::in | std::ios::out | std::ios::binary);
+    const std::streamoff middle = static_cast<std::streamoff>(fs::file_size(sst) / 2);
+    char bytes[64];
+    file.seekg(middle);
+    file.read(bytes, sizeof bytes);
+    for (char& b : bytes) b = static_cast<char>(b ^ 0x5a);
+    file.seekp(middle);
+    file.write(bytes, sizeof bytes);
+    ASSERT_TRUE(file.good());
+  }
+  r = Admin({"verify", "--db", db, "--quiet"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "fpstore-admin: verify failed: ")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "orrupt")) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(AdminCheckpointTest, CopyOpensAsAStoreOfItsOwn) {
+  ScratchDir dir;
+  const Corpus corpus = MakeCorpus(20);
+  const std::string db = MakeStore(dir, corpus);
+  const std::string copy = (dir.path() / "copy").string();
+  ToolResult r = Admin({"checkpoint", "--db", db, "--output", copy});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "written to " + copy)) << r.out;
+
+  // Changes to the original do not reach the copy.
+  ASSERT_EQ(Admin({"remove", "--db", db, "1"}).exit_code, 0);
+  EXPECT_EQ(DocumentsOf(copy), static_cast<long long>(corpus.docs.size()));
+  ExpectVerifies(copy);
+  r = Admin({"dump", "--db", copy, "--quiet"});
+  EXPECT_EQ(r.out, corpus.Dump());
+
+  // The target must not exist; the positional form works too.
+  r = Admin({"checkpoint", "--db", db, copy});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, copy)) << r.err;
+  r = Admin({"checkpoint", "--db", db, (dir.path() / "copy2").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(DocumentsOf((dir.path() / "copy2").string()),
+            static_cast<long long>(corpus.docs.size()) - 1);
+}
+
+// ---- A store in use by another process ----------------------------------------------
+
+// Whether another process holds the write lock of `db`'s LOCK file, as
+// RocksDB takes it (fcntl) for a writer.
+bool WriteLocked(const std::string& db) {
+  const int fd = ::open((db + "/LOCK").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct flock lock = {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  const bool held = ::fcntl(fd, F_GETLK, &lock) == 0 && lock.l_type != F_UNLCK;
+  ::close(fd);
+  return held;
+}
+
+// A real `fpstore-admin insert --input -` that holds the store open for
+// writing while it waits for its standard input.
+class WaitingInsert {
+ public:
+  explicit WaitingInsert(const std::string& db) : db_(db) {
+    int in[2];
+    if (::pipe2(in, O_CLOEXEC) != 0) return;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    const std::vector<std::string> args = {
+        FPSTORE_ADMIN_BINARY, "insert", "--db", db, "--input", "-", "--format", "tsv"};
+    std::vector<char*> argv;
+    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    if (::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(in[0]);
+    in_ = in[1];
+  }
+
+  ~WaitingInsert() {
+    if (in_ >= 0) ::close(in_);
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  // True once the insert holds the store.
+  bool WaitHeld() const {
+    for (int i = 0; i < 3000 && pid_ > 0; ++i) {
+      if (WriteLocked(db_)) return true;
+      ::usleep(20'000);
+    }
+    return false;
+  }
+
+  // Feeds the insert `input`, ends it and returns its exit status.
+  int Finish(const std::string& input) {
+    ::signal(SIGPIPE, SIG_IGN);
+    const bool written =
+        ::write(in_, input.data(), input.size()) == static_cast<ssize_t>(input.size());
+    ::close(in_);
+    in_ = -1;
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return written && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  std::string db_;
+  pid_t pid_ = -1;
+  int in_ = -1;
+};
+
+TEST(AdminBusyTest, WritesAreRefusedWhileAnotherProcessWritesReadsWork) {
+  ScratchDir dir;
+  const Corpus corpus = MakeCorpus(10);
+  const std::string db = MakeStore(dir, corpus);
+  const long long n = static_cast<long long>(corpus.docs.size());
+  const std::string input = dir.Write("more.tsv", "1001\t0x2\n");
+  WaitingInsert writer(db);
+  ASSERT_TRUE(writer.WaitHeld());
+
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"insert", "--db", db, "--input", input, "--format", "tsv"},
+           {"remove", "--db", db, "1"},
+           {"compact", "--db", db},
+           {"checkpoint", "--db", db, (dir.path() / "copy").string()}}) {
+    const ToolResult r = Admin(args);
+    EXPECT_EQ(r.exit_code, 1) << args[0];
+    EXPECT_TRUE(Contains(r.err, "in use by another process")) << args[0] << ": " << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir.path() / "copy"));
+  // Read-only commands work beside the writer.
+  EXPECT_EQ(DocumentsOf(db), n);
+  ExpectVerifies(db);
+  const ToolResult dump = Admin({"dump", "--db", db, "--quiet"});
+  EXPECT_EQ(dump.exit_code, 0) << dump.err;
+  EXPECT_EQ(dump.out, corpus.Dump());
+
+  // The writer's insert goes in once its input ends.
+  EXPECT_EQ(writer.Finish("1000\t0x1\n"), 0);
+  EXPECT_EQ(DocumentsOf(db), n + 1);
+}
+
+}  // namespace
+}  // namespace fpstore::cli

@@ -1,0 +1,272 @@
+#include "cli/load_tool.h"
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/options.h"
+#include "cli/progress.h"
+#include "cli/record_reader.h"
+#include "cli/store_access.h"
+#include "fpstore/bulk_loader.h"
+#include "fpstore/store.h"
+
+namespace fpstore::cli {
+namespace po = boost::program_options;
+namespace {
+
+constexpr const char* kTool = "fpstore-load";
+constexpr std::string_view kLoadGroup = "Loading";
+
+// 1234567 -> "1,234,567", as the progress reports write numbers.
+std::string WithCommas(std::uint64_t n) {
+  const std::string digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string Plural(std::uint64_t n, const char* one, const char* many) {
+  return WithCommas(n) + " " + (n == 1 ? one : many);
+}
+
+class LoadCommand final : public Command {
+ public:
+  std::string_view Name() const override { return "load"; }
+  std::string_view Summary() const override {
+    return "Load documents or fingerprints into a store, all or nothing.";
+  }
+  std::vector<std::string> Synopsis() const override {
+    return {
+        "--db DIR --input FILE [--format jsonl|tsv|hash] [--blocks M --distance K] "
+        "[--window N]",
+        "--db DIR --input FILE [--text-column KEY] [--id-column KEY] [--meta-column KEY] "
+        "[--threads N] [--skip-bad FILE] [--sample N] [--quiet]"};
+  }
+  std::vector<Example> Examples() const override {
+    return {{"--db crawl.fps --input pages.jsonl --meta-column url",
+             "Fingerprint and load JSONL documents, keeping each one's url; creates crawl.fps "
+             "if needed."},
+            {"--db crawl.fps --input fingerprints.tsv --format tsv",
+             "Load id<TAB>hash lines made elsewhere."},
+            {"--db new.fps --blocks 8 --distance 4 --window 5 --input docs.jsonl",
+             "Create a store that answers within 4 bits, with 5-token shingles, and load it."},
+            {"--db crawl.fps --input - --skip-bad rejected.txt < pages.jsonl",
+             "Read standard input; write malformed lines to rejected.txt instead of stopping."}};
+  }
+
+  void DefineOptions(OptionTable& table) override {
+    store_.Define(table, {.plan = true,
+                          .db_help = "The store to load into: a directory, created with "
+                                     "--blocks, --distance, --window and --weighting if it "
+                                     "holds no store yet. e.g. --db crawl.fps"});
+    input_.Define(table,
+                  "The file to load: documents (jsonl) or fingerprints (tsv, hash); - reads "
+                  "standard input. e.g. --input pages.jsonl");
+    fingerprint_.Define(table);
+    table.Add(kLoadGroup, "skip-bad", po::value(&skip_bad_)->value_name("FILE"),
+              "Write malformed lines to FILE (LINE<TAB>REASON<TAB>LINE-TEXT) and load the rest, "
+              "instead of stopping at the first one. e.g. --skip-bad rejected.txt",
+              {"skip_bad"});
+    table.Add(kLoadGroup, "sample", po::value(&sample_)->value_name("N"),
+              "Load only the first N records of the input (malformed lines skipped with "
+              "--skip-bad do not count). e.g. --sample 10000");
+    table.Add(kLoadGroup, "threads", po::value(&threads_)->value_name("N"),
+              "Threads that fingerprint documents. Default: 0, one per core. e.g. --threads 4");
+    table.Add(kLoadGroup, "memory", po::value(&memory_mb_)->value_name("MB"),
+              "Megabytes of documents held in memory before a sorted run is spilled to disk. "
+              "Default: 256. e.g. --memory 1024");
+    table.Add(kLoadGroup, "temp-dir", po::value(&temp_dir_)->value_name("DIR"),
+              "Where sorted runs and table files are written before ingestion. Default: inside "
+              "the store, so that ingestion moves the files instead of copying them. "
+              "e.g. --temp-dir /scratch",
+              {"temp_dir"});
+    table.AddSwitch(kGeneralGroup, "quiet,q", &quiet_,
+                    "No progress and no summary on standard error; errors are still shown. "
+                    "e.g. --quiet");
+  }
+
+  int Run() override {
+    InterruptGuard interrupts;
+    ReaderOptions reader_options = input_.reader_options();
+    reader_options.allow_empty = true;  // said below, with the skipped lines counted
+
+    // Everything that can fail without the store comes first, so that it
+    // fails before the store is touched (or created).
+    std::unique_ptr<BadLineFile> bad_lines;
+    if (!skip_bad_.empty()) bad_lines = std::make_unique<BadLineFile>(skip_bad_);
+    Progress* progress = nullptr;
+    std::function<void(std::uint64_t, std::string_view, const std::string&)> write_bad;
+    if (bad_lines != nullptr) {
+      write_bad = bad_lines->Callback();
+      reader_options.on_bad_line = [&](std::uint64_t line, std::string_view text,
+                                       const std::string& reason) {
+        write_bad(line, text, reason);
+        if (progress != nullptr) progress->AddSkipped(1);
+      };
+    }
+    std::unique_ptr<RecordReader> reader = RecordReader::Open(reader_options);
+
+    OpenedStore opened = store_.Open(StoreAccess::kCreate, &fingerprint_);
+    int status = 0;
+    try {
+      status = Load(*reader, opened, interrupts, bad_lines.get(), &progress);
+    } catch (...) {
+      DiscardCreatedStore(&opened);
+      throw;
+    }
+    if (status != 0) DiscardCreatedStore(&opened);
+    return status;
+  }
+
+ protected:
+  void Check(const po::variables_map& vm) override {
+    store_.Check(vm);
+    input_.Check(vm);
+    fingerprint_.Check(vm);
+    if (!input_.given()) throw UsageError("--input FILE is required (- for standard input)");
+    if (fingerprint_.given() && input_.reader_options().format != InputFormat::kJsonl) {
+      throw UsageError(
+          "--window and --weighting apply to --format jsonl only; tsv and hash hold "
+          "fingerprints already");
+    }
+    if (vm.count("skip-bad") > 0 && skip_bad_.empty()) {
+      throw UsageError("--skip-bad: empty file name");
+    }
+    if (vm.count("sample") > 0 && sample_ == 0) {
+      throw UsageError("--sample: 0 documents would load nothing");
+    }
+    if (threads_ < 0) throw UsageError("--threads: " + std::to_string(threads_) + " is negative");
+    if (memory_mb_ < 1) {
+      throw UsageError("--memory: " + std::to_string(memory_mb_) + " is below 1 MB");
+    }
+    if (vm.count("temp-dir") > 0 && temp_dir_.empty()) {
+      throw UsageError("--temp-dir: empty directory name");
+    }
+  }
+
+ private:
+  // Reads, then ingests. Throws with the store unchanged, except once
+  // Finish has succeeded.
+  int Load(RecordReader& reader, OpenedStore& opened, InterruptGuard& interrupts,
+           BadLineFile* bad_lines, Progress** progress_slot) {
+    Store& store = *opened.store;
+    const Progress::Style style = Progress::AutoStyle(quiet_, err());
+
+    BulkLoadOptions load_options;
+    load_options.memory_bytes = static_cast<std::size_t>(memory_mb_) << 20;
+    load_options.temp_dir = temp_dir_;
+    WorkProgress finishing(style, kTool, "writing and ingesting tables", err());
+    load_options.progress = finishing.Callback();
+    std::unique_ptr<BulkLoader> loader =
+        ValueOrThrow(store.NewBulkLoader(load_options), "loading into " + store_.db());
+
+    Progress::Options progress_options;
+    progress_options.style = style;
+    progress_options.label = kTool;
+    progress_options.total_bytes = reader.total_bytes();
+    progress_options.stream = err();
+    std::optional<Progress> progress(std::in_place, progress_options);
+    *progress_slot = &*progress;
+
+    PipelineOptions pipeline;
+    pipeline.threads = threads_;
+    pipeline.limit = sample_;
+    pipeline.progress = &*progress;
+    pipeline.stop = interrupts.Poll();
+    std::uint64_t read = 0;
+    try {
+      read = ReadDocuments(reader, store.fingerprinter(), pipeline, [&](InputDocument& doc) {
+        ThrowIfError(loader->Add(doc.id, doc.fingerprint, doc.metadata),
+                     "loading into " + store_.db());
+      });
+    } catch (const Interrupted& e) {
+      return Interrupt(e.signal(), &progress, progress_slot, style);
+    }
+    const Progress::Snapshot reading = progress->Now();
+    *progress_slot = nullptr;
+    progress.reset();  // stops its reports; the summary comes at the end
+    if (style == Progress::Style::kBar) std::fputs("\r\x1b[K", err());
+
+    const std::uint64_t skipped = bad_lines != nullptr ? bad_lines->count() : 0;
+    if (bad_lines != nullptr) bad_lines->Close();
+    if (read == 0) {
+      throw InputError(reader.name(), 0,
+                       skipped == 0
+                           ? "empty input (no records)"
+                           : "no valid records (" + Plural(skipped, "bad line", "bad lines") +
+                                 " written to " + bad_lines->path() + ")");
+    }
+
+    // Ingestion cannot stop part-way, and need not: it is atomic. A signal
+    // from now on ends the process at once, with the load in or not.
+    interrupts.RestoreDefaults();
+    if (const int signal = interrupts.signal(); signal != 0) {
+      return Interrupt(signal, nullptr, progress_slot, style);
+    }
+    Result<BulkLoadStats> stats = loader->Finish();
+    finishing.Finish();
+    ThrowIfError(stats.status(), "loading into " + store_.db());
+    loader.reset();
+    opened.created = false;  // the load is in: nothing to undo any more
+    ThrowIfError(store.Close(), "closing " + store_.db());
+
+    if (style != Progress::Style::kNone) {
+      Progress::Snapshot summary = reading;
+      summary.seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      summary.documents = stats->added + stats->replaced;
+      std::fprintf(err(), "%s: %s\n", kTool, Progress::FormatSummary(summary, "loaded").c_str());
+      std::string details =
+          WithCommas(stats->added) + " new, " + WithCommas(stats->replaced) + " replaced";
+      if (stats->superseded > 0) {
+        details += ", " + Plural(stats->superseded, "duplicate id", "duplicate ids") +
+                   " in the input (the later line won)";
+      }
+      if (skipped > 0) {
+        details +=
+            ", " + Plural(skipped, "bad line", "bad lines") + " written to " + bad_lines->path();
+      }
+      std::fprintf(err(), "%s: %s\n", kTool, details.c_str());
+    }
+    return 0;
+  }
+
+  // Says that the load stopped and returns the exit status, 128 + signal.
+  int Interrupt(int signal, std::optional<Progress>* progress, Progress** progress_slot,
+                Progress::Style style) {
+    *progress_slot = nullptr;
+    if (progress != nullptr) progress->reset();
+    if (style == Progress::Style::kBar) std::fputs("\r\x1b[K", err());
+    std::fprintf(err(), "%s: %s: nothing loaded, %s is unchanged\n", kTool,
+                 Interrupted(signal).what(), store_.db().c_str());
+    return 128 + signal;
+  }
+
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  StoreFlags store_;
+  InputFlags input_;
+  FingerprintFlags fingerprint_;
+  std::string skip_bad_;
+  std::uint64_t sample_ = 0;
+  int threads_ = 0;
+  int memory_mb_ = 256;
+  std::string temp_dir_;
+  bool quiet_ = false;
+};
+
+}  // namespace
+
+CommandRegistry LoadTool() {
+  CommandRegistry tool(kTool, "Bulk import into an fpstore: all documents in one atomic step.",
+                       ExitPolicy::Standard(), CommandRegistry::Dispatch::kModeFlag);
+  tool.Register([] { return std::make_unique<LoadCommand>(); }, /*is_default=*/true);
+  return tool;
+}
+
+}  // namespace fpstore::cli
