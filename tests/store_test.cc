@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,51 @@ TEST(StoreTest, DocumentWithoutMetadata) {
   ASSERT_TRUE(matches.ok());
   ASSERT_EQ(matches->size(), 1u);
   EXPECT_EQ((*matches)[0].metadata, "");
+}
+
+// A crawl holds thousands of identical pages (empty, redirect stubs). Every
+// answer must stay exact, each document reported once, and Clusters must
+// join the identical ones into one cluster.
+TEST(StoreTest, ThousandsOfIdenticalFingerprints) {
+  TempDir dir;
+  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
+  ASSERT_NE(store, nullptr);
+  const Fingerprint common = 0x0123456789abcdefULL;
+  std::vector<NewDocument> batch;
+  for (DocumentId id = 0; id < 2000; ++id) batch.push_back({id, common, {}});
+  // A few near ones, and one at k + 1 from them all but 5000.
+  batch.push_back({5000, common ^ 0x1, {}});
+  batch.push_back({5001, common ^ 0x8000000000000100ULL, {}});
+  batch.push_back({5002, common ^ 0x0000000100010001ULL, {}});
+  batch.push_back({5003, common ^ 0xf, {}});
+  ASSERT_TRUE(store->InsertBatch(batch).ok());
+
+  Result<std::vector<Match>> exact = store->Query(common, 0);
+  ASSERT_TRUE(exact.ok());
+  EXPECT_EQ(exact->size(), 2000u);
+  // From `common`: the 2000 at 0, 5000 at 1, 5001 at 2, 5002 at 3, 5003 at 4.
+  Result<std::vector<Match>> near = store->Query(common, 3);
+  ASSERT_TRUE(near.ok());
+  std::set<DocumentId> ids;
+  for (const Match& m : *near) ids.insert(m.id);
+  EXPECT_EQ(ids.size(), near->size()) << "a document reported twice";
+  EXPECT_EQ(near->size(), 2003u);
+  EXPECT_FALSE(ids.contains(5003));
+  EXPECT_EQ(near->back().id, 5002u);
+
+  std::vector<std::vector<DocumentId>> clusters;
+  ASSERT_TRUE(store
+                  ->Clusters(3, [&](std::span<const DocumentId> c) {
+                    clusters.emplace_back(c.begin(), c.end());
+                  })
+                  .ok());
+  ASSERT_EQ(clusters.size(), 1u);
+  EXPECT_EQ(clusters[0].size(), 2004u);  // 5003 joins through 5000, 3 bits away
+  std::uint64_t pairs = 0;
+  ASSERT_TRUE(store->FindAll(3, [&](const NearPair&) { ++pairs; }).ok());
+  std::vector<internal::IdFingerprint> docs;
+  for (const NewDocument& d : batch) docs.push_back({d.id, d.fingerprint});
+  EXPECT_EQ(pairs, testing::BruteForcePairs(docs, 3).size());
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, StoreExactnessTest,
