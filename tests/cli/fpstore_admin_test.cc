@@ -30,23 +30,14 @@ namespace fpstore::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using fpstore::testing::Data;
+using fpstore::testing::ReadFile;
 using fpstore::testing::RunTool;
 using fpstore::testing::ScratchDir;
 using fpstore::testing::ToolResult;
 
-const std::string kData = FPSTORE_CLI_TEST_DATA;
-
 ToolResult Admin(const std::vector<std::string>& args, const std::string& input = "") {
   return RunTool(FPSTORE_ADMIN_BINARY, args, input);
-}
-
-std::string Data(const std::string& name) { return kData + "/" + name; }
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 bool Contains(const std::string& text, const std::string& part) {

@@ -29,13 +29,12 @@ namespace fpstore::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using fpstore::testing::Data;
+using fpstore::testing::kData;
+using fpstore::testing::ReadFile;
 using fpstore::testing::RunTool;
 using fpstore::testing::ScratchDir;
 using fpstore::testing::ToolResult;
-
-const std::string kData = FPSTORE_CLI_TEST_DATA;
-
-std::string Data(const std::string& name) { return kData + "/" + name; }
 
 ToolResult Load(const std::vector<std::string>& args, const std::string& input = "") {
   return RunTool(FPSTORE_LOAD_BINARY, args, input);
@@ -43,13 +42,6 @@ ToolResult Load(const std::vector<std::string>& args, const std::string& input =
 
 ToolResult QueryTool(const std::vector<std::string>& args) {
   return RunTool(FPSTORE_QUERY_BINARY, args);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 Fingerprint FingerprintOf(std::string_view text, FingerprintOptions options = {}) {

@@ -20,23 +20,15 @@
 namespace fpstore::cli {
 namespace {
 
+using fpstore::testing::Data;
+using fpstore::testing::kData;
+using fpstore::testing::ReadFile;
 using fpstore::testing::RunTool;
 using fpstore::testing::ScratchDir;
 using fpstore::testing::ToolResult;
 
-const std::string kData = FPSTORE_CLI_TEST_DATA;
-
 ToolResult Query(const std::vector<std::string>& args, const std::string& input = "") {
   return RunTool(FPSTORE_QUERY_BINARY, args, input);
-}
-
-std::string Data(const std::string& name) { return kData + "/" + name; }
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // The library's fingerprint of `text`, formatted as the tool prints it.

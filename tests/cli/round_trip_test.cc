@@ -221,8 +221,8 @@ TEST_F(RoundTripTest, ClustersThenInsertsSurviveARestart) {
   const std::filesystem::path more = dir_->path() / "more.jsonl";
   {
     std::ofstream out(more);
-    out << "{\"id\": 5000, \"url\": \"https://copy.example.net/1\", \"text\": "
-        << JsonQuoted(text) << "}\n";
+    out << "{\"id\": 5000, \"url\": \"https://copy.example.net/1\", \"text\": " << JsonQuoted(text)
+        << "}\n";
     out << "{\"id\": 5001, \"url\": \"https://other.example.net/\", \"text\": "
         << "\"zebra quantum harbour violin cactus meteor lantern\"}\n";
   }

@@ -12,6 +12,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -110,6 +112,20 @@ inline ToolResult RunTool(const std::string& binary, const std::vector<std::stri
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+// The fixtures directory, tests/cli/data.
+inline const std::string kData = FPSTORE_CLI_TEST_DATA;
+
+// The fixture `name` in kData.
+inline std::string Data(const std::string& name) { return kData + "/" + name; }
+
+// The whole file at `path`; empty if it cannot be read.
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 }  // namespace fpstore::testing

@@ -39,17 +39,6 @@ constexpr std::string_view kOutputGroup = "Output";
 
 // ---- Formatting ---------------------------------------------------------------
 
-// 1234567 -> "1,234,567".
-std::string WithCommas(std::uint64_t n) {
-  const std::string digits = std::to_string(n);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 std::string Fixed(double value, int decimals) {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
@@ -66,47 +55,6 @@ std::string Rough(double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), "%.3g", value);
   return buffer;
-}
-
-// A JSON string literal for UTF-8 (or other) bytes; bytes that are not
-// valid UTF-8 become U+FFFD.
-std::string JsonQuote(std::string_view text) {
-  std::string out = "\"";
-  while (!text.empty()) {
-    const std::optional<std::size_t> bad = FindInvalidUtf8(text);
-    const std::string_view good = text.substr(0, bad.value_or(text.size()));
-    for (char c : good) {
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            char buffer[8];
-            std::snprintf(buffer, sizeof(buffer), "\\u%04x", static_cast<unsigned>(c));
-            out += buffer;
-          } else {
-            out += c;
-          }
-      }
-    }
-    if (!bad) break;
-    out += "\\ufffd";
-    text.remove_prefix(*bad + 1);
-  }
-  return out + "\"";
 }
 
 // The table's chosen blocks, "0,1,2".
@@ -408,8 +356,8 @@ class StatsCommand final : public Command {
           "{\"path\":%s,\"format_version\":%d,\"blocks\":%d,\"distance\":%d,"
           "\"fingerprint\":{\"text\":%s,\"version\":%d,\"window\":%d,\"weighting\":\"%s\"},"
           "\"documents\":%llu,\"bytes_on_disk\":%llu,\"bytes_per_document\":%s,\"tables\":[%s]}\n",
-          JsonQuote(db).c_str(), stats.format_version, stats.blocks, stats.distance,
-          JsonQuote(stats.fingerprint.ToString()).c_str(), stats.fingerprint.version,
+          JsonString(db).c_str(), stats.format_version, stats.blocks, stats.distance,
+          JsonString(stats.fingerprint.ToString()).c_str(), stats.fingerprint.version,
           stats.fingerprint.window, std::string(WeightingName(stats.fingerprint.weighting)).c_str(),
           static_cast<unsigned long long>(stats.documents),
           static_cast<unsigned long long>(stats.bytes_on_disk), Fixed(per_document, 1).c_str(),
@@ -573,15 +521,7 @@ class InsertCommand final : public Command {
               "Documents per batch. Each batch is one atomic write, durable (as --durability "
               "says) when it returns. Default: " +
                   WithCommas(kDefaultBatch) + ". e.g. --batch-size 1000");
-    table.Add(kInputGroup, "skip-bad", po::value(&skip_bad_)->value_name("FILE"),
-              "Write malformed lines to FILE (LINE<TAB>REASON<TAB>LINE-TEXT) and insert the "
-              "rest, instead of stopping at the first one. e.g. --skip-bad rejected.txt",
-              {"skip_bad"});
-    table.Add(kInputGroup, "sample", po::value(&sample_)->value_name("N"),
-              "Insert only the first N records of the input (malformed lines skipped with "
-              "--skip-bad do not count). e.g. --sample 10000");
-    table.Add(kInputGroup, "threads", po::value(&threads_)->value_name("N"),
-              "Threads that fingerprint documents. Default: 0, one per core. e.g. --threads 4");
+    pipeline_.Define(table, kInputGroup, "insert");
     DefineQuiet(table, &quiet_);
   }
 
@@ -593,8 +533,8 @@ class InsertCommand final : public Command {
     // Bad lines go to the file and are counted in the progress, which
     // needs the reader (for the input's size) first.
     std::function<void(std::uint64_t, std::string_view, const std::string&)> on_bad_line;
-    if (!skip_bad_.empty()) {
-      bad = std::make_unique<BadLineFile>(skip_bad_);
+    if (!pipeline_.skip_bad().empty()) {
+      bad = std::make_unique<BadLineFile>(pipeline_.skip_bad());
       reader_options.allow_empty = true;  // said below, with the skipped lines counted
       reader_options.on_bad_line = [&on_bad_line](std::uint64_t line, std::string_view text,
                                                   const std::string& reason) {
@@ -633,13 +573,15 @@ class InsertCommand final : public Command {
 
     InterruptGuard interrupts;
     try {
-      ReadDocuments(
-          *reader, store.fingerprinter(),
-          {.threads = threads_, .limit = sample_, .progress = &progress, .stop = interrupts.Poll()},
-          [&](InputDocument& doc) {
-            pending.push_back(std::move(doc));
-            if (pending.size() == batch_size_) commit();
-          });
+      ReadDocuments(*reader, store.fingerprinter(),
+                    {.threads = pipeline_.threads(),
+                     .limit = pipeline_.sample(),
+                     .progress = &progress,
+                     .stop = interrupts.Poll()},
+                    [&](InputDocument& doc) {
+                      pending.push_back(std::move(doc));
+                      if (pending.size() == batch_size_) commit();
+                    });
       if (!pending.empty()) commit();
     } catch (const InputError& e) {
       throw InputError(e.file(), e.line(), e.reason() + Committed());
@@ -652,9 +594,9 @@ class InsertCommand final : public Command {
     const std::uint64_t skipped = bad != nullptr ? bad->count() : 0;
     if (bad != nullptr) bad->Close();
     if (inserted_ == 0) {
-      throw InputError(
-          reader->name(), 0,
-          "no valid records (" + WithCommas(skipped) + " bad lines written to " + skip_bad_ + ")");
+      throw InputError(reader->name(), 0,
+                       "no valid records (" + WithCommas(skipped) + " bad lines written to " +
+                           pipeline_.skip_bad() + ")");
     }
 
     const StoreStats stats = ValueOrThrow(store.Stats());
@@ -665,7 +607,7 @@ class InsertCommand final : public Command {
                  store_.db().c_str(), WithCommas(stats.documents).c_str());
     if (skipped > 0) {
       std::fprintf(out(), "skipped %s malformed %s, written to %s\n", WithCommas(skipped).c_str(),
-                   skipped == 1 ? "line" : "lines", skip_bad_.c_str());
+                   skipped == 1 ? "line" : "lines", pipeline_.skip_bad().c_str());
     }
     return 0;
   }
@@ -682,13 +624,7 @@ class InsertCommand final : public Command {
           "fingerprints already");
     }
     if (batch_size_ == 0) throw UsageError("--batch-size: must be at least 1");
-    if (vm.count("skip-bad") > 0 && skip_bad_.empty()) {
-      throw UsageError("--skip-bad: empty file name");
-    }
-    if (vm.count("sample") > 0 && sample_ == 0) {
-      throw UsageError("--sample: 0 documents would insert nothing");
-    }
-    CheckThreads(threads_);
+    pipeline_.Check(vm);
   }
 
  private:
@@ -706,9 +642,7 @@ class InsertCommand final : public Command {
   InputFlags input_;
   FingerprintFlags fingerprint_;
   std::size_t batch_size_ = kDefaultBatch;
-  int threads_ = 0;
-  std::uint64_t sample_ = 0;
-  std::string skip_bad_;
+  PipelineFlags pipeline_;
   bool quiet_ = false;
 
   std::uint64_t inserted_ = 0;
@@ -823,9 +757,77 @@ class RemoveCommand final : public Command {
   std::unordered_set<DocumentId> seen_;
 };
 
-// ---- find-all --------------------------------------------------------------------
+// ---- find-all and clusters ---------------------------------------------------------
 
-class FindAllCommand final : public Command {
+// What find-all and clusters share: the read-only store, --distance,
+// --output, --threads and --quiet; Run opens the store, scans it into the
+// output file and says what it wrote.
+class ScanCommand : public Command {
+ public:
+  void DefineOptions(OptionTable& table) final {
+    store_.Define(table, ReadOnlyStore());
+    DefineScanDistance(table, &distance_);
+    DefineOutput(table, &output_, OutputHelp());
+    DefineMoreOptions(table);
+    DefineScanThreads(table, &threads_);
+    DefineQuiet(table, &quiet_);
+  }
+
+  int Run() final {
+    OpenedStore opened = store_.Open(StoreAccess::kReadOnly, nullptr);
+    const Store& store = *opened.store;
+    const int k = SearchDistance(store, store_.db(), asked_);
+    OutputFile output(output_, out());
+    const std::string written = Scan(store, k, output.get());
+    output.Commit();
+    if (!quiet_) {
+      std::fprintf(err(), "%s: %s within distance %d written to %s\n", kTool, written.c_str(), k,
+                   output.name().c_str());
+    }
+    return 0;
+  }
+
+ protected:
+  void Check(const po::variables_map& vm) override {
+    store_.Check(vm);
+    asked_ = CheckScanDistance(vm, distance_);
+    CheckThreads(threads_);
+    CheckOutput(output_);
+  }
+
+  // --output's description: what each line holds.
+  virtual std::string OutputHelp() const = 0;
+
+  // The command's own options, shown between --output and --threads.
+  virtual void DefineMoreOptions(OptionTable& /*table*/) {}
+
+  // Writes what the scan at distance `k` finds to `file`; returns what it
+  // wrote for the summary, e.g. "12 pairs". Throws RuntimeError.
+  virtual std::string Scan(const Store& store, int k, std::FILE* file) = 0;
+
+  // `what` names the work in the progress report: "finding pairs".
+  WorkProgress NewProgress(std::string what) const {
+    return WorkProgress(Progress::AutoStyle(quiet_, err()), kTool, std::move(what), err());
+  }
+
+  // With --threads, reporting to `progress`.
+  ScanOptions Options(WorkProgress& progress) const {
+    ScanOptions scan;
+    scan.progress = progress.Callback();
+    scan.threads = threads_;
+    return scan;
+  }
+
+ private:
+  StoreFlags store_;
+  int distance_ = 0;
+  std::optional<int> asked_;
+  std::string output_ = "-";
+  int threads_ = 0;
+  bool quiet_ = false;
+};
+
+class FindAllCommand final : public ScanCommand {
  public:
   std::string_view Name() const override { return "find-all"; }
   std::string_view Summary() const override {
@@ -840,28 +842,16 @@ class FindAllCommand final : public Command {
             {"--db crawl.fps --quiet | sort -n | head", "The first pairs, in id order."}};
   }
 
-  void DefineOptions(OptionTable& table) override {
-    store_.Define(table, ReadOnlyStore());
-    DefineScanDistance(table, &distance_);
-    DefineOutput(table, &output_,
-                 "Where to write the pairs: id_a<TAB>id_b<TAB>distance per line, id_a < id_b, "
-                 "in no particular order.");
-    DefineScanThreads(table, &threads_);
-    DefineQuiet(table, &quiet_);
+ protected:
+  std::string OutputHelp() const override {
+    return "Where to write the pairs: id_a<TAB>id_b<TAB>distance per line, id_a < id_b, "
+           "in no particular order.";
   }
 
-  int Run() override {
-    OpenedStore opened = store_.Open(StoreAccess::kReadOnly, nullptr);
-    const Store& store = *opened.store;
-    const int k = SearchDistance(store, store_.db(), asked_);
-    OutputFile output(output_, out());
-    std::FILE* file = output.get();
+  std::string Scan(const Store& store, int k, std::FILE* file) override {
     std::uint64_t pairs = 0;
     {
-      WorkProgress progress(Progress::AutoStyle(quiet_, err()), kTool, "finding pairs", err());
-      ScanOptions scan;
-      scan.progress = progress.Callback();
-      scan.threads = threads_;
+      WorkProgress progress = NewProgress("finding pairs");
       ThrowIfError(store.FindAll(
           k,
           [&](const NearPair& p) {
@@ -869,37 +859,13 @@ class FindAllCommand final : public Command {
                          static_cast<unsigned long long>(p.second), p.distance);
             ++pairs;
           },
-          scan));
+          Options(progress)));
     }
-    output.Commit();
-    if (!quiet_) {
-      std::fprintf(err(), "%s: %s %s within distance %d written to %s\n", kTool,
-                   WithCommas(pairs).c_str(), pairs == 1 ? "pair" : "pairs", k,
-                   output.name().c_str());
-    }
-    return 0;
+    return WithCommas(pairs) + (pairs == 1 ? " pair" : " pairs");
   }
-
- protected:
-  void Check(const po::variables_map& vm) override {
-    store_.Check(vm);
-    asked_ = CheckScanDistance(vm, distance_);
-    CheckThreads(threads_);
-    CheckOutput(output_);
-  }
-
- private:
-  StoreFlags store_;
-  int distance_ = 0;
-  std::optional<int> asked_;
-  std::string output_ = "-";
-  int threads_ = 0;
-  bool quiet_ = false;
 };
 
-// ---- clusters --------------------------------------------------------------------
-
-class ClustersCommand final : public Command {
+class ClustersCommand final : public ScanCommand {
  public:
   std::string_view Name() const override { return "clusters"; }
   std::string_view Summary() const override {
@@ -916,25 +882,24 @@ class ClustersCommand final : public Command {
              "Every document: those without near-duplicates in clusters of their own."}};
   }
 
-  void DefineOptions(OptionTable& table) override {
-    store_.Define(table, ReadOnlyStore());
-    DefineScanDistance(table, &distance_);
-    DefineOutput(table, &output_,
-                 "Where to write the clusters: cluster_id<TAB>id per line; clusters numbered "
-                 "from 1 in the order of their smallest id, ids ascending within a cluster.");
+ protected:
+  std::string OutputHelp() const override {
+    return "Where to write the clusters: cluster_id<TAB>id per line; clusters numbered "
+           "from 1 in the order of their smallest id, ids ascending within a cluster.";
+  }
+
+  void DefineMoreOptions(OptionTable& table) override {
     table.Add(kScanGroup, "min-size", po::value(&min_size_)->value_name("N"),
               "The smallest cluster to write; 1 also writes each document without a "
               "near-duplicate, as a cluster of its own. Default: 2. e.g. --min-size 5");
-    DefineScanThreads(table, &threads_);
-    DefineQuiet(table, &quiet_);
   }
 
-  int Run() override {
-    OpenedStore opened = store_.Open(StoreAccess::kReadOnly, nullptr);
-    const Store& store = *opened.store;
-    const int k = SearchDistance(store, store_.db(), asked_);
-    OutputFile output(output_, out());
-    std::FILE* file = output.get();
+  void Check(const po::variables_map& vm) override {
+    ScanCommand::Check(vm);
+    if (min_size_ == 0) throw UsageError("--min-size: must be at least 1");
+  }
+
+  std::string Scan(const Store& store, int k, std::FILE* file) override {
     std::uint64_t clusters = 0, documents = 0;
     const auto write = [&](std::span<const DocumentId> ids) {
       ++clusters;
@@ -950,10 +915,7 @@ class ClustersCommand final : public Command {
     std::vector<std::vector<DocumentId>> found;
     std::unordered_set<DocumentId> clustered;
     {
-      WorkProgress progress(Progress::AutoStyle(quiet_, err()), kTool, "clustering", err());
-      ScanOptions scan;
-      scan.progress = progress.Callback();
-      scan.threads = threads_;
+      WorkProgress progress = NewProgress("clustering");
       ThrowIfError(store.Clusters(
           k,
           [&](std::span<const DocumentId> ids) {
@@ -964,13 +926,13 @@ class ClustersCommand final : public Command {
               clustered.insert(ids.begin(), ids.end());
             }
           },
-          scan));
+          Options(progress)));
     }
     if (min_size_ == 1) {
       // Clusters come in the order of their smallest id and documents in id
       // order: merge them, each document outside every cluster making one of
       // its own.
-      WorkProgress progress(Progress::AutoStyle(quiet_, err()), kTool, "listing documents", err());
+      WorkProgress progress = NewProgress("listing documents");
       ScanOptions scan;
       scan.progress = progress.Callback();
       std::size_t next = 0;
@@ -982,32 +944,12 @@ class ClustersCommand final : public Command {
           scan));
       while (next < found.size()) write(found[next++]);
     }
-    output.Commit();
-    if (!quiet_) {
-      std::fprintf(err(), "%s: %s %s of %s documents within distance %d written to %s\n", kTool,
-                   WithCommas(clusters).c_str(), clusters == 1 ? "cluster" : "clusters",
-                   WithCommas(documents).c_str(), k, output.name().c_str());
-    }
-    return 0;
-  }
-
- protected:
-  void Check(const po::variables_map& vm) override {
-    store_.Check(vm);
-    asked_ = CheckScanDistance(vm, distance_);
-    CheckThreads(threads_);
-    CheckOutput(output_);
-    if (min_size_ == 0) throw UsageError("--min-size: must be at least 1");
+    return WithCommas(clusters) + (clusters == 1 ? " cluster" : " clusters") + " of " +
+           WithCommas(documents) + " documents";
   }
 
  private:
-  StoreFlags store_;
-  int distance_ = 0;
-  std::optional<int> asked_;
-  std::string output_ = "-";
   std::size_t min_size_ = 2;
-  int threads_ = 0;
-  bool quiet_ = false;
 };
 
 // ---- dump ------------------------------------------------------------------------

@@ -20,17 +20,6 @@ namespace {
 constexpr const char* kTool = "fpstore-load";
 constexpr std::string_view kLoadGroup = "Loading";
 
-// 1234567 -> "1,234,567", as the progress reports write numbers.
-std::string WithCommas(std::uint64_t n) {
-  const std::string digits = std::to_string(n);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 std::string Plural(std::uint64_t n, const char* one, const char* many) {
   return WithCommas(n) + " " + (n == 1 ? one : many);
 }
@@ -69,15 +58,7 @@ class LoadCommand final : public Command {
                   "The file to load: documents (jsonl) or fingerprints (tsv, hash); - reads "
                   "standard input. e.g. --input pages.jsonl");
     fingerprint_.Define(table);
-    table.Add(kLoadGroup, "skip-bad", po::value(&skip_bad_)->value_name("FILE"),
-              "Write malformed lines to FILE (LINE<TAB>REASON<TAB>LINE-TEXT) and load the rest, "
-              "instead of stopping at the first one. e.g. --skip-bad rejected.txt",
-              {"skip_bad"});
-    table.Add(kLoadGroup, "sample", po::value(&sample_)->value_name("N"),
-              "Load only the first N records of the input (malformed lines skipped with "
-              "--skip-bad do not count). e.g. --sample 10000");
-    table.Add(kLoadGroup, "threads", po::value(&threads_)->value_name("N"),
-              "Threads that fingerprint documents. Default: 0, one per core. e.g. --threads 4");
+    pipeline_.Define(table, kLoadGroup, "load");
     table.Add(kLoadGroup, "memory", po::value(&memory_mb_)->value_name("MB"),
               "Megabytes of documents held in memory before a sorted run is spilled to disk. "
               "Default: 256. e.g. --memory 1024");
@@ -99,7 +80,9 @@ class LoadCommand final : public Command {
     // Everything that can fail without the store comes first, so that it
     // fails before the store is touched (or created).
     std::unique_ptr<BadLineFile> bad_lines;
-    if (!skip_bad_.empty()) bad_lines = std::make_unique<BadLineFile>(skip_bad_);
+    if (!pipeline_.skip_bad().empty()) {
+      bad_lines = std::make_unique<BadLineFile>(pipeline_.skip_bad());
+    }
     Progress* progress = nullptr;
     std::function<void(std::uint64_t, std::string_view, const std::string&)> write_bad;
     if (bad_lines != nullptr) {
@@ -135,13 +118,7 @@ class LoadCommand final : public Command {
           "--window and --weighting apply to --format jsonl only; tsv and hash hold "
           "fingerprints already");
     }
-    if (vm.count("skip-bad") > 0 && skip_bad_.empty()) {
-      throw UsageError("--skip-bad: empty file name");
-    }
-    if (vm.count("sample") > 0 && sample_ == 0) {
-      throw UsageError("--sample: 0 documents would load nothing");
-    }
-    if (threads_ < 0) throw UsageError("--threads: " + std::to_string(threads_) + " is negative");
+    pipeline_.Check(vm);
     if (memory_mb_ < 1) {
       throw UsageError("--memory: " + std::to_string(memory_mb_) + " is below 1 MB");
     }
@@ -175,8 +152,8 @@ class LoadCommand final : public Command {
     *progress_slot = &*progress;
 
     PipelineOptions pipeline;
-    pipeline.threads = threads_;
-    pipeline.limit = sample_;
+    pipeline.threads = pipeline_.threads();
+    pipeline.limit = pipeline_.sample();
     pipeline.progress = &*progress;
     pipeline.stop = interrupts.Poll();
     std::uint64_t read = 0;
@@ -252,9 +229,7 @@ class LoadCommand final : public Command {
   StoreFlags store_;
   InputFlags input_;
   FingerprintFlags fingerprint_;
-  std::string skip_bad_;
-  std::uint64_t sample_ = 0;
-  int threads_ = 0;
+  PipelineFlags pipeline_;
   int memory_mb_ = 256;
   std::string temp_dir_;
   bool quiet_ = false;

@@ -118,6 +118,46 @@ std::optional<std::size_t> FindInvalidUtf8(std::string_view text) {
   return std::nullopt;
 }
 
+std::string JsonString(std::string_view text) {
+  std::string out = "\"";
+  while (!text.empty()) {
+    const std::optional<std::size_t> bad = FindInvalidUtf8(text);
+    const std::string_view valid = text.substr(0, bad.value_or(text.size()));
+    for (const char c : valid) {
+      const auto byte = static_cast<unsigned char>(c);
+      switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          if (byte < 0x20) {
+            char escape[8];
+            std::snprintf(escape, sizeof(escape), "\\u%04x", byte);
+            out += escape;
+          } else {
+            out += c;
+          }
+      }
+    }
+    if (!bad) break;
+    out += "\\ufffd";
+    text.remove_prefix(*bad + 1);
+  }
+  return out + "\"";
+}
+
 std::string QuoteForMessage(std::string_view text, std::size_t max_bytes) {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t shown = text.size() <= max_bytes ? text.size() : max_bytes;

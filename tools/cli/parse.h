@@ -39,6 +39,10 @@ std::string FormatFingerprint(Fingerprint fp);
 // above U+10FFFF), or nullopt if `text` is valid UTF-8.
 std::optional<std::size_t> FindInvalidUtf8(std::string_view text);
 
+// `text` as a JSON string literal, quotes included. Bytes that are not valid
+// UTF-8 (metadata is opaque bytes) become U+FFFD.
+std::string JsonString(std::string_view text);
+
 // `text` in double quotes for a message, cut to at most `max_bytes` bytes
 // (then followed by "..." and the full length), with control characters
 // and invalid bytes shown as \xHH.

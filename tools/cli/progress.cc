@@ -11,17 +11,6 @@ namespace {
 
 constexpr double kMegabyte = 1e6;
 
-// 1234567 -> "1,234,567".
-std::string WithCommas(std::uint64_t n) {
-  std::string digits = std::to_string(n);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 std::string Fixed(double value, int decimals) {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
@@ -73,6 +62,16 @@ int TerminalWidth(std::FILE* stream) {
 }
 
 }  // namespace
+
+std::string WithCommas(std::uint64_t n) {
+  const std::string digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
 
 Progress::Style Progress::AutoStyle(bool quiet, std::FILE* stream, bool lines_when_not_terminal) {
   if (quiet) return Style::kNone;

@@ -26,6 +26,9 @@
 
 namespace fpstore::cli {
 
+// 1234567 -> "1,234,567": how the tools write counts.
+std::string WithCommas(std::uint64_t n);
+
 class Progress {
  public:
   enum class Style {

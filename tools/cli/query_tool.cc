@@ -277,48 +277,6 @@ class DistanceCommand final : public Command {
 
 // ---- Search (the default mode) ------------------------------------------------
 
-// `text` as a JSON string, quotes included. Bytes that are not valid UTF-8
-// (metadata is opaque bytes) become U+FFFD.
-std::string JsonString(std::string_view text) {
-  std::string out = "\"";
-  while (!text.empty()) {
-    const std::optional<std::size_t> bad = FindInvalidUtf8(text);
-    const std::string_view valid = text.substr(0, bad.value_or(text.size()));
-    for (const char c : valid) {
-      const auto byte = static_cast<unsigned char>(c);
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        default:
-          if (byte < 0x20) {
-            char escape[8];
-            std::snprintf(escape, sizeof(escape), "\\u%04x", byte);
-            out += escape;
-          } else {
-            out += c;
-          }
-      }
-    }
-    if (!bad) break;
-    out += "\\ufffd";
-    text.remove_prefix(*bad + 1);
-  }
-  return out + "\"";
-}
-
 // `text` for a table cell: control characters (tabs and line ends too)
 // written as \t, \n, \r or \xHH, so that each match stays on one line.
 std::string TableCell(std::string_view text) {

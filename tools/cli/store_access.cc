@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <condition_variable>
@@ -406,6 +407,32 @@ std::uint64_t ReadDocuments(RecordReader& reader, const Fingerprinter& fingerpri
 }
 
 // ---- --skip-bad ------------------------------------------------------------------
+
+void PipelineFlags::Define(OptionTable& table, std::string_view group, std::string_view verb) {
+  verb_ = verb;
+  std::string capital = verb_;
+  if (!capital.empty()) capital[0] = static_cast<char>(std::toupper(capital[0]));
+  table.Add(group, "skip-bad", po::value(&skip_bad_)->value_name("FILE"),
+            "Write malformed lines to FILE (LINE<TAB>REASON<TAB>LINE-TEXT) and " + verb_ +
+                " the rest, instead of stopping at the first one. e.g. --skip-bad rejected.txt",
+            {"skip_bad"});
+  table.Add(group, "sample", po::value(&sample_)->value_name("N"),
+            capital +
+                " only the first N records of the input (malformed lines skipped with "
+                "--skip-bad do not count). e.g. --sample 10000");
+  table.Add(group, "threads", po::value(&threads_)->value_name("N"),
+            "Threads that fingerprint documents. Default: 0, one per core. e.g. --threads 4");
+}
+
+void PipelineFlags::Check(const po::variables_map& vm) const {
+  if (vm.count("skip-bad") > 0 && skip_bad_.empty()) {
+    throw UsageError("--skip-bad: empty file name");
+  }
+  if (vm.count("sample") > 0 && sample_ == 0) {
+    throw UsageError("--sample: 0 documents would " + verb_ + " nothing");
+  }
+  if (threads_ < 0) throw UsageError("--threads: " + std::to_string(threads_) + " is negative");
+}
 
 BadLineFile::BadLineFile(const std::string& path) : path_(path) {
   file_ = std::fopen(path.c_str(), "wb");

@@ -195,6 +195,30 @@ std::uint64_t ReadDocuments(RecordReader& reader, const Fingerprinter& fingerpri
                             const PipelineOptions& options,
                             const std::function<void(InputDocument&)>& consume);
 
+// --skip-bad FILE, --sample N and --threads N: how a command that loads or
+// inserts documents runs the input pipeline (ReadDocuments, BadLineFile).
+class PipelineFlags {
+ public:
+  // Defines the three options in `group`. `verb` says what the command does
+  // with the records, in lower case: "load", "insert".
+  void Define(OptionTable& table, std::string_view group, std::string_view verb);
+
+  // Throws UsageError for an empty --skip-bad, --sample 0 or a negative
+  // --threads.
+  void Check(const boost::program_options::variables_map& vm) const;
+
+  // Empty without --skip-bad.
+  const std::string& skip_bad() const { return skip_bad_; }
+  std::uint64_t sample() const { return sample_; }  // 0: all of the input
+  int threads() const { return threads_; }
+
+ private:
+  std::string verb_;
+  std::string skip_bad_;
+  std::uint64_t sample_ = 0;
+  int threads_ = 0;
+};
+
 // --skip-bad FILE: where malformed lines go instead of stopping the run.
 // Each becomes one line "LINE<TAB>REASON<TAB>ORIGINAL-LINE", so that
 // `cut -f3-` gives back the lines to fix and load again.
