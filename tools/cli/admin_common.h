@@ -1,0 +1,254 @@
+// What the fpstore-admin commands share: formatting, common options, the
+// store configurations they open with, and atomic output files. Private to
+// tools/cli's admin_*.cc files.
+
+#ifndef FPSTORE_TOOLS_CLI_ADMIN_COMMON_H_
+#define FPSTORE_TOOLS_CLI_ADMIN_COMMON_H_
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/line_reader.h"
+#include "cli/options.h"
+#include "cli/parse.h"
+#include "cli/progress.h"
+#include "cli/record_reader.h"
+#include "cli/store_access.h"
+#include "fpstore/store.h"
+
+namespace fpstore::cli::admin {
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+constexpr const char* kTool = "fpstore-admin";
+
+constexpr std::string_view kScanGroup = "Scan options";
+constexpr std::string_view kOutputGroup = "Output";
+
+// ---- Formatting ---------------------------------------------------------------
+
+inline std::string Fixed(double value, int decimals) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
+  return buffer;
+}
+
+// 0.0123 -> "0.0123", 12345.6 -> "12,346": a rough number, to about three
+// significant digits.
+inline std::string Rough(double value) {
+  if (value >= 1000 && value < 1e15) {
+    return WithCommas(static_cast<std::uint64_t>(std::llround(value)));
+  }
+  if (value == 0) return "0";
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.3g", value);
+  return buffer;
+}
+
+// The table's chosen blocks, "0,1,2".
+inline std::string BlockList(const TablePermutation& table) {
+  std::string out;
+  for (int b : table.leading_blocks()) out += (out.empty() ? "" : ",") + std::to_string(b);
+  return out;
+}
+
+// "20 tables, prefixes of 31 to 33 bits".
+inline std::string DescribeTables(const PermutationPlan& plan) {
+  int low = 64, high = 0;
+  for (const TablePermutation& t : plan.tables()) {
+    low = std::min(low, t.prefix_bits());
+    high = std::max(high, t.prefix_bits());
+  }
+  const std::string bits = low == high
+                               ? std::to_string(low) + " bits"
+                               : std::to_string(low) + " to " + std::to_string(high) + " bits";
+  return std::to_string(plan.table_count()) + (plan.table_count() == 1 ? " table" : " tables") +
+         ", prefixes of " + bits;
+}
+
+// The number of stored documents a query meets in all tables' prefix
+// ranges when `documents` random fingerprints are stored: the sum over
+// tables of documents / 2^prefix_bits. Each candidate costs a popcount.
+inline double ExpectedCandidates(const PermutationPlan& plan, double documents) {
+  double sum = 0;
+  for (const TablePermutation& t : plan.tables()) {
+    sum += std::ldexp(documents, -t.prefix_bits());
+  }
+  return sum;
+}
+
+inline std::string_view WeightingName(FeatureWeighting weighting) {
+  return weighting == FeatureWeighting::kPresence ? "presence" : "tf";
+}
+
+// ---- Options and steps shared by the commands ----------------------------------------
+
+// The plan a new store gets when --blocks or --distance is left out: the
+// library's defaults at creation (StoreOptions, options.h).
+constexpr int kDefaultBlocks = 6;
+constexpr int kDefaultDistance = 3;
+
+inline void DefineQuiet(OptionTable& table, bool* quiet) {
+  table.AddSwitch(kGeneralGroup, "quiet,q", quiet,
+                  "No progress and no summary on standard error. e.g. --quiet");
+}
+
+inline void DefineScanThreads(OptionTable& table, int* threads) {
+  table.Add(kScanGroup, "threads", po::value(threads)->value_name("N"),
+            "Threads to scan the tables with; 0 means one per core. Default: 0. "
+            "e.g. --threads 4");
+}
+
+inline void CheckThreads(int threads) {
+  if (threads < 0) throw UsageError("--threads: " + std::to_string(threads) + " is negative");
+}
+
+// --distance K of find-all and clusters: a search distance, checked against
+// the store's plan once it is open (SearchDistance), as in fpstore-query.
+inline void DefineScanDistance(OptionTable& table, int* distance) {
+  table.Add(kScanGroup, "distance", po::value(distance)->value_name("K"),
+            "The largest Hamming distance, in bits, between two documents that count as "
+            "near-duplicates; at most the store's planned distance. Default: the planned "
+            "distance. e.g. --distance 2");
+}
+
+inline std::optional<int> CheckScanDistance(const po::variables_map& vm, int distance) {
+  if (vm.count("distance") == 0) return std::nullopt;
+  if (distance < 0 || distance > 64) {
+    throw UsageError("--distance: " + std::to_string(distance) + " is out of range (0 to 64)");
+  }
+  return distance;
+}
+
+inline void DefineOutput(OptionTable& table, std::string* output, std::string_view what) {
+  table.Add(kOutputGroup, "output,o", po::value(output)->value_name("FILE"),
+            std::string(what) +
+                " - means standard output. A file is written under a temporary name and renamed "
+                "when complete, so a failed run leaves no partial file. Default: -. "
+                "e.g. --output out.tsv");
+}
+
+inline void CheckOutput(const std::string& output) {
+  if (output.empty()) throw UsageError("--output: empty file name (use - for standard output)");
+}
+
+// A store's --db description, by how the command opens it.
+inline StoreFlags::Config ReadOnlyStore() {
+  return {.db_help =
+              "The store, opened read-only: works while another process writes to it. "
+              "e.g. --db crawl.fps"};
+}
+inline StoreFlags::Config WritableStore(bool durability = false) {
+  return {.durability = durability,
+          .db_help = "The store, opened for writing; it must exist. e.g. --db crawl.fps"};
+}
+
+inline void CloseStore(Store& store) { ThrowIfError(store.Close()); }
+
+// ---- Output files ------------------------------------------------------------------
+
+// Where --output goes. "-" is the command's standard output. A regular file
+// (or a new one) is written as FILE.tmp-PID beside it and renamed to FILE
+// by Commit, so that a run that fails leaves no partial file behind; other
+// paths (/dev/stdout, a pipe) are written directly.
+class OutputFile {
+ public:
+  OutputFile(const std::string& path, std::FILE* standard_output) : path_(path) {
+    if (path == "-") {
+      file_ = standard_output;
+      name_ = "standard output";
+      return;
+    }
+    name_ = path;
+    std::error_code ec;
+    const fs::file_status status = fs::status(path, ec);
+    if (fs::is_directory(status)) throw RuntimeError("cannot write " + path + ": a directory");
+    const bool direct = fs::exists(status) && !fs::is_regular_file(status);
+    write_path_ = direct ? path : path + ".tmp-" + std::to_string(::getpid());
+    file_ = std::fopen(write_path_.c_str(), "wb");
+    if (file_ == nullptr) {
+      throw RuntimeError("cannot write " + write_path_ + ": " + std::strerror(errno));
+    }
+    owned_ = true;
+    temporary_ = !direct;
+  }
+
+  ~OutputFile() {
+    if (owned_) std::fclose(file_);
+    if (temporary_) {
+      std::error_code ignored;
+      fs::remove(write_path_, ignored);
+    }
+  }
+
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  std::FILE* get() const { return file_; }
+
+  // "pairs.tsv", or "standard output".
+  const std::string& name() const { return name_; }
+
+  // Flushes and puts the file in place. Throws RuntimeError.
+  void Commit() {
+    const bool failed = std::fflush(file_) != 0 || std::ferror(file_) != 0;
+    const int error = errno;
+    if (owned_) {
+      owned_ = false;
+      if (std::fclose(file_) != 0 && !failed) {
+        throw RuntimeError("cannot write " + write_path_ + ": " + std::strerror(errno));
+      }
+    }
+    if (failed) throw RuntimeError("cannot write " + name_ + ": " + std::strerror(error));
+    if (temporary_) {
+      std::error_code ec;
+      fs::rename(write_path_, path_, ec);
+      if (ec) {
+        throw RuntimeError("cannot rename " + write_path_ + " to " + path_ + ": " + ec.message());
+      }
+      temporary_ = false;
+    }
+  }
+
+ private:
+  std::string path_;
+  std::string name_;
+  std::string write_path_;
+  std::FILE* file_ = nullptr;
+  bool owned_ = false;
+  bool temporary_ = false;
+};
+
+// The commands, one factory each, defined in admin_{inspect,maintain,write,scan}.cc.
+std::unique_ptr<Command> NewCreateCommand();
+std::unique_ptr<Command> NewStatsCommand();
+std::unique_ptr<Command> NewDumpCommand();
+std::unique_ptr<Command> NewCheckpointCommand();
+std::unique_ptr<Command> NewCompactCommand();
+std::unique_ptr<Command> NewVerifyCommand();
+std::unique_ptr<Command> NewInsertCommand();
+std::unique_ptr<Command> NewRemoveCommand();
+std::unique_ptr<Command> NewFindAllCommand();
+std::unique_ptr<Command> NewClustersCommand();
+
+}  // namespace fpstore::cli::admin
+
+#endif  // FPSTORE_TOOLS_CLI_ADMIN_COMMON_H_

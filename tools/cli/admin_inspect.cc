@@ -1,0 +1,309 @@
+// fpstore-admin: create, stats, dump and checkpoint.
+
+#include "cli/admin_common.h"
+
+namespace fpstore::cli::admin {
+namespace {
+
+// ---- create ----------------------------------------------------------------------
+
+class CreateCommand final : public Command {
+ public:
+  std::string_view Name() const override { return "create"; }
+  std::string_view Summary() const override {
+    return "Create a store with a plan (blocks, distance) and fingerprint options.";
+  }
+  std::vector<std::string> Synopsis() const override {
+    return {
+        "--db DIR [--blocks M] [--distance K] [--window N] [--weighting W] "
+        "[--expected-documents N] [--dry-run]"};
+  }
+  std::vector<Example> Examples() const override {
+    return {
+        {"--db crawl.fps", "Create a store with the defaults: 6 blocks, distance 3 (20 tables)."},
+        {"--db crawl.fps --blocks 8 --distance 4 --window 5 --expected-documents 100000000",
+         "Create a store for distance 4 (70 tables) and estimate the candidates per query "
+         "at 100 million documents."},
+        {"--db unused --blocks 7 --distance 3 --expected-documents 1e9 --dry-run",
+         "Show a plan without creating anything."}};
+  }
+
+  void DefineOptions(OptionTable& table) override {
+    store_.Define(table, {.plan = true,
+                          .db_help = "The directory to create the store in: absent, or an empty "
+                                     "directory. e.g. --db crawl.fps"});
+    table.Add(kStoreGroup, "expected-documents", po::value(&expected_)->value_name("N"),
+              "Also estimate how many candidates a query meets among N stored documents. "
+              "e.g. --expected-documents 50000000");
+    table.AddSwitch(kStoreGroup, "dry-run", &dry_run_,
+                    "Print the plan and create nothing. e.g. --dry-run");
+    fingerprint_.Define(table);
+  }
+
+  int Run() override {
+    const FingerprintOptions fingerprint = fingerprint_.Apply(FingerprintOptions{});
+    if (!dry_run_) {
+      StoreOptions options = store_.Options();
+      options.create_if_missing = true;
+      options.error_if_exists = true;
+      options.blocks = plan_->blocks();
+      options.distance = plan_->distance();
+      options.fingerprint = fingerprint;
+      std::unique_ptr<Store> store = ValueOrThrow(Store::Open(store_.db(), options));
+      CloseStore(*store);
+      std::fprintf(out(), "created %s\n", store_.db().c_str());
+    }
+    std::fprintf(out(), "plan:               %s: %s\n", plan_->ToString().c_str(),
+                 DescribeTables(*plan_).c_str());
+    std::fprintf(out(), "fingerprint:        %s\n", fingerprint.ToString().c_str());
+    std::fprintf(out(), "format version:     %d\n", Store::kFormatVersion);
+    if (expected_given_) {
+      std::fprintf(out(),
+                   "candidates/query:   about %s at %s documents (random fingerprints: the sum "
+                   "over the tables of N / 2^prefix bits)\n",
+                   Rough(ExpectedCandidates(*plan_, expected_)).c_str(), Rough(expected_).c_str());
+    }
+    return 0;
+  }
+
+ protected:
+  void Check(const po::variables_map& vm) override {
+    store_.Check(vm);
+    fingerprint_.Check(vm);
+    Result<PermutationPlan> plan = PermutationPlan::Create(
+        store_.blocks().value_or(kDefaultBlocks), store_.distance().value_or(kDefaultDistance));
+    if (!plan.ok()) throw UsageError("--blocks/--distance: " + plan.status().message());
+    plan_ = *std::move(plan);
+    expected_given_ = vm.count("expected-documents") > 0;
+    if (expected_given_ && !(expected_ >= 0 && std::isfinite(expected_))) {
+      throw UsageError("--expected-documents: must be a number of documents, 0 or more");
+    }
+  }
+
+ private:
+  StoreFlags store_;
+  FingerprintFlags fingerprint_;
+  double expected_ = 0;
+  bool expected_given_ = false;
+  bool dry_run_ = false;
+  std::optional<PermutationPlan> plan_;
+};
+
+// ---- stats -----------------------------------------------------------------------
+
+class StatsCommand final : public Command {
+ public:
+  std::string_view Name() const override { return "stats"; }
+  std::string_view Summary() const override {
+    return "Show documents, table sizes, bytes on disk, plan and fingerprint options.";
+  }
+  std::vector<std::string> Synopsis() const override { return {"--db DIR [--json]"}; }
+  std::vector<Example> Examples() const override {
+    return {{"--db crawl.fps", "A readable report."},
+            {"--db crawl.fps --json | jq .documents", "One JSON object, for scripts."}};
+  }
+
+  void DefineOptions(OptionTable& table) override {
+    store_.Define(table, ReadOnlyStore());
+    table.AddSwitch(kOutputGroup, "json", &json_, "Print one JSON object. e.g. --json");
+  }
+
+  int Run() override {
+    OpenedStore opened = store_.Open(StoreAccess::kReadOnly, nullptr);
+    const Store& store = *opened.store;
+    const StoreStats stats = ValueOrThrow(store.Stats());
+    const PermutationPlan& plan = store.plan();
+    const std::string& db = store_.db();
+    const double per_document = stats.documents > 0 ? static_cast<double>(stats.bytes_on_disk) /
+                                                          static_cast<double>(stats.documents)
+                                                    : 0;
+    if (json_) {
+      std::string tables;
+      for (std::size_t t = 0; t < plan.table_count(); ++t) {
+        tables += std::string(t == 0 ? "" : ",") + "{\"table\":" + std::to_string(t) +
+                  ",\"blocks\":[" + BlockList(plan.table(t)) +
+                  "],\"prefix_bits\":" + std::to_string(plan.table(t).prefix_bits()) +
+                  ",\"entries\":" + std::to_string(stats.table_entries[t]) + "}";
+      }
+      std::fprintf(
+          out(),
+          "{\"path\":%s,\"format_version\":%d,\"blocks\":%d,\"distance\":%d,"
+          "\"fingerprint\":{\"text\":%s,\"version\":%d,\"window\":%d,\"weighting\":\"%s\"},"
+          "\"documents\":%llu,\"bytes_on_disk\":%llu,\"bytes_per_document\":%s,\"tables\":[%s]}\n",
+          JsonString(db).c_str(), stats.format_version, stats.blocks, stats.distance,
+          JsonString(stats.fingerprint.ToString()).c_str(), stats.fingerprint.version,
+          stats.fingerprint.window, std::string(WeightingName(stats.fingerprint.weighting)).c_str(),
+          static_cast<unsigned long long>(stats.documents),
+          static_cast<unsigned long long>(stats.bytes_on_disk), Fixed(per_document, 1).c_str(),
+          tables.c_str());
+      return 0;
+    }
+    std::fprintf(out(), "store:              %s\n", db.c_str());
+    std::fprintf(out(), "format version:     %d\n", stats.format_version);
+    std::fprintf(out(), "plan:               %s: %s\n", plan.ToString().c_str(),
+                 DescribeTables(plan).c_str());
+    std::fprintf(out(), "fingerprint:        %s\n", stats.fingerprint.ToString().c_str());
+    std::fprintf(out(), "documents:          %s\n", WithCommas(stats.documents).c_str());
+    std::fprintf(out(), "bytes on disk:      %s (%s MB)\n", WithCommas(stats.bytes_on_disk).c_str(),
+                 Fixed(static_cast<double>(stats.bytes_on_disk) / 1e6, 1).c_str());
+    std::fprintf(out(), "bytes per document: %s\n",
+                 stats.documents > 0 ? Fixed(per_document, 1).c_str() : "-");
+    std::fprintf(out(), "table entries (RocksDB's estimates):\n");
+    for (std::size_t t = 0; t < plan.table_count(); ++t) {
+      std::fprintf(out(), "  table %3zu  blocks %-12s %2d-bit prefix  %s\n", t,
+                   BlockList(plan.table(t)).c_str(), plan.table(t).prefix_bits(),
+                   WithCommas(stats.table_entries[t]).c_str());
+    }
+    return 0;
+  }
+
+ protected:
+  void Check(const po::variables_map& vm) override { store_.Check(vm); }
+
+ private:
+  StoreFlags store_;
+  bool json_ = false;
+};
+
+// ---- dump ------------------------------------------------------------------------
+
+class DumpCommand final : public Command {
+ public:
+  std::string_view Name() const override { return "dump"; }
+  std::string_view Summary() const override {
+    return "Write every document, id<TAB>fingerprint<TAB>metadata, in id order.";
+  }
+  std::vector<std::string> Synopsis() const override {
+    return {"--db DIR [--output FILE] [--quiet]"};
+  }
+  std::vector<Example> Examples() const override {
+    return {{"--db crawl.fps --output all.tsv", "Dump every document."},
+            {"--db old.fps -o all.tsv && fpstore-load --db new.fps --input all.tsv --format tsv "
+             "--blocks 8 --distance 4",
+             "Rebuild a store with another plan."}};
+  }
+
+  void DefineOptions(OptionTable& table) override {
+    store_.Define(table, ReadOnlyStore());
+    DefineOutput(table, &output_,
+                 "Where to write the documents: id<TAB>fingerprint<TAB>metadata per line, ids "
+                 "ascending, fingerprints as 0x and 16 hex digits, metadata as stored except "
+                 "that line breaks are written as \\n and \\r.");
+    DefineQuiet(table, &quiet_);
+  }
+
+  int Run() override {
+    OpenedStore opened = store_.Open(StoreAccess::kReadOnly, nullptr);
+    const Store& store = *opened.store;
+    OutputFile output(output_, out());
+    std::FILE* file = output.get();
+    std::uint64_t documents = 0, escaped = 0;
+    std::string metadata;
+    {
+      WorkProgress progress(Progress::AutoStyle(quiet_, err()), kTool, "dumping", err());
+      ScanOptions scan;
+      scan.progress = progress.Callback();
+      ThrowIfError(store.ForEachDocument(
+          [&](const Document& doc) {
+            std::string_view meta = doc.metadata;
+            if (meta.find_first_of("\r\n") != std::string_view::npos) {
+              metadata.clear();
+              for (char c : meta) {
+                metadata += c == '\n' ? "\\n" : c == '\r' ? "\\r" : std::string(1, c);
+              }
+              meta = metadata;
+              ++escaped;
+            }
+            std::fprintf(file, "%llu\t%s\t", static_cast<unsigned long long>(doc.id),
+                         FormatFingerprint(doc.fingerprint).c_str());
+            std::fwrite(meta.data(), 1, meta.size(), file);
+            std::fputc('\n', file);
+            ++documents;
+          },
+          scan));
+    }
+    output.Commit();
+    if (escaped > 0) {
+      std::fprintf(err(),
+                   "%s: warning: the metadata of %s %s held line breaks, written as \\n "
+                   "or \\r\n",
+                   kTool, WithCommas(escaped).c_str(), escaped == 1 ? "document" : "documents");
+    }
+    if (!quiet_) {
+      std::fprintf(err(), "%s: %s %s written to %s\n", kTool, WithCommas(documents).c_str(),
+                   documents == 1 ? "document" : "documents", output.name().c_str());
+    }
+    return 0;
+  }
+
+ protected:
+  void Check(const po::variables_map& vm) override {
+    store_.Check(vm);
+    CheckOutput(output_);
+  }
+
+ private:
+  StoreFlags store_;
+  std::string output_ = "-";
+  bool quiet_ = false;
+};
+
+// ---- checkpoint ------------------------------------------------------------------
+
+class CheckpointCommand final : public Command {
+ public:
+  std::string_view Name() const override { return "checkpoint"; }
+  std::string_view Summary() const override {
+    return "Write a consistent copy of the store to a new directory (hard links where possible).";
+  }
+  std::vector<std::string> Synopsis() const override {
+    return {"--db DIR --output DIR2", "--db DIR DIR2"};
+  }
+  std::vector<Example> Examples() const override {
+    return {{"--db crawl.fps --output backup/crawl-2024-06-01.fps",
+             "Back up the store; the copy opens as a store of its own."}};
+  }
+
+  void DefineOptions(OptionTable& table) override {
+    store_.Define(table, WritableStore());
+    table.Add(kOutputGroup, "output,o", po::value(&output_)->value_name("DIR2"),
+              "The directory to create, which must not exist; may also be given as an "
+              "argument. e.g. --output backup.fps");
+    table.AllowPositional(&args_);
+  }
+
+  int Run() override {
+    OpenedStore opened = store_.Open(StoreAccess::kWrite, nullptr);
+    Store& store = *opened.store;
+    const StoreStats stats = ValueOrThrow(store.Stats());
+    ThrowIfError(store.Checkpoint(output_));
+    CloseStore(store);
+    std::fprintf(out(), "checkpoint of %s (%s documents) written to %s\n", store_.db().c_str(),
+                 WithCommas(stats.documents).c_str(), output_.c_str());
+    return 0;
+  }
+
+ protected:
+  void Check(const po::variables_map& vm) override {
+    store_.Check(vm);
+    if (args_.size() > 1 || (!args_.empty() && vm.count("output") > 0)) {
+      throw UsageError("checkpoint takes one output directory");
+    }
+    if (!args_.empty()) output_ = args_.front();
+    if (output_.empty()) throw UsageError("checkpoint needs --output DIR2");
+  }
+
+ private:
+  StoreFlags store_;
+  std::string output_;
+  std::vector<std::string> args_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> NewCreateCommand() { return std::make_unique<CreateCommand>(); }
+std::unique_ptr<Command> NewStatsCommand() { return std::make_unique<StatsCommand>(); }
+std::unique_ptr<Command> NewDumpCommand() { return std::make_unique<DumpCommand>(); }
+std::unique_ptr<Command> NewCheckpointCommand() { return std::make_unique<CheckpointCommand>(); }
+
+}  // namespace fpstore::cli::admin

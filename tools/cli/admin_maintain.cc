@@ -1,0 +1,110 @@
+// fpstore-admin: compact and verify.
+
+#include "cli/admin_common.h"
+
+namespace fpstore::cli::admin {
+namespace {
+
+// ---- compact ---------------------------------------------------------------------
+
+class CompactCommand final : public Command {
+ public:
+  std::string_view Name() const override { return "compact"; }
+  std::string_view Summary() const override {
+    return "Compact every table fully, e.g. after many inserts or removals.";
+  }
+  std::vector<std::string> Synopsis() const override { return {"--db DIR [--quiet]"}; }
+  std::vector<Example> Examples() const override {
+    return {{"--db crawl.fps", "Compact, with progress on standard error."}};
+  }
+
+  void DefineOptions(OptionTable& table) override {
+    store_.Define(table, WritableStore());
+    DefineQuiet(table, &quiet_);
+  }
+
+  int Run() override {
+    OpenedStore opened = store_.Open(StoreAccess::kWrite, nullptr);
+    Store& store = *opened.store;
+    const StoreStats before = ValueOrThrow(store.Stats());
+    {
+      WorkProgress progress(Progress::AutoStyle(quiet_, err()), kTool, "compacting", err());
+      ScanOptions scan;
+      scan.progress = progress.Callback();
+      ThrowIfError(store.Compact(scan));
+    }
+    const StoreStats after = ValueOrThrow(store.Stats());
+    CloseStore(store);
+    std::fprintf(out(), "compacted %s: %s bytes on disk before, %s after\n", store_.db().c_str(),
+                 WithCommas(before.bytes_on_disk).c_str(), WithCommas(after.bytes_on_disk).c_str());
+    return 0;
+  }
+
+ protected:
+  void Check(const po::variables_map& vm) override { store_.Check(vm); }
+
+ private:
+  StoreFlags store_;
+  bool quiet_ = false;
+};
+
+// ---- verify ----------------------------------------------------------------------
+
+class VerifyCommand final : public Command {
+ public:
+  std::string_view Name() const override { return "verify"; }
+  std::string_view Summary() const override {
+    return "Check block checksums and that every table agrees with the documents; exit 1 if "
+           "not.";
+  }
+  std::vector<std::string> Synopsis() const override {
+    return {"--db DIR [--threads N] [--quiet]"};
+  }
+  std::vector<Example> Examples() const override {
+    return {{"--db crawl.fps || echo damaged", "Verify; on a problem, list it and exit 1."}};
+  }
+
+  void DefineOptions(OptionTable& table) override {
+    store_.Define(table, ReadOnlyStore());
+    DefineScanThreads(table, &threads_);
+    DefineQuiet(table, &quiet_);
+  }
+
+  int Run() override {
+    OpenedStore opened = store_.Open(StoreAccess::kReadOnly, nullptr);
+    const Store& store = *opened.store;
+    const StoreStats stats = ValueOrThrow(store.Stats());
+    Status verified;
+    {
+      WorkProgress progress(Progress::AutoStyle(quiet_, err()), kTool, "verifying", err());
+      ScanOptions scan;
+      scan.progress = progress.Callback();
+      scan.threads = threads_;
+      verified = store.Verify(scan);
+    }
+    if (verified.IsCorruption()) throw RuntimeError("verify failed: " + verified.message());
+    ThrowIfError(verified);
+    std::fprintf(out(), "ok: %s: %s documents, %zu tables, every entry consistent\n",
+                 store_.db().c_str(), WithCommas(stats.documents).c_str(),
+                 store.plan().table_count());
+    return 0;
+  }
+
+ protected:
+  void Check(const po::variables_map& vm) override {
+    store_.Check(vm);
+    CheckThreads(threads_);
+  }
+
+ private:
+  StoreFlags store_;
+  int threads_ = 0;
+  bool quiet_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> NewCompactCommand() { return std::make_unique<CompactCommand>(); }
+std::unique_ptr<Command> NewVerifyCommand() { return std::make_unique<VerifyCommand>(); }
+
+}  // namespace fpstore::cli::admin
