@@ -25,20 +25,11 @@ using internal::IdFingerprint;
 using testing::ExpectMatchesBruteForce;
 using testing::MakeCorpus;
 using testing::MetadataFor;
+using testing::MustOpen;
 using testing::Plant;
 using testing::Random;
 using testing::TempDir;
 using testing::TestSeed;
-
-std::unique_ptr<Store> MustOpen(const std::string& path) {
-  StoreOptions options;
-  options.durability = Durability::kNoSync;
-  options.block_cache_bytes = 8 << 20;
-  options.write_buffer_bytes = 8 << 20;
-  Result<std::unique_ptr<Store>> store = Store::Open(path, options);
-  EXPECT_TRUE(store.ok()) << store.status().ToString();
-  return store.ok() ? *std::move(store) : nullptr;
-}
 
 std::vector<IdFingerprint> Corpus(std::uint64_t seed, std::size_t n) {
   return MakeCorpus(seed, n, {Plant{0, 30}, Plant{1, 30}, Plant{2, 30}, Plant{3, 30}, Plant{4, 30}});

@@ -56,6 +56,18 @@ inline std::vector<std::vector<DocumentId>> BruteForceClusters(std::span<const I
   return clusters;
 }
 
+// Opens (creating if needed) a store sized for tests: small caches and no
+// fsync, since durability has tests of its own. Null, with a test failure,
+// if it cannot.
+inline std::unique_ptr<Store> MustOpen(const std::string& path, StoreOptions options = {}) {
+  options.durability = Durability::kNoSync;
+  options.block_cache_bytes = 8 << 20;
+  options.write_buffer_bytes = 8 << 20;
+  Result<std::unique_ptr<Store>> store = Store::Open(path, options);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return store.ok() ? *std::move(store) : nullptr;
+}
+
 // REQUIRES: every stored document's metadata is MetadataFor(id).
 inline void ExpectMatchesBruteForce(Store& store, const std::vector<IdFingerprint>& docs,
                                     std::uint64_t seed, const std::string& phase) {
