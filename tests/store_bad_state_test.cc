@@ -21,6 +21,7 @@
 #include "fpstore/store.h"
 #include "rocks_config.h"
 #include "temp_dir.h"
+#include "corrupt_file.h"
 
 namespace fpstore {
 namespace {
@@ -268,17 +269,7 @@ TEST(StoreBadStateTest, CorruptedSstIsReportedNotFatal) {
     ASSERT_NO_FATAL_FAILURE(CreateStore(path, kDocs, /*compact=*/true));
     const std::string sst = LargestSstOf(path, family);
     ASSERT_FALSE(sst.empty());
-    {
-      std::fstream file(sst, std::ios::in | std::ios::out | std::ios::binary);
-      const std::streamoff middle = static_cast<std::streamoff>(fs::file_size(sst) / 2);
-      char bytes[64];
-      file.seekg(middle);
-      file.read(bytes, sizeof bytes);
-      for (char& b : bytes) b = static_cast<char>(b ^ 0x5a);
-      file.seekp(middle);
-      file.write(bytes, sizeof bytes);
-      ASSERT_TRUE(file.good());
-    }
+    ASSERT_TRUE(fpstore::testing::FlipBytesInTheMiddle(sst));
 
     Result<std::unique_ptr<Store>> store = OpenWith(path, {});
     ASSERT_TRUE(store.ok()) << store.status().ToString();

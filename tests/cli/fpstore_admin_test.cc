@@ -25,6 +25,7 @@
 #include "fpstore/store.h"
 #include "scratch_dir.h"
 #include "tool_runner.h"
+#include "../corrupt_file.h"
 
 namespace fpstore::cli {
 namespace {
@@ -546,17 +547,7 @@ TEST(AdminVerifyTest, CompactedStoreVerifiesAndCorruptionExitsOne) {
 
   const std::string sst = LargestSst(db);
   ASSERT_FALSE(sst.empty());
-  {
-    std::fstream file(sst, std::ios::in | std::ios::out | std::ios::binary);
-    const std::streamoff middle = static_cast<std::streamoff>(fs::file_size(sst) / 2);
-    char bytes[64];
-    file.seekg(middle);
-    file.read(bytes, sizeof bytes);
-    for (char& b : bytes) b = static_cast<char>(b ^ 0x5a);
-    file.seekp(middle);
-    file.write(bytes, sizeof bytes);
-    ASSERT_TRUE(file.good());
-  }
+  ASSERT_TRUE(fpstore::testing::FlipBytesInTheMiddle(sst));
   r = Admin({"verify", "--db", db, "--quiet"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(Contains(r.err, "fpstore-admin: verify failed: ")) << r.err;
