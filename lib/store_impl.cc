@@ -416,6 +416,9 @@ Result<StoreStats> StoreImpl::Stats() const {
     std::uint64_t n = 0;
     db_->GetIntProperty(table(t), rocksdb::DB::Properties::kEstimateNumKeys, &n);
     stats.table_entries.push_back(n);
+    rocksdb::ColumnFamilyMetaData family;
+    db_->GetColumnFamilyMetaData(table(t), &family);
+    stats.table_bytes.push_back(family.size);
   }
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(path_, ec)) {

@@ -42,10 +42,18 @@ BulkLoadOptions SpillingOptions() {
   return options;
 }
 
+// Tables are written by several threads unless told otherwise.
+BulkLoadOptions OneThreadOptions() {
+  BulkLoadOptions options;
+  options.threads = 1;
+  return options;
+}
+
 TEST(BulkLoaderTest, LoadsAnEmptyStoreExactly) {
   const std::uint64_t seed = TestSeed(11);
   const std::vector<IdFingerprint> docs = Corpus(seed, 1500);
-  for (const BulkLoadOptions& options : {BulkLoadOptions{}, SpillingOptions()}) {
+  for (const BulkLoadOptions& options :
+       {BulkLoadOptions{}, SpillingOptions(), OneThreadOptions()}) {
     TempDir dir;
     std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
     Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader(options);

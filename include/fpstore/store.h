@@ -73,6 +73,7 @@ struct StoreStats {
   FingerprintOptions fingerprint;
   std::uint64_t documents = 0;                 // exact
   std::vector<std::uint64_t> table_entries;    // RocksDB's estimate, per table
+  std::vector<std::uint64_t> table_bytes;      // table files' bytes, per table
   std::uint64_t bytes_on_disk = 0;             // live SST and WAL files
 };
 

@@ -61,7 +61,7 @@ class LoadCommand final : public Command {
     pipeline_.Define(table, kLoadGroup, "load");
     table.Add(kLoadGroup, "memory", po::value(&memory_mb_)->value_name("MB"),
               "Megabytes of documents held in memory before a sorted run is spilled to disk. "
-              "Default: 256. e.g. --memory 1024");
+              "Default: 1024. e.g. --memory 4096");
     table.Add(kLoadGroup, "temp-dir", po::value(&temp_dir_)->value_name("DIR"),
               "Where sorted runs and table files are written before ingestion. Default: inside "
               "the store, so that ingestion moves the files instead of copying them. "
@@ -137,6 +137,7 @@ class LoadCommand final : public Command {
 
     BulkLoadOptions load_options;
     load_options.memory_bytes = static_cast<std::size_t>(memory_mb_) << 20;
+    load_options.threads = pipeline_.threads();
     load_options.temp_dir = temp_dir_;
     WorkProgress finishing(style, kTool, "writing and ingesting tables", err());
     load_options.progress = finishing.Callback();
@@ -230,7 +231,7 @@ class LoadCommand final : public Command {
   InputFlags input_;
   FingerprintFlags fingerprint_;
   PipelineFlags pipeline_;
-  int memory_mb_ = 256;
+  int memory_mb_ = 1024;
   std::string temp_dir_;
   bool quiet_ = false;
 };

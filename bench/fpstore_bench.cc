@@ -1,0 +1,545 @@
+// fpstore-bench: the macro benchmark. Builds a seeded synthetic corpus with
+// planted near-duplicates, loads it with the real fpstore-load, and times
+// every path of the store in one run, next to two baselines measured on the
+// same data in the same run (a brute-force popcount scan, and the in-memory
+// sorted-tables reference). Prints a Markdown table for docs/performance.md.
+//
+// Not a test: nothing here passes or fails on speed. It does stop if the
+// store's answers disagree with brute force, since a fast wrong answer is
+// not worth timing.
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "brute_force.h"
+#include "fpstore/store.h"
+#include "pair_finder.h"
+
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+
+namespace fpstore::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using testing::Random;
+using internal::IdFingerprint;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct Config {
+  std::uint64_t n = 1'000'000;
+  int blocks = 6;
+  int distance = 3;
+  std::uint64_t seed = 1;
+  std::string dir;
+  std::string load_tool;
+  std::size_t queries = 50'000;
+  std::size_t cold_queries = 2'000;
+  std::size_t jsonl_docs = 100'000;
+  double insert_seconds = 2.0;
+  bool keep = false;
+};
+
+[[noreturn]] void Die(const std::string& message) {
+  std::cerr << "fpstore-bench: " << message << "\n";
+  std::exit(1);
+}
+
+template <typename T>
+T Must(Result<T> r, const char* what) {
+  if (!r.ok()) Die(std::string(what) + ": " + r.status().ToString());
+  return std::move(r).value();
+}
+
+void Must(const Status& s, const char* what) {
+  if (!s.ok()) Die(std::string(what) + ": " + s.ToString());
+}
+
+// ---- Results ----
+
+std::string Fixed(double v, int digits) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(digits);
+  out << v;
+  return out.str();
+}
+
+std::string Grouped(double v) {
+  std::string digits = std::to_string(static_cast<std::uint64_t>(v + 0.5));
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
+  return digits;
+}
+
+struct Row {
+  std::string path;
+  std::string result;
+};
+
+class Report {
+ public:
+  void Add(std::string path, std::string result) {
+    std::cerr << "  " << path << ": " << result << "\n";
+    rows_.push_back({std::move(path), std::move(result)});
+  }
+  void Print(std::ostream& out) const {
+    out << "| path | result |\n|---|---|\n";
+    for (const Row& r : rows_) out << "| " << r.path << " | " << r.result << " |\n";
+  }
+
+ private:
+  std::vector<Row> rows_;
+};
+
+// ---- Memory ----
+
+// Peak resident bytes of this process since the last ResetPeakResident.
+std::uint64_t PeakResidentBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// Linux resets VmHWM when "5" is written to clear_refs; without it the peak
+// would include the corpus this program holds while it generates data.
+void ResetPeakResident() {
+  std::ofstream("/proc/self/clear_refs") << "5";
+}
+
+std::string Gib(std::uint64_t bytes) { return Fixed(bytes / double(1 << 30), 2) + " GiB"; }
+
+// Evicts the store's files from the page cache, so that the next reads come
+// from the device (a cold start after a reboot, without needing root).
+void EvictFromPageCache(const std::string& dir) {
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    const int fd = ::open(entry.path().c_str(), O_RDONLY);
+    if (fd < 0) continue;
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+}
+
+std::uint64_t DirectoryBytes(const std::string& dir) {
+  std::uint64_t total = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file()) total += entry.file_size();
+  }
+  return total;
+}
+
+// ---- Data ----
+
+// 85% random fingerprints, 10% within 1..3 bits of an earlier one and 5% at
+// 4..6 bits; ids are 0..n-1 in shuffled order.
+std::vector<IdFingerprint> MakeFingerprints(const Config& c) {
+  const auto share = [&](double f) { return static_cast<int>(c.n * f / 3); };
+  std::vector<testing::Plant> plants;
+  for (int d = 1; d <= 3; ++d) plants.push_back({d, share(0.10)});
+  for (int d = 4; d <= 6; ++d) plants.push_back({d, share(0.05)});
+  std::uint64_t planted = 0;
+  for (const testing::Plant& p : plants) planted += p.count;
+  return testing::MakeCorpus(c.seed, c.n - planted, plants);
+}
+
+void WriteTsv(const std::vector<IdFingerprint>& docs, const std::string& path) {
+  std::FILE* out = std::fopen(path.c_str(), "w");
+  if (out == nullptr) Die("cannot write " + path);
+  for (const IdFingerprint& d : docs) {
+    std::fprintf(out, "%llu\t0x%016llx\n", static_cast<unsigned long long>(d.id),
+                 static_cast<unsigned long long>(d.fingerprint));
+  }
+  if (std::fclose(out) != 0) Die("cannot write " + path);
+}
+
+// Synthetic pages: words from a skewed vocabulary, 10% of pages an earlier
+// page with a few words changed. Returns the bytes of text written.
+std::uint64_t WriteJsonl(const Config& c, const std::string& path) {
+  Random vocab_rnd(c.seed + 1);
+  std::vector<std::string> vocabulary(30'000);
+  for (std::string& w : vocabulary) {
+    const int len = 2 + static_cast<int>(vocab_rnd.Uniform(8));
+    for (int i = 0; i < len; ++i) w += static_cast<char>('a' + vocab_rnd.Uniform(26));
+  }
+  const auto page = [&](std::uint64_t source, std::uint64_t edit_seed) {
+    Random rnd(c.seed * 1'000'003 + source);
+    const std::size_t words = 250 + rnd.Uniform(150);
+    std::vector<std::uint32_t> text(words);
+    for (std::uint32_t& w : text) {
+      // The product of two uniforms skews toward common words.
+      w = static_cast<std::uint32_t>(rnd.Uniform(vocabulary.size()) *
+                                     rnd.Uniform(vocabulary.size()) / vocabulary.size());
+    }
+    if (edit_seed != 0) {
+      Random edit(edit_seed);
+      for (std::uint64_t e = 1 + edit.Uniform(3); e > 0; --e) {
+        text[edit.Uniform(words)] = static_cast<std::uint32_t>(edit.Uniform(vocabulary.size()));
+      }
+    }
+    return text;
+  };
+  std::FILE* out = std::fopen(path.c_str(), "w");
+  if (out == nullptr) Die("cannot write " + path);
+  Random rnd(c.seed + 2);
+  std::uint64_t text_bytes = 0;
+  std::string line;
+  for (std::uint64_t id = 0; id < c.jsonl_docs; ++id) {
+    const bool copy = id > 0 && rnd.Uniform(10) == 0;
+    const std::vector<std::uint32_t> words =
+        copy ? page(rnd.Uniform(id), id) : page(id, 0);
+    line = "{\"id\": " + std::to_string(id) + ", \"text\": \"";
+    const std::size_t text_start = line.size();
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      if (i > 0) line += ' ';
+      line += vocabulary[words[i]];
+    }
+    text_bytes += line.size() - text_start;
+    line += "\"}\n";
+    std::fwrite(line.data(), 1, line.size(), out);
+  }
+  if (std::fclose(out) != 0) Die("cannot write " + path);
+  return text_bytes;
+}
+
+// Half hits (a stored fingerprint with 0..k bits flipped), half misses
+// (random fingerprints, which have nothing within k with overwhelming odds).
+struct QuerySet {
+  std::vector<Fingerprint> hits;
+  std::vector<Fingerprint> misses;
+};
+
+QuerySet MakeQueries(const std::vector<IdFingerprint>& docs, std::size_t count, int k,
+                     std::uint64_t seed) {
+  Random rnd(seed + 3);
+  QuerySet q;
+  for (std::size_t i = 0; i < count / 2; ++i) {
+    const Fingerprint stored = docs[rnd.Uniform(docs.size())].fingerprint;
+    q.hits.push_back(stored ^ rnd.Bits(static_cast<int>(rnd.Uniform(k + 1))));
+    q.misses.push_back(rnd.Next());
+  }
+  return q;
+}
+
+// ---- Timing ----
+
+struct Latencies {
+  std::vector<double> micros;  // sorted
+  double wall_seconds = 0;
+
+  double Percentile(double p) const {
+    if (micros.empty()) return 0;
+    const std::size_t i = std::min(micros.size() - 1, static_cast<std::size_t>(p * micros.size()));
+    return micros[i];
+  }
+  double PerSecond() const { return micros.size() / wall_seconds; }
+  std::string Summary() const {
+    return "p50 " + Fixed(Percentile(0.5), 0) + " µs, p99 " + Fixed(Percentile(0.99), 0) +
+           " µs, p99.9 " + Fixed(Percentile(0.999), 0) + " µs, " + Grouped(PerSecond()) +
+           " queries/s";
+  }
+};
+
+// Runs `queries` spread over `threads` threads; every latency is recorded.
+Latencies TimeQueries(const Store& store, const std::vector<Fingerprint>& queries, int k,
+                      int threads) {
+  std::vector<std::vector<double>> per_thread(threads);
+  const Clock::time_point start = Clock::now();
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      for (std::size_t i = t; i < queries.size(); i += threads) {
+        const Clock::time_point q = Clock::now();
+        Result<std::vector<Match>> r = store.Query(queries[i], k);
+        per_thread[t].push_back(std::chrono::duration<double, std::micro>(Clock::now() - q).count());
+        if (!r.ok()) Die("query: " + r.status().ToString());
+      }
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  Latencies l;
+  l.wall_seconds = SecondsSince(start);
+  for (const std::vector<double>& v : per_thread) l.micros.insert(l.micros.end(), v.begin(), v.end());
+  std::sort(l.micros.begin(), l.micros.end());
+  return l;
+}
+
+// The stored answer must be brute force's, exactly.
+void CheckAgainstBruteForce(const Store& store, const std::vector<IdFingerprint>& docs,
+                            const std::vector<Fingerprint>& queries, int k) {
+  for (Fingerprint q : queries) {
+    std::vector<testing::IdDistance> found;
+    for (const Match& m : Must(store.Query(q, k), "query")) found.push_back({m.id, m.distance});
+    std::sort(found.begin(), found.end());
+    if (found != testing::BruteForceQuery(docs, q, k)) {
+      Die("the store's answer for " + std::to_string(q) + " differs from brute force");
+    }
+  }
+}
+
+// Written by the scan below so that the compiler cannot drop it.
+volatile std::uint64_t scan_result;
+
+// Seconds per query of a popcount scan over every fingerprint.
+double BruteForceSecondsPerQuery(const std::vector<IdFingerprint>& docs,
+                                 const std::vector<Fingerprint>& queries, int k) {
+  std::vector<Fingerprint> fps;
+  fps.reserve(docs.size());
+  for (const IdFingerprint& d : docs) fps.push_back(d.fingerprint);
+  // Enough queries for about a second of scanning.
+  const std::size_t count =
+      std::clamp<std::size_t>(300'000'000 / std::max<std::size_t>(1, fps.size()), 3, queries.size());
+  std::uint64_t found = 0;
+  const Clock::time_point start = Clock::now();
+  for (std::size_t i = 0; i < count; ++i) {
+    for (Fingerprint f : fps) found += WithinDistance(f, queries[i], k);
+  }
+  const double seconds = SecondsSince(start);
+  scan_result = found;
+  return seconds / count;
+}
+
+// Inserts fresh documents for `seconds`; returns documents per second.
+double TimeInserts(Store& store, int threads, std::size_t batch, double seconds,
+                   std::atomic<DocumentId>& next_id) {
+  std::atomic<std::uint64_t> inserted{0};
+  const Clock::time_point start = Clock::now();
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      Random rnd(next_id.load() + t);
+      std::vector<NewDocument> docs(batch);
+      while (SecondsSince(start) < seconds) {
+        const DocumentId first = next_id.fetch_add(batch);
+        for (std::size_t i = 0; i < batch; ++i) docs[i] = {first + i, rnd.Next(), {}};
+        Must(batch == 1 ? store.Insert(docs[0].id, docs[0].fingerprint) : store.InsertBatch(docs),
+             "insert");
+        inserted += batch;
+      }
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  return inserted / SecondsSince(start);
+}
+
+// ---- Phases ----
+
+void RunLoadTool(const Config& c, const std::string& args) {
+  const std::string command = c.load_tool + " " + args + " --quiet";
+  if (std::system(command.c_str()) != 0) Die("failed: " + command);
+}
+
+std::unique_ptr<Store> OpenStore(const std::string& path, Durability durability) {
+  StoreOptions options;
+  options.create_if_missing = false;
+  options.durability = durability;
+  return Must(Store::Open(path, options), "open");
+}
+
+void Run(const Config& c) {
+  Report report;
+  const std::string store_path = c.dir + "/store";
+  const int k = c.distance;
+
+  std::cerr << "fpstore-bench: generating " << Grouped(c.n) << " fingerprints\n";
+  std::vector<IdFingerprint> docs = MakeFingerprints(c);
+  const QuerySet queries = MakeQueries(docs, c.queries, k, c.seed);
+  const std::string tsv = c.dir + "/fingerprints.tsv";
+  WriteTsv(docs, tsv);
+
+  std::cerr << "fpstore-bench: baselines\n";
+  const double brute_seconds = BruteForceSecondsPerQuery(docs, queries.misses, k);
+  Clock::time_point start = Clock::now();
+  const std::size_t reference_pairs =
+      internal::FindAllPairsInMemory(docs, *PermutationPlan::Create(c.blocks, k), k).size();
+  const double reference_find_all = SecondsSince(start);
+
+  std::cerr << "fpstore-bench: bulk load\n";
+  start = Clock::now();
+  RunLoadTool(c, "--db " + store_path + " --input " + tsv + " --format tsv --blocks " +
+                     std::to_string(c.blocks) + " --distance " + std::to_string(k));
+  const double load_seconds = SecondsSince(start);
+  report.Add("bulk load, fpstore-load tsv", Grouped(c.n / load_seconds) + " fingerprints/s (" +
+                                                Fixed(load_seconds, 1) + " s)");
+  fs::remove(tsv);
+
+  {
+    const std::string jsonl = c.dir + "/pages.jsonl";
+    const std::uint64_t text_bytes = WriteJsonl(c, jsonl);
+    start = Clock::now();
+    RunLoadTool(c, "--db " + c.dir + "/text-store --input " + jsonl);
+    const double seconds = SecondsSince(start);
+    report.Add("bulk load, fpstore-load jsonl (" + Grouped(c.jsonl_docs) + " pages)",
+               Fixed(text_bytes / 1e6 / seconds, 1) + " MB/s of text, " +
+                   Grouped(c.jsonl_docs / seconds) + " pages/s");
+    fs::remove(jsonl);
+    fs::remove_all(c.dir + "/text-store");
+  }
+  rusage children{};
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  report.Add("peak resident, fpstore-load", Gib(std::uint64_t(children.ru_maxrss) * 1024));
+
+  std::unique_ptr<Store> store = OpenStore(store_path, Durability::kGroupCommit);
+  {
+    const StoreStats stats = Must(store->Stats(), "stats");
+    std::uint64_t table_bytes = 0;
+    for (std::uint64_t b : stats.table_bytes) table_bytes += b;
+    report.Add("disk, per fingerprint per table",
+               Fixed(double(table_bytes) / c.n / stats.table_entries.size(), 2) + " bytes (" +
+                   Gib(DirectoryBytes(store_path)) + " in all)");
+  }
+
+  std::cerr << "fpstore-bench: checking answers against brute force\n";
+  const std::vector<Fingerprint> check_hits(queries.hits.begin(),
+                                            queries.hits.begin() + std::min<std::size_t>(100, queries.hits.size()));
+  CheckAgainstBruteForce(*store, docs, check_hits, k);
+  docs = {};  // what follows measures the store, not this program's copy
+  docs.shrink_to_fit();
+
+  std::cerr << "fpstore-bench: cold queries\n";
+  store.reset();
+  EvictFromPageCache(store_path);
+  store = OpenStore(store_path, Durability::kGroupCommit);
+  ResetPeakResident();
+  {
+    const std::size_t cold = std::min(c.cold_queries / 2, queries.hits.size());
+    const std::vector<Fingerprint> hits(queries.hits.begin(), queries.hits.begin() + cold);
+    const std::vector<Fingerprint> misses(queries.misses.begin(), queries.misses.begin() + cold);
+    report.Add("query, cold, hits, 1 thread", TimeQueries(*store, hits, k, 1).Summary());
+    report.Add("query, cold, misses, 1 thread", TimeQueries(*store, misses, k, 1).Summary());
+  }
+
+  std::cerr << "fpstore-bench: warm queries\n";
+  TimeQueries(*store, queries.hits, k, 2);
+  TimeQueries(*store, queries.misses, k, 2);
+  Latencies warm_misses;
+  for (int threads : {1, 2}) {
+    const std::string suffix = threads == 1 ? " thread" : " threads";
+    report.Add("query, warm, hits, " + std::to_string(threads) + suffix,
+               TimeQueries(*store, queries.hits, k, threads).Summary());
+    Latencies misses = TimeQueries(*store, queries.misses, k, threads);
+    report.Add("query, warm, misses, " + std::to_string(threads) + suffix, misses.Summary());
+    if (threads == 1) warm_misses = std::move(misses);
+  }
+  const double store_seconds = warm_misses.wall_seconds / warm_misses.micros.size();
+  report.Add("baseline: brute-force scan per query",
+             Fixed(brute_seconds * 1e3, 2) + " ms, " + Fixed(brute_seconds / store_seconds, 0) +
+                 "x fpstore's warm miss");
+  report.Add("peak resident while querying", Gib(PeakResidentBytes()));
+
+  std::cerr << "fpstore-bench: FindAll and Clusters\n";
+  {
+    std::uint64_t pairs = 0;
+    start = Clock::now();
+    Must(store->FindAll(k, [&](const NearPair&) { ++pairs; }, {}), "FindAll");
+    const double seconds = SecondsSince(start);
+    if (pairs != reference_pairs) {
+      Die("FindAll found " + std::to_string(pairs) + " pairs, the reference " +
+          std::to_string(reference_pairs));
+    }
+    report.Add("FindAll (" + Grouped(pairs) + " pairs)", Fixed(seconds, 1) + " s");
+    report.Add("baseline: in-memory sorted tables, find-all",
+               Fixed(reference_find_all, 1) + " s; fpstore takes " +
+                   Fixed(seconds / reference_find_all, 2) + "x as long");
+    std::uint64_t clusters = 0;
+    start = Clock::now();
+    Must(store->Clusters(k, [&](std::span<const DocumentId>) { ++clusters; }, {}), "Clusters");
+    report.Add("Clusters (" + Grouped(clusters) + " clusters)", Fixed(SecondsSince(start), 1) + " s");
+  }
+
+  std::cerr << "fpstore-bench: inserts\n";
+  store.reset();
+  std::atomic<DocumentId> next_id{c.n + 1'000'000'000};
+  const std::pair<Durability, const char*> modes[] = {{Durability::kNoSync, "no sync"},
+                                                      {Durability::kGroupCommit, "group commit"},
+                                                      {Durability::kSync, "sync"}};
+  for (const auto& [durability, name] : modes) {
+    store = OpenStore(store_path, durability);
+    for (std::size_t batch : {std::size_t{1}, std::size_t{1000}}) {
+      for (int threads : {1, 2}) {
+        const double rate = TimeInserts(*store, threads, batch, c.insert_seconds, next_id);
+        report.Add(std::string("insert, ") + name + ", " +
+                       (batch == 1 ? "one per call" : "batches of 1,000") + ", " +
+                       std::to_string(threads) + (threads == 1 ? " thread" : " threads"),
+                   Grouped(rate) + " fingerprints/s");
+      }
+    }
+    Must(store->Close(), "close");
+    store.reset();
+  }
+
+  std::cout << "fpstore-bench: N = " << Grouped(c.n) << ", blocks " << c.blocks << ", distance "
+            << k << ", seed " << c.seed << ", " << std::thread::hardware_concurrency()
+            << " cores\n\n";
+  report.Print(std::cout);
+}
+
+}  // namespace
+}  // namespace fpstore::bench
+
+int main(int argc, char** argv) {
+  fpstore::bench::Config c;
+  po::options_description options("fpstore-bench: times every path of the store (docs/performance.md)");
+  options.add_options()
+      ("help,h", "Print this help.")
+      ("n", po::value(&c.n)->default_value(c.n), "Fingerprints in the store.")
+      ("blocks", po::value(&c.blocks)->default_value(c.blocks), "The plan's blocks m.")
+      ("distance", po::value(&c.distance)->default_value(c.distance), "The plan's distance k.")
+      ("seed", po::value(&c.seed)->default_value(c.seed), "Seed of the synthetic data.")
+      ("dir", po::value(&c.dir), "Working directory (created; default: a new one under /tmp).")
+      ("queries", po::value(&c.queries)->default_value(c.queries), "Warm queries, half hits.")
+      ("cold-queries", po::value(&c.cold_queries)->default_value(c.cold_queries),
+       "Queries after evicting the store from the page cache.")
+      ("jsonl-docs", po::value(&c.jsonl_docs)->default_value(c.jsonl_docs),
+       "Synthetic pages for the JSONL load.")
+      ("insert-seconds", po::value(&c.insert_seconds)->default_value(c.insert_seconds),
+       "Seconds per insert configuration.")
+      ("keep", po::bool_switch(&c.keep), "Keep the working directory.")
+      ("load-tool", po::value(&c.load_tool)->default_value(FPSTORE_LOAD_TOOL),
+       "The fpstore-load binary.");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, options), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "fpstore-bench: " << e.what() << "\n";
+    return 2;
+  }
+  if (vm.count("help") != 0) {
+    std::cout << options << "\n";
+    return 0;
+  }
+  const bool own_dir = c.dir.empty();
+  if (own_dir) c.dir = "/tmp/fpstore-bench." + std::to_string(::getpid());
+  std::error_code ec;
+  if (fs::exists(c.dir / fs::path("store"), ec)) {
+    std::cerr << "fpstore-bench: " << c.dir << "/store exists; give an empty --dir\n";
+    return 2;
+  }
+  fs::create_directories(c.dir);
+  fpstore::bench::Run(c);
+  if (!c.keep) fs::remove_all(own_dir ? fs::path(c.dir) : fs::path(c.dir) / "store", ec);
+  return 0;
+}
