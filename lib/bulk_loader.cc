@@ -86,8 +86,8 @@ class SstSink {
   bool opened_ = false;
 };
 
-Status WriteOp(SstSink& sink, const TableOp& op) {
-  const TableKey key = EncodeTableKey(op.permuted, op.id);
+Status WriteOp(SstSink& sink, const TableKeyCodec& codec, const TableOp& op) {
+  const TableKey key = codec.Encode(op.permuted, op.id);
   const rocksdb::Slice slice(key.data(), key.size());
   return op.put ? sink.Put(slice, rocksdb::Slice()) : sink.Delete(slice);
 }
@@ -308,6 +308,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
                                   std::uint64_t change_count, std::size_t max_ops,
                                   rocksdb::IngestExternalFileArg& arg) const {
   const TablePermutation& perm = store_.plan_.table(t);
+  const TableKeyCodec codec(perm.prefix_bits());
   const std::string name = "table-" + std::to_string(t);
   SstSink sink(*store_.db_, store_.table(t), TempPath(name + ".sst"));
   std::vector<TableOp> ops;
@@ -341,7 +342,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
   if (spills.empty()) {
     SortOps(ops, scratch);
     for (const TableOp& op : ops) {
-      if (Status s = WriteOp(sink, op); !s.ok()) return s;
+      if (Status s = WriteOp(sink, codec, op); !s.ok()) return s;
     }
   } else {
     if (Status s = spill(); !s.ok()) return s;
@@ -363,7 +364,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
     while (!merge.empty()) {
       const auto [op, r] = merge.top();
       merge.pop();
-      if (Status s = WriteOp(sink, op); !s.ok()) return s;
+      if (Status s = WriteOp(sink, codec, op); !s.ok()) return s;
       if (Status s = pull(r); !s.ok()) return s;
     }
     for (const std::string& path : spills) fs::remove(path);

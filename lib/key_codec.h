@@ -27,26 +27,98 @@ inline std::uint64_t GetBigEndian64(const char* in) {
   return v;
 }
 
-// A table entry: the permuted fingerprint, then the document id.
-constexpr std::size_t kTableKeySize = 16;
-using TableKey = std::array<char, kTableKeySize>;
-
-inline TableKey EncodeTableKey(Fingerprint permuted, DocumentId id) {
-  TableKey key;
-  PutBigEndian64(key.data(), permuted);
-  PutBigEndian64(key.data() + 8, id);
-  return key;
-}
-
 struct TableEntry {
   Fingerprint permuted;
   DocumentId id;
 };
 
-// REQUIRES: key.size() == kTableKeySize
-inline TableEntry DecodeTableKey(std::string_view key) {
-  return {GetBigEndian64(key.data()), GetBigEndian64(key.data() + 8)};
-}
+// An encoded table key: at most 9 bytes of fingerprint, then 8 of id.
+class TableKey {
+ public:
+  static constexpr std::size_t kMaxSize = 17;
+  const char* data() const { return bytes_.data(); }
+  std::size_t size() const { return size_; }
+  friend bool operator<(const TableKey& a, const TableKey& b) {
+    return std::string_view(a.data(), a.size()) < std::string_view(b.data(), b.size());
+  }
+
+ private:
+  friend class TableKeyCodec;
+  std::array<char, kMaxSize> bytes_{};
+  std::size_t size_ = 0;
+};
+
+// A table's key layout (docs/format.md): the permuted fingerprint's p-bit
+// prefix left-aligned in whole bytes, its other 64 - p bits left-aligned in
+// whole bytes after that, then the id. The prefix then fills a whole number
+// of bytes, so RocksDB's prefix bloom filter tests exactly the p bits a probe
+// looks up; a filter on the bytes within p would pass every probe of a
+// large store. Byte order is still (permuted, id) order.
+class TableKeyCodec {
+ public:
+  // REQUIRES: 1 <= prefix_bits <= 64
+  explicit TableKeyCodec(int prefix_bits)
+      : prefix_bits_(prefix_bits),
+        prefix_bytes_((prefix_bits + 7) / 8),
+        rest_bytes_((64 - prefix_bits + 7) / 8) {}
+
+  // Bytes of the prefix, for the prefix extractor.
+  std::size_t prefix_bytes() const { return prefix_bytes_; }
+  std::size_t size() const { return prefix_bytes_ + rest_bytes_ + 8; }
+
+  TableKey Encode(Fingerprint permuted, DocumentId id) const {
+    TableKey key;
+    key.size_ = size();
+    char* out = key.bytes_.data();
+    // Each part shifted up to its byte boundary, then written big-endian.
+    const int rest_bits = 64 - prefix_bits_;
+    PutBits(out, permuted >> rest_bits << (8 * prefix_bytes_ - prefix_bits_), prefix_bytes_);
+    if (rest_bits > 0) {
+      const Fingerprint rest = permuted & (~Fingerprint{0} >> prefix_bits_);
+      PutBits(out + prefix_bytes_, rest << (8 * rest_bytes_ - rest_bits), rest_bytes_);
+    }
+    PutBigEndian64(out + prefix_bytes_ + rest_bytes_, id);
+    return key;
+  }
+
+  // False if `key` does not have this layout's size or its padding is not
+  // zero.
+  bool Decode(std::string_view key, TableEntry* entry) const {
+    if (key.size() != size()) return false;
+    const int rest_bits = 64 - prefix_bits_;
+    const std::uint64_t prefix = GetBits(key.data(), prefix_bytes_);
+    const int prefix_pad = static_cast<int>(8 * prefix_bytes_) - prefix_bits_;
+    if ((prefix & ((std::uint64_t{1} << prefix_pad) - 1)) != 0) return false;
+    Fingerprint permuted = (prefix >> prefix_pad) << rest_bits;
+    if (rest_bits > 0) {
+      const std::uint64_t rest = GetBits(key.data() + prefix_bytes_, rest_bytes_);
+      const int rest_pad = static_cast<int>(8 * rest_bytes_) - rest_bits;
+      if ((rest & ((std::uint64_t{1} << rest_pad) - 1)) != 0) return false;
+      permuted |= rest >> rest_pad;
+    }
+    entry->permuted = permuted;
+    entry->id = GetBigEndian64(key.data() + prefix_bytes_ + rest_bytes_);
+    return true;
+  }
+
+ private:
+  // The low `bytes` bytes of v, big-endian.
+  static void PutBits(char* out, std::uint64_t v, std::size_t bytes) {
+    for (std::size_t i = bytes; i-- > 0;) {
+      out[i] = static_cast<char>(v & 0xff);
+      v >>= 8;
+    }
+  }
+  static std::uint64_t GetBits(const char* in, std::size_t bytes) {
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
+    return v;
+  }
+
+  int prefix_bits_;
+  std::size_t prefix_bytes_;
+  std::size_t rest_bytes_;
+};
 
 // A documents-family key: the id.
 using DocumentKey = std::array<char, 8>;

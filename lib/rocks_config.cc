@@ -86,22 +86,20 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     config.families.emplace_back(kDocumentsFamily, cf);
   }
 
-  // Tables: range scans over a p-bit prefix. A prefix bloom filter on the
-  // whole bytes of p lets most probes that find nothing (the common case
-  // for a crawler) skip the data blocks.
+  // Tables: range scans over a p-bit prefix, which the key layout puts in
+  // whole bytes. A prefix bloom filter on them lets most probes that find
+  // nothing (the common case for a crawler) skip the data blocks.
   for (std::size_t t = 0; t < plan.table_count(); ++t) {
-    const int prefix_bytes = plan.table(t).prefix_bits() / 8;
+    const TableKeyCodec codec(plan.table(t).prefix_bits());
     rocksdb::BlockBasedTableOptions bt;
     bt.block_cache = cache;
     bt.cache_index_and_filter_blocks = true;
     bt.pin_l0_filter_and_index_blocks_in_cache = true;
+    bt.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+    bt.whole_key_filtering = false;
     rocksdb::ColumnFamilyOptions cf;
-    if (prefix_bytes > 0) {
-      bt.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-      bt.whole_key_filtering = false;
-      cf.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(prefix_bytes));
-      cf.memtable_prefix_bloom_size_ratio = 0.05;
-    }
+    cf.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(codec.prefix_bytes()));
+    cf.memtable_prefix_bloom_size_ratio = 0.05;
     cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(bt));
     cf.compression = rocksdb::kLZ4Compression;
     cf.bottommost_compression = rocksdb::kZSTD;

@@ -85,11 +85,12 @@ int StoreImpl::StageInserts(rocksdb::WriteBatch& batch,
   std::vector<Op> ops;
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
     const TablePermutation& perm = plan_.table(t);
+    const TableKeyCodec codec(perm.prefix_bits());
     ops.clear();
     for (const PendingInsert& p : inserts) {
       if (p.old == p.doc->fingerprint) continue;
-      if (p.old) ops.push_back({EncodeTableKey(perm.Apply(*p.old), p.doc->id), false});
-      ops.push_back({EncodeTableKey(perm.Apply(p.doc->fingerprint), p.doc->id), true});
+      if (p.old) ops.push_back({codec.Encode(perm.Apply(*p.old), p.doc->id), false});
+      ops.push_back({codec.Encode(perm.Apply(p.doc->fingerprint), p.doc->id), true});
     }
     std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.key < b.key; });
     for (const Op& op : ops) {
@@ -161,8 +162,9 @@ Status StoreImpl::Remove(DocumentId id) {
   rocksdb::WriteBatch batch;
   batch.Delete(documents_family(), AsSlice(EncodeDocumentKey(id))).PermitUncheckedError();
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-    batch.Delete(table(t), AsSlice(EncodeTableKey(plan_.table(t).Apply(**old), id)))
-        .PermitUncheckedError();
+    const TablePermutation& perm = plan_.table(t);
+    const TableKeyCodec codec(perm.prefix_bits());
+    batch.Delete(table(t), AsSlice(codec.Encode(perm.Apply(**old), id))).PermitUncheckedError();
   }
   StageCountChange(batch, meta(), -1);
   return Commit(batch);
@@ -183,9 +185,10 @@ Result<Document> StoreImpl::Get(DocumentId id) const {
   return doc;
 }
 
-void StoreImpl::ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint query, int k,
-                          std::vector<Hit>& hits) const {
+Status StoreImpl::ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint query, int k,
+                            std::vector<Hit>& hits) const {
   const TablePermutation& perm = plan_.table(t);
+  const TableKeyCodec codec(perm.prefix_bits());
   const Fingerprint permuted_query = perm.Apply(query);
   const Fingerprint prefix = permuted_query & perm.prefix_mask();
   // Documents that share one fingerprint sit side by side; once a long run of
@@ -193,9 +196,13 @@ void StoreImpl::ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint quer
   constexpr int kSkipAfter = 16;
   Fingerprint run_value = 0;
   int run_rejected = 0;
-  it.Seek(AsSlice(EncodeTableKey(prefix, 0)));
+  it.Seek(AsSlice(codec.Encode(prefix, 0)));
   while (it.Valid()) {
-    const TableEntry e = DecodeTableKey(std::string_view(it.key().data(), it.key().size()));
+    TableEntry e;
+    if (!codec.Decode(it.key().ToStringView(), &e)) {
+      return Status::Corruption(TableFamilyName(t) + " holds a malformed key " +
+                                it.key().ToString(true));
+    }
     if ((e.permuted & perm.prefix_mask()) != prefix) break;
     const int d = HammingDistance(e.permuted, permuted_query);
     bool accepted = false;
@@ -212,12 +219,13 @@ void StoreImpl::ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint quer
     }
     if (!accepted && ++run_rejected == kSkipAfter) {
       if (e.permuted == ~Fingerprint{0}) break;
-      it.Seek(AsSlice(EncodeTableKey(e.permuted + 1, 0)));
+      it.Seek(AsSlice(codec.Encode(e.permuted + 1, 0)));
       run_rejected = 0;
       continue;
     }
     it.Next();
   }
+  return FromRocks(it.status(), "scanning " + TableFamilyName(t));
 }
 
 Result<std::vector<Match>> StoreImpl::ToMatches(std::vector<Hit> hits,
@@ -286,7 +294,7 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatchLocked(
       // A single probe can tell RocksDB where its range ends.
       const Fingerprint last = perm.Apply(fingerprints[0]) | ~perm.prefix_mask();
       if (last != ~Fingerprint{0}) {
-        upper = EncodeTableKey(last + 1, 0);
+        upper = TableKeyCodec(perm.prefix_bits()).Encode(last + 1, 0);
         upper_slice = AsSlice(upper);
         ro.iterate_upper_bound = &upper_slice;
       }
@@ -297,8 +305,9 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatchLocked(
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       return perm.Apply(fingerprints[a]) < perm.Apply(fingerprints[b]);
     });
-    for (std::size_t i : order) ScanTable(*it, t, fingerprints[i], k, hits[i]);
-    if (!it->status().ok()) return FromRocks(it->status(), "scanning " + TableFamilyName(t));
+    for (std::size_t i : order) {
+      if (Status s = ScanTable(*it, t, fingerprints[i], k, hits[i]); !s.ok()) return s;
+    }
   }
   std::vector<std::vector<Match>> results;
   results.reserve(hits.size());

@@ -98,8 +98,8 @@ class StoreImpl final : public Store {
 
   // Finds the hits of `query` in table `t`, whose iterator `it` is at
   // snapshot; each document is found in exactly one table.
-  void ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint query, int k,
-                 std::vector<Hit>& hits) const;
+  Status ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint query, int k,
+                   std::vector<Hit>& hits) const;
 
   // Fetches metadata for `hits` at `snapshot` and orders them nearest first.
   Result<std::vector<Match>> ToMatches(std::vector<Hit> hits,

@@ -83,7 +83,7 @@ rocksdb::ReadOptions ScanReadOptions(const rocksdb::Snapshot* snapshot) {
   return ro;
 }
 
-std::uint64_t EntryHash(const TableKey& key) { return XXH3_64bits(key.data(), key.size()); }
+std::uint64_t EntryHash(const char* key, std::size_t size) { return XXH3_64bits(key, size); }
 
 // Union-find over document ids with path halving.
 class DisjointSets {
@@ -126,15 +126,17 @@ Status StoreImpl::ScanRuns(
   ProgressMeter progress(scan, total);
   Status s = ForEachTableInParallel(plan_.table_count(), scan.threads, [&](std::size_t t) {
     const Fingerprint mask = plan_.table(t).prefix_mask();
+    const TableKeyCodec codec(plan_.table(t).prefix_bits());
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
     std::vector<TableEntry> run;
     std::uint64_t unreported = 0;
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      if (it->key().size() != kTableKeySize) {
-        return Status::Corruption(TableFamilyName(t) + " holds a malformed key");
+      TableEntry e;
+      if (!codec.Decode(it->key().ToStringView(), &e)) {
+        return Status::Corruption(TableFamilyName(t) + " holds a malformed key " +
+                                  it->key().ToString(true));
       }
-      const TableEntry e = DecodeTableKey(std::string_view(it->key().data(), kTableKeySize));
       if (!run.empty() && (run.front().permuted & mask) != (e.permuted & mask)) {
         if (run.size() > 1) visit_run(t, run);
         run.clear();
@@ -265,7 +267,9 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
       ids.add(id);
       ++documents;
       for (std::size_t t = 0; t < tables; ++t) {
-        expected_sum[t] += EntryHash(EncodeTableKey(plan_.table(t).Apply(fp), id));
+        const TablePermutation& perm = plan_.table(t);
+        const TableKey key = TableKeyCodec(perm.prefix_bits()).Encode(perm.Apply(fp), id);
+        expected_sum[t] += EntryHash(key.data(), key.size());
       }
     }
     if (!it->status().ok()) return FromRocks(it->status(), "scanning documents");
@@ -278,9 +282,7 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      TableKey key{};
-      std::copy_n(it->key().data(), std::min(it->key().size(), kTableKeySize), key.data());
-      actual_sum[t] += EntryHash(key) + (it->key().size() != kTableKeySize);
+      actual_sum[t] += EntryHash(it->key().data(), it->key().size());
       if (++actual_count[t] % 4096 == 0) progress.Add(4096);
     }
     return FromRocks(it->status(), "scanning " + TableFamilyName(t));
@@ -292,15 +294,16 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
     if (actual_count[t] == documents && actual_sum[t] == expected_sum[t]) continue;
     // Something is off: find out what, entry by entry.
     std::uint64_t orphans = 0, wrong = 0, duplicates = 0;
+    const TableKeyCodec codec(plan_.table(t).prefix_bits());
     Roaring64Map seen;
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      if (it->key().size() != kTableKeySize) {
+      TableEntry e;
+      if (!codec.Decode(it->key().ToStringView(), &e)) {
         problem(TableFamilyName(t) + ": malformed key " + it->key().ToString(true));
         continue;
       }
-      const TableEntry e = DecodeTableKey(std::string_view(it->key().data(), kTableKeySize));
       if (!ids.contains(e.id)) {
         ++orphans;
         problem(TableFamilyName(t) + ": entry for document " + std::to_string(e.id) +
