@@ -66,6 +66,15 @@ static fpstore_options_t* Options(int create, int read_only) {
   return options;
 }
 
+/* Opens the store at `path`, counting a failure as a failed check. */
+static fpstore_t* MustOpen(const char* path, int create, int read_only) {
+  fpstore_options_t* options = Options(create, read_only);
+  fpstore_t* store = NULL;
+  CHECK_OK(fpstore_open(path, options, &store, &errmsg));
+  fpstore_options_destroy(options);
+  return store;
+}
+
 static void TestVersion(void) { CHECK(strcmp(fpstore_version(), FPSTORE_VERSION_STRING) == 0); }
 
 static void TestBadArguments(const char* dir) {
@@ -103,10 +112,7 @@ static void TestMissingStore(const char* dir) {
 /* Creates a store at `path` and exercises every call; leaves ids 1, 3 and
  * 4 stored. */
 static void TestReadWrite(const char* path) {
-  fpstore_options_t* options = Options(1, 0);
-  fpstore_t* store = NULL;
-  CHECK_OK(fpstore_open(path, options, &store, &errmsg));
-  fpstore_options_destroy(options);
+  fpstore_t* store = MustOpen(path, 1, 0);
   if (store == NULL) return;
 
   /* A second writer is refused while the first is open. */
@@ -189,10 +195,7 @@ static void TestReadWrite(const char* path) {
 
 /* Reopens what TestReadWrite left, read-only. */
 static void TestReadOnly(const char* path) {
-  fpstore_options_t* options = Options(0, 1);
-  fpstore_t* store = NULL;
-  CHECK_OK(fpstore_open(path, options, &store, &errmsg));
-  fpstore_options_destroy(options);
+  fpstore_t* store = MustOpen(path, 0, 1);
   if (store == NULL) return;
 
   fpstore_matches_t* matches = NULL;
@@ -210,7 +213,7 @@ static void TestReadOnly(const char* path) {
   CHECK_OK(fpstore_close(store, &errmsg));
 
   /* The plan is the store's: asking for another one fails. */
-  options = Options(0, 1);
+  fpstore_options_t* options = Options(0, 1);
   fpstore_options_set_blocks(options, 5);
   CHECK_CODE(fpstore_open(path, options, &store, &errmsg), FPSTORE_INVALID_ARGUMENT, "");
   fpstore_options_destroy(options);
