@@ -1,0 +1,188 @@
+/* The C API of fpstore: the Store of store.h behind opaque handles, for C
+ * programs and for bindings (Python ctypes, Go cgo, Rust FFI).
+ *
+ *   fpstore_t* store = NULL;
+ *   char* err = NULL;
+ *   if (fpstore_open("/var/lib/crawl/dedup", NULL, &store, &err) != FPSTORE_OK) {
+ *     fprintf(stderr, "%s\n", err);
+ *     fpstore_free(err);
+ *     return 1;
+ *   }
+ *   uint64_t fp;
+ *   fpstore_matches_t* seen = NULL;
+ *   int inserted;
+ *   if (fpstore_fingerprint(store, text, strlen(text), &fp, &err) == FPSTORE_OK &&
+ *       fpstore_check_and_insert(store, id, fp, url, strlen(url),
+ *                                FPSTORE_INSERT_ALWAYS, &seen, &inserted,
+ *                                &err) == FPSTORE_OK) {
+ *     if (fpstore_matches_count(seen) > 0) skip(id);  // a near-duplicate
+ *     fpstore_matches_destroy(seen);
+ *   }
+ *   fpstore_close(store, NULL);
+ *
+ * Conventions, the same for every function:
+ *
+ * - A function that can fail returns an int: FPSTORE_OK (0) or the error's
+ *   code, one of enum fpstore_code. (An int, not the enum, because the
+ *   size of a C enum varies and bindings need a fixed one.)
+ *   FPSTORE_NOT_FOUND is a normal answer (e.g. removing an id that is not
+ *   stored), not a failure of the store.
+ * - Its last parameter, `char** errmsg`, may be NULL. Otherwise *errmsg is
+ *   set to NULL on success and, on failure, to a NUL-terminated message
+ *   that the caller owns and frees with fpstore_free. Its previous value
+ *   is overwritten, not freed.
+ * - A NULL handle or a NULL out-parameter gives FPSTORE_INVALID_ARGUMENT.
+ *   Byte strings (text, metadata) are a pointer and a length, so they may
+ *   hold NUL bytes; a NULL pointer with length 0 is the empty string.
+ * - Out-parameters are written only on success.
+ * - No C++ exception leaves these functions. Running out of memory inside
+ *   one is reported as FPSTORE_IO_ERROR.
+ *
+ * Thread safety: an fpstore_t may be used from any number of threads at
+ * once, like Store. An fpstore_options_t is not thread-safe. An
+ * fpstore_matches_t is immutable once returned.
+ *
+ * Versions: fpstore_version() returns the library's version; version.h,
+ * which is valid C, has the headers' FPSTORE_VERSION_* macros. */
+
+#ifndef FPSTORE_C_H_
+#define FPSTORE_C_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The Status codes of status.h, with the same values: never renumber. */
+enum fpstore_code {
+  FPSTORE_OK = 0,
+  FPSTORE_NOT_FOUND = 1,
+  FPSTORE_CORRUPTION = 2,
+  FPSTORE_INVALID_ARGUMENT = 3,
+  FPSTORE_IO_ERROR = 4,
+  FPSTORE_BUSY = 5,
+  FPSTORE_NOT_SUPPORTED = 6
+};
+
+/* Durability (options.h), with the same values: never renumber. */
+enum {
+  FPSTORE_DURABILITY_SYNC = 0,
+  FPSTORE_DURABILITY_GROUP_COMMIT = 1,
+  FPSTORE_DURABILITY_NO_SYNC = 2
+};
+
+/* InsertPolicy (store.h) for fpstore_check_and_insert: never renumber. */
+enum {
+  FPSTORE_INSERT_ALWAYS = 0,      /* insert the document in any case */
+  FPSTORE_INSERT_IF_NO_MATCH = 1  /* insert it only if nothing is within k */
+};
+
+typedef struct fpstore_t fpstore_t;
+typedef struct fpstore_options_t fpstore_options_t;
+typedef struct fpstore_matches_t fpstore_matches_t;
+
+/* The library's version, "MAJOR.MINOR.PATCH"; static storage. */
+const char* fpstore_version(void);
+
+/* Frees a message returned through errmsg. NULL is ignored. */
+void fpstore_free(void* ptr);
+
+/* ---- Options: StoreOptions of options.h ---- */
+
+/* New options with StoreOptions' defaults: create_if_missing, read-write,
+ * the default plan (6 blocks, distance 3) for a new store and the store's
+ * own plan for an existing one, group commit. NULL if out of memory. */
+fpstore_options_t* fpstore_options_create(void);
+void fpstore_options_destroy(fpstore_options_t* options); /* NULL is ignored */
+
+/* Non-zero `value` means true. */
+void fpstore_options_set_create_if_missing(fpstore_options_t* options, int value);
+void fpstore_options_set_read_only(fpstore_options_t* options, int value);
+
+/* The plan: `blocks` m and `distance` k. Used when creating a store; on an
+ * existing store a value other than its own makes fpstore_open fail with
+ * FPSTORE_INVALID_ARGUMENT. Out-of-range values fail at fpstore_open. */
+void fpstore_options_set_blocks(fpstore_options_t* options, int blocks);
+void fpstore_options_set_distance(fpstore_options_t* options, int distance);
+
+/* One of FPSTORE_DURABILITY_*; another value fails at fpstore_open. */
+void fpstore_options_set_durability(fpstore_options_t* options, int durability);
+
+/* ---- The store ---- */
+
+/* Opens the store at `path` (NUL-terminated) and sets *store to a new
+ * handle, which the caller closes with fpstore_close. `options` may be NULL
+ * for the defaults, and is not needed after the call. Errors as
+ * Store::Open: e.g. FPSTORE_INVALID_ARGUMENT when `path` holds no store and
+ * create_if_missing is off, FPSTORE_BUSY when another writer has it open. */
+int fpstore_open(const char* path, const fpstore_options_t* options,
+                          fpstore_t** store, char** errmsg);
+
+/* Flushes, closes and frees the handle, whatever the result; `store` must
+ * not be used afterwards. NULL is ignored (FPSTORE_OK). */
+int fpstore_close(fpstore_t* store, char** errmsg);
+
+/* The fingerprint of a UTF-8 text under the store's fingerprint options.
+ * FPSTORE_INVALID_ARGUMENT for invalid UTF-8. */
+int fpstore_fingerprint(const fpstore_t* store, const char* text, size_t text_len,
+                                 uint64_t* fingerprint, char** errmsg);
+
+/* Inserts or replaces document `id` with `fingerprint` and `metadata`
+ * (opaque bytes kept beside it, e.g. its URL), atomically across tables.
+ * FPSTORE_NOT_SUPPORTED on a read-only store. */
+int fpstore_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint,
+                            const char* metadata, size_t metadata_len, char** errmsg);
+
+/* fpstore_insert with the fingerprint of a UTF-8 text. */
+int fpstore_insert_text(fpstore_t* store, uint64_t id, const char* text,
+                                 size_t text_len, const char* metadata, size_t metadata_len,
+                                 char** errmsg);
+
+/* Removes document `id`; FPSTORE_NOT_FOUND if it is not stored. */
+int fpstore_remove(fpstore_t* store, uint64_t id, char** errmsg);
+
+/* Sets *matches to every stored document within Hamming distance k of
+ * `fingerprint`, nearest first (ties by id); the caller frees it with
+ * fpstore_matches_destroy. FPSTORE_INVALID_ARGUMENT unless
+ * 0 <= k <= the store's distance. */
+int fpstore_query(const fpstore_t* store, uint64_t fingerprint, int k,
+                           fpstore_matches_t** matches, char** errmsg);
+
+/* fpstore_query with the fingerprint of a UTF-8 text. */
+int fpstore_query_text(const fpstore_t* store, const char* text, size_t text_len,
+                                int k, fpstore_matches_t** matches, char** errmsg);
+
+/* The crawler's call (Store::CheckAndInsert): sets *matches to the
+ * documents already stored within the store's distance of `fingerprint`
+ * (the document itself excluded), nearest first, and inserts the document
+ * as `policy` (FPSTORE_INSERT_*) says; *inserted is set to 1 if it was
+ * inserted, 0 if not. Check and insert are atomic with respect to other
+ * such calls. The caller frees *matches with fpstore_matches_destroy. */
+int fpstore_check_and_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint,
+                                      const char* metadata, size_t metadata_len, int policy,
+                                      fpstore_matches_t** matches, int* inserted,
+                                      char** errmsg);
+
+/* ---- Matches: the answer of a query, a list of stored documents ---- */
+
+/* The number of matches; 0 for NULL. */
+size_t fpstore_matches_count(const fpstore_matches_t* matches);
+
+/* Match `i`'s fields. REQUIRES: i < fpstore_matches_count(matches). */
+uint64_t fpstore_matches_id(const fpstore_matches_t* matches, size_t i);
+uint64_t fpstore_matches_fingerprint(const fpstore_matches_t* matches, size_t i);
+int fpstore_matches_distance(const fpstore_matches_t* matches, size_t i);
+
+/* Match `i`'s metadata: *len bytes (len may be NULL), NUL-terminated, owned
+ * by `matches`. REQUIRES: i < fpstore_matches_count(matches). */
+const char* fpstore_matches_metadata(const fpstore_matches_t* matches, size_t i, size_t* len);
+
+void fpstore_matches_destroy(fpstore_matches_t* matches); /* NULL is ignored */
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FPSTORE_C_H_ */

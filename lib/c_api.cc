@@ -1,0 +1,259 @@
+// The C API (include/fpstore/c.h): opaque handles over Store, Status codes
+// as ints, messages as malloc'd strings.
+
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "fpstore/c.h"
+#include "fpstore/store.h"
+#include "fpstore/version.h"
+
+struct fpstore_t {
+  std::unique_ptr<fpstore::Store> store;
+};
+
+struct fpstore_options_t {
+  fpstore::StoreOptions options;
+};
+
+struct fpstore_matches_t {
+  std::vector<fpstore::Match> matches;
+};
+
+namespace {
+
+using fpstore::Fingerprint;
+using fpstore::Result;
+using fpstore::Status;
+
+// c.h spells these values out for C; they must stay equal.
+static_assert(FPSTORE_OK == static_cast<int>(Status::Code::kOk));
+static_assert(FPSTORE_NOT_FOUND == static_cast<int>(Status::Code::kNotFound));
+static_assert(FPSTORE_CORRUPTION == static_cast<int>(Status::Code::kCorruption));
+static_assert(FPSTORE_INVALID_ARGUMENT == static_cast<int>(Status::Code::kInvalidArgument));
+static_assert(FPSTORE_IO_ERROR == static_cast<int>(Status::Code::kIOError));
+static_assert(FPSTORE_BUSY == static_cast<int>(Status::Code::kBusy));
+static_assert(FPSTORE_NOT_SUPPORTED == static_cast<int>(Status::Code::kNotSupported));
+static_assert(FPSTORE_DURABILITY_SYNC == static_cast<int>(fpstore::Durability::kSync));
+static_assert(FPSTORE_DURABILITY_GROUP_COMMIT ==
+              static_cast<int>(fpstore::Durability::kGroupCommit));
+static_assert(FPSTORE_DURABILITY_NO_SYNC == static_cast<int>(fpstore::Durability::kNoSync));
+
+// Sets *errmsg (if wanted) and returns `code`. Allocates with malloc only,
+// so it cannot throw: it is what reports exceptions too.
+int Report(int code, std::string_view message, char** errmsg) noexcept {
+  if (errmsg == nullptr) return code;
+  *errmsg = nullptr;
+  if (code == FPSTORE_OK) return code;
+  if (char* copy = static_cast<char*>(std::malloc(message.size() + 1))) {
+    std::memcpy(copy, message.data(), message.size());
+    copy[message.size()] = '\0';
+    *errmsg = copy;
+  }
+  return code;
+}
+
+// Runs `body`, which returns a Status, and reports its result; an
+// exception (in practice std::bad_alloc) must not unwind into C.
+template <typename Body>
+int Guard(char** errmsg, Body&& body) noexcept {
+  try {
+    const Status status = body();
+    return Report(static_cast<int>(status.code()), status.ToString(), errmsg);
+  } catch (const std::exception& e) {
+    return Report(FPSTORE_IO_ERROR, e.what(), errmsg);
+  } catch (...) {
+    return Report(FPSTORE_IO_ERROR, "unknown C++ exception", errmsg);
+  }
+}
+
+Status Null(std::string_view what) {
+  return Status::InvalidArgument(std::string(what) + " is NULL");
+}
+
+// The bytes [data, data + len); NULL is allowed for the empty string.
+Result<std::string_view> Bytes(const char* data, std::size_t len, std::string_view what) {
+  if (data == nullptr && len != 0) return Null(what);
+  return len == 0 ? std::string_view() : std::string_view(data, len);
+}
+
+Result<Fingerprint> FingerprintOf(const fpstore_t* store, const char* text, std::size_t len) {
+  if (store == nullptr) return Null("store");
+  Result<std::string_view> utf8 = Bytes(text, len, "text");
+  if (!utf8.ok()) return utf8.status();
+  return store->store->fingerprinter().FromText(*utf8);
+}
+
+// Hands a query's answer to the caller as a new fpstore_matches_t.
+Status SetMatches(Result<std::vector<fpstore::Match>> found, fpstore_matches_t** matches) {
+  if (!found.ok()) return found.status();
+  *matches = new fpstore_matches_t{std::move(*found)};
+  return Status::OK();
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* fpstore_version(void) { return FPSTORE_VERSION_STRING; }
+
+void fpstore_free(void* ptr) { std::free(ptr); }
+
+fpstore_options_t* fpstore_options_create(void) { return new (std::nothrow) fpstore_options_t; }
+
+void fpstore_options_destroy(fpstore_options_t* options) { delete options; }
+
+void fpstore_options_set_create_if_missing(fpstore_options_t* options, int value) {
+  options->options.create_if_missing = value != 0;
+}
+
+void fpstore_options_set_read_only(fpstore_options_t* options, int value) {
+  options->options.read_only = value != 0;
+}
+
+void fpstore_options_set_blocks(fpstore_options_t* options, int blocks) {
+  options->options.blocks = blocks;
+}
+
+void fpstore_options_set_distance(fpstore_options_t* options, int distance) {
+  options->options.distance = distance;
+}
+
+void fpstore_options_set_durability(fpstore_options_t* options, int durability) {
+  // Durability's underlying type is int, so any value converts; fpstore_open
+  // rejects those that name no enumerator.
+  options->options.durability = static_cast<fpstore::Durability>(durability);
+}
+
+int fpstore_open(const char* path, const fpstore_options_t* options, fpstore_t** store,
+                 char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    if (path == nullptr) return Null("path");
+    if (store == nullptr) return Null("store");
+    const fpstore::StoreOptions defaults;
+    const fpstore::StoreOptions& chosen = options != nullptr ? options->options : defaults;
+    const int durability = static_cast<int>(chosen.durability);
+    if (durability < FPSTORE_DURABILITY_SYNC || durability > FPSTORE_DURABILITY_NO_SYNC) {
+      return Status::InvalidArgument("durability " + std::to_string(durability) +
+                                     " is none of FPSTORE_DURABILITY_*");
+    }
+    Result<std::unique_ptr<fpstore::Store>> opened = fpstore::Store::Open(path, chosen);
+    if (!opened.ok()) return opened.status();
+    *store = new fpstore_t{std::move(*opened)};
+    return Status::OK();
+  });
+}
+
+int fpstore_close(fpstore_t* store, char** errmsg) {
+  const std::unique_ptr<fpstore_t> owned(store);
+  return Guard(errmsg, [&] { return owned ? owned->store->Close() : Status::OK(); });
+}
+
+int fpstore_fingerprint(const fpstore_t* store, const char* text, size_t text_len,
+                        uint64_t* fingerprint, char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    if (fingerprint == nullptr) return Null("fingerprint");
+    Result<Fingerprint> fp = FingerprintOf(store, text, text_len);
+    if (!fp.ok()) return fp.status();
+    *fingerprint = *fp;
+    return Status::OK();
+  });
+}
+
+int fpstore_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint, const char* metadata,
+                   size_t metadata_len, char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    if (store == nullptr) return Null("store");
+    Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
+    if (!meta.ok()) return meta.status();
+    return store->store->Insert(id, fingerprint, *meta);
+  });
+}
+
+int fpstore_insert_text(fpstore_t* store, uint64_t id, const char* text, size_t text_len,
+                        const char* metadata, size_t metadata_len, char** errmsg) {
+  uint64_t fingerprint = 0;
+  const int code = fpstore_fingerprint(store, text, text_len, &fingerprint, errmsg);
+  if (code != FPSTORE_OK) return code;
+  return fpstore_insert(store, id, fingerprint, metadata, metadata_len, errmsg);
+}
+
+int fpstore_remove(fpstore_t* store, uint64_t id, char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    if (store == nullptr) return Null("store");
+    return store->store->Remove(id);
+  });
+}
+
+int fpstore_query(const fpstore_t* store, uint64_t fingerprint, int k, fpstore_matches_t** matches,
+                  char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    if (store == nullptr) return Null("store");
+    if (matches == nullptr) return Null("matches");
+    return SetMatches(store->store->Query(fingerprint, k), matches);
+  });
+}
+
+int fpstore_query_text(const fpstore_t* store, const char* text, size_t text_len, int k,
+                       fpstore_matches_t** matches, char** errmsg) {
+  uint64_t fingerprint = 0;
+  const int code = fpstore_fingerprint(store, text, text_len, &fingerprint, errmsg);
+  if (code != FPSTORE_OK) return code;
+  return fpstore_query(store, fingerprint, k, matches, errmsg);
+}
+
+int fpstore_check_and_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint,
+                             const char* metadata, size_t metadata_len, int policy,
+                             fpstore_matches_t** matches, int* inserted, char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    if (store == nullptr) return Null("store");
+    if (matches == nullptr) return Null("matches");
+    if (inserted == nullptr) return Null("inserted");
+    if (policy != FPSTORE_INSERT_ALWAYS && policy != FPSTORE_INSERT_IF_NO_MATCH) {
+      return Status::InvalidArgument("policy " + std::to_string(policy) +
+                                     " is none of FPSTORE_INSERT_*");
+    }
+    Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
+    if (!meta.ok()) return meta.status();
+    Result<fpstore::CheckResult> checked = store->store->CheckAndInsert(
+        id, fingerprint, *meta,
+        policy == FPSTORE_INSERT_ALWAYS ? fpstore::InsertPolicy::kAlways
+                                        : fpstore::InsertPolicy::kIfNoMatch);
+    if (!checked.ok()) return checked.status();
+    *matches = new fpstore_matches_t{std::move(checked->matches)};
+    *inserted = checked->inserted ? 1 : 0;
+    return Status::OK();
+  });
+}
+
+size_t fpstore_matches_count(const fpstore_matches_t* matches) {
+  return matches != nullptr ? matches->matches.size() : 0;
+}
+
+uint64_t fpstore_matches_id(const fpstore_matches_t* matches, size_t i) {
+  return matches->matches[i].id;
+}
+
+uint64_t fpstore_matches_fingerprint(const fpstore_matches_t* matches, size_t i) {
+  return matches->matches[i].fingerprint;
+}
+
+int fpstore_matches_distance(const fpstore_matches_t* matches, size_t i) {
+  return matches->matches[i].distance;
+}
+
+const char* fpstore_matches_metadata(const fpstore_matches_t* matches, size_t i, size_t* len) {
+  const std::string& metadata = matches->matches[i].metadata;
+  if (len != nullptr) *len = metadata.size();
+  return metadata.c_str();
+}
+
+void fpstore_matches_destroy(fpstore_matches_t* matches) { delete matches; }
+
+}  // extern "C"

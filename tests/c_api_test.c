@@ -1,0 +1,246 @@
+/* The C API (include/fpstore/c.h) from a C11 program, as a C user or a
+ * binding sees it: codes, messages, handles and who frees what. Under the
+ * sanitizer build LeakSanitizer also checks that each handle and message
+ * the API hands out is freed by its documented function. */
+
+#define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fpstore/c.h"
+#include "fpstore/version.h"
+
+static int failures = 0;
+
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      ++failures;                                                              \
+    }                                                                          \
+  } while (0)
+
+/* Checks that `call`, which passes `&errmsg` (a variable this macro
+ * declares), returned `code` and, for an error, a message that contains
+ * `needle`; frees the message. */
+#define CHECK_CODE(call, code, needle)                                                         \
+  do {                                                                                         \
+    char* errmsg = NULL;                                                                       \
+    const int got_ = (call);                                                                   \
+    if (got_ != (code)) {                                                                      \
+      fprintf(stderr, "%s:%d: %s returned %d (%s), expected %d\n", __FILE__, __LINE__, #call,  \
+              got_, errmsg ? errmsg : "no message", (code));                                   \
+      ++failures;                                                                              \
+    } else if ((code) != FPSTORE_OK && (errmsg == NULL || strstr(errmsg, (needle)) == NULL)) { \
+      fprintf(stderr, "%s:%d: %s: message \"%s\" lacks \"%s\"\n", __FILE__, __LINE__, #call,   \
+              errmsg ? errmsg : "(null)", (needle));                                           \
+      ++failures;                                                                              \
+    }                                                                                          \
+    fpstore_free(errmsg);                                                                      \
+  } while (0)
+
+#define CHECK_OK(call) CHECK_CODE(call, FPSTORE_OK, "")
+
+static const char kText[] =
+    "The quick brown fox jumps over the lazy dog while the cat sleeps on the warm "
+    "windowsill and the birds sing in the old oak tree behind the house.";
+static const char kOther[] =
+    "Permission is hereby granted, free of charge, to any person obtaining a copy of "
+    "this software and associated documentation files, to deal in the software.";
+
+static int RemoveEntry(const char* path, const struct stat* sb, int flag, struct FTW* ftw) {
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
+static fpstore_options_t* Options(int create, int read_only) {
+  fpstore_options_t* options = fpstore_options_create();
+  fpstore_options_set_create_if_missing(options, create);
+  fpstore_options_set_read_only(options, read_only);
+  fpstore_options_set_durability(options, FPSTORE_DURABILITY_NO_SYNC);
+  return options;
+}
+
+/* Opens the store at `path`, counting a failure as a failed check. */
+static fpstore_t* MustOpen(const char* path, int create, int read_only) {
+  fpstore_options_t* options = Options(create, read_only);
+  fpstore_t* store = NULL;
+  CHECK_OK(fpstore_open(path, options, &store, &errmsg));
+  fpstore_options_destroy(options);
+  return store;
+}
+
+static void TestVersion(void) { CHECK(strcmp(fpstore_version(), FPSTORE_VERSION_STRING) == 0); }
+
+static void TestBadArguments(const char* dir) {
+  fpstore_t* store = NULL;
+  CHECK_CODE(fpstore_open(NULL, NULL, &store, &errmsg), FPSTORE_INVALID_ARGUMENT, "path is NULL");
+  CHECK_CODE(fpstore_open(dir, NULL, NULL, &errmsg), FPSTORE_INVALID_ARGUMENT, "store is NULL");
+  CHECK(store == NULL);
+  CHECK_CODE(fpstore_insert(NULL, 1, 0, NULL, 0, &errmsg), FPSTORE_INVALID_ARGUMENT,
+             "store is NULL");
+
+  fpstore_options_t* options = Options(1, 0);
+  fpstore_options_set_durability(options, 7);
+  CHECK_CODE(fpstore_open(dir, options, &store, &errmsg), FPSTORE_INVALID_ARGUMENT, "durability 7");
+  fpstore_options_set_durability(options, FPSTORE_DURABILITY_NO_SYNC);
+  fpstore_options_set_blocks(options, 3); /* blocks must exceed the distance */
+  CHECK_CODE(fpstore_open(dir, options, &store, &errmsg), FPSTORE_INVALID_ARGUMENT, "blocks");
+  fpstore_options_destroy(options);
+  CHECK(store == NULL);
+
+  /* errmsg is optional; closing NULL is a no-op. */
+  CHECK(fpstore_open(NULL, NULL, &store, NULL) == FPSTORE_INVALID_ARGUMENT);
+  CHECK(fpstore_close(NULL, NULL) == FPSTORE_OK);
+}
+
+static void TestMissingStore(const char* dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/missing", dir);
+  fpstore_options_t* options = Options(0, 0);
+  fpstore_t* store = NULL;
+  CHECK_CODE(fpstore_open(path, options, &store, &errmsg), FPSTORE_NOT_FOUND, "no store at");
+  CHECK(store == NULL);
+  fpstore_options_destroy(options);
+}
+
+/* Creates a store at `path` and exercises every call; leaves ids 1, 3 and
+ * 4 stored. */
+static void TestReadWrite(const char* path) {
+  fpstore_t* store = MustOpen(path, 1, 0);
+  if (store == NULL) return;
+
+  /* A second writer is refused while the first is open. */
+  fpstore_t* second = NULL;
+  CHECK_CODE(fpstore_open(path, NULL, &second, &errmsg), FPSTORE_BUSY, "");
+
+  uint64_t fp = 0;
+  CHECK_OK(fpstore_fingerprint(store, kText, strlen(kText), &fp, &errmsg));
+  CHECK(fp != 0);
+  CHECK_CODE(fpstore_fingerprint(store, "\xff\xfe", 2, &fp, &errmsg), FPSTORE_INVALID_ARGUMENT,
+             "UTF-8");
+
+  /* A success sets *errmsg to NULL. */
+  char sentinel = 0;
+  char* err = &sentinel;
+  CHECK(fpstore_insert_text(store, 1, kText, strlen(kText), "url-1", 5, &err) == FPSTORE_OK);
+  CHECK(err == NULL);
+  /* Id 2 is one bit away; its metadata holds a NUL byte. */
+  CHECK_OK(fpstore_insert(store, 2, fp ^ 1, "a\0b", 3, &errmsg));
+
+  fpstore_matches_t* matches = NULL;
+  CHECK_OK(fpstore_query_text(store, kText, strlen(kText), 3, &matches, &errmsg));
+  CHECK(fpstore_matches_count(matches) == 2);
+  if (fpstore_matches_count(matches) == 2) {
+    size_t len = 0;
+    CHECK(fpstore_matches_id(matches, 0) == 1);
+    CHECK(fpstore_matches_fingerprint(matches, 0) == fp);
+    CHECK(fpstore_matches_distance(matches, 0) == 0);
+    CHECK(strcmp(fpstore_matches_metadata(matches, 0, &len), "url-1") == 0 && len == 5);
+    CHECK(fpstore_matches_id(matches, 1) == 2);
+    CHECK(fpstore_matches_distance(matches, 1) == 1);
+    CHECK(memcmp(fpstore_matches_metadata(matches, 1, &len), "a\0b", 3) == 0 && len == 3);
+  }
+  fpstore_matches_destroy(matches);
+
+  matches = NULL;
+  CHECK_OK(fpstore_query(store, fp, 0, &matches, &errmsg));
+  CHECK(fpstore_matches_count(matches) == 1);
+  fpstore_matches_destroy(matches);
+  CHECK_CODE(fpstore_query(store, fp, 4, &matches, &errmsg), FPSTORE_INVALID_ARGUMENT, "");
+  CHECK_CODE(fpstore_query(store, fp, 3, NULL, &errmsg), FPSTORE_INVALID_ARGUMENT,
+             "matches is NULL");
+
+  /* The crawler's call: a near-duplicate is reported and, by default,
+   * inserted too. */
+  int inserted = -1;
+  matches = NULL;
+  CHECK_OK(fpstore_check_and_insert(store, 3, fp ^ 3, NULL, 0, FPSTORE_INSERT_ALWAYS, &matches,
+                                    &inserted, &errmsg));
+  CHECK(inserted == 1);
+  CHECK(fpstore_matches_count(matches) == 2);
+  fpstore_matches_destroy(matches);
+
+  /* Something new goes in under either policy... */
+  uint64_t other = 0;
+  CHECK_OK(fpstore_fingerprint(store, kOther, strlen(kOther), &other, &errmsg));
+  matches = NULL;
+  CHECK_OK(fpstore_check_and_insert(store, 4, other, "url-4", 5, FPSTORE_INSERT_IF_NO_MATCH,
+                                    &matches, &inserted, &errmsg));
+  CHECK(inserted == 1);
+  CHECK(fpstore_matches_count(matches) == 0);
+  fpstore_matches_destroy(matches);
+
+  /* ...a duplicate does not under FPSTORE_INSERT_IF_NO_MATCH. */
+  matches = NULL;
+  CHECK_OK(fpstore_check_and_insert(store, 5, fp, NULL, 0, FPSTORE_INSERT_IF_NO_MATCH, &matches,
+                                    &inserted, &errmsg));
+  CHECK(inserted == 0);
+  CHECK(fpstore_matches_count(matches) == 3);
+  fpstore_matches_destroy(matches);
+  CHECK_CODE(fpstore_check_and_insert(store, 5, fp, NULL, 0, 9, &matches, &inserted, &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "policy 9");
+
+  CHECK_OK(fpstore_remove(store, 2, &errmsg));
+  CHECK_CODE(fpstore_remove(store, 2, &errmsg), FPSTORE_NOT_FOUND, "");
+  CHECK_CODE(fpstore_remove(store, 5, &errmsg), FPSTORE_NOT_FOUND, "");
+
+  CHECK_OK(fpstore_close(store, &errmsg));
+}
+
+/* Reopens what TestReadWrite left, read-only. */
+static void TestReadOnly(const char* path) {
+  fpstore_t* store = MustOpen(path, 0, 1);
+  if (store == NULL) return;
+
+  fpstore_matches_t* matches = NULL;
+  CHECK_OK(fpstore_query_text(store, kText, strlen(kText), 3, &matches, &errmsg));
+  CHECK(fpstore_matches_count(matches) == 2); /* ids 1 and 3; 2 was removed */
+  if (fpstore_matches_count(matches) == 2) {
+    CHECK(fpstore_matches_id(matches, 0) == 1);
+    CHECK(fpstore_matches_id(matches, 1) == 3);
+  }
+  fpstore_matches_destroy(matches);
+
+  CHECK_CODE(fpstore_insert_text(store, 6, kText, strlen(kText), NULL, 0, &errmsg),
+             FPSTORE_NOT_SUPPORTED, "");
+  CHECK_CODE(fpstore_remove(store, 1, &errmsg), FPSTORE_NOT_SUPPORTED, "");
+  CHECK_OK(fpstore_close(store, &errmsg));
+
+  /* The plan is the store's: asking for another one fails. */
+  fpstore_options_t* options = Options(0, 1);
+  fpstore_options_set_blocks(options, 5);
+  CHECK_CODE(fpstore_open(path, options, &store, &errmsg), FPSTORE_INVALID_ARGUMENT, "");
+  fpstore_options_destroy(options);
+}
+
+int main(void) {
+  const char* tmp = getenv("TMPDIR");
+  char dir[2048];
+  snprintf(dir, sizeof dir, "%s/fpstore-c-api-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (mkdtemp(dir) == NULL) {
+    perror("mkdtemp");
+    return 1;
+  }
+  char path[4096];
+  snprintf(path, sizeof path, "%s/store", dir);
+
+  TestVersion();
+  TestBadArguments(path);
+  TestMissingStore(dir);
+  TestReadWrite(path);
+  TestReadOnly(path);
+
+  nftw(dir, RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+  if (failures != 0) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("c_api_test: all checks passed\n");
+  return 0;
+}
