@@ -55,16 +55,35 @@ std::mutex& StoreImpl::StripeFor(DocumentId id) const {
 }
 
 Result<std::optional<Fingerprint>> StoreImpl::CurrentFingerprint(DocumentId id) const {
-  std::string value;
-  const DocumentKey key = EncodeDocumentKey(id);
-  rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), documents_family(), AsSlice(key), &value);
-  if (rs.IsNotFound()) return std::optional<Fingerprint>();
-  if (!rs.ok()) return FromRocks(rs, "reading document " + std::to_string(id));
-  Fingerprint fp;
-  if (!DecodeDocumentValue(value, &fp, nullptr)) {
-    return Status::Corruption("document " + std::to_string(id) + " has a malformed record");
+  Result<std::vector<std::optional<Fingerprint>>> one = CurrentFingerprints(std::span(&id, 1));
+  if (!one.ok()) return one.status();
+  return (*one)[0];
+}
+
+Result<std::vector<std::optional<Fingerprint>>> StoreImpl::CurrentFingerprints(
+    std::span<const DocumentId> ids) const {
+  std::vector<DocumentKey> keys;
+  keys.reserve(ids.size());
+  for (DocumentId id : ids) keys.push_back(EncodeDocumentKey(id));
+  std::vector<rocksdb::Slice> slices;
+  slices.reserve(ids.size());
+  for (const DocumentKey& key : keys) slices.push_back(AsSlice(key));
+  std::vector<rocksdb::PinnableSlice> values(ids.size());
+  std::vector<rocksdb::Status> statuses(ids.size());
+  // One batched lookup: RocksDB then reads each block once for all its keys.
+  db_->MultiGet(rocksdb::ReadOptions(), documents_family(), slices.size(), slices.data(),
+                values.data(), statuses.data(), /*sorted_input=*/true);
+  std::vector<std::optional<Fingerprint>> fingerprints(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (statuses[i].IsNotFound()) continue;
+    if (!statuses[i].ok()) return FromRocks(statuses[i], "reading document " + std::to_string(ids[i]));
+    Fingerprint fp;
+    if (!DecodeDocumentValue(values[i].ToStringView(), &fp, nullptr)) {
+      return Status::Corruption("document " + std::to_string(ids[i]) + " has a malformed record");
+    }
+    fingerprints[i] = fp;
   }
-  return std::optional<Fingerprint>(fp);
+  return fingerprints;
 }
 
 int StoreImpl::StageInserts(rocksdb::WriteBatch& batch,
@@ -113,12 +132,20 @@ void StageCountChange(rocksdb::WriteBatch& batch, rocksdb::ColumnFamilyHandle* m
 
 }  // namespace
 
-Status StoreImpl::Commit(rocksdb::WriteBatch& batch) {
-  rocksdb::WriteOptions wo;
-  wo.sync = options_.durability == Durability::kSync;
-  if (Status s = FromRocks(db_->Write(wo, &batch), "writing to " + path_); !s.ok()) return s;
-  if (options_.durability != Durability::kGroupCommit) return Status::OK();
-  return group_commit_.WaitDurable(group_commit_.Written());
+Status StoreImpl::WriteUnsynced(rocksdb::WriteBatch& batch) {
+  return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "writing to " + path_);
+}
+
+Status StoreImpl::MakeDurable() {
+  switch (options_.durability) {
+    case Durability::kSync:
+      return FromRocks(db_->SyncWAL(), "syncing " + path_);
+    case Durability::kGroupCommit:
+      return group_commit_.WaitDurable(group_commit_.Written());
+    case Durability::kNoSync:
+      break;
+  }
+  return Status::OK();
 }
 
 Status StoreImpl::Insert(DocumentId id, Fingerprint fingerprint, std::string_view metadata) {
@@ -129,33 +156,39 @@ Status StoreImpl::Insert(DocumentId id, Fingerprint fingerprint, std::string_vie
 Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
   if (Status s = CheckWritable(); !s.ok()) return s;
   if (docs.empty()) return Status::OK();
-  std::shared_lock shared(ingest_mu_);
-  // Take every stripe involved, in address order so that batches cannot
-  // deadlock each other.
-  std::set<std::mutex*> stripes;
-  for (const NewDocument& d : docs) stripes.insert(&StripeFor(d.id));
-  std::vector<std::unique_lock<std::mutex>> locks;
-  for (std::mutex* m : stripes) locks.emplace_back(*m);
+  {
+    std::shared_lock shared(ingest_mu_);
+    // Take every stripe involved, in address order so that batches cannot
+    // deadlock each other.
+    std::set<std::mutex*> stripes;
+    for (const NewDocument& d : docs) stripes.insert(&StripeFor(d.id));
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (std::mutex* m : stripes) locks.emplace_back(*m);
 
-  // The last occurrence of an id wins; the ones before it are dropped.
-  std::map<DocumentId, const NewDocument*> latest;
-  for (const NewDocument& d : docs) latest[d.id] = &d;
-  std::vector<PendingInsert> inserts;
-  inserts.reserve(latest.size());
-  for (const auto& [id, doc] : latest) {
-    Result<std::optional<Fingerprint>> old = CurrentFingerprint(id);
+    // The last occurrence of an id wins; the ones before it are dropped.
+    std::map<DocumentId, const NewDocument*> latest;
+    for (const NewDocument& d : docs) latest[d.id] = &d;
+    std::vector<DocumentId> ids;
+    ids.reserve(latest.size());
+    for (const auto& [id, doc] : latest) ids.push_back(id);
+    Result<std::vector<std::optional<Fingerprint>>> old = CurrentFingerprints(ids);
     if (!old.ok()) return old.status();
-    inserts.push_back({doc, *old});
+    std::vector<PendingInsert> inserts;
+    inserts.reserve(latest.size());
+    std::size_t i = 0;
+    for (const auto& [id, doc] : latest) inserts.push_back({doc, (*old)[i++]});
+    rocksdb::WriteBatch batch;
+    StageCountChange(batch, meta(), StageInserts(batch, inserts));
+    if (Status s = WriteUnsynced(batch); !s.ok()) return s;
   }
-  rocksdb::WriteBatch batch;
-  StageCountChange(batch, meta(), StageInserts(batch, inserts));
-  return Commit(batch);
+  // Durable outside the locks, so that other writers can join the fsync.
+  return MakeDurable();
 }
 
 Status StoreImpl::Remove(DocumentId id) {
   if (Status s = CheckWritable(); !s.ok()) return s;
   std::shared_lock shared(ingest_mu_);
-  std::lock_guard lock(StripeFor(id));
+  std::unique_lock lock(StripeFor(id));
   Result<std::optional<Fingerprint>> old = CurrentFingerprint(id);
   if (!old.ok()) return old.status();
   if (!*old) return Status::NotFound("document " + std::to_string(id));
@@ -167,7 +200,10 @@ Status StoreImpl::Remove(DocumentId id) {
     batch.Delete(table(t), AsSlice(codec.Encode(perm.Apply(**old), id))).PermitUncheckedError();
   }
   StageCountChange(batch, meta(), -1);
-  return Commit(batch);
+  if (Status s = WriteUnsynced(batch); !s.ok()) return s;
+  lock.unlock();
+  shared.unlock();
+  return MakeDurable();
 }
 
 Result<Document> StoreImpl::Get(DocumentId id) const {
@@ -342,21 +378,14 @@ Result<CheckResult> StoreImpl::CheckAndInsert(DocumentId id, Fingerprint fingerp
       // Written unsynced while the lock is held, so that the next
       // CheckAndInsert already sees it; made durable below, outside the
       // lock, where concurrent callers can share the fsync.
-      rocksdb::WriteOptions wo;
-      if (Status s = FromRocks(db_->Write(wo, &batch), "writing to " + path_); !s.ok()) return s;
+      if (Status s = WriteUnsynced(batch); !s.ok()) return s;
       result.inserted = true;
     }
   }
   // Durable before answering even when nothing was written: the matches may
   // be another caller's writes that are not synced yet, and a crawler must
   // not drop a page as the duplicate of one a power loss could take back.
-  Status durable;
-  if (options_.durability == Durability::kSync) {
-    durable = FromRocks(db_->SyncWAL(), "syncing " + path_);
-  } else if (options_.durability == Durability::kGroupCommit) {
-    durable = group_commit_.WaitDurable(group_commit_.Written());
-  }
-  if (!durable.ok()) return durable;
+  if (Status s = MakeDurable(); !s.ok()) return s;
   return result;
 }
 

@@ -92,9 +92,18 @@ class StoreImpl final : public Store {
 
   // The fingerprint document `id` has now, or nullopt; reads the latest state.
   Result<std::optional<Fingerprint>> CurrentFingerprint(DocumentId id) const;
+  // The same for many ids at once. REQUIRES: `ids` sorted.
+  Result<std::vector<std::optional<Fingerprint>>> CurrentFingerprints(
+      std::span<const DocumentId> ids) const;
 
-  // Writes `batch`; durable as options_.durability says when it returns.
-  Status Commit(rocksdb::WriteBatch& batch);
+  // Writes `batch` to the log and memtables without waiting for the disk.
+  // Other writers may see it at once; it is in the log before anything they
+  // write after seeing it, so a later sync covers it too.
+  Status WriteUnsynced(rocksdb::WriteBatch& batch);
+  // Waits until everything written so far is as durable as
+  // options_.durability promises. Called without locks held, so that
+  // concurrent writers share fsyncs.
+  Status MakeDurable();
 
   // Finds the hits of `query` in table `t`, whose iterator `it` is at
   // snapshot; each document is found in exactly one table.
