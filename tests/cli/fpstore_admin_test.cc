@@ -214,6 +214,33 @@ TEST(AdminCreateTest, CreatesWithPlanAndOptionsThatStatsReports) {
   EXPECT_TRUE(Contains(r.out, "blocks=6 distance=3")) << r.out;
 }
 
+// The suggestion weighs probes (about 3 us each) against candidates (0.1 us)
+// within the disk budget (14 bytes per table entry, 20 per document).
+TEST(FpstoreAdminTest, CreateSuggestsThePlanThatFitsTheBudget) {
+  ToolResult r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // (4,3): 12 us + 610 candidates; (5,3): 30 us + 2 candidates; (6,3): 60 us.
+  EXPECT_TRUE(Contains(r.out, "  4       4       16")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "* 5       10      25-26")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "  (this plan)")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "suggested: --blocks 5 --distance 3\n")) << r.out;
+
+  // (5,3) takes 1.6 GB at 10^7 documents, (4,3) 0.76 GB.
+  r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--disk-budget", "1",
+             "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "suggested: --blocks 4 --distance 3\n")) << r.out;
+
+  r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--disk-budget", "0.5",
+             "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "no plan fits in 0.5 GB\n")) << r.out;
+
+  r = Admin({"create", "--db", "unused", "--disk-budget", "1", "--dry-run"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(Contains(r.err, "--disk-budget needs --expected-documents")) << r.err;
+}
+
 TEST(AdminCreateTest, DryRunCreatesNothing) {
   ScratchDir dir;
   const std::string db = (dir.path() / "store").string();

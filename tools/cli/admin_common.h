@@ -71,15 +71,18 @@ inline std::string BlockList(const TablePermutation& table) {
 }
 
 // "20 tables, prefixes of 31 to 33 bits".
-inline std::string DescribeTables(const PermutationPlan& plan) {
+// The shortest and longest prefix among the plan's tables, "30-33" or "32".
+inline std::string PrefixBitsRange(const PermutationPlan& plan, const char* between = "-") {
   int low = 64, high = 0;
   for (const TablePermutation& t : plan.tables()) {
     low = std::min(low, t.prefix_bits());
     high = std::max(high, t.prefix_bits());
   }
-  const std::string bits = low == high
-                               ? std::to_string(low) + " bits"
-                               : std::to_string(low) + " to " + std::to_string(high) + " bits";
+  return low == high ? std::to_string(low) : std::to_string(low) + between + std::to_string(high);
+}
+
+inline std::string DescribeTables(const PermutationPlan& plan) {
+  const std::string bits = PrefixBitsRange(plan, " to ") + " bits";
   return std::to_string(plan.table_count()) + (plan.table_count() == 1 ? " table" : " tables") +
          ", prefixes of " + bits;
 }
@@ -93,6 +96,26 @@ inline double ExpectedCandidates(const PermutationPlan& plan, double documents) 
     sum += std::ldexp(documents, -t.prefix_bits());
   }
   return sum;
+}
+
+// What a plan costs at a number of documents, from the per-entry figures
+// fpstore-bench measured (docs/performance.md): about 14 bytes per table
+// entry on disk plus 20 per document, about 3 us per table probed (a RocksDB
+// seek) and 0.1 us per candidate examined.
+struct PlanEstimate {
+  double candidates = 0;
+  double disk_bytes = 0;
+  double query_micros = 0;
+};
+
+inline PlanEstimate EstimatePlan(const PermutationPlan& plan, double documents) {
+  constexpr double kBytesPerEntry = 14, kBytesPerDocument = 20;
+  constexpr double kMicrosPerProbe = 3, kMicrosPerCandidate = 0.1;
+  PlanEstimate e;
+  e.candidates = ExpectedCandidates(plan, documents);
+  e.disk_bytes = documents * (kBytesPerEntry * plan.table_count() + kBytesPerDocument);
+  e.query_micros = kMicrosPerProbe * plan.table_count() + kMicrosPerCandidate * e.candidates;
+  return e;
 }
 
 inline std::string_view WeightingName(FeatureWeighting weighting) {

@@ -16,7 +16,7 @@ class CreateCommand final : public Command {
   std::vector<std::string> Synopsis() const override {
     return {
         "--db DIR [--blocks M] [--distance K] [--window N] [--weighting W] "
-        "[--expected-documents N] [--dry-run]"};
+        "[--expected-documents N [--disk-budget GB]] [--dry-run]"};
   }
   std::vector<Example> Examples() const override {
     return {
@@ -25,7 +25,10 @@ class CreateCommand final : public Command {
          "Create a store for distance 4 (70 tables) and estimate the candidates per query "
          "at 100 million documents."},
         {"--db unused --blocks 7 --distance 3 --expected-documents 1e9 --dry-run",
-         "Show a plan without creating anything."}};
+         "Show a plan without creating anything."},
+        {"--db unused --expected-documents 1e8 --disk-budget 40 --dry-run",
+         "Compare the plans for distance 3 at 100 million documents and suggest the fastest "
+         "that fits in 40 GB."}};
   }
 
   void DefineOptions(OptionTable& table) override {
@@ -35,6 +38,9 @@ class CreateCommand final : public Command {
     table.Add(kStoreGroup, "expected-documents", po::value(&expected_)->value_name("N"),
               "Also estimate how many candidates a query meets among N stored documents. "
               "e.g. --expected-documents 50000000");
+    table.Add(kStoreGroup, "disk-budget", po::value(&disk_budget_gb_)->value_name("GB"),
+              "With --expected-documents: suggest only plans whose estimated size fits in GB "
+              "gigabytes. e.g. --disk-budget 40");
     table.AddSwitch(kStoreGroup, "dry-run", &dry_run_,
                     "Print the plan and create nothing. e.g. --dry-run");
     fingerprint_.Define(table);
@@ -62,6 +68,7 @@ class CreateCommand final : public Command {
                    "candidates/query:   about %s at %s documents (random fingerprints: the sum "
                    "over the tables of N / 2^prefix bits)\n",
                    Rough(ExpectedCandidates(*plan_, expected_)).c_str(), Rough(expected_).c_str());
+      PrintPlanComparison();
     }
     return 0;
   }
@@ -78,9 +85,53 @@ class CreateCommand final : public Command {
     if (expected_given_ && !(expected_ >= 0 && std::isfinite(expected_))) {
       throw UsageError("--expected-documents: must be a number of documents, 0 or more");
     }
+    if (vm.count("disk-budget") > 0) {
+      if (!expected_given_) throw UsageError("--disk-budget needs --expected-documents");
+      if (!(disk_budget_gb_ > 0 && std::isfinite(disk_budget_gb_))) {
+        throw UsageError("--disk-budget: must be a number of gigabytes above 0");
+      }
+    }
   }
 
  private:
+  // Every plan for this distance with up to kMaxTables tables, its estimated
+  // size and query cost at the expected number of documents, and the one
+  // to choose: the cheapest query among those within the disk budget.
+  void PrintPlanComparison() const {
+    const int k = plan_->distance();
+    std::fprintf(out(), "\nplans for distance %d at %s documents (estimates, see "
+                        "docs/performance.md):\n", k, Rough(expected_).c_str());
+    std::fprintf(out(), "  %-7s %-7s %-12s %-18s %-10s %s\n", "blocks", "tables", "prefix bits",
+                 "candidates/query", "disk GB", "query us");
+    int suggested = 0;
+    double best_cost = 0;
+    std::vector<std::pair<PermutationPlan, PlanEstimate>> rows;
+    for (int m = k + 1; m <= 64; ++m) {
+      Result<PermutationPlan> plan = PermutationPlan::Create(m, k);
+      if (!plan.ok()) break;  // too many tables from here on
+      const PlanEstimate e = EstimatePlan(*plan, expected_);
+      const bool fits = disk_budget_gb_ == 0 || e.disk_bytes <= disk_budget_gb_ * 1e9;
+      if (fits && (suggested == 0 || e.query_micros < best_cost)) {
+        suggested = m;
+        best_cost = e.query_micros;
+      }
+      rows.emplace_back(*std::move(plan), e);
+    }
+    for (const auto& [plan, e] : rows) {
+      const std::string bits = PrefixBitsRange(plan);
+      std::fprintf(out(), "%s %-7d %-7zu %-12s %-18s %-10.1f %.0f%s\n",
+                   plan.blocks() == suggested ? "*" : " ", plan.blocks(), plan.table_count(),
+                   bits.c_str(), Rough(e.candidates).c_str(), e.disk_bytes / 1e9, e.query_micros,
+                   plan.blocks() == plan_->blocks() ? "  (this plan)" : "");
+    }
+    if (suggested == 0) {
+      std::fprintf(out(), "no plan fits in %s GB\n", Rough(disk_budget_gb_).c_str());
+    } else {
+      std::fprintf(out(), "suggested: --blocks %d --distance %d\n", suggested, k);
+    }
+  }
+
+  double disk_budget_gb_ = 0;
   StoreFlags store_;
   FingerprintFlags fingerprint_;
   double expected_ = 0;
