@@ -6,6 +6,6 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-  -DFPSTORE_SANITIZE=ON -DFPSTORE_WERROR=ON -DFPSTORE_BUILD_BENCH=OFF >/dev/null
+  -DFPSTORE_SANITIZE=ON -DFPSTORE_WERROR=ON >/dev/null
 cmake --build build/test -j2
 ctest --test-dir build/test --output-on-failure -j2 --timeout 600

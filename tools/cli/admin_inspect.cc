@@ -94,7 +94,7 @@ class CreateCommand final : public Command {
   }
 
  private:
-  // Every plan for this distance with up to kMaxTables tables, its estimated
+  // The plans for this distance with k+1 to k+5 blocks, each with its estimated
   // size and query cost at the expected number of documents, and the one
   // to choose: the cheapest query among those within the disk budget.
   void PrintPlanComparison() const {
@@ -106,7 +106,9 @@ class CreateCommand final : public Command {
     int suggested = 0;
     double best_cost = 0;
     std::vector<std::pair<PermutationPlan, PlanEstimate>> rows;
-    for (int m = k + 1; m <= 64; ++m) {
+    // Beyond k + 5 blocks the tables only multiply: probes cost more than the
+    // candidates they save at any size a machine holds.
+    for (int m = k + 1; m <= k + 5; ++m) {
       Result<PermutationPlan> plan = PermutationPlan::Create(m, k);
       if (!plan.ok()) break;  // too many tables from here on
       const PlanEstimate e = EstimatePlan(*plan, expected_);

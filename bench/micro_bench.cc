@@ -1,0 +1,236 @@
+// Micro-benchmarks of the hot paths, each next to a baseline measured in the
+// same run: fingerprinting against hashing the same bytes once with XXH3,
+// permuting against copying, Hamming distance against a plain XOR, and one
+// store query against a brute-force popcount scan of the same fingerprints.
+// After Google Benchmark's table, the ratios are printed: on a shared, noisy
+// machine the ratios are comparable between runs where the times are not.
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fpstore/fingerprinter.h"
+#include "fpstore/permutation.h"
+#include "fpstore/store.h"
+
+namespace {
+
+std::string EnglishCorpus() {
+  std::string all;
+  for (const char* name : {"GPL-3", "Apache-2.0", "MPL-2.0", "Artistic", "LGPL-2.1"}) {
+    std::ifstream in(std::string("/usr/share/common-licenses/") + name);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    all += ss.str();
+  }
+  return all;
+}
+
+std::string ChineseCorpus() {
+  static const char* kWords[] = {"网络", "爬虫", "网页", "内容", "重复", "检测", "算法", "指纹",
+                                 "数据", "存储", "系统", "用户", "搜索", "引擎", "文档", "相似"};
+  std::mt19937 rng(1);
+  std::string text;
+  while (text.size() < 200000) {
+    text += kWords[rng() % std::size(kWords)];
+    if (rng() % 10 == 0) text += "，";
+  }
+  return text;
+}
+
+const std::string kEnglish = EnglishCorpus();
+const std::string kChinese = ChineseCorpus();
+
+std::vector<fpstore::Fingerprint> RandomFingerprints(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<fpstore::Fingerprint> fps(n);
+  for (fpstore::Fingerprint& f : fps) f = rng();
+  return fps;
+}
+
+// ---- Fingerprinting, against one pass of XXH3 over the same bytes ----
+
+void BM_Fingerprint(benchmark::State& state, const std::string& text, int window) {
+  auto f = fpstore::Fingerprinter::Create({.window = window});
+  for (auto _ : state) benchmark::DoNotOptimize(*f->FromText(text));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
+}
+
+void BM_Xxh3(benchmark::State& state, const std::string& text) {
+  for (auto _ : state) benchmark::DoNotOptimize(XXH3_64bits(text.data(), text.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
+}
+
+BENCHMARK_CAPTURE(BM_Fingerprint, english_window1, kEnglish, 1);
+BENCHMARK_CAPTURE(BM_Fingerprint, english_window3, kEnglish, 3);
+BENCHMARK_CAPTURE(BM_Fingerprint, chinese_window1, kChinese, 1);
+BENCHMARK_CAPTURE(BM_Fingerprint, chinese_window3, kChinese, 3);
+BENCHMARK_CAPTURE(BM_Xxh3, english, kEnglish);
+BENCHMARK_CAPTURE(BM_Xxh3, chinese, kChinese);
+
+// ---- Permutation and distance, against copying and XOR ----
+
+constexpr std::size_t kBatch = 4096;
+
+void BM_PermuteAllTables(benchmark::State& state) {
+  const fpstore::PermutationPlan plan = *fpstore::PermutationPlan::Create(6, 3);
+  const std::vector<fpstore::Fingerprint> fps = RandomFingerprints(kBatch, 1);
+  for (auto _ : state) {
+    for (fpstore::Fingerprint f : fps) {
+      for (const fpstore::TablePermutation& t : plan.tables()) benchmark::DoNotOptimize(t.Apply(f));
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kBatch * plan.table_count()));
+}
+
+void BM_CopyBaseline(benchmark::State& state) {
+  const std::vector<fpstore::Fingerprint> fps = RandomFingerprints(kBatch, 1);
+  for (auto _ : state) {
+    for (fpstore::Fingerprint f : fps) {
+      for (int t = 0; t < 20; ++t) benchmark::DoNotOptimize(f);
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kBatch * 20));
+}
+
+void BM_HammingDistance(benchmark::State& state) {
+  const std::vector<fpstore::Fingerprint> fps = RandomFingerprints(kBatch + 1, 2);
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < kBatch; ++i) {
+      benchmark::DoNotOptimize(fpstore::HammingDistance(fps[i], fps[i + 1]));
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kBatch));
+}
+
+void BM_XorBaseline(benchmark::State& state) {
+  const std::vector<fpstore::Fingerprint> fps = RandomFingerprints(kBatch + 1, 2);
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < kBatch; ++i) benchmark::DoNotOptimize(fps[i] ^ fps[i + 1]);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kBatch));
+}
+
+BENCHMARK(BM_PermuteAllTables);
+BENCHMARK(BM_CopyBaseline);
+BENCHMARK(BM_HammingDistance);
+BENCHMARK(BM_XorBaseline);
+
+// ---- One query, against a brute-force scan ----
+
+constexpr std::size_t kStoreSize = 200'000;
+
+// A compacted store of random fingerprints in a temporary directory.
+class QueryFixture {
+ public:
+  QueryFixture() : dir_(std::filesystem::temp_directory_path() /
+                        ("fpstore-micro-bench." + std::to_string(::getpid()))),
+                   fps_(RandomFingerprints(kStoreSize, 3)) {
+    std::filesystem::remove_all(dir_);
+    fpstore::StoreOptions options;
+    options.durability = fpstore::Durability::kNoSync;
+    store_ = std::move(*fpstore::Store::Open(dir_.string(), options));
+    auto loader = std::move(*store_->NewBulkLoader({}));
+    for (std::size_t i = 0; i < fps_.size(); ++i) (void)loader->Add(i, fps_[i]);
+    (void)loader->Finish();
+  }
+  ~QueryFixture() {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  const fpstore::Store& store() const { return *store_; }
+  const std::vector<fpstore::Fingerprint>& fps() const { return fps_; }
+
+ private:
+  std::filesystem::path dir_;
+  std::vector<fpstore::Fingerprint> fps_;
+  std::unique_ptr<fpstore::Store> store_;
+};
+
+QueryFixture& Fixture() {
+  static QueryFixture fixture;
+  return fixture;
+}
+
+// Half the probes are a stored fingerprint with one bit flipped, half random.
+std::vector<fpstore::Fingerprint> Probes() {
+  std::vector<fpstore::Fingerprint> probes = RandomFingerprints(1024, 4);
+  for (std::size_t i = 0; i < probes.size(); i += 2) {
+    probes[i] = Fixture().fps()[probes[i] % kStoreSize] ^ (fpstore::Fingerprint{1} << (i % 64));
+  }
+  return probes;
+}
+
+void BM_StoreQuery(benchmark::State& state) {
+  const std::vector<fpstore::Fingerprint> probes = Probes();
+  std::size_t i = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(*Fixture().store().Query(probes[i++ % probes.size()], 3));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+
+void BM_BruteForceQuery(benchmark::State& state) {
+  const std::vector<fpstore::Fingerprint> probes = Probes();
+  std::size_t i = 0;
+  for (auto _ : state) {
+    const fpstore::Fingerprint q = probes[i++ % probes.size()];
+    std::size_t found = 0;
+    for (fpstore::Fingerprint f : Fixture().fps()) found += fpstore::WithinDistance(f, q, 3);
+    benchmark::DoNotOptimize(found);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+
+BENCHMARK(BM_StoreQuery);
+BENCHMARK(BM_BruteForceQuery);
+
+// Google Benchmark's console table, then each benchmark's speed as a
+// multiple of its baseline's.
+class RatioReporter final : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.run_type == Run::RT_Iteration) seconds_[run.benchmark_name()] = run.GetAdjustedRealTime();
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+
+  void PrintRatios() const {
+    const std::pair<const char*, const char*> pairs[] = {
+        {"BM_Fingerprint/english_window1", "BM_Xxh3/english"},
+        {"BM_Fingerprint/english_window3", "BM_Xxh3/english"},
+        {"BM_Fingerprint/chinese_window1", "BM_Xxh3/chinese"},
+        {"BM_Fingerprint/chinese_window3", "BM_Xxh3/chinese"},
+        {"BM_PermuteAllTables", "BM_CopyBaseline"},
+        {"BM_HammingDistance", "BM_XorBaseline"},
+        {"BM_StoreQuery", "BM_BruteForceQuery"}};
+    std::printf("\nratios to the same-run baseline (time per item; >1 means slower):\n");
+    for (const auto& [name, baseline] : pairs) {
+      const auto a = seconds_.find(name), b = seconds_.find(baseline);
+      if (a == seconds_.end() || b == seconds_.end()) continue;  // filtered out
+      std::printf("  %-32s %8.2fx %s\n", name, a->second / b->second, baseline);
+    }
+  }
+
+ private:
+  std::map<std::string, double> seconds_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  reporter.PrintRatios();
+  benchmark::Shutdown();
+  return 0;
+}
