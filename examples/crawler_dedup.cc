@@ -1,11 +1,14 @@
 // crawler_dedup: the dedup step of a web crawler, on fpstore's public API.
 //
 //   crawler_dedup STORE_DIR PAGES.jsonl
+//   crawler_dedup STORE_DIR PAGES_DIR
 //
-// Reads crawled pages, one JSON object per line with a "url" and a "text"
-// (other fields are ignored), and asks the store at STORE_DIR (created if
-// missing) about each in turn with CheckAndInsert: has a page within the
-// store's distance been seen before? Prints one line per page,
+// Reads crawled pages, either one JSON object per line with a "url" and a
+// "text" (other fields are ignored), or every file under a directory (its
+// path is the url, its contents the text, in path order), and asks the
+// store at STORE_DIR (created if missing) about each in turn with
+// CheckAndInsert: has a page within the store's distance been seen before?
+// Prints one line per page,
 //
 //   new <url>
 //   duplicate <url> of <earlier url> (distance <d>)
@@ -19,13 +22,17 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fpstore/store.h"
 
@@ -54,54 +61,103 @@ bool ParsePage(simdjson::ondemand::parser& parser, const std::string& line, Page
          doc["text"].get_string().get(page.text) == simdjson::SUCCESS;
 }
 
-int Run(const std::string& store_dir, const std::string& pages_path) {
-  std::ifstream pages(pages_path);
-  if (!pages) {
-    std::cerr << "cannot read " << pages_path << "\n";
-    return 1;
+// Checks each page against the store and keeps the counts.
+class Deduplicator {
+ public:
+  explicit Deduplicator(fpstore::Store& store) : store_(store) {}
+
+  // `where` names the page's source in error messages.
+  bool Check(std::string_view url, std::string_view text, const std::string& where) {
+    ++pages_;
+    fpstore::Result<fpstore::Fingerprint> fingerprint = store_.fingerprinter().FromText(text);
+    if (!fingerprint.ok()) {
+      std::cerr << where << ": " << fingerprint.status().ToString() << "\n";
+      return false;
+    }
+    // The url goes in as the page's metadata, so a match names its url.
+    fpstore::Result<fpstore::CheckResult> seen =
+        store_.CheckAndInsert(UrlId(url), *fingerprint, url);
+    if (!seen.ok()) {
+      std::cerr << seen.status().ToString() << "\n";
+      return false;
+    }
+    if (seen->matches.empty()) {
+      ++fresh_;
+      std::cout << "new " << url << "\n";
+    } else {
+      const fpstore::Match& nearest = seen->matches.front();
+      std::cout << "duplicate " << url << " of " << nearest.metadata << " (distance "
+                << nearest.distance << ")\n";
+    }
+    return true;
   }
+
+  void PrintSummary() const {
+    std::cout << "pages " << pages_ << ", new " << fresh_ << ", duplicates " << pages_ - fresh_
+              << "\n";
+  }
+
+ private:
+  fpstore::Store& store_;
+  std::uint64_t pages_ = 0, fresh_ = 0;
+};
+
+bool CheckJsonl(const std::string& path, Deduplicator& dedup) {
+  std::ifstream pages(path);
+  if (!pages) {
+    std::cerr << "cannot read " << path << "\n";
+    return false;
+  }
+  simdjson::ondemand::parser parser;
+  std::uint64_t line_number = 0;
+  for (std::string line; std::getline(pages, line);) {
+    const std::string where = path + ":" + std::to_string(++line_number);
+    Page page;
+    if (!ParsePage(parser, line, page)) {
+      std::cerr << where << ": not an object with \"url\" and \"text\"\n";
+      return false;
+    }
+    if (!dedup.Check(page.url, page.text, where)) return false;
+  }
+  return true;
+}
+
+bool CheckDirectory(const std::filesystem::path& root, Deduplicator& dedup) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(root, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->is_regular_file(ec)) files.push_back(it->path());
+  }
+  if (ec) {
+    std::cerr << root.string() << ": " << ec.message() << "\n";
+    return false;
+  }
+  std::sort(files.begin(), files.end());  // the same order on every run
+  for (const std::filesystem::path& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in) {
+      std::cerr << "cannot read " << file.string() << "\n";
+      return false;
+    }
+    if (!dedup.Check(file.string(), text.str(), file.string())) return false;
+  }
+  return true;
+}
+
+int Run(const std::string& store_dir, const std::string& pages) {
   fpstore::Result<std::unique_ptr<fpstore::Store>> store = fpstore::Store::Open(store_dir);
   if (!store.ok()) {
     std::cerr << store_dir << ": " << store.status().ToString() << "\n";
     return 1;
   }
-
-  simdjson::ondemand::parser parser;
-  std::uint64_t line_number = 0, fresh = 0, duplicates = 0;
-  for (std::string line; std::getline(pages, line);) {
-    ++line_number;
-    Page page;
-    if (!ParsePage(parser, line, page)) {
-      std::cerr << pages_path << ":" << line_number
-                << ": not an object with \"url\" and \"text\"\n";
-      return 1;
-    }
-    fpstore::Result<fpstore::Fingerprint> fingerprint =
-        (*store)->fingerprinter().FromText(page.text);
-    if (!fingerprint.ok()) {
-      std::cerr << pages_path << ":" << line_number << ": " << fingerprint.status().ToString()
-                << "\n";
-      return 1;
-    }
-    // The url goes in as the page's metadata, so a match names its url.
-    fpstore::Result<fpstore::CheckResult> seen =
-        (*store)->CheckAndInsert(UrlId(page.url), *fingerprint, page.url);
-    if (!seen.ok()) {
-      std::cerr << seen.status().ToString() << "\n";
-      return 1;
-    }
-    if (seen->matches.empty()) {
-      ++fresh;
-      std::cout << "new " << page.url << "\n";
-    } else {
-      ++duplicates;
-      const fpstore::Match& nearest = seen->matches.front();
-      std::cout << "duplicate " << page.url << " of " << nearest.metadata << " (distance "
-                << nearest.distance << ")\n";
-    }
-  }
-  std::cout << "pages " << line_number << ", new " << fresh << ", duplicates " << duplicates
-            << "\n";
+  Deduplicator dedup(**store);
+  const bool ok = std::filesystem::is_directory(pages) ? CheckDirectory(pages, dedup)
+                                                       : CheckJsonl(pages, dedup);
+  if (!ok) return 1;
+  dedup.PrintSummary();
 
   const fpstore::Status closed = (*store)->Close();
   if (!closed.ok()) {
@@ -115,7 +171,7 @@ int Run(const std::string& store_dir, const std::string& pages_path) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::cerr << "usage: crawler_dedup STORE_DIR PAGES.jsonl\n";
+    std::cerr << "usage: crawler_dedup STORE_DIR (PAGES.jsonl | PAGES_DIR)\n";
     return 2;
   }
   return Run(argv[1], argv[2]);

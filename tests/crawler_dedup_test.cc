@@ -139,6 +139,26 @@ TEST_F(CrawlerDedupTest, SecondRunDoesNotMatchPagesWithThemselves) {
   }
 }
 
+// A directory of files: each file is a page, its path the url, in path order.
+TEST(CrawlerDedupDirectoryTest, FilesArePagesInPathOrder) {
+  ScratchDir dir;
+  const std::string text =
+      "the permutation tables of the paper find every fingerprint within three bits of a "
+      "query by a prefix range scan per table, and a popcount confirms each candidate";
+  const std::string a = dir.Write("site/a.txt", text);
+  // Different bytes, the same words: a copy at distance 0.
+  const std::string b = dir.Write("site/b/copy.txt", text + "\n");
+  const std::string c = dir.Write("site/c.txt", "an unrelated page about something else entirely");
+  const ToolResult r = RunTool(FPSTORE_CRAWLER_DEDUP_BINARY,
+                               {(dir.path() / "store").string(), (dir.path() / "site").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Result<Fingerprinter> f = Fingerprinter::Create();
+  const int d = HammingDistance(*f->FromText(text), *f->FromText(text + "\n"));
+  ASSERT_LE(d, kDistance) << "the test's near-copy is not near enough";
+  EXPECT_EQ(r.out, "new " + a + "\nduplicate " + b + " of " + a + " (distance " +
+                       std::to_string(d) + ")\nnew " + c + "\npages 3, new 2, duplicates 1\n");
+}
+
 TEST(CrawlerDedupUsageTest, BadInputAndUsage) {
   ScratchDir dir;
   const std::string bad =

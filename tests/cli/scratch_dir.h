@@ -29,9 +29,11 @@ class ScratchDir {
 
   const std::filesystem::path& path() const { return path_; }
 
-  // Writes `content` byte for byte to `name` in the directory; returns its path.
+  // Writes `content` byte for byte to `name` in the directory, creating the
+  // directories `name` names; returns its path.
   std::string Write(const std::string& name, const std::string& content) const {
     const std::filesystem::path file = path_ / name;
+    std::filesystem::create_directories(file.parent_path());
     std::ofstream out(file, std::ios::binary);
     out.write(content.data(), static_cast<std::streamsize>(content.size()));
     if (!out) throw std::runtime_error("cannot write " + file.string());
