@@ -26,7 +26,8 @@ namespace fpstore {
 // A 64-bit simhash fingerprint. Bit 63 is the most significant bit.
 using Fingerprint = std::uint64_t;
 
-// Number of bits in which a and b differ (hardware popcount).
+// Number of bits in which a and b differ. A POPCNT instruction where the
+// compiler may use one (fpstore itself is built with -mpopcnt on x86-64).
 inline int HammingDistance(Fingerprint a, Fingerprint b) {
   return std::popcount(a ^ b);
 }
