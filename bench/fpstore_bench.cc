@@ -450,6 +450,7 @@ void Run(const Config& c) {
   report.Add("peak resident while querying", Gib(PeakResidentBytes()));
 
   std::cerr << "fpstore-bench: FindAll and Clusters\n";
+  ResetPeakResident();
   {
     std::uint64_t pairs = 0;
     start = Clock::now();
@@ -468,6 +469,7 @@ void Run(const Config& c) {
     Must(store->Clusters(k, [&](std::span<const DocumentId>) { ++clusters; }, {}), "Clusters");
     report.Add("Clusters (" + Grouped(clusters) + " clusters)", Fixed(SecondsSince(start), 1) + " s");
   }
+  report.Add("peak resident through FindAll and Clusters", Gib(PeakResidentBytes()));
 
   std::cerr << "fpstore-bench: inserts\n";
   store.reset();
