@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -128,7 +129,22 @@ BENCHMARK(BM_XorBaseline);
 
 constexpr std::size_t kStoreSize = 200'000;
 
-// A compacted store of random fingerprints in a temporary directory.
+[[noreturn]] void Die(const std::string& message) {
+  std::fprintf(stderr, "micro_bench: %s\n", message.c_str());
+  std::exit(1);
+}
+
+// Timing queries of a store whose load failed would flatter it.
+void Check(const fpstore::Status& s) {
+  if (!s.ok()) Die(s.ToString());
+}
+template <typename T>
+T Check(fpstore::Result<T> r) {
+  if (!r.ok()) Die(r.status().ToString());
+  return std::move(r).value();
+}
+
+// A bulk-loaded store of random fingerprints in a temporary directory.
 class QueryFixture {
  public:
   QueryFixture() : dir_(std::filesystem::temp_directory_path() /
@@ -137,10 +153,10 @@ class QueryFixture {
     std::filesystem::remove_all(dir_);
     fpstore::StoreOptions options;
     options.durability = fpstore::Durability::kNoSync;
-    store_ = std::move(*fpstore::Store::Open(dir_.string(), options));
-    auto loader = std::move(*store_->NewBulkLoader({}));
-    for (std::size_t i = 0; i < fps_.size(); ++i) (void)loader->Add(i, fps_[i]);
-    (void)loader->Finish();
+    store_ = Check(fpstore::Store::Open(dir_.string(), options));
+    auto loader = Check(store_->NewBulkLoader({}));
+    for (std::size_t i = 0; i < fps_.size(); ++i) Check(loader->Add(i, fps_[i]));
+    if (Check(loader->Finish()).added != fps_.size()) Die("the bulk load lost documents");
   }
   ~QueryFixture() {
     store_.reset();

@@ -3,6 +3,7 @@
 #include <rocksdb/sst_file_writer.h>
 
 #include <algorithm>
+#include <exception>
 #include <filesystem>
 #include <mutex>
 #include <queue>
@@ -262,7 +263,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
 
   const std::uint64_t total_work = (stats.added + stats.replaced) + change_count * plan.table_count();
   std::uint64_t work_done = stats.added + stats.replaced;
-  if (options_.progress) options_.progress(work_done, total_work);
+  if (Status s = ReportProgress(work_done, total_work); !s.ok()) return s;
 
   // Tables are independent: each worker sorts and writes every n-th one,
   // within its share of the memory budget.
@@ -277,13 +278,19 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   std::vector<std::thread> workers;
   for (int w = 0; w < threads; ++w) {
     workers.emplace_back([&, w] {
-      for (std::size_t t = w; t < plan.table_count() && failures[w].ok(); t += threads) {
-        failures[w] = WriteTable(t, changes_path, change_count, max_ops, table_args[t]);
-        if (options_.progress) {
-          std::lock_guard lock(progress_mu);
-          work_done += change_count;
-          options_.progress(work_done, total_work);
+      // An exception (out of memory) must not end the process from a
+      // worker thread: it fails the load.
+      try {
+        for (std::size_t t = w; t < plan.table_count() && failures[w].ok(); t += threads) {
+          failures[w] = WriteTable(t, changes_path, change_count, max_ops, table_args[t]);
+          if (failures[w].ok()) {
+            std::lock_guard lock(progress_mu);
+            work_done += change_count;
+            failures[w] = ReportProgress(work_done, total_work);
+          }
         }
+      } catch (const std::exception& e) {
+        failures[w] = Status::IOError(std::string("writing the tables: ") + e.what());
       }
     });
   }
@@ -304,6 +311,16 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   return stats;
 }
 
+Status BulkLoaderImpl::ReportProgress(std::uint64_t done, std::uint64_t total) const {
+  if (!options_.progress) return Status::OK();
+  try {
+    options_.progress(done, total);
+  } catch (const std::exception& e) {
+    return Status::IOError(std::string("bulk load stopped by its progress callback: ") + e.what());
+  }
+  return Status::OK();
+}
+
 Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path,
                                   std::uint64_t change_count, std::size_t max_ops,
                                   rocksdb::IngestExternalFileArg& arg) const {
@@ -311,8 +328,13 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
   const TableKeyCodec codec(perm.prefix_bits());
   const std::string name = "table-" + std::to_string(t);
   SstSink sink(*store_.db_, store_.table(t), TempPath(name + ".sst"));
+  // Both buffers at their final size up front: growth by doubling would
+  // overshoot the memory budget.
+  const std::size_t capacity = std::min<std::size_t>(max_ops, 2 * change_count);
   std::vector<TableOp> ops;
+  ops.reserve(capacity);
   std::vector<TableOp> scratch;
+  scratch.reserve(capacity);
   std::vector<std::string> spills;
   auto spill = [&]() -> Status {
     SortOps(ops, scratch);
@@ -333,11 +355,11 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
     if (!in.GetU64(id) || !in.GetU64(fp) || !in.GetU64(old) || !in.GetU64(had_old)) {
       return in.status().ok() ? Status::IOError("short read of " + changes_path) : in.status();
     }
-    ops.push_back({perm.Apply(fp), id, true});
-    if (had_old) ops.push_back({perm.Apply(old), id, false});
-    if (ops.size() >= max_ops) {
+    if (ops.size() + 2 > capacity) {
       if (Status s = spill(); !s.ok()) return s;
     }
+    ops.push_back({perm.Apply(fp), id, true});
+    if (had_old) ops.push_back({perm.Apply(old), id, false});
   }
   if (spills.empty()) {
     SortOps(ops, scratch);

@@ -36,6 +36,8 @@ class BulkLoaderImpl final : public BulkLoader {
   };
 
   Status SpillRun();
+  // Calls options_.progress, if set; what it throws becomes an error.
+  Status ReportProgress(std::uint64_t done, std::uint64_t total) const;
   // Sorts table `t`'s puts and deletes from the changes file and writes
   // them as one SST, described in `arg` for ingestion.
   Status WriteTable(std::size_t t, const std::string& changes_path, std::uint64_t change_count,

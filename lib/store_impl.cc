@@ -191,7 +191,14 @@ Status StoreImpl::Remove(DocumentId id) {
   std::unique_lock lock(StripeFor(id));
   Result<std::optional<Fingerprint>> old = CurrentFingerprint(id);
   if (!old.ok()) return old.status();
-  if (!*old) return Status::NotFound("document " + std::to_string(id));
+  if (!*old) {
+    // The document may be gone by another caller's delete that is not yet
+    // durable; "not found" must not be taken back by a power loss.
+    lock.unlock();
+    shared.unlock();
+    if (Status s = MakeDurable(); !s.ok()) return s;
+    return Status::NotFound("document " + std::to_string(id));
+  }
   rocksdb::WriteBatch batch;
   batch.Delete(documents_family(), AsSlice(EncodeDocumentKey(id))).PermitUncheckedError();
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {

@@ -73,6 +73,12 @@ Result<Metadata> ReadMetadata(const std::string& path) {
     result = Status::NotSupported(path + " has on-disk format version " + value +
                                   "; this build reads up to version " +
                                   std::to_string(Store::kFormatVersion));
+  } else if (meta.format_version < Store::kOldestFormatVersion) {
+    result = Status::NotSupported(path + " has on-disk format version " + value +
+                                  ", whose table keys this build cannot read (it reads versions " +
+                                  std::to_string(Store::kOldestFormatVersion) + " to " +
+                                  std::to_string(Store::kFormatVersion) +
+                                  "); rebuild the store from its documents with fpstore-load");
   } else if (!get(kPlanKey, value).ok() ||
              std::sscanf(value.c_str(), "blocks=%d distance=%d", &meta.blocks,
                          &meta.distance) != 2) {

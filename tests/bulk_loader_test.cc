@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <stdexcept>
 
 #include "brute_force.h"
 #include "fpstore/store.h"
@@ -42,10 +43,17 @@ BulkLoadOptions SpillingOptions() {
   return options;
 }
 
-// Tables are written by several threads unless told otherwise.
+// Tables are written by one thread per core unless told otherwise.
 BulkLoadOptions OneThreadOptions() {
   BulkLoadOptions options;
   options.threads = 1;
+  return options;
+}
+
+// Three threads share the 20 tables unevenly, whatever the machine's cores.
+BulkLoadOptions ThreeThreadOptions() {
+  BulkLoadOptions options;
+  options.threads = 3;
   return options;
 }
 
@@ -53,7 +61,7 @@ TEST(BulkLoaderTest, LoadsAnEmptyStoreExactly) {
   const std::uint64_t seed = TestSeed(11);
   const std::vector<IdFingerprint> docs = Corpus(seed, 1500);
   for (const BulkLoadOptions& options :
-       {BulkLoadOptions{}, SpillingOptions(), OneThreadOptions()}) {
+       {BulkLoadOptions{}, SpillingOptions(), OneThreadOptions(), ThreeThreadOptions()}) {
     TempDir dir;
     std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
     Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader(options);
@@ -73,6 +81,45 @@ TEST(BulkLoaderTest, LoadsAnEmptyStoreExactly) {
       EXPECT_FALSE(entry.is_directory()) << entry.path();
     }
   }
+}
+
+// Progress comes from the table threads, one call at a time, never goes
+// back, and ends at its total; an exception from it fails the load cleanly.
+TEST(BulkLoaderTest, ProgressFromTableThreadsEndsAtTheTotal) {
+  const std::vector<IdFingerprint> docs = Corpus(TestSeed(13), 300);
+  TempDir dir;
+  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
+  std::uint64_t last_done = 0, last_total = 0, calls = 0;
+  bool went_back = false;
+  BulkLoadOptions options = ThreeThreadOptions();
+  options.progress = [&](std::uint64_t done, std::uint64_t total) {
+    went_back |= done < last_done;
+    last_done = done;
+    last_total = total;
+    ++calls;
+  };
+  auto loader = store->NewBulkLoader(options);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  for (const IdFingerprint& d : docs) ASSERT_TRUE((*loader)->Add(d.id, d.fingerprint).ok());
+  ASSERT_TRUE((*loader)->Finish().ok());
+  EXPECT_FALSE(went_back);
+  EXPECT_GT(calls, 20u);  // at least once per table
+  EXPECT_EQ(last_done, last_total);
+  EXPECT_EQ(last_total, docs.size() * (1 + store->plan().table_count()));
+
+  // Thrown from a table thread, after the first table.
+  options.progress = [&docs](std::uint64_t done, std::uint64_t) {
+    if (done > docs.size()) throw std::runtime_error("stop");
+  };
+  loader = store->NewBulkLoader(options);
+  ASSERT_TRUE(loader.ok());
+  for (const IdFingerprint& d : docs) ASSERT_TRUE((*loader)->Add(d.id + 1000, d.fingerprint).ok());
+  Result<BulkLoadStats> failed = (*loader)->Finish();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().ToString().find("stop"), std::string::npos) << failed.status().ToString();
+  Result<StoreStats> stats = store->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->documents, docs.size()) << "a failed load must leave the store as it was";
 }
 
 TEST(BulkLoaderTest, LastOccurrenceWinsAndStoredDocumentsAreReplaced) {

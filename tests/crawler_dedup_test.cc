@@ -126,17 +126,30 @@ TEST_F(CrawlerDedupTest, ReportsEveryCopyThatMustPair) {
   EXPECT_EQ(must_pair, 32 + 43);
 }
 
-// Pages stay in the store: a second run finds each page's earlier copy
-// again, but never a page itself (same url, same id).
-TEST_F(CrawlerDedupTest, SecondRunDoesNotMatchPagesWithThemselves) {
+// Pages stay in the store: a second run sees every page stored, so a page
+// is a duplicate iff any other page, earlier or later, is within the
+// distance, and never of itself (same url, same id).
+TEST_F(CrawlerDedupTest, SecondRunSeesEveryPageButItself) {
   const ToolResult again =
       RunTool(FPSTORE_CRAWLER_DEDUP_BINARY, {(dir_.path() / "store").string(), kSample});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   const std::vector<std::string> lines = Lines(again.out);
   ASSERT_EQ(lines.size(), lines_.size());
+  std::uint64_t duplicates = 0;
   for (std::size_t i = 0; i < pages_.size(); ++i) {
+    bool has_other = false;
+    for (std::size_t j = 0; j < pages_.size() && !has_other; ++j) {
+      has_other = j != i && HammingDistance(pages_[i].fingerprint, pages_[j].fingerprint) <= kDistance;
+    }
+    duplicates += has_other;
+    if (!has_other) {
+      EXPECT_EQ(lines[i], "new " + pages_[i].url);
+      continue;
+    }
+    EXPECT_TRUE(lines[i].starts_with("duplicate " + pages_[i].url + " of ")) << lines[i];
     EXPECT_EQ(lines[i].find(" of " + pages_[i].url + " "), std::string::npos) << lines[i];
   }
+  EXPECT_GT(duplicates, 104u) << "later copies now find their originals too";
 }
 
 // A directory of files: each file is a page, its path the url, in path order.

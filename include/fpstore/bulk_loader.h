@@ -34,8 +34,9 @@ namespace fpstore {
 
 struct BulkLoadOptions {
   // Bytes of memory for buffering documents and sorting table entries;
-  // beyond it, sorted runs are spilled to temp_dir and merged. 1 GiB sorts
-  // 10 million documents without spilling. Default: 1 GiB.
+  // beyond it, sorted runs are spilled to temp_dir and merged. The table
+  // threads share it: 1 GiB sorts 10 million documents without spilling
+  // on two threads. Default: 1 GiB.
   std::size_t memory_bytes = std::size_t{1} << 30;
 
   // Threads that sort and write the tables; 0 means one per core.
@@ -47,7 +48,9 @@ struct BulkLoadOptions {
   std::string temp_dir;
 
   // Called now and then during Finish with the work done and the work
-  // expected, in index entries written; may be empty.
+  // expected, in index entries written; may be empty. Called from
+  // Finish's threads, one call at a time. An exception it throws stops the
+  // load: Finish returns an error and the store is left as it was.
   std::function<void(std::uint64_t done, std::uint64_t total)> progress;
 };
 

@@ -80,7 +80,9 @@ struct StoreStats {
 class Store {
  public:
   // The on-disk format this build writes; see docs/format.md.
-  static constexpr int kFormatVersion = 1;
+  static constexpr int kFormatVersion = 2;
+  // The oldest format this build reads (docs/format.md, "Versions").
+  static constexpr int kOldestFormatVersion = 2;
 
   // Opens the store at `path`, creating it if options allow. Errors:
   // InvalidArgument when `path` holds something that is not an fpstore store,
