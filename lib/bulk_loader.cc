@@ -95,7 +95,8 @@ Status WriteOp(SstSink& sink, const TableKeyCodec& codec, const TableOp& op) {
 
 // Sorts by (permuted, id): one counting pass on the top 16 bits spreads the
 // ops over 65,536 buckets, each then small enough to sort within the cache.
-// Three times faster than std::sort over the whole vector.
+// In perf of a 1M-fingerprint load, sorting fell from 13% of the CPU
+// (std::sort over the whole vector) to 6%.
 void SortOps(std::vector<TableOp>& ops, std::vector<TableOp>& scratch) {
   constexpr int kShift = 48;
   std::vector<std::size_t> starts((std::size_t{1} << (64 - kShift)) + 1, 0);

@@ -149,7 +149,9 @@ TEST_F(CrawlerDedupTest, SecondRunSeesEveryPageButItself) {
     EXPECT_TRUE(lines[i].starts_with("duplicate " + pages_[i].url + " of ")) << lines[i];
     EXPECT_EQ(lines[i].find(" of " + pages_[i].url + " "), std::string::npos) << lines[i];
   }
-  EXPECT_GT(duplicates, 104u) << "later copies now find their originals too";
+  const auto first_run = static_cast<std::uint64_t>(std::count_if(
+      lines_.begin(), lines_.end(), [](const std::string& l) { return l.starts_with("duplicate "); }));
+  EXPECT_GT(duplicates, first_run) << "originals now find their later copies too";
 }
 
 // A directory of files: each file is a page, its path the url, in path order.

@@ -214,12 +214,12 @@ TEST(AdminCreateTest, CreatesWithPlanAndOptionsThatStatsReports) {
   EXPECT_TRUE(Contains(r.out, "blocks=6 distance=3")) << r.out;
 }
 
-// The suggestion weighs probes (about 3 us each) against candidates (0.1 us)
+// The suggestion weighs probes (about 4 us each) against candidates (0.2 us)
 // within the disk budget (14 bytes per table entry, 20 per document).
 TEST(FpstoreAdminTest, CreateSuggestsThePlanThatFitsTheBudget) {
   ToolResult r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  // (4,3): 12 us + 610 candidates; (5,3): 30 us + 2 candidates; (6,3): 60 us.
+  // (4,3): 16 us + 610 candidates; (5,3): 40 us + 2 candidates; (6,3): 80 us.
   EXPECT_TRUE(Contains(r.out, "  4       4       16")) << r.out;
   EXPECT_TRUE(Contains(r.out, "* 5       10      25-26")) << r.out;
   EXPECT_TRUE(Contains(r.out, "  (this plan)")) << r.out;

@@ -100,8 +100,9 @@ inline double ExpectedCandidates(const PermutationPlan& plan, double documents) 
 
 // What a plan costs at a number of documents, from the per-entry figures
 // fpstore-bench measured (docs/performance.md): about 14 bytes per table
-// entry on disk plus 20 per document, about 3 us per table probed (a RocksDB
-// seek) and 0.1 us per candidate examined.
+// entry on disk plus 20 per document, about 4 us per table probed (a warm
+// miss's cost per table) and 0.2 us per candidate (FindAll's cost per table
+// entry, a stand-in: candidates were not timed on their own).
 struct PlanEstimate {
   double candidates = 0;
   double disk_bytes = 0;
@@ -110,7 +111,7 @@ struct PlanEstimate {
 
 inline PlanEstimate EstimatePlan(const PermutationPlan& plan, double documents) {
   constexpr double kBytesPerEntry = 14, kBytesPerDocument = 20;
-  constexpr double kMicrosPerProbe = 3, kMicrosPerCandidate = 0.1;
+  constexpr double kMicrosPerProbe = 4, kMicrosPerCandidate = 0.2;
   PlanEstimate e;
   e.candidates = ExpectedCandidates(plan, documents);
   e.disk_bytes = documents * (kBytesPerEntry * plan.table_count() + kBytesPerDocument);
