@@ -182,8 +182,9 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
 
   rocksdb::DB& db = *store_.db_;
   const PermutationPlan& plan = store_.plan_;
-  // Nothing else writes while the documents are matched against the store
-  // and ingested: the old fingerprints read here must still be current.
+  // Nothing else writes, or merges, while the documents are matched against
+  // the store and ingested: the old versions read here must stay current.
+  std::lock_guard merge(store_.merge_mu_);
   std::unique_lock exclusive(store_.ingest_mu_);
 
   // Merge the runs by (id, input order); the last record of an id wins.
@@ -210,8 +211,13 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   const std::string changes_path = TempPath("changes");
   RecordWriter changes(changes_path);
   std::uint64_t change_count = 0;
+  // A replaced version that is staged leaves by the deletion of its mark:
+  // it has no table entries.
+  SstSink staged_marks(db, store_.staging_family(), TempPath("staging.sst"));
   std::unique_ptr<rocksdb::Iterator> existing(
       db.NewIterator(rocksdb::ReadOptions(), store_.documents_family()));
+  std::unique_ptr<rocksdb::Iterator> staged(
+      db.NewIterator(rocksdb::ReadOptions(), store_.staging_family()));
   while (!heads.empty()) {
     Head h = heads.top();
     heads.pop();
@@ -231,14 +237,23 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
                          DecodeDocumentValue(existing->value().ToStringView(), &old, nullptr);
     if (!existing->status().ok()) return FromRocks(existing->status(), "reading documents");
     ++(had_old ? stats.replaced : stats.added);
+    bool old_in_tables = had_old;
+    if (had_old) {
+      staged->Seek(key_slice);
+      if (!staged->status().ok()) return FromRocks(staged->status(), "reading staging");
+      if (staged->Valid() && staged->key() == key_slice) {
+        if (Status s = staged_marks.Delete(key_slice); !s.ok()) return s;
+        old_in_tables = false;
+      }
+    }
     if (Status s = documents.Put(key_slice, EncodeDocumentValue(h.fp, h.metadata)); !s.ok()) {
       return s;
     }
-    if (had_old && old == h.fp) continue;  // table entries stay as they are
+    if (old_in_tables && old == h.fp) continue;  // table entries stay as they are
     changes.PutU64(h.id);
     changes.PutU64(h.fp);
     changes.PutU64(old);
-    changes.PutU64(had_old);
+    changes.PutU64(old_in_tables);
     ++change_count;
   }
   if (Status s = changes.Close(); !s.ok()) return s;
@@ -253,6 +268,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     return Status::OK();
   };
   if (Status s = add_family(store_.documents_family(), documents); !s.ok()) return s;
+  if (Status s = add_family(store_.staging_family(), staged_marks); !s.ok()) return s;
 
   if (stats.added > 0) {
     SstSink meta(db, store_.meta(), TempPath("meta.sst"));
@@ -266,6 +282,27 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   std::uint64_t work_done = stats.added + stats.replaced;
   if (Status s = ReportProgress(work_done, total_work); !s.ok()) return s;
 
+  std::mutex progress_mu;
+  auto table_done = [&] {
+    std::lock_guard lock(progress_mu);
+    work_done += change_count;
+    return ReportProgress(work_done, total_work);
+  };
+  if (Status s = WriteTables(changes_path, change_count, table_done, args); !s.ok()) return s;
+
+  if (!args.empty()) {
+    if (Status s = FromRocks(db.IngestExternalFiles(args), "ingesting the bulk load");
+        !s.ok()) {
+      return s;
+    }
+  }
+  return stats;
+}
+
+Status BulkLoaderImpl::WriteTables(const std::string& changes_path, std::uint64_t change_count,
+                                   const std::function<Status()>& table_done,
+                                   std::vector<rocksdb::IngestExternalFileArg>& args) const {
+  const PermutationPlan& plan = store_.plan_;
   // Tables are independent: each worker sorts and writes every n-th one,
   // within its share of the memory budget.
   const int threads = static_cast<int>(std::min<std::size_t>(
@@ -275,7 +312,6 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
       std::max<std::size_t>(1024, options_.memory_bytes / threads / (2 * sizeof(TableOp)));
   std::vector<rocksdb::IngestExternalFileArg> table_args(plan.table_count());
   std::vector<Status> failures(threads);
-  std::mutex progress_mu;
   std::vector<std::thread> workers;
   for (int w = 0; w < threads; ++w) {
     workers.emplace_back([&, w] {
@@ -284,11 +320,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
       try {
         for (std::size_t t = w; t < plan.table_count() && failures[w].ok(); t += threads) {
           failures[w] = WriteTable(t, changes_path, change_count, max_ops, table_args[t]);
-          if (failures[w].ok()) {
-            std::lock_guard lock(progress_mu);
-            work_done += change_count;
-            failures[w] = ReportProgress(work_done, total_work);
-          }
+          if (failures[w].ok()) failures[w] = table_done();
         }
       } catch (const std::exception& e) {
         failures[w] = Status::IOError(std::string("writing the tables: ") + e.what());
@@ -303,13 +335,30 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     if (!arg.external_files.empty()) args.push_back(std::move(arg));
   }
 
-  if (!args.empty()) {
-    if (Status s = FromRocks(db.IngestExternalFiles(args), "ingesting the bulk load");
-        !s.ok()) {
-      return s;
-    }
+  return Status::OK();
+}
+
+Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
+                                       std::vector<rocksdb::IngestExternalFileArg>& args) const {
+  const std::string changes_path = TempPath("changes");
+  RecordWriter changes(changes_path);
+  SstSink marks(*store_.db_, store_.staging_family(), TempPath("staging.sst"));
+  for (const StagedDocument& doc : staged) {
+    // A staged version has no table entries to replace.
+    changes.PutU64(doc.id);
+    changes.PutU64(doc.fingerprint);
+    changes.PutU64(0);
+    changes.PutU64(false);
+    const DocumentKey key = EncodeDocumentKey(doc.id);
+    if (Status s = marks.Delete(rocksdb::Slice(key.data(), key.size())); !s.ok()) return s;
   }
-  return stats;
+  if (Status s = changes.Close(); !s.ok()) return s;
+  rocksdb::IngestExternalFileArg arg;
+  arg.column_family = store_.staging_family();
+  arg.options.move_files = true;
+  if (Status s = marks.Finish(arg.external_files); !s.ok()) return s;
+  if (!arg.external_files.empty()) args.push_back(std::move(arg));
+  return WriteTables(changes_path, staged.size(), [] { return Status::OK(); }, args);
 }
 
 Status BulkLoaderImpl::ReportProgress(std::uint64_t done, std::uint64_t total) const {

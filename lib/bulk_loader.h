@@ -6,7 +6,9 @@
 #include <rocksdb/db.h>
 
 #include <cstdio>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 namespace fpstore::internal {
 
 class StoreImpl;
+struct StagedDocument;
 
 class BulkLoaderImpl final : public BulkLoader {
  public:
@@ -25,6 +28,12 @@ class BulkLoaderImpl final : public BulkLoader {
   Status Add(DocumentId id, Fingerprint fingerprint, std::string_view metadata) override;
   std::uint64_t added() const override { return next_seq_; }
   Result<BulkLoadStats> Finish() override;
+
+  // Writes the files that move `staged` documents (by id) from the staging
+  // family into the tables: their table entries, and the deletion of their
+  // staging marks. Appends them to `args` for one atomic ingestion.
+  Status WriteMergeFiles(std::span<const StagedDocument> staged,
+                         std::vector<rocksdb::IngestExternalFileArg>& args) const;
 
  private:
   // One input document as buffered and spilled: later `seq` wins.
@@ -42,6 +51,11 @@ class BulkLoaderImpl final : public BulkLoader {
   // them as one SST, described in `arg` for ingestion.
   Status WriteTable(std::size_t t, const std::string& changes_path, std::uint64_t change_count,
                     std::size_t max_ops, rocksdb::IngestExternalFileArg& arg) const;
+  // Writes every table's SST from the changes file, tables spread over
+  // threads; calls table_done() after each table. Appends them to `args`.
+  Status WriteTables(const std::string& changes_path, std::uint64_t change_count,
+                     const std::function<Status()>& table_done,
+                     std::vector<rocksdb::IngestExternalFileArg>& args) const;
   std::string TempPath(const std::string& name) const;
 
   StoreImpl& store_;

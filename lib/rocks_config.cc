@@ -102,6 +102,15 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     config.families.emplace_back(kDocumentsFamily, cf);
   }
 
+  // Staging marks: point lookups and deletions by id, few and short-lived.
+  {
+    rocksdb::ColumnFamilyOptions cf;
+    cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(LookupTableOptions(cache)));
+    cf.compression = rocksdb::kLZ4Compression;
+    cf.write_buffer_size = memtable_bytes;
+    config.families.emplace_back(kStagingFamily, cf);
+  }
+
   // Tables: range scans over a p-bit prefix, which the key layout puts in
   // whole bytes. A prefix bloom filter on them lets most probes that find
   // nothing (the common case for a crawler) skip the data blocks.

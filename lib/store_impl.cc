@@ -55,13 +55,24 @@ std::mutex& StoreImpl::StripeFor(DocumentId id) const {
 }
 
 Result<std::optional<Fingerprint>> StoreImpl::CurrentFingerprint(DocumentId id) const {
-  Result<std::vector<std::optional<Fingerprint>>> one = CurrentFingerprints(std::span(&id, 1));
+  Result<std::vector<std::optional<StoredVersion>>> one = CurrentVersions(std::span(&id, 1));
   if (!one.ok()) return one.status();
-  return (*one)[0];
+  if (!(*one)[0]) return std::optional<Fingerprint>();
+  return std::optional<Fingerprint>((*one)[0]->fingerprint);
 }
 
-Result<std::vector<std::optional<Fingerprint>>> StoreImpl::CurrentFingerprints(
-    std::span<const DocumentId> ids) const {
+namespace {
+
+Status MalformedStagingMark(DocumentId id) {
+  return Status::Corruption("document " + std::to_string(id) + " has a malformed staging mark");
+}
+
+}  // namespace
+
+Status StoreImpl::MultiGetIds(
+    rocksdb::ColumnFamilyHandle* family, const rocksdb::Snapshot* snapshot,
+    std::span<const DocumentId> ids,
+    const std::function<Status(std::size_t, std::string_view)>& found) const {
   std::vector<DocumentKey> keys;
   keys.reserve(ids.size());
   for (DocumentId id : ids) keys.push_back(EncodeDocumentKey(id));
@@ -70,53 +81,71 @@ Result<std::vector<std::optional<Fingerprint>>> StoreImpl::CurrentFingerprints(
   for (const DocumentKey& key : keys) slices.push_back(AsSlice(key));
   std::vector<rocksdb::PinnableSlice> values(ids.size());
   std::vector<rocksdb::Status> statuses(ids.size());
-  // One batched lookup: RocksDB then reads each block once for all its keys.
-  db_->MultiGet(rocksdb::ReadOptions(), documents_family(), slices.size(), slices.data(),
-                values.data(), statuses.data(), /*sorted_input=*/true);
-  std::vector<std::optional<Fingerprint>> fingerprints(ids.size());
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  db_->MultiGet(ro, family, slices.size(), slices.data(), values.data(), statuses.data(),
+                /*sorted_input=*/true);
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (statuses[i].IsNotFound()) continue;
-    if (!statuses[i].ok()) return FromRocks(statuses[i], "reading document " + std::to_string(ids[i]));
-    Fingerprint fp;
-    if (!DecodeDocumentValue(values[i].ToStringView(), &fp, nullptr)) {
-      return Status::Corruption("document " + std::to_string(ids[i]) + " has a malformed record");
+    if (!statuses[i].ok()) {
+      return FromRocks(statuses[i], "reading " + family->GetName() + " of document " +
+                                        std::to_string(ids[i]));
     }
-    fingerprints[i] = fp;
+    if (Status s = found(i, values[i].ToStringView()); !s.ok()) return s;
   }
-  return fingerprints;
+  return Status::OK();
 }
 
-int StoreImpl::StageInserts(rocksdb::WriteBatch& batch,
-                            std::span<const PendingInsert> inserts) const {
+Result<std::vector<std::optional<StoreImpl::StoredVersion>>> StoreImpl::CurrentVersions(
+    std::span<const DocumentId> ids) const {
+  std::vector<std::optional<StoredVersion>> versions(ids.size());
+  Status s = MultiGetIds(documents_family(), nullptr, ids,
+                         [&](std::size_t i, std::string_view value) {
+                           Fingerprint fp;
+                           if (!DecodeDocumentValue(value, &fp, nullptr)) {
+                             return Status::Corruption("document " + std::to_string(ids[i]) +
+                                                       " has a malformed record");
+                           }
+                           versions[i] = StoredVersion{fp, false};
+                           return Status::OK();
+                         });
+  if (!s.ok()) return s;
+  s = MultiGetIds(staging_family(), nullptr, ids, [&](std::size_t i, std::string_view value) {
+    if (!versions[i] || value.size() != 8) return MalformedStagingMark(ids[i]);
+    versions[i]->staged = true;
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
+  return versions;
+}
+
+int StoreImpl::StageInserts(rocksdb::WriteBatch& batch, std::span<const PendingInsert> inserts) {
   int added = 0;
   for (const PendingInsert& p : inserts) {
     batch.Put(documents_family(), AsSlice(EncodeDocumentKey(p.doc->id)),
               EncodeDocumentValue(p.doc->fingerprint, p.doc->metadata))
         .PermitUncheckedError();
     added += !p.old;
+    if (p.old && p.old->fingerprint == p.doc->fingerprint) continue;  // entries stay as they are
+    // Into the index before RocksDB: a reader whose snapshot holds this
+    // write must find the entry (staging_index.h).
+    staging_->Add(p.doc->id, p.doc->fingerprint);
+    char mark[8];
+    PutBigEndian64(mark, p.doc->fingerprint);
+    batch.Put(staging_family(), AsSlice(EncodeDocumentKey(p.doc->id)), rocksdb::Slice(mark, 8))
+        .PermitUncheckedError();
   }
-  // Table keys go in family by family and in key order: RocksDB's memtable
-  // skiplist then starts each insert from where the previous one ended.
-  struct Op {
-    TableKey key;
-    bool put;
-  };
-  std::vector<Op> ops;
+  // A version in the tables leaves them; the new one waits in staging.
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
     const TablePermutation& perm = plan_.table(t);
     const TableKeyCodec codec(perm.prefix_bits());
-    ops.clear();
     for (const PendingInsert& p : inserts) {
-      if (p.old == p.doc->fingerprint) continue;
-      if (p.old) ops.push_back({codec.Encode(perm.Apply(*p.old), p.doc->id), false});
-      ops.push_back({codec.Encode(perm.Apply(p.doc->fingerprint), p.doc->id), true});
-    }
-    std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.key < b.key; });
-    for (const Op& op : ops) {
-      (op.put ? batch.Put(table(t), AsSlice(op.key), {}) : batch.Delete(table(t), AsSlice(op.key)))
+      if (!p.old || p.old->staged || p.old->fingerprint == p.doc->fingerprint) continue;
+      batch.Delete(table(t), AsSlice(codec.Encode(perm.Apply(p.old->fingerprint), p.doc->id)))
           .PermitUncheckedError();
     }
   }
+  if (staging_->size() >= options_.staged_documents) staging_cv_.notify_all();
   return added;
 }
 
@@ -153,25 +182,39 @@ Status StoreImpl::Insert(DocumentId id, Fingerprint fingerprint, std::string_vie
   return InsertBatch(std::span(&doc, 1));
 }
 
+Result<StoreImpl::WriteLocks> StoreImpl::LockForWrite(std::span<const DocumentId> ids) {
+  if (Status s = WaitForStagingRoom(); !s.ok()) return s;
+  while (true) {
+    WriteLocks locks{std::shared_lock(ingest_mu_), {}};
+    // Stripes in address order, so that batches cannot deadlock each other.
+    std::set<std::mutex*> stripes;
+    for (DocumentId id : ids) stripes.insert(&StripeFor(id));
+    for (std::mutex* m : stripes) locks.stripes.emplace_back(*m);
+    const bool merging = merging_ && std::any_of(ids.begin(), ids.end(), [&](DocumentId id) {
+      return std::binary_search(merging_ids_.begin(), merging_ids_.end(), id);
+    });
+    if (!merging) return locks;
+    locks.stripes.clear();
+    locks.ingest.unlock();
+    std::unique_lock lock(staging_mu_);
+    staging_cv_.wait(lock, [&] { return !merging_ || !merge_error_.ok(); });
+    if (!merge_error_.ok()) return merge_error_;
+  }
+}
+
 Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
   if (Status s = CheckWritable(); !s.ok()) return s;
   if (docs.empty()) return Status::OK();
+  // The last occurrence of an id wins; the ones before it are dropped.
+  std::map<DocumentId, const NewDocument*> latest;
+  for (const NewDocument& d : docs) latest[d.id] = &d;
+  std::vector<DocumentId> ids;
+  ids.reserve(latest.size());
+  for (const auto& [id, doc] : latest) ids.push_back(id);
   {
-    std::shared_lock shared(ingest_mu_);
-    // Take every stripe involved, in address order so that batches cannot
-    // deadlock each other.
-    std::set<std::mutex*> stripes;
-    for (const NewDocument& d : docs) stripes.insert(&StripeFor(d.id));
-    std::vector<std::unique_lock<std::mutex>> locks;
-    for (std::mutex* m : stripes) locks.emplace_back(*m);
-
-    // The last occurrence of an id wins; the ones before it are dropped.
-    std::map<DocumentId, const NewDocument*> latest;
-    for (const NewDocument& d : docs) latest[d.id] = &d;
-    std::vector<DocumentId> ids;
-    ids.reserve(latest.size());
-    for (const auto& [id, doc] : latest) ids.push_back(id);
-    Result<std::vector<std::optional<Fingerprint>>> old = CurrentFingerprints(ids);
+    Result<WriteLocks> locks = LockForWrite(ids);
+    if (!locks.ok()) return locks.status();
+    Result<std::vector<std::optional<StoredVersion>>> old = CurrentVersions(ids);
     if (!old.ok()) return old.status();
     std::vector<PendingInsert> inserts;
     inserts.reserve(latest.size());
@@ -187,29 +230,33 @@ Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
 
 Status StoreImpl::Remove(DocumentId id) {
   if (Status s = CheckWritable(); !s.ok()) return s;
-  std::shared_lock shared(ingest_mu_);
-  std::unique_lock lock(StripeFor(id));
-  Result<std::optional<Fingerprint>> old = CurrentFingerprint(id);
+  Result<WriteLocks> locks = LockForWrite(std::span(&id, 1));
+  if (!locks.ok()) return locks.status();
+  Result<std::vector<std::optional<StoredVersion>>> old = CurrentVersions(std::span(&id, 1));
   if (!old.ok()) return old.status();
-  if (!*old) {
+  if (!(*old)[0]) {
     // The document may be gone by another caller's delete that is not yet
     // durable; "not found" must not be taken back by a power loss.
-    lock.unlock();
-    shared.unlock();
+    *locks = {};
     if (Status s = MakeDurable(); !s.ok()) return s;
     return Status::NotFound("document " + std::to_string(id));
   }
+  const StoredVersion version = *(*old)[0];
   rocksdb::WriteBatch batch;
   batch.Delete(documents_family(), AsSlice(EncodeDocumentKey(id))).PermitUncheckedError();
-  for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-    const TablePermutation& perm = plan_.table(t);
-    const TableKeyCodec codec(perm.prefix_bits());
-    batch.Delete(table(t), AsSlice(codec.Encode(perm.Apply(**old), id))).PermitUncheckedError();
+  if (version.staged) {
+    batch.Delete(staging_family(), AsSlice(EncodeDocumentKey(id))).PermitUncheckedError();
+  } else {
+    for (std::size_t t = 0; t < plan_.table_count(); ++t) {
+      const TablePermutation& perm = plan_.table(t);
+      const TableKeyCodec codec(perm.prefix_bits());
+      batch.Delete(table(t), AsSlice(codec.Encode(perm.Apply(version.fingerprint), id)))
+          .PermitUncheckedError();
+    }
   }
   StageCountChange(batch, meta(), -1);
   if (Status s = WriteUnsynced(batch); !s.ok()) return s;
-  lock.unlock();
-  shared.unlock();
+  *locks = {};
   return MakeDurable();
 }
 
@@ -269,6 +316,57 @@ Status StoreImpl::ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint qu
     it.Next();
   }
   return FromRocks(it.status(), "scanning " + TableFamilyName(t));
+}
+
+Status StoreImpl::FindStaged(std::span<const Fingerprint> queries, int k,
+                             const rocksdb::Snapshot* snapshot,
+                             std::vector<std::vector<Hit>>& hits) const {
+  struct Candidate {
+    std::size_t query;
+    Hit hit;
+  };
+  std::vector<Candidate> candidates;
+  for (const StagingIndex* index : {merging_.get(), static_cast<const StagingIndex*>(staging_.get())}) {
+    if (index == nullptr || index->size() == 0) continue;
+    for (std::size_t i = 0; i < queries.size(); ++i) {
+      for (std::size_t t = 0; t < plan_.table_count(); ++t) {
+        index->ForEachCandidate(t, queries[i], [&](DocumentId id, Fingerprint fp) {
+          const int d = HammingDistance(fp, queries[i]);
+          if (d <= k && plan_.FirstSharedTable(queries[i], fp) == static_cast<int>(t)) {
+            candidates.push_back({i, {id, fp, d}});
+          }
+        });
+      }
+    }
+  }
+  if (candidates.empty()) return Status::OK();
+  // An index keeps superseded entries: only what the staging family holds
+  // at the snapshot counts, once per query.
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return a.hit.id != b.hit.id ? a.hit.id < b.hit.id : a.query < b.query;
+  });
+  std::vector<DocumentId> ids;
+  for (const Candidate& c : candidates) {
+    if (ids.empty() || ids.back() != c.hit.id) ids.push_back(c.hit.id);
+  }
+  std::vector<std::optional<Fingerprint>> staged(ids.size());
+  Status s = MultiGetIds(staging_family(), snapshot, ids,
+                         [&](std::size_t i, std::string_view value) {
+                           if (value.size() != 8) return MalformedStagingMark(ids[i]);
+                           staged[i] = GetBigEndian64(value.data());
+                           return Status::OK();
+                         });
+  if (!s.ok()) return s;
+  std::size_t at = 0;
+  const Candidate* accepted = nullptr;
+  for (const Candidate& c : candidates) {
+    while (ids[at] != c.hit.id) ++at;
+    if (staged[at] != c.hit.fingerprint) continue;
+    if (accepted != nullptr && accepted->hit.id == c.hit.id && accepted->query == c.query) continue;
+    hits[c.query].push_back(c.hit);
+    accepted = &c;
+  }
+  return Status::OK();
 }
 
 Result<std::vector<Match>> StoreImpl::ToMatches(std::vector<Hit> hits,
@@ -352,6 +450,7 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatchLocked(
       if (Status s = ScanTable(*it, t, fingerprints[i], k, hits[i]); !s.ok()) return s;
     }
   }
+  if (Status s = FindStaged(fingerprints, k, snapshot.snapshot(), hits); !s.ok()) return s;
   std::vector<std::vector<Match>> results;
   results.reserve(hits.size());
   for (std::vector<Hit>& h : hits) {
@@ -368,19 +467,19 @@ Result<CheckResult> StoreImpl::CheckAndInsert(DocumentId id, Fingerprint fingerp
   CheckResult result;
   rocksdb::WriteBatch batch;
   {
-    std::shared_lock shared(ingest_mu_);
     std::lock_guard check(check_mu_);
-    std::lock_guard stripe(StripeFor(id));
+    Result<WriteLocks> locks = LockForWrite(std::span(&id, 1));
+    if (!locks.ok()) return locks.status();
     Result<std::vector<std::vector<Match>>> matches =
         QueryBatchLocked(std::span(&fingerprint, 1), plan_.distance());
     if (!matches.ok()) return matches.status();
     result.matches = std::move((*matches)[0]);
     std::erase_if(result.matches, [id](const Match& m) { return m.id == id; });
     if (policy == InsertPolicy::kAlways || result.matches.empty()) {
-      Result<std::optional<Fingerprint>> old = CurrentFingerprint(id);
+      Result<std::vector<std::optional<StoredVersion>>> old = CurrentVersions(std::span(&id, 1));
       if (!old.ok()) return old.status();
       const NewDocument doc{id, fingerprint, metadata};
-      const PendingInsert insert{&doc, *old};
+      const PendingInsert insert{&doc, (*old)[0]};
       StageCountChange(batch, meta(), StageInserts(batch, std::span(&insert, 1)));
       // Written unsynced while the lock is held, so that the next
       // CheckAndInsert already sees it; made durable below, outside the
@@ -413,8 +512,7 @@ void SweepAbandonedBulkLoads(const std::string& store_path) {
 
 }  // namespace
 
-Result<std::unique_ptr<BulkLoader>> StoreImpl::NewBulkLoader(const BulkLoadOptions& options) {
-  if (Status s = CheckWritable(); !s.ok()) return s;
+Result<std::unique_ptr<BulkLoaderImpl>> StoreImpl::MakeBulkLoader(const BulkLoadOptions& options) {
   static std::atomic<int> counter{0};
   const std::string name = std::string(kBulkDirPrefix) + std::to_string(::getpid()) + "." +
                            std::to_string(counter.fetch_add(1));
@@ -426,11 +524,18 @@ Result<std::unique_ptr<BulkLoader>> StoreImpl::NewBulkLoader(const BulkLoadOptio
   if (!std::filesystem::create_directories(dir, ec)) {
     return Status::IOError("creating " + dir + ": " + ec.message());
   }
-  return std::unique_ptr<BulkLoader>(new BulkLoaderImpl(*this, options, std::move(dir)));
+  return std::make_unique<BulkLoaderImpl>(*this, options, std::move(dir));
+}
+
+Result<std::unique_ptr<BulkLoader>> StoreImpl::NewBulkLoader(const BulkLoadOptions& options) {
+  if (Status s = CheckWritable(); !s.ok()) return s;
+  Result<std::unique_ptr<BulkLoaderImpl>> loader = MakeBulkLoader(options);
+  if (!loader.ok()) return loader.status();
+  return std::unique_ptr<BulkLoader>(*std::move(loader));
 }
 
 Status StoreImpl::Compact(const ScanOptions& scan) {
-  if (Status s = CheckWritable(); !s.ok()) return s;
+  if (Status s = Flush(); !s.ok()) return s;
   rocksdb::CompactRangeOptions cro;
   cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
   for (std::size_t i = 0; i < handles_.size(); ++i) {
@@ -457,6 +562,9 @@ Result<StoreStats> StoreImpl::Stats() const {
     return rs.ok() ? Status::Corruption("malformed document count record")
                    : FromRocks(rs, "reading the document count");
   }
+  Result<std::vector<StagedDocument>> staged = StagedDocuments(nullptr);
+  if (!staged.ok()) return staged.status();
+  stats.staged_documents = staged->size();
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
     std::uint64_t n = 0;
     db_->GetIntProperty(table(t), rocksdb::DB::Properties::kEstimateNumKeys, &n);

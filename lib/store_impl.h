@@ -6,25 +6,37 @@
 #include <rocksdb/db.h>
 
 #include <array>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fpstore/store.h"
 #include "group_commit.h"
 #include "key_codec.h"
+#include "staging_index.h"
 
 namespace fpstore::internal {
 
 // Column family names and metadata keys, fixed by the on-disk format.
 inline constexpr char kDocumentsFamily[] = "documents";
+inline constexpr char kStagingFamily[] = "staging";
 inline constexpr char kFormatVersionKey[] = "fpstore.format_version";
 inline constexpr char kPlanKey[] = "fpstore.plan";
 inline constexpr char kFingerprintKey[] = "fpstore.fingerprint";
 inline constexpr char kDocumentCountKey[] = "fpstore.document_count";
 std::string TableFamilyName(std::size_t table);
+
+class BulkLoaderImpl;
+
+// A document as the staging family records it.
+struct StagedDocument {
+  DocumentId id;
+  Fingerprint fingerprint;
+};
 
 class StoreImpl final : public Store {
  public:
@@ -56,6 +68,7 @@ class StoreImpl final : public Store {
   Status ForEachDocument(const std::function<void(const Document&)>& sink,
                          const ScanOptions& scan) const override;
   Result<std::unique_ptr<BulkLoader>> NewBulkLoader(const BulkLoadOptions& options) override;
+  Status Flush() override;
   Status Compact(const ScanOptions& scan) override;
   Result<StoreStats> Stats() const override;
   Status Verify(const ScanOptions& scan) const override;
@@ -79,22 +92,41 @@ class StoreImpl final : public Store {
   Status CheckWritable() const;
   Status CheckDistance(int k) const;
 
-  // A document to write and the fingerprint its id has now, if any.
-  struct PendingInsert {
-    const NewDocument* doc;
-    std::optional<Fingerprint> old;
+  // Where a document's current version is: its fingerprint, and whether it
+  // waits in the staging family or is in the tables.
+  struct StoredVersion {
+    Fingerprint fingerprint;
+    bool staged;
   };
 
-  // Adds to `batch` what it takes to make each document current: its record,
-  // and in every table the new key and the deletion of the old one. Returns
-  // how many documents are new.
-  int StageInserts(rocksdb::WriteBatch& batch, std::span<const PendingInsert> inserts) const;
+  // A document to write and the version its id has now, if any.
+  struct PendingInsert {
+    const NewDocument* doc;
+    std::optional<StoredVersion> old;
+  };
 
-  // The fingerprint document `id` has now, or nullopt; reads the latest state.
-  Result<std::optional<Fingerprint>> CurrentFingerprint(DocumentId id) const;
-  // The same for many ids at once. REQUIRES: `ids` sorted.
-  Result<std::vector<std::optional<Fingerprint>>> CurrentFingerprints(
+  // The locks a write holds: the ingest lock shared and its ids' stripes.
+  struct WriteLocks {
+    std::shared_lock<std::shared_mutex> ingest;
+    std::vector<std::unique_lock<std::mutex>> stripes;
+  };
+
+  // Takes the locks for a write to `ids` (sorted, unique), once the staging
+  // index has room and no id is in a running merge (its staged version is
+  // being copied into the tables, and must not change until it is there).
+  Result<WriteLocks> LockForWrite(std::span<const DocumentId> ids);
+
+  // Adds to `batch` what it takes to make each document current: its record
+  // and its staging mark, or (when a replaced version is in the tables with
+  // another fingerprint) the deletion of its table entries. Adds the staged
+  // versions to the staging index first. Returns how many documents are new.
+  int StageInserts(rocksdb::WriteBatch& batch, std::span<const PendingInsert> inserts);
+
+  // The current version of each of `ids` (sorted), reading the latest state.
+  Result<std::vector<std::optional<StoredVersion>>> CurrentVersions(
       std::span<const DocumentId> ids) const;
+  // The fingerprint document `id` has now, or nullopt.
+  Result<std::optional<Fingerprint>> CurrentFingerprint(DocumentId id) const;
 
   // Writes `batch` to the log and memtables without waiting for the disk.
   // Other writers may see it at once; it is in the log before anything they
@@ -110,6 +142,33 @@ class StoreImpl final : public Store {
   Status ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint query, int k,
                    std::vector<Hit>& hits) const;
 
+  // Adds to `hits` the staged documents within k of each query, as the
+  // staging family has them at `snapshot`. REQUIRES: ingest_mu_ held.
+  Status FindStaged(std::span<const Fingerprint> queries, int k,
+                    const rocksdb::Snapshot* snapshot, std::vector<std::vector<Hit>>& hits) const;
+  // Every staged document at `snapshot`, by id.
+  Result<std::vector<StagedDocument>> StagedDocuments(const rocksdb::Snapshot* snapshot) const;
+  // Looks up `ids` (sorted) in `family` at `snapshot` (null: the latest
+  // state) in one batched read, so that RocksDB reads each block once for
+  // all its keys; calls found(i, value) for each id present.
+  Status MultiGetIds(rocksdb::ColumnFamilyHandle* family, const rocksdb::Snapshot* snapshot,
+                     std::span<const DocumentId> ids,
+                     const std::function<Status(std::size_t, std::string_view)>& found) const;
+
+  // Rebuilds the staging index from the staging family (at open).
+  Status LoadStagingIndex();
+  // Waits until the staging index has room for more documents.
+  Status WaitForStagingRoom();
+  // Moves the documents staged so far into the tables: freezes the staging
+  // index, writes their table entries as sorted files and ingests them,
+  // with the deletion of their staging marks, in one atomic step.
+  // REQUIRES: merge_mu_ held.
+  Status MergeStaged();
+  // The background merger: merges whenever the staging index is full.
+  void MergeWhenFull();
+  // A bulk loader with a fresh temporary directory.
+  Result<std::unique_ptr<BulkLoaderImpl>> MakeBulkLoader(const BulkLoadOptions& options);
+
   // Fetches metadata for `hits` at `snapshot` and orders them nearest first.
   Result<std::vector<Match>> ToMatches(std::vector<Hit> hits,
                                        const rocksdb::Snapshot* snapshot) const;
@@ -123,7 +182,8 @@ class StoreImpl final : public Store {
   std::mutex& StripeFor(DocumentId id) const;
 
   rocksdb::ColumnFamilyHandle* documents_family() const { return handles_[1]; }
-  rocksdb::ColumnFamilyHandle* table(std::size_t t) const { return handles_[2 + t]; }
+  rocksdb::ColumnFamilyHandle* staging_family() const { return handles_[2]; }
+  rocksdb::ColumnFamilyHandle* table(std::size_t t) const { return handles_[3 + t]; }
   rocksdb::ColumnFamilyHandle* meta() const { return handles_[0]; }
 
   const std::string path_;
@@ -132,7 +192,7 @@ class StoreImpl final : public Store {
   const PermutationPlan plan_;
   const Fingerprinter fingerprinter_;
   std::unique_ptr<rocksdb::DB> db_;
-  // [0] default (metadata), [1] documents, [2 + t] table t.
+  // [0] default (metadata), [1] documents, [2] staging, [3 + t] table t.
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   GroupCommit group_commit_;
 
@@ -144,6 +204,24 @@ class StoreImpl final : public Store {
   mutable std::shared_mutex ingest_mu_;
   // Serialises CheckAndInsert's look-then-write.
   std::mutex check_mu_;
+
+  // Staged documents in memory (staging_index.h). The pointers change only
+  // with ingest_mu_ held exclusively and staging_mu_ held, so a holder of
+  // either may read them.
+  std::shared_ptr<StagingIndex> staging_;
+  // The staging index a running merge is moving into the tables, and its ids.
+  std::shared_ptr<const StagingIndex> merging_;
+  std::vector<DocumentId> merging_ids_;
+  // One merge, or bulk ingestion, at a time.
+  std::mutex merge_mu_;
+  // Guards merge_error_ and stopping_; staging_cv_ announces room in the
+  // staging index, the end of a merge, and the need for one.
+  std::mutex staging_mu_;
+  std::condition_variable staging_cv_;
+  Status merge_error_;
+  bool stopping_ = false;
+  std::thread merger_;
+
   bool closed_ = false;
 };
 

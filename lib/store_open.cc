@@ -285,6 +285,7 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
                                                  *std::move(fingerprinter),
                                                  std::unique_ptr<rocksdb::DB>(raw), handles));
   if (!options.read_only) reservation.HandTo(store.get());
+  if (Status s = store->LoadStagingIndex(); !s.ok()) return s.WithContext(path);
   if (!exists) {
     // The metadata record goes last and in one synced batch: a directory
     // whose creation was cut short holds no record and is refused on open.
@@ -306,6 +307,7 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
       return s;
     }
   }
+  if (!options.read_only) store->merger_ = std::thread([raw = store.get()] { raw->MergeWhenFull(); });
   return std::unique_ptr<Store>(std::move(store));
 }
 
@@ -327,6 +329,14 @@ StoreImpl::~StoreImpl() { (void)Close(); }
 Status StoreImpl::Close() {
   if (closed_) return Status::OK();
   closed_ = true;
+  if (merger_.joinable()) {
+    {
+      std::lock_guard lock(staging_mu_);
+      stopping_ = true;
+    }
+    staging_cv_.notify_all();
+    merger_.join();
+  }
   Status result;
   if (!options_.read_only && options_.durability == Durability::kNoSync) {
     result = FromRocks(db_->SyncWAL(), "closing " + path_);

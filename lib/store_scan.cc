@@ -123,20 +123,31 @@ Status StoreImpl::ScanRuns(
     db_->GetIntProperty(table(t), rocksdb::DB::Properties::kEstimateNumKeys, &n);
     total += n;
   }
+  // Staged documents are not in the tables yet; each table's stream takes
+  // them in, sorted, beside its own entries.
+  Result<std::vector<StagedDocument>> staged = StagedDocuments(snapshot.snapshot());
+  if (!staged.ok()) return staged.status();
+  total += staged->size() * plan_.table_count();
   ProgressMeter progress(scan, total);
   Status s = ForEachTableInParallel(plan_.table_count(), scan.threads, [&](std::size_t t) {
-    const Fingerprint mask = plan_.table(t).prefix_mask();
-    const TableKeyCodec codec(plan_.table(t).prefix_bits());
+    const TablePermutation& perm = plan_.table(t);
+    const Fingerprint mask = perm.prefix_mask();
+    const TableKeyCodec codec(perm.prefix_bits());
+    std::vector<TableEntry> staged_entries;
+    staged_entries.reserve(staged->size());
+    for (const StagedDocument& doc : *staged) {
+      staged_entries.push_back({perm.Apply(doc.fingerprint), doc.id});
+    }
+    std::sort(staged_entries.begin(), staged_entries.end(),
+              [](const TableEntry& a, const TableEntry& b) {
+                return a.permuted != b.permuted ? a.permuted < b.permuted : a.id < b.id;
+              });
+    auto next_staged = staged_entries.begin();
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
     std::vector<TableEntry> run;
     std::uint64_t unreported = 0;
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      TableEntry e;
-      if (!codec.Decode(it->key().ToStringView(), &e)) {
-        return Status::Corruption(TableFamilyName(t) + " holds a malformed key " +
-                                  it->key().ToString(true));
-      }
+    auto take = [&](const TableEntry& e) {
       if (!run.empty() && (run.front().permuted & mask) != (e.permuted & mask)) {
         if (run.size() > 1) visit_run(t, run);
         run.clear();
@@ -146,7 +157,20 @@ Status StoreImpl::ScanRuns(
         progress.Add(unreported);
         unreported = 0;
       }
+    };
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      TableEntry e;
+      if (!codec.Decode(it->key().ToStringView(), &e)) {
+        return Status::Corruption(TableFamilyName(t) + " holds a malformed key " +
+                                  it->key().ToString(true));
+      }
+      for (; next_staged != staged_entries.end() && next_staged->permuted <= e.permuted;
+           ++next_staged) {
+        take(*next_staged);
+      }
+      take(e);
     }
+    for (; next_staged != staged_entries.end(); ++next_staged) take(*next_staged);
     if (run.size() > 1) visit_run(t, run);
     progress.Add(unreported);
     return FromRocks(it->status(), "scanning " + TableFamilyName(t));
@@ -253,7 +277,12 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
   // while streaming, in constant memory.
   std::uint64_t documents = 0;
   std::vector<std::uint64_t> expected_sum(tables, 0);
+  // Documents that belong in the tables: all but the staged ones.
   Roaring64Map ids;
+  Result<std::vector<StagedDocument>> staged = StagedDocuments(snapshot.snapshot());
+  if (!staged.ok()) return staged.status();
+  std::unordered_map<DocumentId, Fingerprint> staged_fps;
+  for (const StagedDocument& doc : *staged) staged_fps.emplace(doc.id, doc.fingerprint);
   {
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(ScanReadOptions(snapshot.snapshot()), documents_family()));
@@ -264,8 +293,16 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
         continue;
       }
       const DocumentId id = GetBigEndian64(it->key().data());
-      ids.add(id);
       ++documents;
+      if (auto mark = staged_fps.find(id); mark != staged_fps.end()) {
+        if (mark->second != fp) {
+          problem("staging: the mark of document " + std::to_string(id) +
+                  " does not match its fingerprint");
+        }
+        staged_fps.erase(mark);
+        continue;
+      }
+      ids.add(id);
       for (std::size_t t = 0; t < tables; ++t) {
         const TablePermutation& perm = plan_.table(t);
         const TableKey key = TableKeyCodec(perm.prefix_bits()).Encode(perm.Apply(fp), id);
@@ -274,9 +311,13 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
     }
     if (!it->status().ok()) return FromRocks(it->status(), "scanning documents");
   }
+  for (const auto& [id, fp] : staged_fps) {
+    problem("staging: mark for document " + std::to_string(id) + ", which is not stored");
+  }
+  const std::uint64_t in_tables = ids.cardinality();
 
   std::vector<std::uint64_t> actual_sum(tables, 0), actual_count(tables, 0);
-  ProgressMeter progress(scan, documents * (tables + 1));
+  ProgressMeter progress(scan, documents + in_tables * tables);
   progress.Add(documents);
   Status s = ForEachTableInParallel(tables, scan.threads, [&](std::size_t t) {
     std::unique_ptr<rocksdb::Iterator> it(
@@ -291,7 +332,7 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
   if (!s.ok()) return s;
 
   for (std::size_t t = 0; t < tables; ++t) {
-    if (actual_count[t] == documents && actual_sum[t] == expected_sum[t]) continue;
+    if (actual_count[t] == in_tables && actual_sum[t] == expected_sum[t]) continue;
     // Something is off: find out what, entry by entry.
     std::uint64_t orphans = 0, wrong = 0, duplicates = 0;
     const TableKeyCodec codec(plan_.table(t).prefix_bits());
@@ -307,7 +348,7 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
       if (!ids.contains(e.id)) {
         ++orphans;
         problem(TableFamilyName(t) + ": entry for document " + std::to_string(e.id) +
-                ", which is not stored");
+                ", which is not stored or is staged");
         continue;
       }
       if (!seen.addChecked(e.id)) {

@@ -33,6 +33,9 @@ using testing::TestSeed;
 struct PlanCase {
   int blocks;
   int distance;
+  // The merge threshold: small merges often in the background, large never
+  // (every document stays staged until Flush or Compact).
+  std::size_t staged_documents;
 };
 
 class StoreExactnessTest : public ::testing::TestWithParam<PlanCase> {
@@ -41,6 +44,7 @@ class StoreExactnessTest : public ::testing::TestWithParam<PlanCase> {
     seed_ = TestSeed(20261122 + GetParam().blocks * 100 + GetParam().distance);
     options_.blocks = GetParam().blocks;
     options_.distance = GetParam().distance;
+    options_.staged_documents = GetParam().staged_documents;
   }
 
   std::uint64_t seed_ = 0;
@@ -69,6 +73,9 @@ TEST_P(StoreExactnessTest, MatchesBruteForceThroughItsLife) {
   }
   ASSERT_TRUE(store->InsertBatch(batch).ok());
   ExpectMatchesBruteForce(*store, docs, seed_, "after inserts");
+  // Some documents in the tables, the rest staged from here on.
+  ASSERT_TRUE(store->Flush().ok());
+  ExpectMatchesBruteForce(*store, docs, seed_, "after a flush");
 
   // Remove a tenth; move another tenth to new fingerprints near others.
   Random rnd(seed_ + 2);
@@ -85,7 +92,7 @@ TEST_P(StoreExactnessTest, MatchesBruteForceThroughItsLife) {
   ExpectMatchesBruteForce(*store, docs, seed_, "after removes and re-inserts");
 
   ASSERT_TRUE(store->Close().ok());
-  store = MustOpen(dir.Sub("store"));
+  store = MustOpen(dir.Sub("store"), options_);
   ASSERT_NE(store, nullptr);
   ExpectMatchesBruteForce(*store, docs, seed_, "after reopening");
 
@@ -158,11 +165,13 @@ TEST(StoreTest, ThousandsOfIdenticalFingerprints) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, StoreExactnessTest,
-                         ::testing::Values(PlanCase{6, 3}, PlanCase{5, 3}, PlanCase{4, 2},
-                                           PlanCase{8, 3}, PlanCase{10, 4}),
+                         ::testing::Values(PlanCase{6, 3, 37}, PlanCase{6, 3, 1 << 19},
+                                           PlanCase{5, 3, 37}, PlanCase{4, 2, 1 << 19},
+                                           PlanCase{8, 3, 37}, PlanCase{10, 4, 1 << 19}),
                          [](const auto& info) {
                            return "blocks" + std::to_string(info.param.blocks) + "_distance" +
-                                  std::to_string(info.param.distance);
+                                  std::to_string(info.param.distance) + "_staged" +
+                                  std::to_string(info.param.staged_documents);
                          });
 
 }  // namespace

@@ -68,6 +68,13 @@ struct StoreOptions {
   // this. Default: 256 MiB.
   std::size_t write_buffer_bytes = std::size_t{256} << 20;
 
+  // Inserted documents wait in a staging family and an in-memory index,
+  // which queries probe too, until this many have gathered; a background
+  // merge then moves them into the tables as sorted files, the bulk
+  // loader's way, instead of writing every table's memtable per insert.
+  // The index takes about 250 bytes per staged document with 20 tables;
+  // inserts wait when twice this many are staged. Default: 512 Ki.
+  std::size_t staged_documents = std::size_t{1} << 19;
   // Background threads for flushes and compactions. Default: 2.
   int background_threads = 2;
 };

@@ -72,6 +72,7 @@ struct StoreStats {
   int distance = 0;
   FingerprintOptions fingerprint;
   std::uint64_t documents = 0;                 // exact
+  std::uint64_t staged_documents = 0;          // exact; not yet in the tables (Flush)
   std::vector<std::uint64_t> table_entries;    // RocksDB's estimate, per table
   std::vector<std::uint64_t> table_bytes;      // table files' bytes, per table
   std::uint64_t bytes_on_disk = 0;             // live SST and WAL files
@@ -80,9 +81,9 @@ struct StoreStats {
 class Store {
  public:
   // The on-disk format this build writes; see docs/format.md.
-  static constexpr int kFormatVersion = 2;
+  static constexpr int kFormatVersion = 3;
   // The oldest format this build reads (docs/format.md, "Versions").
-  static constexpr int kOldestFormatVersion = 2;
+  static constexpr int kOldestFormatVersion = 3;
 
   // Opens the store at `path`, creating it if options allow. Errors:
   // InvalidArgument when `path` holds something that is not an fpstore store,
@@ -171,7 +172,14 @@ class Store {
   virtual Result<std::unique_ptr<BulkLoader>> NewBulkLoader(
       const BulkLoadOptions& options = {}) = 0;
 
-  // Compacts every table fully.
+  // Inserted documents are staged: recorded durably and found by queries at
+  // once, and moved into the tables in sorted batches by a background merge
+  // once options.staged_documents of them have gathered. Flush merges the
+  // documents staged so far now and returns when they are in the tables.
+  // NotSupported on a read-only store.
+  virtual Status Flush() = 0;
+
+  // Merges what is staged (Flush), then compacts every table fully.
   virtual Status Compact(const ScanOptions& scan = {}) = 0;
 
   virtual Result<StoreStats> Stats() const = 0;

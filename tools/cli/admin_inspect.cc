@@ -182,11 +182,12 @@ class StatsCommand final : public Command {
           out(),
           "{\"path\":%s,\"format_version\":%d,\"blocks\":%d,\"distance\":%d,"
           "\"fingerprint\":{\"text\":%s,\"version\":%d,\"window\":%d,\"weighting\":\"%s\"},"
-          "\"documents\":%llu,\"bytes_on_disk\":%llu,\"bytes_per_document\":%s,\"tables\":[%s]}\n",
+          "\"documents\":%llu,\"staged_documents\":%llu,\"bytes_on_disk\":%llu,\"bytes_per_document\":%s,\"tables\":[%s]}\n",
           JsonString(db).c_str(), stats.format_version, stats.blocks, stats.distance,
           JsonString(stats.fingerprint.ToString()).c_str(), stats.fingerprint.version,
           stats.fingerprint.window, std::string(WeightingName(stats.fingerprint.weighting)).c_str(),
           static_cast<unsigned long long>(stats.documents),
+          static_cast<unsigned long long>(stats.staged_documents),
           static_cast<unsigned long long>(stats.bytes_on_disk), Fixed(per_document, 1).c_str(),
           tables.c_str());
       return 0;
@@ -197,6 +198,8 @@ class StatsCommand final : public Command {
                  DescribeTables(plan).c_str());
     std::fprintf(out(), "fingerprint:        %s\n", stats.fingerprint.ToString().c_str());
     std::fprintf(out(), "documents:          %s\n", WithCommas(stats.documents).c_str());
+    std::fprintf(out(), "staged documents:   %s (not yet merged into the tables)\n",
+                 WithCommas(stats.staged_documents).c_str());
     std::fprintf(out(), "bytes on disk:      %s (%s MB)\n", WithCommas(stats.bytes_on_disk).c_str(),
                  Fixed(static_cast<double>(stats.bytes_on_disk) / 1e6, 1).c_str());
     std::fprintf(out(), "bytes per document: %s\n",

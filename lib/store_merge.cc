@@ -1,0 +1,124 @@
+// Staged documents: the staging index's life, and merging it into the
+// tables (docs/design.md, "Inserts").
+
+#include <chrono>
+
+#include "bulk_loader.h"
+#include "rocks_status.h"
+#include "store_impl.h"
+
+namespace fpstore::internal {
+
+Status StoreImpl::LoadStagingIndex() {
+  staging_ = std::make_shared<StagingIndex>(plan_);
+  Result<std::vector<StagedDocument>> staged = StagedDocuments(nullptr);
+  if (!staged.ok()) return staged.status();
+  for (const StagedDocument& doc : *staged) staging_->Add(doc.id, doc.fingerprint);
+  return Status::OK();
+}
+
+Result<std::vector<StagedDocument>> StoreImpl::StagedDocuments(
+    const rocksdb::Snapshot* snapshot) const {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, staging_family()));
+  std::vector<StagedDocument> staged;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (it->key().size() != 8 || it->value().size() != 8) {
+      return Status::Corruption("staging: malformed mark with key " + it->key().ToString(true));
+    }
+    staged.push_back({GetBigEndian64(it->key().data()), GetBigEndian64(it->value().data())});
+  }
+  if (Status s = FromRocks(it->status(), "reading the staging family"); !s.ok()) return s;
+  return staged;
+}
+
+Status StoreImpl::WaitForStagingRoom() {
+  std::unique_lock lock(staging_mu_);
+  // Twice the merge threshold: room for inserts while a merge runs.
+  staging_cv_.wait(lock, [&] {
+    return !merge_error_.ok() || stopping_ || staging_->size() < 2 * options_.staged_documents;
+  });
+  return merge_error_;
+}
+
+Status StoreImpl::MergeStaged() {
+  {
+    std::unique_lock exclusive(ingest_mu_);
+    std::lock_guard lock(staging_mu_);
+    if (!merge_error_.ok()) return merge_error_;
+    if (staging_->size() == 0) return Status::OK();
+    merging_ = std::move(staging_);
+    staging_ = std::make_shared<StagingIndex>(plan_);
+    merging_ids_ = merging_->SortedIds();
+  }
+  staging_cv_.notify_all();  // room for writers again
+
+  // Writers to these ids wait until the merge ends (LockForWrite), so the
+  // staged versions read here stay current until they are in the tables.
+  std::vector<StagedDocument> docs;
+  Status s = MultiGetIds(staging_family(), nullptr, merging_ids_,
+                         [&](std::size_t i, std::string_view value) {
+                           if (value.size() != 8) {
+                             return Status::Corruption("staging: malformed mark of document " +
+                                                       std::to_string(merging_ids_[i]));
+                           }
+                           docs.push_back({merging_ids_[i], GetBigEndian64(value.data())});
+                           return Status::OK();
+                         });
+  std::vector<rocksdb::IngestExternalFileArg> args;
+  std::unique_ptr<BulkLoaderImpl> loader;
+  if (s.ok() && !docs.empty()) {
+    BulkLoadOptions options;
+    options.memory_bytes = options_.write_buffer_bytes;
+    Result<std::unique_ptr<BulkLoaderImpl>> made = MakeBulkLoader(options);
+    if (made.ok()) {
+      loader = *std::move(made);
+      s = loader->WriteMergeFiles(docs, args);
+    } else {
+      s = made.status();
+    }
+  }
+  {
+    std::unique_lock exclusive(ingest_mu_);
+    if (s.ok() && !args.empty()) {
+      s = FromRocks(db_->IngestExternalFiles(args), "merging staged documents into the tables");
+    }
+    std::lock_guard lock(staging_mu_);
+    if (s.ok()) {
+      merging_.reset();
+      merging_ids_.clear();
+    } else {
+      // The staged documents stay staged and found; writes stop, as after
+      // any background error, until the store is reopened.
+      merge_error_ = s;
+    }
+  }
+  staging_cv_.notify_all();
+  return s;
+}
+
+void StoreImpl::MergeWhenFull() {
+  std::unique_lock lock(staging_mu_);
+  while (!stopping_) {
+    // The timeout covers a notification sent between the check and the wait.
+    staging_cv_.wait_for(lock, std::chrono::seconds(1), [&] {
+      return stopping_ || (merge_error_.ok() && staging_->size() >= options_.staged_documents);
+    });
+    if (stopping_ || !merge_error_.ok() || staging_->size() < options_.staged_documents) continue;
+    lock.unlock();
+    {
+      std::lock_guard merge(merge_mu_);
+      (void)MergeStaged();  // a failure is kept in merge_error_
+    }
+    lock.lock();
+  }
+}
+
+Status StoreImpl::Flush() {
+  if (Status s = CheckWritable(); !s.ok()) return s;
+  std::lock_guard merge(merge_mu_);
+  return MergeStaged();
+}
+
+}  // namespace fpstore::internal
