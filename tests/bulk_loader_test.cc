@@ -127,9 +127,13 @@ TEST(BulkLoaderTest, LastOccurrenceWinsAndStoredDocumentsAreReplaced) {
   std::vector<IdFingerprint> docs = Corpus(seed, 800);
   TempDir dir;
   std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
-  // The first half goes in by ordinary inserts.
-  for (std::size_t i = 0; i < docs.size() / 2; ++i) {
-    ASSERT_TRUE(store->Insert(docs[i].id, docs[i].fingerprint, MetadataFor(docs[i].id)).ok());
+  // The first half goes in by ordinary inserts: the even ones merged into
+  // the tables, the odd ones still staged.
+  for (std::size_t parity : {0, 1}) {
+    for (std::size_t i = parity; i < docs.size() / 2; i += 2) {
+      ASSERT_TRUE(store->Insert(docs[i].id, docs[i].fingerprint, MetadataFor(docs[i].id)).ok());
+    }
+    if (parity == 0) ASSERT_TRUE(store->Flush().ok());
   }
   Random rnd(seed);
   Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader(SpillingOptions());

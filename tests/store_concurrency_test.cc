@@ -51,6 +51,8 @@ std::unique_ptr<Store> MustOpen(const std::string& path, Durability durability) 
   options.durability = durability;
   options.block_cache_bytes = 8 << 20;
   options.write_buffer_bytes = 8 << 20;
+  // Background merges run beside the readers and writers.
+  options.staged_documents = 64;
   Result<std::unique_ptr<Store>> store = Store::Open(path, options);
   EXPECT_TRUE(store.ok()) << store.status().ToString();
   return store.ok() ? *std::move(store) : nullptr;

@@ -22,7 +22,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -64,6 +66,8 @@ StoreOptions TestOptions(Durability durability) {
   // Large enough that a child never needs a flush: a forked child has no
   // RocksDB background threads if the parent had started them before.
   options.write_buffer_bytes = 64 << 20;
+  // Merges run often, so that kills land in them too.
+  options.staged_documents = 40;
   return options;
 }
 
@@ -221,6 +225,64 @@ std::uint64_t PackAck(int thread, std::size_t op) {
   _exit(0);  // without closing the store: one more way to stop abruptly
 }
 
+// A round's plan in a file, for the child's process to read back.
+void WritePlan(const std::string& file, const std::vector<std::vector<Op>>& plan) {
+  std::ofstream out(file, std::ios::binary);
+  out << plan.size() << "\n";
+  for (const std::vector<Op>& ops : plan) {
+    out << ops.size() << "\n";
+    for (const Op& op : ops) {
+      out << static_cast<int>(op.kind) << " " << op.ids.size() << "\n";
+      for (std::size_t i = 0; i < op.ids.size(); ++i) {
+        const Doc doc = op.docs.empty() ? Doc{} : op.docs[i];
+        out << op.ids[i] << " " << doc.fingerprint << " " << doc.metadata.size() << " "
+            << doc.metadata << "\n";
+      }
+    }
+  }
+}
+
+std::vector<std::vector<Op>> ReadPlan(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::size_t threads = 0;
+  in >> threads;
+  std::vector<std::vector<Op>> plan(threads);
+  for (std::vector<Op>& ops : plan) {
+    std::size_t count = 0;
+    in >> count;
+    ops.resize(count);
+    for (Op& op : ops) {
+      int kind = 0;
+      std::size_t ids = 0;
+      in >> kind >> ids;
+      op.kind = static_cast<OpKind>(kind);
+      for (std::size_t i = 0; i < ids; ++i) {
+        Doc doc;
+        std::size_t length = 0;
+        op.ids.emplace_back();
+        in >> op.ids.back() >> doc.fingerprint >> length;
+        in.get();  // the space before the metadata
+        doc.metadata.resize(length);
+        in.read(doc.metadata.data(), static_cast<std::streamsize>(length));
+        if (op.kind != OpKind::kRemove) op.docs.push_back(std::move(doc));
+      }
+    }
+  }
+  return plan;
+}
+
+// The child's process starts here, before gtest, when RunAndKill exec'd it:
+// FPSTORE_CRASH_CHILD holds "durability ack_fd plan_file store_path".
+[[maybe_unused]] const bool kIsCrashChild = [] {
+  const char* spec = std::getenv("FPSTORE_CRASH_CHILD");
+  if (spec == nullptr) return false;
+  std::istringstream in(spec);
+  int durability = 0, ack_fd = -1;
+  std::string plan_file, path;
+  in >> durability >> ack_fd >> plan_file >> path;
+  RunChild(path, TestOptions(static_cast<Durability>(durability)), ReadPlan(plan_file), ack_fd);
+}();
+
 struct KillPlan {
   std::size_t after_acks;                // kill once this many have arrived
   std::chrono::microseconds then_wait;   // and then this long, into a write,
@@ -239,11 +301,20 @@ ChildOutcome RunAndKill(const std::string& path, const StoreOptions& options,
   outcome.acked.assign(plan.size(), 0);
   int fds[2];
   if (pipe(fds) != 0) return {{}, "pipe failed"};
+  const std::string plan_file = path + ".plan";
+  WritePlan(plan_file, plan);
+  const std::string spec = std::to_string(static_cast<int>(options.durability)) + " " +
+                           std::to_string(fds[1]) + " " + plan_file + " " + path;
   const pid_t pid = fork();
   if (pid < 0) return {{}, "fork failed"};
   if (pid == 0) {
+    // A new image rather than the fork's copy: a forked child inherits
+    // RocksDB's thread pools without their threads, and a merge waits for
+    // a flush that only they run.
     close(fds[0]);
-    RunChild(path, options, plan, fds[1]);
+    setenv("FPSTORE_CRASH_CHILD", spec.c_str(), 1);
+    execl("/proc/self/exe", "store_crash_test", static_cast<char*>(nullptr));
+    _exit(kChildFailed);
   }
   close(fds[1]);
 
