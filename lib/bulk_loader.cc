@@ -6,6 +6,7 @@
 #include <exception>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <thread>
 
@@ -213,11 +214,16 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   std::uint64_t change_count = 0;
   // A replaced version that is staged leaves by the deletion of its mark:
   // it has no table entries.
-  SstSink staged_marks(db, store_.staging_family(), TempPath("staging.sst"));
+  // (A format 2 store has no staging.)
+  rocksdb::ColumnFamilyHandle* const staging = store_.staging_family();
+  std::optional<SstSink> staged_marks;
+  std::unique_ptr<rocksdb::Iterator> staged;
+  if (staging != nullptr) {
+    staged_marks.emplace(db, staging, TempPath("staging.sst"));
+    staged.reset(db.NewIterator(rocksdb::ReadOptions(), staging));
+  }
   std::unique_ptr<rocksdb::Iterator> existing(
       db.NewIterator(rocksdb::ReadOptions(), store_.documents_family()));
-  std::unique_ptr<rocksdb::Iterator> staged(
-      db.NewIterator(rocksdb::ReadOptions(), store_.staging_family()));
   while (!heads.empty()) {
     Head h = heads.top();
     heads.pop();
@@ -238,11 +244,11 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     if (!existing->status().ok()) return FromRocks(existing->status(), "reading documents");
     ++(had_old ? stats.replaced : stats.added);
     bool old_in_tables = had_old;
-    if (had_old) {
+    if (had_old && staged) {
       staged->Seek(key_slice);
       if (!staged->status().ok()) return FromRocks(staged->status(), "reading staging");
       if (staged->Valid() && staged->key() == key_slice) {
-        if (Status s = staged_marks.Delete(key_slice); !s.ok()) return s;
+        if (Status s = staged_marks->Delete(key_slice); !s.ok()) return s;
         old_in_tables = false;
       }
     }
@@ -268,7 +274,9 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     return Status::OK();
   };
   if (Status s = add_family(store_.documents_family(), documents); !s.ok()) return s;
-  if (Status s = add_family(store_.staging_family(), staged_marks); !s.ok()) return s;
+  if (staged_marks) {
+    if (Status s = add_family(staging, *staged_marks); !s.ok()) return s;
+  }
 
   if (stats.added > 0) {
     SstSink meta(db, store_.meta(), TempPath("meta.sst"));

@@ -64,7 +64,8 @@ rocksdb::ColumnFamilyOptions MetadataFamilyOptions() {
 
 }  // namespace
 
-RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan) {
+RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan,
+                            int format_version) {
   RocksConfig config;
   rocksdb::DBOptions& db = config.db;
   db.create_if_missing = options.create_if_missing;
@@ -103,7 +104,7 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   }
 
   // Staging marks: point lookups and deletions by id, few and short-lived.
-  {
+  if (format_version >= 3) {
     rocksdb::ColumnFamilyOptions cf;
     cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(LookupTableOptions(cache)));
     cf.compression = rocksdb::kLZ4Compression;

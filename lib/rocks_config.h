@@ -17,11 +17,13 @@ namespace fpstore::internal {
 
 struct RocksConfig {
   rocksdb::DBOptions db;
-  // Metadata (default family), documents, then one per table.
+  // Metadata (default family), documents, staging (from format 3 on), then
+  // one per table.
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
 };
 
-RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan);
+RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan,
+                            int format_version);
 
 // Options good enough to read the metadata of a store whose plan is not yet
 // known. Reading only: nothing is created or written.

@@ -110,6 +110,7 @@ Result<std::vector<std::optional<StoreImpl::StoredVersion>>> StoreImpl::CurrentV
                            return Status::OK();
                          });
   if (!s.ok()) return s;
+  if (staging_family() == nullptr) return versions;
   s = MultiGetIds(staging_family(), nullptr, ids, [&](std::size_t i, std::string_view value) {
     if (!versions[i] || value.size() != 8) return MalformedStagingMark(ids[i]);
     versions[i]->staged = true;
@@ -127,6 +128,7 @@ int StoreImpl::StageInserts(rocksdb::WriteBatch& batch, std::span<const PendingI
         .PermitUncheckedError();
     added += !p.old;
     if (p.old && p.old->fingerprint == p.doc->fingerprint) continue;  // entries stay as they are
+    if (staging_family() == nullptr) continue;  // format 2: table entries below
     // Into the index before RocksDB: a reader whose snapshot holds this
     // write must find the entry (staging_index.h).
     staging_->Add(p.doc->id, p.doc->fingerprint);
@@ -135,14 +137,21 @@ int StoreImpl::StageInserts(rocksdb::WriteBatch& batch, std::span<const PendingI
     batch.Put(staging_family(), AsSlice(EncodeDocumentKey(p.doc->id)), rocksdb::Slice(mark, 8))
         .PermitUncheckedError();
   }
-  // A version in the tables leaves them; the new one waits in staging.
+  // A version in the tables leaves them; the new one waits in staging, or
+  // in format 2 goes straight in.
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
     const TablePermutation& perm = plan_.table(t);
     const TableKeyCodec codec(perm.prefix_bits());
     for (const PendingInsert& p : inserts) {
-      if (!p.old || p.old->staged || p.old->fingerprint == p.doc->fingerprint) continue;
-      batch.Delete(table(t), AsSlice(codec.Encode(perm.Apply(p.old->fingerprint), p.doc->id)))
-          .PermitUncheckedError();
+      if (p.old && p.old->fingerprint == p.doc->fingerprint) continue;
+      if (p.old && !p.old->staged) {
+        batch.Delete(table(t), AsSlice(codec.Encode(perm.Apply(p.old->fingerprint), p.doc->id)))
+            .PermitUncheckedError();
+      }
+      if (staging_family() == nullptr) {
+        batch.Put(table(t), AsSlice(codec.Encode(perm.Apply(p.doc->fingerprint), p.doc->id)), {})
+            .PermitUncheckedError();
+      }
     }
   }
   if (staging_->size() >= options_.staged_documents) staging_cv_.notify_all();

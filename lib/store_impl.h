@@ -182,8 +182,14 @@ class StoreImpl final : public Store {
   std::mutex& StripeFor(DocumentId id) const;
 
   rocksdb::ColumnFamilyHandle* documents_family() const { return handles_[1]; }
-  rocksdb::ColumnFamilyHandle* staging_family() const { return handles_[2]; }
-  rocksdb::ColumnFamilyHandle* table(std::size_t t) const { return handles_[3 + t]; }
+  // Null in a format 2 store, which has no staging: inserts go straight
+  // into the tables there.
+  rocksdb::ColumnFamilyHandle* staging_family() const {
+    return format_version_ >= 3 ? handles_[2] : nullptr;
+  }
+  rocksdb::ColumnFamilyHandle* table(std::size_t t) const {
+    return handles_[(format_version_ >= 3 ? 3 : 2) + t];
+  }
   rocksdb::ColumnFamilyHandle* meta() const { return handles_[0]; }
 
   const std::string path_;
@@ -192,7 +198,8 @@ class StoreImpl final : public Store {
   const PermutationPlan plan_;
   const Fingerprinter fingerprinter_;
   std::unique_ptr<rocksdb::DB> db_;
-  // [0] default (metadata), [1] documents, [2] staging, [3 + t] table t.
+  // [0] default (metadata), [1] documents, [2] staging, [3 + t] table t;
+  // in format 2, [2 + t] table t.
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   GroupCommit group_commit_;
 

@@ -19,6 +19,7 @@ Status StoreImpl::LoadStagingIndex() {
 
 Result<std::vector<StagedDocument>> StoreImpl::StagedDocuments(
     const rocksdb::Snapshot* snapshot) const {
+  if (staging_family() == nullptr) return std::vector<StagedDocument>();
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, staging_family()));

@@ -250,7 +250,7 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
     if (Status s = reservation.Reserve(path); !s.ok()) return s;
   }
 
-  RocksConfig config = MakeRocksConfig(options, *plan);
+  RocksConfig config = MakeRocksConfig(options, *plan, meta.format_version);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   const bool created_dir = !fs::exists(path, ec);

@@ -20,6 +20,7 @@
 #include "dir_snapshot.h"
 #include "fpstore/store.h"
 #include "rocks_config.h"
+#include "store_checks.h"
 #include "temp_dir.h"
 #include "corrupt_file.h"
 
@@ -430,6 +431,57 @@ TEST(StoreBadStateTest, OlderFormatVersionIsNotSupported) {
   EXPECT_TRUE(Contains(store.status(), "format version 1")) << store.status().ToString();
   EXPECT_TRUE(Contains(store.status(), "fpstore-load")) << store.status().ToString();
   EXPECT_EQ(ChangedFiles(before, SnapshotFiles(path)), "");
+}
+
+// A format 2 store, which has no staging family, as the previous library
+// left it: this one reads and writes it, inserting straight into the
+// tables, and leaves its format as it was.
+TEST(StoreBadStateTest, FormatTwoStoreIsUsedAsItIs) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100, /*compact=*/true));  // nothing left staged
+  {
+    std::vector<std::string> names;
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
+    internal::RocksConfig config = internal::MakeInspectionConfig(names);
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(config.db, path, config.families, &handles, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    for (rocksdb::ColumnFamilyHandle* h : handles) {
+      if (h->GetName() == "staging") ASSERT_TRUE(db->DropColumnFamily(h).ok());
+    }
+    for (rocksdb::ColumnFamilyHandle* h : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+    ASSERT_TRUE(db->Close().ok());
+  }
+  ASSERT_NO_FATAL_FAILURE(SetMetadataRecord(path, "fpstore.format_version", "2"));
+
+  std::vector<internal::IdFingerprint> docs;
+  for (int i = 0; i < 100; ++i) docs.push_back({DocumentId(i), FingerprintOf(i)});
+  {
+    Result<std::unique_ptr<Store>> store = Store::Open(path, SmallOptions());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE((*store)->Remove(DocumentId(i)).ok());
+    docs.erase(docs.begin(), docs.begin() + 10);
+    for (int i = 0; i < 10; ++i) docs[i].fingerprint ^= Fingerprint{1} << i;  // moved
+    for (int i = 100; i < 150; ++i) docs.push_back({DocumentId(i), FingerprintOf(i)});
+    for (const internal::IdFingerprint& d : docs) {
+      ASSERT_TRUE((*store)->Insert(d.id, d.fingerprint, testing::MetadataFor(d.id)).ok());
+    }
+    ASSERT_TRUE((*store)->Flush().ok());
+    testing::ExpectMatchesBruteForce(**store, docs, 7, "format 2, after writes");
+    Result<StoreStats> stats = (*store)->Stats();
+    ASSERT_TRUE(stats.ok());
+    EXPECT_EQ(stats->format_version, 2);
+    EXPECT_EQ(stats->staged_documents, 0u);
+    ASSERT_TRUE((*store)->Close().ok());
+  }
+  std::vector<std::string> names;
+  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
+  EXPECT_EQ(std::count(names.begin(), names.end(), "staging"), 0);
+  Result<std::unique_ptr<Store>> store = Store::Open(path, SmallOptions());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  testing::ExpectMatchesBruteForce(**store, docs, 7, "format 2, reopened");
 }
 
 TEST(StoreBadStateTest, DifferentPlanOrFingerprintOptionsAreRefused) {

@@ -10,6 +10,7 @@
 #ifndef FPSTORE_STATUS_H_
 #define FPSTORE_STATUS_H_
 
+#include <cassert>
 #include <memory>
 #include <optional>
 #include <string>
@@ -89,7 +90,9 @@ template <typename T>
 class [[nodiscard]] Result {
  public:
   // REQUIRES: !status.ok()
-  Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit
+  Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit
+    assert(!status_.ok() && "a Result needs a value or an error");
+  }
   Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit
 
   bool ok() const { return value_.has_value(); }

@@ -83,7 +83,7 @@ class Store {
   // The on-disk format this build writes; see docs/format.md.
   static constexpr int kFormatVersion = 3;
   // The oldest format this build reads (docs/format.md, "Versions").
-  static constexpr int kOldestFormatVersion = 3;
+  static constexpr int kOldestFormatVersion = 2;
 
   // Opens the store at `path`, creating it if options allow. Errors:
   // InvalidArgument when `path` holds something that is not an fpstore store,
