@@ -9,8 +9,9 @@ namespace {
 constexpr std::size_t kInitialBuckets = 1024;
 }  // namespace
 
-StagingIndex::StagingIndex(const PermutationPlan& plan)
-    : plan_(plan), buckets_(plan.table_count(), std::vector<std::uint32_t>(kInitialBuckets, 0)) {}
+StagingIndex::StagingIndex(int distance)
+    : plan_(*PermutationPlan::Create(distance + 1, distance)),
+      buckets_(plan_.table_count(), std::vector<Bucket>(kInitialBuckets, Bucket{0, 0})) {}
 
 void StagingIndex::Add(DocumentId id, Fingerprint fingerprint) {
   std::unique_lock lock(mu_);
@@ -23,18 +24,18 @@ void StagingIndex::Add(DocumentId id, Fingerprint fingerprint) {
 
 void StagingIndex::Place(std::size_t t, std::uint32_t entry) {
   const TablePermutation& perm = plan_.table(t);
-  std::vector<std::uint32_t>& buckets = buckets_[t];
+  std::vector<Bucket>& buckets = buckets_[t];
   const std::size_t mask = buckets.size() - 1;
-  const Fingerprint prefix = perm.Apply(entries_[entry - 1].fingerprint) & perm.prefix_mask();
-  std::size_t b = Slot(prefix, mask);
-  while (buckets[b] != 0) b = (b + 1) & mask;
-  buckets[b] = entry;
+  const Fingerprint permuted = perm.Apply(entries_[entry - 1].fingerprint);
+  std::size_t b = Slot(perm, permuted, buckets.size());
+  while (buckets[b].entry != 0) b = (b + 1) & mask;
+  buckets[b] = {entry, Tag(perm, permuted)};
 }
 
 void StagingIndex::Grow() {
   const std::size_t size = 2 * buckets_[0].size();
   for (std::size_t t = 0; t < buckets_.size(); ++t) {
-    buckets_[t].assign(size, 0);
+    buckets_[t].assign(size, Bucket{0, 0});
     for (std::uint32_t e = 1; e <= entries_.size(); ++e) Place(t, e);
   }
 }
@@ -47,12 +48,6 @@ std::vector<DocumentId> StagingIndex::SortedIds() const {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
-}
-
-std::size_t StagingIndex::MemoryBytes() const {
-  std::shared_lock lock(mu_);
-  return entries_.capacity() * sizeof(Entry) +
-         buckets_.size() * buckets_[0].size() * sizeof(std::uint32_t);
 }
 
 }  // namespace fpstore::internal

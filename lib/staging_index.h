@@ -6,12 +6,14 @@
 #define FPSTORE_LIB_STAGING_INDEX_H_
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <shared_mutex>
 #include <vector>
 
 #include "fpstore/document.h"
 #include "fpstore/permutation.h"
+#include "fpstore/simhash.h"
 
 namespace fpstore::internal {
 
@@ -22,10 +24,16 @@ namespace fpstore::internal {
 // entry before their write reaches RocksDB, a reader whose snapshot holds
 // the write always finds the entry.
 //
-// Thread safety: Add and ForEachCandidate may run concurrently.
+// It is indexed by its own plan, (k + 1, k) for the store's distance k:
+// k + 1 tables with prefixes of about 64 / (k + 1) bits. In memory a probe
+// that meets a few more candidates costs little, while each table an insert
+// updates costs a cache miss; the store's plan (6, 3) would take 20.
+//
+// Thread safety: Add and ForEachWithin may run concurrently.
 class StagingIndex {
  public:
-  explicit StagingIndex(const PermutationPlan& plan);
+  // `distance`: the largest k queries will ask for.
+  explicit StagingIndex(int distance);
   StagingIndex(const StagingIndex&) = delete;
   StagingIndex& operator=(const StagingIndex&) = delete;
 
@@ -34,26 +42,35 @@ class StagingIndex {
 
   void Add(DocumentId id, Fingerprint fingerprint);
 
-  // Calls visit(id, fingerprint) for every entry that shares table t's
-  // prefix with `query`, under a shared lock: `visit` must not call Add.
+  // Calls visit(id, fingerprint, distance) once for every entry within k of
+  // `query`, under a shared lock: `visit` must not call Add.
+  // REQUIRES: k <= the distance given at construction.
   template <typename Visit>
-  void ForEachCandidate(std::size_t t, Fingerprint query, Visit&& visit) const {
-    const TablePermutation& perm = plan_.table(t);
-    const Fingerprint prefix = perm.Apply(query) & perm.prefix_mask();
+  void ForEachWithin(Fingerprint query, int k, Visit&& visit) const {
     std::shared_lock lock(mu_);
-    const std::vector<std::uint32_t>& buckets = buckets_[t];
-    const std::size_t mask = buckets.size() - 1;
-    for (std::size_t b = Slot(prefix, mask); buckets[b] != 0; b = (b + 1) & mask) {
-      const Entry& e = entries_[buckets[b] - 1];
-      if ((perm.Apply(e.fingerprint) & perm.prefix_mask()) == prefix) visit(e.id, e.fingerprint);
+    for (std::size_t t = 0; t < plan_.table_count(); ++t) {
+      const TablePermutation& perm = plan_.table(t);
+      const Fingerprint permuted = perm.Apply(query);
+      const std::uint32_t tag = Tag(perm, permuted);
+      const std::vector<Bucket>& buckets = buckets_[t];
+      const std::size_t mask = buckets.size() - 1;
+      for (std::size_t b = Slot(perm, permuted, buckets.size()); buckets[b].entry != 0;
+           b = (b + 1) & mask) {
+        // The tags' distance is at most the fingerprints': most entries of
+        // other prefixes, and of this one, are turned away without a look.
+        if (HammingDistance(buckets[b].tag, tag) > k) continue;
+        const Entry& e = entries_[buckets[b].entry - 1];
+        const int d = HammingDistance(e.fingerprint, query);
+        // Each entry once: in the first table where it shares the prefix.
+        if (d <= k && plan_.FirstSharedTable(query, e.fingerprint) == static_cast<int>(t)) {
+          visit(e.id, e.fingerprint, d);
+        }
+      }
     }
   }
 
   // Every id with an entry, ascending, each once.
   std::vector<DocumentId> SortedIds() const;
-
-  // Bytes of memory held.
-  std::size_t MemoryBytes() const;
 
  private:
   struct Entry {
@@ -61,19 +78,35 @@ class StagingIndex {
     Fingerprint fingerprint;
   };
 
-  static std::size_t Slot(Fingerprint prefix, std::size_t mask) {
-    return static_cast<std::size_t>((prefix * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
+  // A bucket: an index into entries_ plus one (0: empty), and the 32 bits of
+  // the permuted fingerprint that follow the table's prefix.
+  struct Bucket {
+    std::uint32_t entry;
+    std::uint32_t tag;
+  };
+
+  // Where a prefix's probe starts: the top bits of a multiplicative hash of
+  // the prefix, right-aligned first (the low bits of the product of a
+  // left-aligned prefix are all zero). REQUIRES: `size` a power of two.
+  static std::size_t Slot(const TablePermutation& perm, Fingerprint permuted, std::size_t size) {
+    const std::uint64_t prefix = permuted >> (64 - perm.prefix_bits());
+    return static_cast<std::size_t>((prefix * 0x9e3779b97f4a7c15ULL) >>
+                                    (64 - std::countr_zero(size)));
+  }
+  static std::uint32_t Tag(const TablePermutation& perm, Fingerprint permuted) {
+    const int p = perm.prefix_bits();
+    return p >= 64 ? 0 : static_cast<std::uint32_t>((permuted << p) >> 32);
   }
   void Place(std::size_t t, std::uint32_t entry);
   // Doubles every table's buckets. REQUIRES: mu_ held exclusively.
   void Grow();
 
-  const PermutationPlan& plan_;
+  const PermutationPlan plan_;
   mutable std::shared_mutex mu_;
   std::vector<Entry> entries_;
-  // Per table: open addressing with linear probing over prefix hashes;
-  // 0 is empty, otherwise an index into entries_ plus one. At most half full.
-  std::vector<std::vector<std::uint32_t>> buckets_;
+  // Per table: open addressing with linear probing over prefix hashes, at
+  // most half full.
+  std::vector<std::vector<Bucket>> buckets_;
   std::atomic<std::size_t> size_{0};
 };
 

@@ -111,9 +111,17 @@ Result<std::vector<std::optional<StoreImpl::StoredVersion>>> StoreImpl::CurrentV
                          });
   if (!s.ok()) return s;
   if (staging_family() == nullptr) return versions;
-  s = MultiGetIds(staging_family(), nullptr, ids, [&](std::size_t i, std::string_view value) {
-    if (!versions[i] || value.size() != 8) return MalformedStagingMark(ids[i]);
-    versions[i]->staged = true;
+  // Only a stored document can be staged; a crawler's inserts are mostly new.
+  std::vector<DocumentId> stored;
+  std::vector<std::size_t> at;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (!versions[i]) continue;
+    stored.push_back(ids[i]);
+    at.push_back(i);
+  }
+  s = MultiGetIds(staging_family(), nullptr, stored, [&](std::size_t j, std::string_view value) {
+    if (value.size() != 8) return MalformedStagingMark(stored[j]);
+    versions[at[j]]->staged = true;
     return Status::OK();
   });
   if (!s.ok()) return s;
@@ -338,14 +346,9 @@ Status StoreImpl::FindStaged(std::span<const Fingerprint> queries, int k,
   for (const StagingIndex* index : {merging_.get(), static_cast<const StagingIndex*>(staging_.get())}) {
     if (index == nullptr || index->size() == 0) continue;
     for (std::size_t i = 0; i < queries.size(); ++i) {
-      for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-        index->ForEachCandidate(t, queries[i], [&](DocumentId id, Fingerprint fp) {
-          const int d = HammingDistance(fp, queries[i]);
-          if (d <= k && plan_.FirstSharedTable(queries[i], fp) == static_cast<int>(t)) {
-            candidates.push_back({i, {id, fp, d}});
-          }
-        });
-      }
+      index->ForEachWithin(queries[i], k, [&](DocumentId id, Fingerprint fp, int d) {
+        candidates.push_back({i, {id, fp, d}});
+      });
     }
   }
   if (candidates.empty()) return Status::OK();

@@ -1,6 +1,7 @@
 // Staged documents: the staging index's life, and merging it into the
 // tables (docs/design.md, "Inserts").
 
+#include <algorithm>
 #include <chrono>
 
 #include "bulk_loader.h"
@@ -10,7 +11,7 @@
 namespace fpstore::internal {
 
 Status StoreImpl::LoadStagingIndex() {
-  staging_ = std::make_shared<StagingIndex>(plan_);
+  staging_ = std::make_shared<StagingIndex>(plan_.distance());
   Result<std::vector<StagedDocument>> staged = StagedDocuments(nullptr);
   if (!staged.ok()) return staged.status();
   for (const StagedDocument& doc : *staged) staging_->Add(doc.id, doc.fingerprint);
@@ -50,23 +51,26 @@ Status StoreImpl::MergeStaged() {
     if (!merge_error_.ok()) return merge_error_;
     if (staging_->size() == 0) return Status::OK();
     merging_ = std::move(staging_);
-    staging_ = std::make_shared<StagingIndex>(plan_);
+    staging_ = std::make_shared<StagingIndex>(plan_.distance());
     merging_ids_ = merging_->SortedIds();
   }
   staging_cv_.notify_all();  // room for writers again
 
   // Writers to these ids wait until the merge ends (LockForWrite), so the
   // staged versions read here stay current until they are in the tables.
+  // One pass over the marks, joined with the sorted ids, beats a lookup per
+  // id (in perf, MultiGet took a fifth of a merge).
   std::vector<StagedDocument> docs;
-  Status s = MultiGetIds(staging_family(), nullptr, merging_ids_,
-                         [&](std::size_t i, std::string_view value) {
-                           if (value.size() != 8) {
-                             return Status::Corruption("staging: malformed mark of document " +
-                                                       std::to_string(merging_ids_[i]));
-                           }
-                           docs.push_back({merging_ids_[i], GetBigEndian64(value.data())});
-                           return Status::OK();
-                         });
+  Result<std::vector<StagedDocument>> staged = StagedDocuments(nullptr);
+  Status s = staged.status();
+  if (staged.ok()) {
+    auto id = merging_ids_.begin();
+    for (const StagedDocument& doc : *staged) {
+      id = std::lower_bound(id, merging_ids_.end(), doc.id);
+      if (id == merging_ids_.end()) break;
+      if (*id == doc.id) docs.push_back(doc);
+    }
+  }
   std::vector<rocksdb::IngestExternalFileArg> args;
   std::unique_ptr<BulkLoaderImpl> loader;
   if (s.ok() && !docs.empty()) {
