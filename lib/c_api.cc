@@ -191,6 +191,13 @@ int fpstore_remove(fpstore_t* store, uint64_t id, char** errmsg) {
   });
 }
 
+int fpstore_flush(fpstore_t* store, char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    if (store == nullptr) return Null("store");
+    return store->store->Flush();
+  });
+}
+
 int fpstore_query(const fpstore_t* store, uint64_t fingerprint, int k, fpstore_matches_t** matches,
                   char** errmsg) {
   return Guard(errmsg, [&]() -> Status {

@@ -143,6 +143,11 @@ int fpstore_insert_text(fpstore_t* store, uint64_t id, const char* text,
 /* Removes document `id`; FPSTORE_NOT_FOUND if it is not stored. */
 int fpstore_remove(fpstore_t* store, uint64_t id, char** errmsg);
 
+/* Moves the documents staged by inserts into the tables now (Store::Flush);
+ * queries find staged documents either way. FPSTORE_NOT_SUPPORTED on a
+ * read-only store. */
+int fpstore_flush(fpstore_t* store, char** errmsg);
+
 /* Sets *matches to every stored document within Hamming distance k of
  * `fingerprint`, nearest first (ties by id); the caller frees it with
  * fpstore_matches_destroy. FPSTORE_INVALID_ARGUMENT unless
