@@ -38,34 +38,13 @@ class Int64AddOperator final : public rocksdb::AssociativeMergeOperator {
 
 // Block-table options for the documents and table families. Every probe
 // consults each file's filter and index, so both are pinned in the block
-// cache for as long as the file is open (PinningTier::kAll), and are loaded
-// when the store opens (max_open_files = -1 opens every file). A pinned
-// block needs no cache lookup per probe and cannot be evicted by data
-// blocks, which before pushed filter partitions out of the cache and sent
-// warm misses to the page cache.
-//
-// New files get one full filter and a one-level index instead of
-// partitions: once pinned, partitions only add a search of the partition
-// index and a map lookup to every probe (qdriver, 10M, plan (6, 3), pinned
-// partitions -> pinned full filter: warm misses p50 73 -> 42 us, warm hits
-// p50 222 -> 161 us). The earlier trouble with a full filter (a 12 MB block
-// larger than a cache shard, never kept, re-read on every probe, 75 ms
-// cold queries) does not arise for a pinned block, which the cache holds
-// even over its shard's capacity. Stores written with partitions keep
-// them, and their partitions are pinned too.
-//
-// fpstore-bench --n 10000000, before -> after, two runs each: warm misses
-// 2 threads 21.5-21.9k -> 30.3-44.7k queries/s (p99 159-178 -> 89-132 us),
-// warm hits 2 threads 7.4-7.6k -> 9.2-10.1k queries/s, cold misses p99
-// 2.3-3.2 ms -> 0.25-0.29 ms, cold hits p99 6.6-7.9 -> 2.5-3.4 ms; opening
-// reads the filters (0.4-0.8 s at 10M); same disk, peak resident 0.68-0.80
-// -> 0.79-0.82 GiB.
-//
-// Memory: the pinned blocks are charged to the block cache, about 1.35
-// bytes per entry per family (10-bit bloom plus index), 28 bytes per
-// document over 20 tables plus documents: about 280 MB at 10M documents and
-// 2.8 GB at 100M (estimated, not measured). Past the cache's capacity, data blocks are no longer kept
-// and hits read them through the page cache.
+// cache while the file is open, loaded when the store opens: a probe then
+// needs no cache lookup for them, and data blocks cannot push them out (they
+// did, sending warm misses to the page cache and cold ones to the disk).
+// New files get one full filter and a one-level index: once pinned,
+// partitions only add a search per probe (docs/performance.md has the
+// measurements). Files written with partitions keep them, pinned too.
+// Memory: about 1.35 bytes per entry per family, charged to the cache.
 rocksdb::BlockBasedTableOptions LookupTableOptions(const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::BlockBasedTableOptions t;
   t.block_cache = cache;
