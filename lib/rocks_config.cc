@@ -124,7 +124,6 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     bt.whole_key_filtering = false;
     rocksdb::ColumnFamilyOptions cf;
     cf.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(codec.prefix_bytes()));
-    cf.memtable_prefix_bloom_size_ratio = 0.05;
     cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(bt));
     cf.compression = rocksdb::kLZ4Compression;
     cf.bottommost_compression = rocksdb::kZSTD;
