@@ -133,7 +133,9 @@ TEST(BulkLoaderTest, LastOccurrenceWinsAndStoredDocumentsAreReplaced) {
     for (std::size_t i = parity; i < docs.size() / 2; i += 2) {
       ASSERT_TRUE(store->Insert(docs[i].id, docs[i].fingerprint, MetadataFor(docs[i].id)).ok());
     }
-    if (parity == 0) ASSERT_TRUE(store->Flush().ok());
+    if (parity == 0) {
+      ASSERT_TRUE(store->Flush().ok());
+    }
   }
   Random rnd(seed);
   Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader(SpillingOptions());

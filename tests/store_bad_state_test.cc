@@ -449,7 +449,9 @@ TEST(StoreBadStateTest, FormatTwoStoreIsUsedAsItIs) {
     ASSERT_TRUE(rocksdb::DB::Open(config.db, path, config.families, &handles, &raw).ok());
     std::unique_ptr<rocksdb::DB> db(raw);
     for (rocksdb::ColumnFamilyHandle* h : handles) {
-      if (h->GetName() == "staging") ASSERT_TRUE(db->DropColumnFamily(h).ok());
+      if (h->GetName() == "staging") {
+        ASSERT_TRUE(db->DropColumnFamily(h).ok());
+      }
     }
     for (rocksdb::ColumnFamilyHandle* h : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
     ASSERT_TRUE(db->Close().ok());
