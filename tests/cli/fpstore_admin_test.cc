@@ -214,15 +214,22 @@ TEST(AdminCreateTest, CreatesWithPlanAndOptionsThatStatsReports) {
   EXPECT_TRUE(Contains(r.out, "blocks=6 distance=3")) << r.out;
 }
 
-// The suggestion weighs probes (about 4 us each) against candidates (0.2 us)
-// within the disk budget (14 bytes per table entry, 20 per document).
+// The suggestion weighs probes (1.7 us each) against the data blocks that
+// non-empty prefix ranges cost (15 us) within the disk budget (14 bytes per
+// table entry, 20 per document).
 TEST(FpstoreAdminTest, CreateSuggestsThePlanThatFitsTheBudget) {
   ToolResult r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  // (4,3): 16 us + 610 candidates; (5,3): 40 us + 2 candidates; (6,3): 80 us.
+  // (4,3): 610 candidates, 189 us; (5,3): 2 candidates, 45 us; (6,3): 35 us.
   EXPECT_TRUE(Contains(r.out, "  4       4       16")) << r.out;
-  EXPECT_TRUE(Contains(r.out, "* 5       10      25-26")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "  5       10      25-26")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "* 6       20      31-33")) << r.out;
   EXPECT_TRUE(Contains(r.out, "  (this plan)")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "suggested: --blocks 6 --distance 3\n")) << r.out;
+
+  // At 10^6 documents, (5,3)'s ranges are mostly empty: 20 us against 34.
+  r = Admin({"create", "--db", "unused", "--expected-documents", "1e6", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "suggested: --blocks 5 --distance 3\n")) << r.out;
 
   // (5,3) takes 1.6 GB at 10^7 documents, (4,3) 0.76 GB.

@@ -98,11 +98,13 @@ inline double ExpectedCandidates(const PermutationPlan& plan, double documents) 
   return sum;
 }
 
-// What a plan costs at a number of documents, from the per-entry figures
-// fpstore-bench measured (docs/performance.md): about 14 bytes per table
-// entry on disk plus 20 per document, about 4 us per table probed (a warm
-// miss's cost per table) and 0.2 us per candidate (FindAll's cost per table
-// entry, a stand-in: candidates were not timed on their own).
+// What a plan costs at a number of documents, from what fpstore-bench
+// measured at 10M (docs/performance.md): about 14 bytes per table entry on
+// disk plus 20 per document; per table probed, 1.7 us (a warm miss of
+// plan (6, 3) over its 20 tables), plus, when the probe's prefix range is
+// not empty, a data block read of about 15 us (what plan (5, 3)'s misses
+// cost beyond their probes, with 2 candidates each), plus 0.2 us per
+// candidate (FindAll's cost per table entry, a stand-in).
 struct PlanEstimate {
   double candidates = 0;
   double disk_bytes = 0;
@@ -111,11 +113,16 @@ struct PlanEstimate {
 
 inline PlanEstimate EstimatePlan(const PermutationPlan& plan, double documents) {
   constexpr double kBytesPerEntry = 14, kBytesPerDocument = 20;
-  constexpr double kMicrosPerProbe = 4, kMicrosPerCandidate = 0.2;
+  constexpr double kMicrosPerProbe = 1.7, kMicrosPerBlockRead = 15, kMicrosPerCandidate = 0.2;
   PlanEstimate e;
   e.candidates = ExpectedCandidates(plan, documents);
   e.disk_bytes = documents * (kBytesPerEntry * plan.table_count() + kBytesPerDocument);
-  e.query_micros = kMicrosPerProbe * plan.table_count() + kMicrosPerCandidate * e.candidates;
+  for (const TablePermutation& t : plan.tables()) {
+    // Random fingerprints: a prefix range holds Poisson(in_range) entries.
+    const double in_range = std::ldexp(documents, -t.prefix_bits());
+    e.query_micros += kMicrosPerProbe + (1 - std::exp(-in_range)) * kMicrosPerBlockRead +
+                      kMicrosPerCandidate * in_range;
+  }
   return e;
 }
 
