@@ -17,6 +17,7 @@
 #include "fpstore/store.h"
 #include "group_commit.h"
 #include "key_codec.h"
+#include "pair_finder.h"
 #include "staging_index.h"
 
 namespace fpstore::internal {
@@ -173,11 +174,30 @@ class StoreImpl final : public Store {
   Result<std::vector<Match>> ToMatches(std::vector<Hit> hits,
                                        const rocksdb::Snapshot* snapshot) const;
 
-  // Every table entry in key order per table, spread over threads.
-  // `visit_run` sees each run of entries sharing the table's prefix.
-  Status ScanRuns(const ScanOptions& scan,
-                  const std::function<void(std::size_t table, std::span<const TableEntry> run)>&
-                      visit_run) const;
+  // Sees a run of two or more entries that share table `table`'s prefix,
+  // sorted as the table holds them; called from several threads at once.
+  using RunVisitor = std::function<void(std::size_t table, std::span<const TableEntry> run)>;
+
+  // Every table's runs, tables spread over threads, all at one snapshot:
+  // sorted in memory when the store fits scan.memory_bytes, else streamed.
+  Status ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run) const;
+  // ScanRuns from every document read once and each table sorted in
+  // memory; false, having called nothing, when that needs more than
+  // scan.memory_bytes.
+  Result<bool> ScanRunsInMemory(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
+                                std::span<const StagedDocument> staged,
+                                const RunVisitor& visit_run) const;
+  // ScanRuns reading each table from RocksDB in key order, the staged
+  // documents merged in.
+  Status ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
+                            std::span<const StagedDocument> staged,
+                            const RunVisitor& visit_run) const;
+  // Every document at `snapshot`: table 0's entries, unpermuted, read on
+  // `threads` threads, and `staged`; nullopt once more than `limit`.
+  // `estimate` is about how many entries table 0 holds.
+  Result<std::optional<std::vector<IdFingerprint>>> ReadAllDocuments(
+      const rocksdb::Snapshot* snapshot, std::span<const StagedDocument> staged,
+      std::size_t estimate, std::size_t limit, int threads) const;
 
   std::mutex& StripeFor(DocumentId id) const;
 

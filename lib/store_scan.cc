@@ -48,28 +48,35 @@ class ProgressMeter {
   std::mutex mu_;
 };
 
-// Runs work(t) for every table t on `threads` threads; the first error wins
-// and stops the others from starting new tables.
-Status ForEachTableInParallel(std::size_t tables, int threads,
-                              const std::function<Status(std::size_t)>& work) {
+// The threads a scan of `tasks` tasks uses: `threads`, 0 meaning one per
+// core, and no more than there are tasks.
+int ScanThreads(int threads, std::size_t tasks) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads = static_cast<int>(std::min<std::size_t>(threads, tables));
+  return static_cast<int>(std::clamp<std::size_t>(tasks, 1, threads));
+}
+
+// Runs work(task, worker) for every task on `threads` threads (ScanThreads),
+// worker being the thread's number from 0; the first error wins and stops
+// the others from starting new tasks.
+Status ForEachInParallel(std::size_t tasks, int threads,
+                         const std::function<Status(std::size_t, int)>& work) {
+  threads = ScanThreads(threads, tasks);
   std::atomic<std::size_t> next{0};
   std::mutex mu;
   Status first_error;
-  auto worker = [&] {
-    for (std::size_t t; (t = next.fetch_add(1)) < tables;) {
-      Status s = work(t);
+  auto worker = [&](int w) {
+    for (std::size_t t; (t = next.fetch_add(1)) < tasks;) {
+      Status s = work(t, w);
       if (!s.ok()) {
         std::lock_guard lock(mu);
         if (first_error.ok()) first_error = s;
-        next = tables;
+        next = tasks;
       }
     }
   };
   std::vector<std::jthread> pool;
-  for (int i = 1; i < threads; ++i) pool.emplace_back(worker);
-  worker();
+  for (int w = 1; w < threads; ++w) pool.emplace_back(worker, w);
+  worker(0);
   pool.clear();
   return first_error;
 }
@@ -111,12 +118,113 @@ class DisjointSets {
 
 }  // namespace
 
-Status StoreImpl::ScanRuns(
-    const ScanOptions& scan,
-    const std::function<void(std::size_t, std::span<const TableEntry>)>& visit_run) const {
+Status StoreImpl::ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
   std::shared_lock shared(ingest_mu_);
   rocksdb::ManagedSnapshot snapshot(db_.get());
+  Result<std::vector<StagedDocument>> staged = StagedDocuments(snapshot.snapshot());
+  if (!staged.ok()) return staged.status();
+  Result<bool> done = ScanRunsInMemory(scan, snapshot.snapshot(), *staged, visit_run);
+  if (!done.ok() || *done) return done.status();
+  return ScanRunsFromTables(scan, snapshot.snapshot(), *staged, visit_run);
+}
+
+// Reading a table through RocksDB's iterators costs about 250 ns an entry
+// (perf: DBIter, the merging iterator's heap, thread-local perf counters),
+// and the tables hold each document once per table. Reading the documents
+// once and sorting each table in memory does that work once instead of
+// table_count() times.
+Result<bool> StoreImpl::ScanRunsInMemory(const ScanOptions& scan,
+                                         const rocksdb::Snapshot* snapshot,
+                                         std::span<const StagedDocument> staged,
+                                         const RunVisitor& visit_run) const {
+  constexpr std::size_t kPerDocument = sizeof(IdFingerprint) + InMemoryTables::kBytesPerDocument;
+  std::uint64_t estimate = 0;
+  db_->GetIntProperty(table(0), rocksdb::DB::Properties::kEstimateNumKeys, &estimate);
+  const std::size_t limit =
+      std::min<std::size_t>(scan.memory_bytes / kPerDocument, InMemoryTables::kMaxDocuments);
+  if (estimate + staged.size() > limit) return false;
+  Result<std::optional<std::vector<IdFingerprint>>> read =
+      ReadAllDocuments(snapshot, staged, estimate, limit, scan.threads);
+  if (!read.ok()) return read.status();
+  if (!*read) return false;
+  const std::vector<IdFingerprint>& docs = **read;
+  if (docs.empty()) return true;
+  // The documents, then a sorter (16 bytes a document) per thread; the
+  // limit leaves room for at least one.
+  const std::size_t sorters = std::min<std::size_t>(
+      ScanThreads(scan.threads, plan_.table_count()),
+      (scan.memory_bytes - docs.size() * sizeof(IdFingerprint)) /
+          (docs.size() * InMemoryTables::kBytesPerDocument));
+  ProgressMeter progress(scan, docs.size() * plan_.table_count());
+  std::vector<InMemoryTables> tables(sorters);
+  Status s = ForEachInParallel(plan_.table_count(), static_cast<int>(sorters),
+                               [&](std::size_t t, int worker) {
+                                 tables[worker].ForEachRun(
+                                     docs, plan_, t, [&](std::span<const TableEntry> run) {
+                                       visit_run(t, run);
+                                     });
+                                 progress.Add(docs.size());
+                                 return Status::OK();
+                               });
+  progress.Finish();
+  if (!s.ok()) return s;
+  return true;
+}
+
+Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
+    const rocksdb::Snapshot* snapshot, std::span<const StagedDocument> staged,
+    std::size_t estimate, std::size_t limit, int threads) const {
+  // Table 0 holds every document that is not staged, keys only: the
+  // smallest thing to read. Slices of its key range are read in parallel.
+  const TablePermutation& perm = plan_.table(0);
+  const TableKeyCodec codec(perm.prefix_bits());
+  const std::size_t slices = ScanThreads(threads, 64);
+  std::vector<std::vector<IdFingerprint>> read(slices);
+  std::atomic<std::size_t> total{staged.size()};
+  std::atomic<bool> over{total > limit};
+  Status s = ForEachInParallel(slices, static_cast<int>(slices), [&](std::size_t slice, int) {
+    // Slice i holds the permuted fingerprints whose top 6 bits, of 64
+    // values, fall in its share.
+    auto bound = [&](std::size_t i) { return codec.Encode(Fingerprint(64 * i / slices) << 58, 0); };
+    rocksdb::ReadOptions ro = ScanReadOptions(snapshot);
+    const TableKey upper = slice + 1 < slices ? bound(slice + 1) : TableKey();
+    const rocksdb::Slice upper_slice(upper.data(), upper.size());
+    if (slice + 1 < slices) ro.iterate_upper_bound = &upper_slice;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, table(0)));
+    const TableKey lower = bound(slice);
+    std::vector<IdFingerprint>& docs = read[slice];
+    // Growing by doubling would copy and fault in twice the memory.
+    docs.reserve(std::min(estimate, limit) / slices * 9 / 8);
+    for (it->Seek(rocksdb::Slice(lower.data(), lower.size())); it->Valid() && !over;
+         it->Next()) {
+      TableEntry e;
+      if (!codec.Decode(it->key().ToStringView(), &e)) {
+        return Status::Corruption(TableFamilyName(0) + " holds a malformed key " +
+                                  it->key().ToString(true));
+      }
+      docs.push_back({e.id, perm.Invert(e.permuted)});
+      if ((docs.size() & 4095) == 0 && total.fetch_add(4096) + 4096 > limit) over = true;
+    }
+    return FromRocks(it->status(), "scanning " + TableFamilyName(0));
+  });
+  if (!s.ok()) return s;
+  std::size_t size = staged.size();
+  for (const std::vector<IdFingerprint>& docs : read) size += docs.size();
+  if (over || size > limit) return std::optional<std::vector<IdFingerprint>>();
+  std::vector<IdFingerprint> all;
+  all.reserve(size);
+  for (std::vector<IdFingerprint>& docs : read) {
+    all.insert(all.end(), docs.begin(), docs.end());
+    docs = {};
+  }
+  for (const StagedDocument& doc : staged) all.push_back({doc.id, doc.fingerprint});
+  return std::optional<std::vector<IdFingerprint>>(std::move(all));
+}
+
+Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
+                                     std::span<const StagedDocument> staged,
+                                     const RunVisitor& visit_run) const {
   std::uint64_t total = 0;
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
     std::uint64_t n = 0;
@@ -125,17 +233,15 @@ Status StoreImpl::ScanRuns(
   }
   // Staged documents are not in the tables yet; each table's stream takes
   // them in, sorted, beside its own entries.
-  Result<std::vector<StagedDocument>> staged = StagedDocuments(snapshot.snapshot());
-  if (!staged.ok()) return staged.status();
-  total += staged->size() * plan_.table_count();
+  total += staged.size() * plan_.table_count();
   ProgressMeter progress(scan, total);
-  Status s = ForEachTableInParallel(plan_.table_count(), scan.threads, [&](std::size_t t) {
+  Status s = ForEachInParallel(plan_.table_count(), scan.threads, [&](std::size_t t, int) {
     const TablePermutation& perm = plan_.table(t);
     const Fingerprint mask = perm.prefix_mask();
     const TableKeyCodec codec(perm.prefix_bits());
     std::vector<TableEntry> staged_entries;
-    staged_entries.reserve(staged->size());
-    for (const StagedDocument& doc : *staged) {
+    staged_entries.reserve(staged.size());
+    for (const StagedDocument& doc : staged) {
       staged_entries.push_back({perm.Apply(doc.fingerprint), doc.id});
     }
     std::sort(staged_entries.begin(), staged_entries.end(),
@@ -143,8 +249,7 @@ Status StoreImpl::ScanRuns(
                 return a.permuted != b.permuted ? a.permuted < b.permuted : a.id < b.id;
               });
     auto next_staged = staged_entries.begin();
-    std::unique_ptr<rocksdb::Iterator> it(
-        db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ScanReadOptions(snapshot), table(t)));
     std::vector<TableEntry> run;
     std::uint64_t unreported = 0;
     auto take = [&](const TableEntry& e) {
@@ -319,7 +424,7 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
   std::vector<std::uint64_t> actual_sum(tables, 0), actual_count(tables, 0);
   ProgressMeter progress(scan, documents + in_tables * tables);
   progress.Add(documents);
-  Status s = ForEachTableInParallel(tables, scan.threads, [&](std::size_t t) {
+  Status s = ForEachInParallel(tables, scan.threads, [&](std::size_t t, int) {
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {

@@ -263,7 +263,7 @@ TEST(StoreBadStateTest, SecondWriterInThisProcessIsBusy) {
 // data block, so the store still opens and the damage shows where it is read.
 TEST(StoreBadStateTest, CorruptedSstIsReportedNotFatal) {
   constexpr int kDocs = 3000;
-  for (const std::string family : {"table-007", "documents"}) {
+  for (const std::string family : {"table-000", "table-007", "documents"}) {
     SCOPED_TRACE(family);
     TempDir dir;
     const std::string path = dir.Sub("store");
@@ -303,15 +303,23 @@ TEST(StoreBadStateTest, CorruptedSstIsReportedNotFatal) {
       EXPECT_GT(failed_gets, 0);
     }
 
-    Status find_all = (*store)->FindAll(3, [](const NearPair&) {});
-    Status clusters = (*store)->Clusters(3, [](std::span<const DocumentId>) {});
-    if (family == "documents") {
-      // They read the tables only.
-      EXPECT_TRUE(find_all.ok()) << find_all.ToString();
-      EXPECT_TRUE(clusters.ok()) << clusters.ToString();
-    } else {
-      EXPECT_TRUE(find_all.IsCorruption()) << find_all.ToString();
-      EXPECT_TRUE(clusters.IsCorruption()) << clusters.ToString();
+    // FindAll and Clusters read the tables only: in memory table 0, which
+    // holds every document, streamed each table.
+    ScanOptions streamed;
+    streamed.memory_bytes = 0;
+    for (const ScanOptions& scan : {ScanOptions(), streamed}) {
+      const bool reads_damage =
+          family == "table-000" || (family == "table-007" && scan.memory_bytes == 0);
+      SCOPED_TRACE(scan.memory_bytes == 0 ? "streamed" : "in memory");
+      Status find_all = (*store)->FindAll(3, [](const NearPair&) {}, scan);
+      Status clusters = (*store)->Clusters(3, [](std::span<const DocumentId>) {}, scan);
+      if (reads_damage) {
+        EXPECT_TRUE(find_all.IsCorruption()) << find_all.ToString();
+        EXPECT_TRUE(clusters.IsCorruption()) << clusters.ToString();
+      } else {
+        EXPECT_TRUE(find_all.ok()) << find_all.ToString();
+        EXPECT_TRUE(clusters.ok()) << clusters.ToString();
+      }
     }
   }
 }

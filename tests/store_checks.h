@@ -109,21 +109,30 @@ inline void ExpectMatchesBruteForce(Store& store, const std::vector<IdFingerprin
     }
   }
 
-  for (int k : {0, k_max}) {
-    std::vector<NearPair> pairs;
-    ASSERT_TRUE(store.FindAll(k, [&](const NearPair& p) { pairs.push_back(p); }).ok());
-    std::sort(pairs.begin(), pairs.end());
-    const std::vector<NearPair> expected = BruteForcePairs(docs, k);
-    EXPECT_TRUE(pairs == expected) << "FindAll k=" << k << " "
-                                   << SortedDifference(expected, pairs);
+  // Sorted in memory, and (no memory for that) read table by table.
+  ScanOptions streamed;
+  streamed.memory_bytes = 0;
+  for (const ScanOptions& scan : {ScanOptions(), streamed}) {
+    const std::string how = scan.memory_bytes == 0 ? " streamed" : " in memory";
+    for (int k : {0, k_max}) {
+      std::vector<NearPair> pairs;
+      ASSERT_TRUE(store.FindAll(k, [&](const NearPair& p) { pairs.push_back(p); }, scan).ok());
+      std::sort(pairs.begin(), pairs.end());
+      const std::vector<NearPair> expected = BruteForcePairs(docs, k);
+      EXPECT_TRUE(pairs == expected) << "FindAll k=" << k << how << " "
+                                     << SortedDifference(expected, pairs);
 
-    std::vector<std::vector<DocumentId>> clusters;
-    ASSERT_TRUE(store
-                    .Clusters(k, [&](std::span<const DocumentId> ids) {
-                      clusters.emplace_back(ids.begin(), ids.end());
-                    })
-                    .ok());
-    EXPECT_EQ(clusters, BruteForceClusters(docs, k)) << "Clusters k=" << k;
+      std::vector<std::vector<DocumentId>> clusters;
+      ASSERT_TRUE(store
+                      .Clusters(
+                          k,
+                          [&](std::span<const DocumentId> ids) {
+                            clusters.emplace_back(ids.begin(), ids.end());
+                          },
+                          scan)
+                      .ok());
+      EXPECT_EQ(clusters, BruteForceClusters(docs, k)) << "Clusters k=" << k << how;
+    }
   }
   std::vector<IdFingerprint> listed;
   ASSERT_TRUE(store

@@ -100,6 +100,22 @@ TEST_P(StoreExactnessTest, MatchesBruteForceThroughItsLife) {
   ExpectMatchesBruteForce(*store, docs, seed_, "after compaction");
 }
 
+// An empty store, scanned both ways; in memory, sizing the sorters for no
+// documents once divided by zero.
+TEST(StoreTest, EmptyStoreScansFindNothingEitherWay) {
+  TempDir dir;
+  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"), {});
+  ASSERT_NE(store, nullptr);
+  for (std::size_t memory : {std::size_t{0}, ScanOptions().memory_bytes}) {
+    ScanOptions scan;
+    scan.memory_bytes = memory;
+    int found = 0;
+    EXPECT_TRUE(store->FindAll(3, [&](const NearPair&) { ++found; }, scan).ok());
+    EXPECT_TRUE(store->Clusters(3, [&](std::span<const DocumentId>) { ++found; }, scan).ok());
+    EXPECT_EQ(found, 0) << "memory " << memory;
+  }
+}
+
 // Regression: a document without metadata made EncodeDocumentValue call
 // memcpy with a null source, which UBSan aborts on.
 TEST(StoreTest, DocumentWithoutMetadata) {

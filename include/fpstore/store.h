@@ -20,6 +20,7 @@
 #ifndef FPSTORE_STORE_H_
 #define FPSTORE_STORE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -64,6 +65,14 @@ struct ScanOptions {
 
   // Threads to scan with; 0 means one per core.
   int threads = 0;
+
+  // Memory FindAll and Clusters may take to read every document once and
+  // sort the tables in memory: 32 bytes per document for one thread, 16
+  // more per further thread. A store too large for it is read from disk
+  // table by table instead, in memory that does not grow with the store,
+  // several times slower (docs/performance.md). Default: 1 GiB, enough for
+  // about 20 million documents on two threads.
+  std::size_t memory_bytes = std::size_t{1} << 30;
 };
 
 struct StoreStats {
@@ -149,9 +158,9 @@ class Store {
                                              InsertPolicy policy = InsertPolicy::kAlways) = 0;
 
   // Calls `sink` once for every pair of stored documents within k (k <=
-  // distance()), in no particular order, from one thread at a time. Streams:
-  // memory grows with the largest group of fingerprints that share a table
-  // prefix, not with the store.
+  // distance()), in no particular order, from one thread at a time. Memory:
+  // at most scan.memory_bytes, or when the store needs more than that, the
+  // largest group of fingerprints that share a table prefix.
   virtual Status FindAll(int k, const std::function<void(const NearPair&)>& sink,
                          const ScanOptions& scan = {}) const = 0;
 

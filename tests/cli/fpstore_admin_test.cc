@@ -165,6 +165,7 @@ TEST(AdminToolTest, UsageErrorsExitTwo) {
            {"stats"},
            {"create", "--db", "x", "--blocks", "3"},
            {"find-all", "--db", "x", "--distance", "-1"},
+           {"clusters", "--db", "x", "--memory", "-5"},
            {"insert", "--db", "x"},
            {"insert", "--db", "x", "--input", "-", "--durability", "always"},
            {"remove", "--db", "x"},
@@ -479,6 +480,11 @@ TEST(AdminScanTest, FindAllAndClustersEqualTheLibrary) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(SortedLines(ReadFile(pairs)), expected);
+    // No memory to sort in: the tables are read from disk, same pairs.
+    r = Admin({"find-all", "--db", db, "--distance", std::to_string(k), "--memory", "0",
+               "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(SortedLines(r.out), expected);
 
     const std::string clusters = (dir.path() / "clusters.tsv").string();
     r = Admin({"clusters", "--db", db, "--distance", std::to_string(k), "-o", clusters});

@@ -8,7 +8,7 @@ namespace {
 // ---- find-all and clusters ---------------------------------------------------------
 
 // What find-all and clusters share: the read-only store, --distance,
-// --output, --threads and --quiet; Run opens the store, scans it into the
+// --output, --threads, --memory and --quiet; Run opens the store, scans it into the
 // output file and says what it wrote.
 class ScanCommand : public Command {
  public:
@@ -18,6 +18,11 @@ class ScanCommand : public Command {
     DefineOutput(table, &output_, OutputHelp());
     DefineMoreOptions(table);
     DefineScanThreads(table, &threads_);
+    table.Add(kScanGroup, "memory", po::value(&memory_mb_)->value_name("MB"),
+              "Megabytes the scan may take to read every document once and sort the tables in "
+              "memory: 32 bytes a document, 16 more per further thread. A larger store is read "
+              "table by table from disk, several times slower; 0 always does that. Default: "
+              "1024. e.g. --memory 4096");
     DefineQuiet(table, &quiet_);
   }
 
@@ -40,6 +45,7 @@ class ScanCommand : public Command {
     store_.Check(vm);
     asked_ = CheckScanDistance(vm, distance_);
     CheckThreads(threads_);
+    if (memory_mb_ < 0) throw UsageError("--memory: " + std::to_string(memory_mb_) + " is negative");
     CheckOutput(output_);
   }
 
@@ -58,11 +64,12 @@ class ScanCommand : public Command {
     return WorkProgress(Progress::AutoStyle(quiet_, err()), kTool, std::move(what), err());
   }
 
-  // With --threads, reporting to `progress`.
+  // With --threads and --memory, reporting to `progress`.
   ScanOptions Options(WorkProgress& progress) const {
     ScanOptions scan;
     scan.progress = progress.Callback();
     scan.threads = threads_;
+    scan.memory_bytes = static_cast<std::size_t>(memory_mb_) << 20;
     return scan;
   }
 
@@ -72,6 +79,7 @@ class ScanCommand : public Command {
   std::optional<int> asked_;
   std::string output_ = "-";
   int threads_ = 0;
+  std::int64_t memory_mb_ = 1024;
   bool quiet_ = false;
 };
 
@@ -82,7 +90,7 @@ class FindAllCommand final : public ScanCommand {
     return "Write every pair of documents within a distance: id_a<TAB>id_b<TAB>distance.";
   }
   std::vector<std::string> Synopsis() const override {
-    return {"--db DIR [--distance K] [--output FILE] [--threads N] [--quiet]"};
+    return {"--db DIR [--distance K] [--output FILE] [--threads N] [--memory MB] [--quiet]"};
   }
   std::vector<Example> Examples() const override {
     return {{"--db crawl.fps --distance 2 --output pairs.tsv",
@@ -121,7 +129,9 @@ class ClustersCommand final : public ScanCommand {
            "cluster_id<TAB>id.";
   }
   std::vector<std::string> Synopsis() const override {
-    return {"--db DIR [--distance K] [--output FILE] [--min-size N] [--threads N] [--quiet]"};
+    return {
+        "--db DIR [--distance K] [--output FILE] [--min-size N] [--threads N] [--memory MB] "
+        "[--quiet]"};
   }
   std::vector<Example> Examples() const override {
     return {{"--db crawl.fps --distance 3 --output clusters.tsv",
