@@ -59,6 +59,18 @@ rocksdb::BlockBasedTableOptions LookupTableOptions(const std::shared_ptr<rocksdb
   return t;
 }
 
+// LZ4 while data is young and rewritten often; ZSTD at the bottom, where
+// it stays, at its fast level -1, as the bulk loader writes it. A query hit
+// decompresses a data block in each of about ten tables: on a compacted 14M
+// store, hits took 138 µs instead of 174 at the default level 3, for 4%
+// more bytes (LZ4 there: 114 µs for 23% more).
+void SetCompression(rocksdb::ColumnFamilyOptions& cf) {
+  cf.compression = rocksdb::kLZ4Compression;
+  cf.bottommost_compression = rocksdb::kZSTD;
+  cf.bottommost_compression_opts.enabled = true;
+  cf.bottommost_compression_opts.level = -1;
+}
+
 rocksdb::ColumnFamilyOptions MetadataFamilyOptions() {
   rocksdb::ColumnFamilyOptions cf;
   cf.merge_operator = std::make_shared<Int64AddOperator>();
@@ -99,8 +111,7 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     const rocksdb::BlockBasedTableOptions t = LookupTableOptions(cache);
     rocksdb::ColumnFamilyOptions cf;
     cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
-    cf.compression = rocksdb::kLZ4Compression;
-    cf.bottommost_compression = rocksdb::kZSTD;
+    SetCompression(cf);
     cf.write_buffer_size = memtable_bytes;
     cf.level_compaction_dynamic_level_bytes = true;
     config.families.emplace_back(kDocumentsFamily, cf);
@@ -125,8 +136,7 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     rocksdb::ColumnFamilyOptions cf;
     cf.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(codec.prefix_bytes()));
     cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(bt));
-    cf.compression = rocksdb::kLZ4Compression;
-    cf.bottommost_compression = rocksdb::kZSTD;
+    SetCompression(cf);
     cf.write_buffer_size = memtable_bytes;
     cf.level_compaction_dynamic_level_bytes = true;
     config.families.emplace_back(TableFamilyName(t), cf);
