@@ -57,6 +57,7 @@ struct Config {
   std::size_t cold_queries = 2'000;
   std::size_t jsonl_docs = 100'000;
   double insert_seconds = 2.0;
+  double sustained_seconds = 30.0;
   bool keep = false;
 };
 
@@ -501,6 +502,35 @@ void Run(const Config& c) {
     store.reset();
   }
 
+  // A crawler inserts without pause and queries meanwhile. The short runs
+  // above end before compactions catch up; this one runs long enough for
+  // them to matter, then times queries on the store as it is left (merged
+  // files waiting in level 0, compactions running) and again after a full
+  // compaction.
+  if (c.sustained_seconds > 0) {
+    std::cerr << "fpstore-bench: sustained inserts\n";
+    store = OpenStore(store_path, Durability::kGroupCommit);
+    const double rate = TimeInserts(*store, 2, 1000, c.sustained_seconds, next_id);
+    const std::string sustained = "sustained " + Fixed(c.sustained_seconds, 0) + " s";
+    report.Add("insert, group commit, batches of 1,000, 2 threads, " + sustained,
+               Grouped(rate) + " fingerprints/s");
+    const auto time_queries = [&](const std::string& when) {
+      report.Add("query, hits, 2 threads, " + when,
+                 TimeQueries(*store, queries.hits, k, 2).Summary());
+      report.Add("query, misses, 2 threads, " + when,
+                 TimeQueries(*store, queries.misses, k, 2).Summary());
+    };
+    time_queries("right after them");
+    const Clock::time_point start = Clock::now();
+    Must(store->Compact(), "compact");
+    report.Add("compaction after them", Fixed(SecondsSince(start), 1) + " s");
+    // Warmed as the earlier warm queries were: compaction wrote new files.
+    TimeQueries(*store, queries.hits, k, 2);
+    time_queries("after that compaction, warm");
+    Must(store->Close(), "close");
+    store.reset();
+  }
+
   std::cout << "fpstore-bench: N = " << Grouped(c.n) << ", blocks " << c.blocks << ", distance "
             << k << ", seed " << c.seed << ", " << std::thread::hardware_concurrency()
             << " cores\n\n";
@@ -527,6 +557,8 @@ int main(int argc, char** argv) {
        "Synthetic pages for the JSONL load.")
       ("insert-seconds", po::value(&c.insert_seconds)->default_value(c.insert_seconds),
        "Seconds per insert configuration.")
+      ("sustained-seconds", po::value(&c.sustained_seconds)->default_value(c.sustained_seconds),
+       "Seconds of inserts on 2 threads before querying a store that takes inserts (0: skip).")
       ("keep", po::bool_switch(&c.keep), "Keep the working directory.")
       ("load-tool", po::value(&c.load_tool)->default_value(FPSTORE_LOAD_TOOL),
        "The fpstore-load binary.");
