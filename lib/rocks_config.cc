@@ -133,6 +133,10 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     const TableKeyCodec codec(plan.table(t).prefix_bits());
     rocksdb::BlockBasedTableOptions bt = LookupTableOptions(cache);
     bt.whole_key_filtering = false;
+    // A hit reads a data block in each of about ten tables; halving the
+    // default 4 KiB made hits at 10M 17-22% faster for 3% more disk and a
+    // larger pinned index (docs/performance.md).
+    bt.block_size = 2048;
     rocksdb::ColumnFamilyOptions cf;
     cf.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(codec.prefix_bytes()));
     cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(bt));
