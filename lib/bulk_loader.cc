@@ -358,7 +358,7 @@ Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
     changes.PutU64(0);
     changes.PutU64(false);
     const DocumentKey key = EncodeDocumentKey(doc.id);
-    if (Status s = marks.Delete(rocksdb::Slice(key.data(), key.size())); !s.ok()) return s;
+    if (Status s = marks.Delete(AsSlice(key)); !s.ok()) return s;
   }
   if (Status s = changes.Close(); !s.ok()) return s;
   rocksdb::IngestExternalFileArg arg;

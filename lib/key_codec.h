@@ -5,6 +5,7 @@
 #define FPSTORE_LIB_KEY_CODEC_H_
 
 #include <array>
+#include <compare>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -30,6 +31,9 @@ inline std::uint64_t GetBigEndian64(const char* in) {
 struct TableEntry {
   Fingerprint permuted;
   DocumentId id;
+
+  // A table's key order: by permuted fingerprint, then id.
+  friend auto operator<=>(const TableEntry&, const TableEntry&) = default;
 };
 
 // An encoded table key: at most 9 bytes of fingerprint, then 8 of id.

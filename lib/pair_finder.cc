@@ -56,9 +56,7 @@ void InMemoryTables::ForEachRun(std::span<const IdFingerprint> docs, const Permu
         const IdFingerprint& doc = docs[keys_[i] & 0xffffffff];
         run_.push_back({perm.Apply(doc.fingerprint), doc.id});
       }
-      std::sort(run_.begin(), run_.end(), [](const TableEntry& a, const TableEntry& b) {
-        return a.permuted != b.permuted ? a.permuted < b.permuted : a.id < b.id;
-      });
+      std::sort(run_.begin(), run_.end());
       // A prefix longer than 32 bits splits the group further.
       const std::span<const TableEntry> group(run_);
       for (std::size_t b = 0; b < group.size();) {

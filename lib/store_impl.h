@@ -31,6 +31,12 @@ inline constexpr char kFingerprintKey[] = "fpstore.fingerprint";
 inline constexpr char kDocumentCountKey[] = "fpstore.document_count";
 std::string TableFamilyName(std::size_t table);
 
+inline rocksdb::Slice AsSlice(const TableKey& key) { return {key.data(), key.size()}; }
+inline rocksdb::Slice AsSlice(const DocumentKey& key) { return {key.data(), key.size()}; }
+
+// The error for a staging mark whose value is not a fingerprint.
+Status MalformedStagingMark(DocumentId id);
+
 class BulkLoaderImpl;
 
 // A document as the staging family records it.
@@ -145,8 +151,8 @@ class StoreImpl final : public Store {
 
   // Adds to `hits` the staged documents within k of each query, as the
   // staging family has them at `snapshot`. REQUIRES: ingest_mu_ held.
-  Status FindStaged(std::span<const Fingerprint> queries, int k,
-                    const rocksdb::Snapshot* snapshot, std::vector<std::vector<Hit>>& hits) const;
+  Status FindStaged(std::span<const Fingerprint> queries, int k, const rocksdb::Snapshot* snapshot,
+                    std::vector<std::vector<Hit>>& hits) const;
   // Every staged document at `snapshot`, by id.
   Result<std::vector<StagedDocument>> StagedDocuments(const rocksdb::Snapshot* snapshot) const;
   // Looks up `ids` (sorted) in `family` at `snapshot` (null: the latest

@@ -134,8 +134,7 @@ Status StoreImpl::ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run)
 // and the tables hold each document once per table. Reading the documents
 // once and sorting each table in memory does that work once instead of
 // table_count() times.
-Result<bool> StoreImpl::ScanRunsInMemory(const ScanOptions& scan,
-                                         const rocksdb::Snapshot* snapshot,
+Result<bool> StoreImpl::ScanRunsInMemory(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
                                          std::span<const StagedDocument> staged,
                                          const RunVisitor& visit_run) const {
   constexpr std::size_t kPerDocument = sizeof(IdFingerprint) + InMemoryTables::kBytesPerDocument;
@@ -152,29 +151,27 @@ Result<bool> StoreImpl::ScanRunsInMemory(const ScanOptions& scan,
   if (docs.empty()) return true;
   // The documents, then a sorter (16 bytes a document) per thread; the
   // limit leaves room for at least one.
-  const std::size_t sorters = std::min<std::size_t>(
-      ScanThreads(scan.threads, plan_.table_count()),
-      (scan.memory_bytes - docs.size() * sizeof(IdFingerprint)) /
-          (docs.size() * InMemoryTables::kBytesPerDocument));
+  const std::size_t sorters =
+      std::min<std::size_t>(ScanThreads(scan.threads, plan_.table_count()),
+                            (scan.memory_bytes - docs.size() * sizeof(IdFingerprint)) /
+                                (docs.size() * InMemoryTables::kBytesPerDocument));
   ProgressMeter progress(scan, docs.size() * plan_.table_count());
   std::vector<InMemoryTables> tables(sorters);
-  Status s = ForEachInParallel(plan_.table_count(), static_cast<int>(sorters),
-                               [&](std::size_t t, int worker) {
-                                 tables[worker].ForEachRun(
-                                     docs, plan_, t, [&](std::span<const TableEntry> run) {
-                                       visit_run(t, run);
-                                     });
-                                 progress.Add(docs.size());
-                                 return Status::OK();
-                               });
+  Status s = ForEachInParallel(
+      plan_.table_count(), static_cast<int>(sorters), [&](std::size_t t, int worker) {
+        tables[worker].ForEachRun(docs, plan_, t,
+                                  [&](std::span<const TableEntry> run) { visit_run(t, run); });
+        progress.Add(docs.size());
+        return Status::OK();
+      });
   progress.Finish();
   if (!s.ok()) return s;
   return true;
 }
 
 Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
-    const rocksdb::Snapshot* snapshot, std::span<const StagedDocument> staged,
-    std::size_t estimate, std::size_t limit, int threads) const {
+    const rocksdb::Snapshot* snapshot, std::span<const StagedDocument> staged, std::size_t estimate,
+    std::size_t limit, int threads) const {
   // Table 0 holds every document that is not staged, keys only: the
   // smallest thing to read. Slices of its key range are read in parallel.
   const TablePermutation& perm = plan_.table(0);
@@ -189,15 +186,14 @@ Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
     auto bound = [&](std::size_t i) { return codec.Encode(Fingerprint(64 * i / slices) << 58, 0); };
     rocksdb::ReadOptions ro = ScanReadOptions(snapshot);
     const TableKey upper = slice + 1 < slices ? bound(slice + 1) : TableKey();
-    const rocksdb::Slice upper_slice(upper.data(), upper.size());
+    const rocksdb::Slice upper_slice = AsSlice(upper);
     if (slice + 1 < slices) ro.iterate_upper_bound = &upper_slice;
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, table(0)));
     const TableKey lower = bound(slice);
     std::vector<IdFingerprint>& docs = read[slice];
     // Growing by doubling would copy and fault in twice the memory.
     docs.reserve(std::min(estimate, limit) / slices * 9 / 8);
-    for (it->Seek(rocksdb::Slice(lower.data(), lower.size())); it->Valid() && !over;
-         it->Next()) {
+    for (it->Seek(AsSlice(lower)); it->Valid() && !over; it->Next()) {
       TableEntry e;
       if (!codec.Decode(it->key().ToStringView(), &e)) {
         return Status::Corruption(TableFamilyName(0) + " holds a malformed key " +
@@ -244,10 +240,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
     for (const StagedDocument& doc : staged) {
       staged_entries.push_back({perm.Apply(doc.fingerprint), doc.id});
     }
-    std::sort(staged_entries.begin(), staged_entries.end(),
-              [](const TableEntry& a, const TableEntry& b) {
-                return a.permuted != b.permuted ? a.permuted < b.permuted : a.id < b.id;
-              });
+    std::sort(staged_entries.begin(), staged_entries.end());
     auto next_staged = staged_entries.begin();
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ScanReadOptions(snapshot), table(t)));
     std::vector<TableEntry> run;
@@ -269,8 +262,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
         return Status::Corruption(TableFamilyName(t) + " holds a malformed key " +
                                   it->key().ToString(true));
       }
-      for (; next_staged != staged_entries.end() && next_staged->permuted <= e.permuted;
-           ++next_staged) {
+      for (; next_staged != staged_entries.end() && *next_staged <= e; ++next_staged) {
         take(*next_staged);
       }
       take(e);
@@ -303,8 +295,7 @@ Status StoreImpl::ForEachDocument(const std::function<void(const Document&)>& si
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     if (it->key().size() != 8 ||
         !DecodeDocumentValue(it->value().ToStringView(), &doc.fingerprint, &doc.metadata)) {
-      return Status::Corruption("documents: malformed record with key " +
-                                it->key().ToString(true));
+      return Status::Corruption("documents: malformed record with key " + it->key().ToString(true));
     }
     doc.id = GetBigEndian64(it->key().data());
     sink(doc);
@@ -488,8 +479,8 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
     }
   }
   if (problems.empty()) return Status::OK();
-  std::string message = std::to_string(problems.size()) +
-                        (problems.size() == 20 ? "+" : "") + " problem(s) in " + path_ + ":";
+  std::string message = std::to_string(problems.size()) + (problems.size() == 20 ? "+" : "") +
+                        " problem(s) in " + path_ + ":";
   for (const std::string& p : problems) message += "\n  " + p;
   return Status::Corruption(message);
 }

@@ -1,0 +1,197 @@
+// Queries of the RocksDB-backed store: a prefix range per table, the staged
+// documents' index, then the matches' document records.
+
+#include <algorithm>
+#include <optional>
+
+#include "rocks_status.h"
+#include "store_impl.h"
+
+namespace fpstore::internal {
+
+Status StoreImpl::ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint query, int k,
+                            std::vector<Hit>& hits) const {
+  const TablePermutation& perm = plan_.table(t);
+  const TableKeyCodec codec(perm.prefix_bits());
+  const Fingerprint permuted_query = perm.Apply(query);
+  const Fingerprint prefix = permuted_query & perm.prefix_mask();
+  // Documents that share one fingerprint sit side by side; once a long run of
+  // them is known to be rejected here, jump over the rest with one seek.
+  constexpr int kSkipAfter = 16;
+  Fingerprint run_value = 0;
+  int run_rejected = 0;
+  it.Seek(AsSlice(codec.Encode(prefix, 0)));
+  while (it.Valid()) {
+    TableEntry e;
+    if (!codec.Decode(it.key().ToStringView(), &e)) {
+      return Status::Corruption(TableFamilyName(t) + " holds a malformed key " +
+                                it.key().ToString(true));
+    }
+    if ((e.permuted & perm.prefix_mask()) != prefix) break;
+    const int d = HammingDistance(e.permuted, permuted_query);
+    bool accepted = false;
+    if (d <= k) {
+      const Fingerprint fp = perm.Invert(e.permuted);
+      if (plan_.FirstSharedTable(query, fp) == static_cast<int>(t)) {
+        hits.push_back({e.id, fp, d});
+        accepted = true;
+      }
+    }
+    if (accepted || e.permuted != run_value) {
+      run_value = e.permuted;
+      run_rejected = 0;
+    }
+    if (!accepted && ++run_rejected == kSkipAfter) {
+      if (e.permuted == ~Fingerprint{0}) break;
+      it.Seek(AsSlice(codec.Encode(e.permuted + 1, 0)));
+      run_rejected = 0;
+      continue;
+    }
+    it.Next();
+  }
+  // The context only when needed: a probe is a few microseconds.
+  if (it.status().ok()) return Status::OK();
+  return FromRocks(it.status(), "scanning " + TableFamilyName(t));
+}
+
+Status StoreImpl::FindStaged(std::span<const Fingerprint> queries, int k,
+                             const rocksdb::Snapshot* snapshot,
+                             std::vector<std::vector<Hit>>& hits) const {
+  struct Candidate {
+    std::size_t query;
+    Hit hit;
+  };
+  std::vector<Candidate> candidates;
+  for (const StagingIndex* index :
+       {merging_.get(), static_cast<const StagingIndex*>(staging_.get())}) {
+    if (index == nullptr || index->size() == 0) continue;
+    for (std::size_t i = 0; i < queries.size(); ++i) {
+      index->ForEachWithin(queries[i], k, [&](DocumentId id, Fingerprint fp, int d) {
+        candidates.push_back({i, {id, fp, d}});
+      });
+    }
+  }
+  if (candidates.empty()) return Status::OK();
+  // An index keeps superseded entries: only what the staging family holds
+  // at the snapshot counts, once per query.
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return a.hit.id != b.hit.id ? a.hit.id < b.hit.id : a.query < b.query;
+  });
+  std::vector<DocumentId> ids;
+  for (const Candidate& c : candidates) {
+    if (ids.empty() || ids.back() != c.hit.id) ids.push_back(c.hit.id);
+  }
+  std::vector<std::optional<Fingerprint>> staged(ids.size());
+  Status s =
+      MultiGetIds(staging_family(), snapshot, ids, [&](std::size_t i, std::string_view value) {
+        if (value.size() != 8) return MalformedStagingMark(ids[i]);
+        staged[i] = GetBigEndian64(value.data());
+        return Status::OK();
+      });
+  if (!s.ok()) return s;
+  std::size_t at = 0;
+  const Candidate* accepted = nullptr;
+  for (const Candidate& c : candidates) {
+    while (ids[at] != c.hit.id) ++at;
+    if (staged[at] != c.hit.fingerprint) continue;
+    if (accepted != nullptr && accepted->hit.id == c.hit.id && accepted->query == c.query) continue;
+    hits[c.query].push_back(c.hit);
+    accepted = &c;
+  }
+  return Status::OK();
+}
+
+Result<std::vector<Match>> StoreImpl::ToMatches(std::vector<Hit> hits,
+                                                const rocksdb::Snapshot* snapshot) const {
+  std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
+    return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;
+  });
+  std::vector<DocumentKey> keys;
+  keys.reserve(hits.size());
+  for (const Hit& h : hits) keys.push_back(EncodeDocumentKey(h.id));
+  std::vector<rocksdb::Slice> slices;
+  for (const DocumentKey& key : keys) slices.push_back(AsSlice(key));
+  std::vector<rocksdb::PinnableSlice> values(hits.size());
+  std::vector<rocksdb::Status> statuses(hits.size());
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  db_->MultiGet(ro, documents_family(), slices.size(), slices.data(), values.data(),
+                statuses.data());
+  std::vector<Match> matches;
+  matches.reserve(hits.size());
+  for (std::size_t i = 0; i < hits.size(); ++i) {
+    if (!statuses[i].ok()) {
+      return statuses[i].IsNotFound()
+                 ? Status::Corruption("table entry for document " + std::to_string(hits[i].id) +
+                                      " has no document record")
+                 : FromRocks(statuses[i], "reading document " + std::to_string(hits[i].id));
+    }
+    Match m{hits[i].id, hits[i].fingerprint, hits[i].distance, {}};
+    Fingerprint stored;
+    if (!DecodeDocumentValue(values[i].ToStringView(), &stored, &m.metadata) ||
+        stored != m.fingerprint) {
+      return Status::Corruption("table entry for document " + std::to_string(hits[i].id) +
+                                " disagrees with its document record");
+    }
+    matches.push_back(std::move(m));
+  }
+  return matches;
+}
+
+Result<std::vector<Match>> StoreImpl::Query(Fingerprint fingerprint, int k) const {
+  Result<std::vector<std::vector<Match>>> batch = QueryBatch(std::span(&fingerprint, 1), k);
+  if (!batch.ok()) return batch.status();
+  return std::move((*batch)[0]);
+}
+
+Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatch(
+    std::span<const Fingerprint> fingerprints, int k) const {
+  std::shared_lock shared(ingest_mu_);
+  return QueryBatchLocked(fingerprints, k);
+}
+
+Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatchLocked(
+    std::span<const Fingerprint> fingerprints, int k) const {
+  if (Status s = CheckDistance(k); !s.ok()) return s;
+  // One snapshot for every table: a document being replaced is seen either
+  // before or after, never half-way (found twice, or in no table at all).
+  rocksdb::ManagedSnapshot snapshot(db_.get());
+  std::vector<std::vector<Hit>> hits(fingerprints.size());
+  std::vector<std::size_t> order(fingerprints.size());
+  for (std::size_t t = 0; t < plan_.table_count(); ++t) {
+    const TablePermutation& perm = plan_.table(t);
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snapshot.snapshot();
+    TableKey upper;
+    rocksdb::Slice upper_slice;
+    if (fingerprints.size() == 1) {
+      // A single probe can tell RocksDB where its range ends.
+      const Fingerprint last = perm.Apply(fingerprints[0]) | ~perm.prefix_mask();
+      if (last != ~Fingerprint{0}) {
+        upper = TableKeyCodec(perm.prefix_bits()).Encode(last + 1, 0);
+        upper_slice = AsSlice(upper);
+        ro.iterate_upper_bound = &upper_slice;
+      }
+    }
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, table(t)));
+    // Probes in key order keep the iterator moving forward through the table.
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return perm.Apply(fingerprints[a]) < perm.Apply(fingerprints[b]);
+    });
+    for (std::size_t i : order) {
+      if (Status s = ScanTable(*it, t, fingerprints[i], k, hits[i]); !s.ok()) return s;
+    }
+  }
+  if (Status s = FindStaged(fingerprints, k, snapshot.snapshot(), hits); !s.ok()) return s;
+  std::vector<std::vector<Match>> results;
+  results.reserve(hits.size());
+  for (std::vector<Hit>& h : hits) {
+    Result<std::vector<Match>> matches = ToMatches(std::move(h), snapshot.snapshot());
+    if (!matches.ok()) return matches.status();
+    results.push_back(*std::move(matches));
+  }
+  return results;
+}
+
+}  // namespace fpstore::internal
