@@ -88,12 +88,6 @@ class SstSink {
   bool opened_ = false;
 };
 
-Status WriteOp(SstSink& sink, const TableKeyCodec& codec, const TableOp& op) {
-  const TableKey key = codec.Encode(op.permuted, op.id);
-  const rocksdb::Slice slice(key.data(), key.size());
-  return op.put ? sink.Put(slice, rocksdb::Slice()) : sink.Delete(slice);
-}
-
 // Sorts by (permuted, id): one counting pass on the top 16 bits spreads the
 // ops over 65,536 buckets, each then small enough to sort within the cache.
 // In perf of a 1M-fingerprint load, sorting fell from 13% of the CPU
@@ -111,6 +105,28 @@ void SortOps(std::vector<TableOp>& ops, std::vector<TableOp>& scratch) {
   }
   ops.swap(scratch);
 }
+
+// A document whose table entries change: the changes file holds one per
+// document, as four integers.
+struct Change {
+  DocumentId id;
+  Fingerprint fingerprint;
+  Fingerprint old;        // the replaced version's fingerprint
+  std::uint64_t had_old;  // whether that version is in the tables
+
+  void Write(RecordWriter& out) const {
+    out.PutU64(id);
+    out.PutU64(fingerprint);
+    out.PutU64(old);
+    out.PutU64(had_old);
+  }
+  Status Read(RecordReader& in, const std::string& path) {
+    if (in.GetU64(id) && in.GetU64(fingerprint) && in.GetU64(old) && in.GetU64(had_old)) {
+      return Status::OK();
+    }
+    return in.status().ok() ? Status::IOError("short read of " + path) : in.status();
+  }
+};
 
 // Reads back the records of one spilled run, in order.
 class RunCursor {
@@ -212,6 +228,8 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   const std::string changes_path = TempPath("changes");
   RecordWriter changes(changes_path);
   std::uint64_t change_count = 0;
+  // Documents whose old version leaves the tables.
+  std::vector<IdFingerprint> leaving;
   // A replaced version that is staged leaves by the deletion of its mark:
   // it has no table entries.
   // (A format 2 store has no staging.)
@@ -256,13 +274,14 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
       return s;
     }
     if (old_in_tables && old == h.fp) continue;  // table entries stay as they are
-    changes.PutU64(h.id);
-    changes.PutU64(h.fp);
-    changes.PutU64(old);
-    changes.PutU64(old_in_tables);
+    if (old_in_tables) leaving.push_back({h.id, old});
+    Change{h.id, h.fp, old, old_in_tables}.Write(changes);
     ++change_count;
   }
   if (Status s = changes.Close(); !s.ok()) return s;
+  Result<std::vector<Fingerprint>> dropped =
+      DroppedFingerprints(std::move(leaving), changes_path, change_count);
+  if (!dropped.ok()) return dropped.status();
 
   std::vector<rocksdb::IngestExternalFileArg> args;
   auto add_family = [&](rocksdb::ColumnFamilyHandle* family, SstSink& sink) {
@@ -296,7 +315,9 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     work_done += change_count;
     return ReportProgress(work_done, total_work);
   };
-  if (Status s = WriteTables(changes_path, change_count, table_done, args); !s.ok()) return s;
+  if (Status s = WriteTables(changes_path, change_count, *dropped, table_done, args); !s.ok()) {
+    return s;
+  }
 
   if (!args.empty()) {
     if (Status s = FromRocks(db.IngestExternalFiles(args), "ingesting the bulk load");
@@ -307,7 +328,49 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   return stats;
 }
 
+Result<std::vector<Fingerprint>> BulkLoaderImpl::DroppedFingerprints(
+    std::vector<IdFingerprint> leaving, const std::string& changes_path,
+    std::uint64_t change_count) const {
+  std::vector<Fingerprint> dropped;
+  if (store_.format_version_ < 4 || leaving.empty()) return dropped;
+  auto by_fingerprint = [](const IdFingerprint& a, const IdFingerprint& b) {
+    return a.fingerprint != b.fingerprint ? a.fingerprint < b.fingerprint : a.id < b.id;
+  };
+  std::sort(leaving.begin(), leaving.end(), by_fingerprint);
+  for (const IdFingerprint& l : leaving) {
+    if (dropped.empty() || dropped.back() != l.fingerprint) dropped.push_back(l.fingerprint);
+  }
+  // A fingerprint stays if a loaded document takes it...
+  std::vector<bool> kept(dropped.size(), false);
+  RecordReader in(changes_path);
+  for (std::uint64_t i = 0; i < change_count; ++i) {
+    Change c;
+    if (Status s = c.Read(in, changes_path); !s.ok()) return s;
+    auto at = std::lower_bound(dropped.begin(), dropped.end(), c.fingerprint);
+    if (at != dropped.end() && *at == c.fingerprint) kept[at - dropped.begin()] = true;
+  }
+  // ... or a document that stays in the tables has it.
+  std::unique_ptr<rocksdb::Iterator> table0(
+      store_.db_->NewIterator(rocksdb::ReadOptions(), store_.table(0)));
+  for (std::size_t i = 0; i < dropped.size(); ++i) {
+    if (kept[i]) continue;
+    Status s = store_.ForEachIdOf(*table0, dropped[i], [&](DocumentId id) {
+      kept[i] = !std::binary_search(leaving.begin(), leaving.end(),
+                                    IdFingerprint{id, dropped[i]}, by_fingerprint);
+      return !kept[i];
+    });
+    if (!s.ok()) return s;
+  }
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < dropped.size(); ++i) {
+    if (!kept[i]) dropped[n++] = dropped[i];
+  }
+  dropped.resize(n);
+  return dropped;
+}
+
 Status BulkLoaderImpl::WriteTables(const std::string& changes_path, std::uint64_t change_count,
+                                   std::span<const Fingerprint> dropped,
                                    const std::function<Status()>& table_done,
                                    std::vector<rocksdb::IngestExternalFileArg>& args) const {
   const PermutationPlan& plan = store_.plan_;
@@ -327,7 +390,8 @@ Status BulkLoaderImpl::WriteTables(const std::string& changes_path, std::uint64_
       // worker thread: it fails the load.
       try {
         for (std::size_t t = w; t < plan.table_count() && failures[w].ok(); t += threads) {
-          failures[w] = WriteTable(t, changes_path, change_count, max_ops, table_args[t]);
+          failures[w] =
+              WriteTable(t, changes_path, change_count, dropped, max_ops, table_args[t]);
           if (failures[w].ok()) failures[w] = table_done();
         }
       } catch (const std::exception& e) {
@@ -353,10 +417,7 @@ Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
   SstSink marks(*store_.db_, store_.staging_family(), TempPath("staging.sst"));
   for (const StagedDocument& doc : staged) {
     // A staged version has no table entries to replace.
-    changes.PutU64(doc.id);
-    changes.PutU64(doc.fingerprint);
-    changes.PutU64(0);
-    changes.PutU64(false);
+    Change{doc.id, doc.fingerprint, 0, false}.Write(changes);
     const DocumentKey key = EncodeDocumentKey(doc.id);
     if (Status s = marks.Delete(AsSlice(key)); !s.ok()) return s;
   }
@@ -366,7 +427,7 @@ Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
   arg.options.move_files = true;
   if (Status s = marks.Finish(arg.external_files); !s.ok()) return s;
   if (!arg.external_files.empty()) args.push_back(std::move(arg));
-  return WriteTables(changes_path, staged.size(), [] { return Status::OK(); }, args);
+  return WriteTables(changes_path, staged.size(), {}, [] { return Status::OK(); }, args);
 }
 
 Status BulkLoaderImpl::ReportProgress(std::uint64_t done, std::uint64_t total) const {
@@ -380,10 +441,11 @@ Status BulkLoaderImpl::ReportProgress(std::uint64_t done, std::uint64_t total) c
 }
 
 Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path,
-                                  std::uint64_t change_count, std::size_t max_ops,
+                                  std::uint64_t change_count,
+                                  std::span<const Fingerprint> dropped, std::size_t max_ops,
                                   rocksdb::IngestExternalFileArg& arg) const {
   const TablePermutation& perm = store_.plan_.table(t);
-  const TableKeyCodec codec(perm.prefix_bits());
+  const TableKeyCodec codec = store_.codec(t);
   const std::string name = "table-" + std::to_string(t);
   SstSink sink(*store_.db_, store_.table(t), TempPath(name + ".sst"));
   // Both buffers at their final size up front: growth by doubling would
@@ -407,22 +469,33 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
     spills.push_back(path);
     return out.Close();
   };
+  // Equal ops, from documents that share a fingerprint in a table without
+  // ids, go in once: an SST's keys must be unique.
+  std::optional<TableOp> last;
+  auto write = [&](const TableOp& op) -> Status {
+    if (last && !(*last < op)) return Status::OK();
+    last = op;
+    const TableKey key = codec.Encode(op.permuted, op.id);
+    return op.put ? sink.Put(AsSlice(key), rocksdb::Slice()) : sink.Delete(AsSlice(key));
+  };
   RecordReader in(changes_path);
   for (std::uint64_t i = 0; i < change_count; ++i) {
-    std::uint64_t id, fp, old, had_old;
-    if (!in.GetU64(id) || !in.GetU64(fp) || !in.GetU64(old) || !in.GetU64(had_old)) {
-      return in.status().ok() ? Status::IOError("short read of " + changes_path) : in.status();
-    }
+    Change c;
+    if (Status s = c.Read(in, changes_path); !s.ok()) return s;
     if (ops.size() + 2 > capacity) {
       if (Status s = spill(); !s.ok()) return s;
     }
-    ops.push_back({perm.Apply(fp), id, true});
-    if (had_old) ops.push_back({perm.Apply(old), id, false});
+    // A table without ids holds a fingerprint once, for all its documents.
+    const DocumentId id = codec.keeps_ids() ? c.id : 0;
+    ops.push_back({perm.Apply(c.fingerprint), id, true});
+    if (c.had_old && (codec.keeps_ids() || std::binary_search(dropped.begin(), dropped.end(), c.old))) {
+      ops.push_back({perm.Apply(c.old), id, false});
+    }
   }
   if (spills.empty()) {
     SortOps(ops, scratch);
     for (const TableOp& op : ops) {
-      if (Status s = WriteOp(sink, codec, op); !s.ok()) return s;
+      if (Status s = write(op); !s.ok()) return s;
     }
   } else {
     if (Status s = spill(); !s.ok()) return s;
@@ -444,7 +517,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
     while (!merge.empty()) {
       const auto [op, r] = merge.top();
       merge.pop();
-      if (Status s = WriteOp(sink, codec, op); !s.ok()) return s;
+      if (Status s = write(op); !s.ok()) return s;
       if (Status s = pull(r); !s.ok()) return s;
     }
     for (const std::string& path : spills) fs::remove(path);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fpstore/bulk_loader.h"
+#include "pair_finder.h"
 
 namespace fpstore::internal {
 
@@ -47,13 +48,22 @@ class BulkLoaderImpl final : public BulkLoader {
   Status SpillRun();
   // Calls options_.progress, if set; what it throws becomes an error.
   Status ReportProgress(std::uint64_t done, std::uint64_t total) const;
+  // Of the fingerprints that `leaving` documents take out of the tables,
+  // those no document has once the changes are in: keys that tables
+  // without ids lose. Sorted. REQUIRES: the store's ingest lock held.
+  Result<std::vector<Fingerprint>> DroppedFingerprints(std::vector<IdFingerprint> leaving,
+                                                       const std::string& changes_path,
+                                                       std::uint64_t change_count) const;
   // Sorts table `t`'s puts and deletes from the changes file and writes
-  // them as one SST, described in `arg` for ingestion.
+  // them as one SST, described in `arg` for ingestion. `dropped`: as
+  // DroppedFingerprints returns.
   Status WriteTable(std::size_t t, const std::string& changes_path, std::uint64_t change_count,
-                    std::size_t max_ops, rocksdb::IngestExternalFileArg& arg) const;
+                    std::span<const Fingerprint> dropped, std::size_t max_ops,
+                    rocksdb::IngestExternalFileArg& arg) const;
   // Writes every table's SST from the changes file, tables spread over
   // threads; calls table_done() after each table. Appends them to `args`.
   Status WriteTables(const std::string& changes_path, std::uint64_t change_count,
+                     std::span<const Fingerprint> dropped,
                      const std::function<Status()>& table_done,
                      std::vector<rocksdb::IngestExternalFileArg>& args) const;
   std::string TempPath(const std::string& name) const;

@@ -36,7 +36,8 @@ struct TableEntry {
   friend auto operator<=>(const TableEntry&, const TableEntry&) = default;
 };
 
-// An encoded table key: at most 9 bytes of fingerprint, then 8 of id.
+// An encoded table key: at most 9 bytes of fingerprint, then 8 of id if
+// the table keeps ids.
 class TableKey {
  public:
   static constexpr std::size_t kMaxSize = 17;
@@ -54,21 +55,28 @@ class TableKey {
 
 // A table's key layout (docs/format.md): the permuted fingerprint's p-bit
 // prefix left-aligned in whole bytes, its other 64 - p bits left-aligned in
-// whole bytes after that, then the id. The prefix then fills a whole number
-// of bytes, so RocksDB's prefix bloom filter tests exactly the p bits a probe
-// looks up; a filter on the bytes within p would pass every probe of a
-// large store. Byte order is still (permuted, id) order.
+// whole bytes after that, then, in a table that keeps ids, the id. The
+// prefix then fills a whole number of bytes, so RocksDB's prefix bloom filter
+// tests exactly the p bits a probe looks up; a filter on the bytes within p
+// would pass every probe of a large store. Byte order is still (permuted, id)
+// order. A table without ids holds each fingerprint once, and decodes with
+// id 0.
 class TableKeyCodec {
  public:
-  // REQUIRES: 1 <= prefix_bits <= 64
-  explicit TableKeyCodec(int prefix_bits)
-      : prefix_bits_(prefix_bits),
-        prefix_bytes_((prefix_bits + 7) / 8),
-        rest_bytes_((64 - prefix_bits + 7) / 8) {}
+  enum class Ids { kKept, kNone };
 
-  // Bytes of the prefix, for the prefix extractor.
+  // REQUIRES: 1 <= prefix_bits <= 64
+  TableKeyCodec(int prefix_bits, Ids ids)
+      : prefix_bits_(prefix_bits),
+        prefix_bytes_(PrefixBytes(prefix_bits)),
+        rest_bytes_((64 - prefix_bits + 7) / 8),
+        id_bytes_(ids == Ids::kKept ? 8 : 0) {}
+
+  // Bytes of a p-bit prefix, for the prefix extractor.
+  static std::size_t PrefixBytes(int prefix_bits) { return (prefix_bits + 7) / 8; }
   std::size_t prefix_bytes() const { return prefix_bytes_; }
-  std::size_t size() const { return prefix_bytes_ + rest_bytes_ + 8; }
+  std::size_t size() const { return prefix_bytes_ + rest_bytes_ + id_bytes_; }
+  bool keeps_ids() const { return id_bytes_ != 0; }
 
   TableKey Encode(Fingerprint permuted, DocumentId id) const {
     TableKey key;
@@ -81,7 +89,7 @@ class TableKeyCodec {
       const Fingerprint rest = permuted & (~Fingerprint{0} >> prefix_bits_);
       PutBits(out + prefix_bytes_, rest << (8 * rest_bytes_ - rest_bits), rest_bytes_);
     }
-    PutBigEndian64(out + prefix_bytes_ + rest_bytes_, id);
+    if (keeps_ids()) PutBigEndian64(out + prefix_bytes_ + rest_bytes_, id);
     return key;
   }
 
@@ -101,7 +109,7 @@ class TableKeyCodec {
       permuted |= rest >> rest_pad;
     }
     entry->permuted = permuted;
-    entry->id = GetBigEndian64(key.data() + prefix_bytes_ + rest_bytes_);
+    entry->id = keeps_ids() ? GetBigEndian64(key.data() + prefix_bytes_ + rest_bytes_) : 0;
     return true;
   }
 
@@ -122,6 +130,7 @@ class TableKeyCodec {
   int prefix_bits_;
   std::size_t prefix_bytes_;
   std::size_t rest_bytes_;
+  std::size_t id_bytes_;
 };
 
 // A documents-family key: the id.

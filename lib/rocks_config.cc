@@ -130,7 +130,6 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   // whole bytes. A prefix bloom filter on them lets most probes that find
   // nothing (the common case for a crawler) skip the data blocks.
   for (std::size_t t = 0; t < plan.table_count(); ++t) {
-    const TableKeyCodec codec(plan.table(t).prefix_bits());
     rocksdb::BlockBasedTableOptions bt = LookupTableOptions(cache);
     bt.whole_key_filtering = false;
     // A hit reads a data block in each of about ten tables; halving the
@@ -138,7 +137,7 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     // larger pinned index (docs/performance.md).
     bt.block_size = 2048;
     rocksdb::ColumnFamilyOptions cf;
-    cf.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(codec.prefix_bytes()));
+    cf.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(TableKeyCodec::PrefixBytes(plan.table(t).prefix_bits())));
     cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(bt));
     SetCompression(cf);
     cf.write_buffer_size = memtable_bytes;

@@ -116,7 +116,17 @@ Result<std::vector<std::optional<StoreImpl::StoredVersion>>> StoreImpl::CurrentV
   return versions;
 }
 
-int StoreImpl::StageInserts(rocksdb::WriteBatch& batch, std::span<const PendingInsert> inserts) {
+Result<int> StoreImpl::StageInserts(rocksdb::WriteBatch& batch,
+                                    std::span<const PendingInsert> inserts, WriteLocks& locks) {
+  // A version in the tables leaves them; the new one waits in staging, or
+  // in format 2 goes straight in.
+  std::vector<IdFingerprint> leaving;
+  for (const PendingInsert& p : inserts) {
+    if (p.old && !p.old->staged && p.old->fingerprint != p.doc->fingerprint) {
+      leaving.push_back({p.doc->id, p.old->fingerprint});
+    }
+  }
+  if (Status s = DeleteTableEntries(batch, leaving, locks); !s.ok()) return s;
   int added = 0;
   for (const PendingInsert& p : inserts) {
     batch
@@ -125,7 +135,13 @@ int StoreImpl::StageInserts(rocksdb::WriteBatch& batch, std::span<const PendingI
         .PermitUncheckedError();
     added += !p.old;
     if (p.old && p.old->fingerprint == p.doc->fingerprint) continue;  // entries stay as they are
-    if (staging_family() == nullptr) continue;  // format 2: table entries below
+    if (staging_family() == nullptr) {
+      for (std::size_t t = 0; t < plan_.table_count(); ++t) {
+        batch.Put(table(t), AsSlice(codec(t).Encode(plan_.table(t).Apply(p.doc->fingerprint), p.doc->id)), {})
+            .PermitUncheckedError();
+      }
+      continue;
+    }
     // Into the index before RocksDB: a reader whose snapshot holds this
     // write must find the entry (staging_index.h).
     staging_->Add(p.doc->id, p.doc->fingerprint);
@@ -134,25 +150,38 @@ int StoreImpl::StageInserts(rocksdb::WriteBatch& batch, std::span<const PendingI
     batch.Put(staging_family(), AsSlice(EncodeDocumentKey(p.doc->id)), rocksdb::Slice(mark, 8))
         .PermitUncheckedError();
   }
-  // A version in the tables leaves them; the new one waits in staging, or
-  // in format 2 goes straight in.
-  for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-    const TablePermutation& perm = plan_.table(t);
-    const TableKeyCodec codec(perm.prefix_bits());
-    for (const PendingInsert& p : inserts) {
-      if (p.old && p.old->fingerprint == p.doc->fingerprint) continue;
-      if (p.old && !p.old->staged) {
-        batch.Delete(table(t), AsSlice(codec.Encode(perm.Apply(p.old->fingerprint), p.doc->id)))
-            .PermitUncheckedError();
-      }
-      if (staging_family() == nullptr) {
-        batch.Put(table(t), AsSlice(codec.Encode(perm.Apply(p.doc->fingerprint), p.doc->id)), {})
-            .PermitUncheckedError();
-      }
-    }
-  }
   if (staging_->size() >= options_.staged_documents) staging_cv_.notify_all();
   return added;
+}
+
+Status StoreImpl::DeleteTableEntries(rocksdb::WriteBatch& batch,
+                                     std::span<const IdFingerprint> leaving, WriteLocks& locks) {
+  if (leaving.empty()) return Status::OK();
+  // Whether each leaving fingerprint keeps a document in the tables.
+  std::vector<bool> kept(leaving.size(), false);
+  if (format_version_ >= 4) {
+    locks.table_deletes = std::unique_lock(table_deletes_mu_);
+    std::unique_ptr<rocksdb::Iterator> table0(db_->NewIterator(rocksdb::ReadOptions(), table(0)));
+    for (std::size_t i = 0; i < leaving.size(); ++i) {
+      Status s = ForEachIdOf(*table0, leaving[i].fingerprint, [&](DocumentId id) {
+        kept[i] = std::none_of(leaving.begin(), leaving.end(), [&](const IdFingerprint& l) {
+          return l.id == id && l.fingerprint == leaving[i].fingerprint;
+        });
+        return !kept[i];
+      });
+      if (!s.ok()) return s;
+    }
+  }
+  for (std::size_t t = 0; t < plan_.table_count(); ++t) {
+    const TableKeyCodec table_codec = codec(t);
+    for (std::size_t i = 0; i < leaving.size(); ++i) {
+      if (!table_codec.keeps_ids() && kept[i]) continue;
+      const TableKey key =
+          table_codec.Encode(plan_.table(t).Apply(leaving[i].fingerprint), leaving[i].id);
+      batch.Delete(table(t), AsSlice(key)).PermitUncheckedError();
+    }
+  }
+  return Status::OK();
 }
 
 namespace {
@@ -191,7 +220,7 @@ Status StoreImpl::Insert(DocumentId id, Fingerprint fingerprint, std::string_vie
 Result<StoreImpl::WriteLocks> StoreImpl::LockForWrite(std::span<const DocumentId> ids) {
   if (Status s = WaitForStagingRoom(); !s.ok()) return s;
   while (true) {
-    WriteLocks locks{std::shared_lock(ingest_mu_), {}};
+    WriteLocks locks{std::shared_lock(ingest_mu_), {}, {}};
     // Stripes in address order, so that batches cannot deadlock each other.
     std::set<std::mutex*> stripes;
     for (DocumentId id : ids) stripes.insert(&StripeFor(id));
@@ -227,7 +256,9 @@ Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
     std::size_t i = 0;
     for (const auto& [id, doc] : latest) inserts.push_back({doc, (*old)[i++]});
     rocksdb::WriteBatch batch;
-    StageCountChange(batch, meta(), StageInserts(batch, inserts));
+    Result<int> added = StageInserts(batch, inserts, *locks);
+    if (!added.ok()) return added.status();
+    StageCountChange(batch, meta(), *added);
     if (Status s = WriteUnsynced(batch); !s.ok()) return s;
   }
   // Durable outside the locks, so that other writers can join the fsync.
@@ -253,12 +284,8 @@ Status StoreImpl::Remove(DocumentId id) {
   if (version.staged) {
     batch.Delete(staging_family(), AsSlice(EncodeDocumentKey(id))).PermitUncheckedError();
   } else {
-    for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-      const TablePermutation& perm = plan_.table(t);
-      const TableKeyCodec codec(perm.prefix_bits());
-      batch.Delete(table(t), AsSlice(codec.Encode(perm.Apply(version.fingerprint), id)))
-          .PermitUncheckedError();
-    }
+    const IdFingerprint leaving{id, version.fingerprint};
+    if (Status s = DeleteTableEntries(batch, std::span(&leaving, 1), *locks); !s.ok()) return s;
   }
   StageCountChange(batch, meta(), -1);
   if (Status s = WriteUnsynced(batch); !s.ok()) return s;
@@ -300,7 +327,9 @@ Result<CheckResult> StoreImpl::CheckAndInsert(DocumentId id, Fingerprint fingerp
       if (!old.ok()) return old.status();
       const NewDocument doc{id, fingerprint, metadata};
       const PendingInsert insert{&doc, (*old)[0]};
-      StageCountChange(batch, meta(), StageInserts(batch, std::span(&insert, 1)));
+      Result<int> added = StageInserts(batch, std::span(&insert, 1), *locks);
+      if (!added.ok()) return added.status();
+      StageCountChange(batch, meta(), *added);
       // Written unsynced while the lock is held, so that the next
       // CheckAndInsert already sees it; made durable below, outside the
       // lock, where concurrent callers can share the fsync.

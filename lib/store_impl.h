@@ -47,8 +47,10 @@ struct StagedDocument {
 
 class StoreImpl final : public Store {
  public:
-  // Opens `path`, which must hold a store or be creatable as one.
-  static Result<std::unique_ptr<Store>> Open(const std::string& path, const StoreOptions& options);
+  // Opens `path`, which must hold a store or be creatable as one; a new
+  // store gets `new_format` (older formats: for tests of their support).
+  static Result<std::unique_ptr<Store>> Open(const std::string& path, const StoreOptions& options,
+                                             int new_format = Store::kFormatVersion);
 
   ~StoreImpl() override;
 
@@ -89,6 +91,8 @@ class StoreImpl final : public Store {
     DocumentId id;
     Fingerprint fingerprint;
     int distance;
+    // Found in a table without ids: `id` is not known yet (ResolveIds).
+    bool by_fingerprint = false;
   };
 
   StoreImpl(std::string path, StoreOptions options, int format_version, PermutationPlan plan,
@@ -112,10 +116,12 @@ class StoreImpl final : public Store {
     std::optional<StoredVersion> old;
   };
 
-  // The locks a write holds: the ingest lock shared and its ids' stripes.
+  // The locks a write holds: the ingest lock shared and its ids' stripes;
+  // and table_deletes_mu_ once it deletes from tables without ids.
   struct WriteLocks {
     std::shared_lock<std::shared_mutex> ingest;
     std::vector<std::unique_lock<std::mutex>> stripes;
+    std::unique_lock<std::mutex> table_deletes;
   };
 
   // Takes the locks for a write to `ids` (sorted, unique), once the staging
@@ -127,7 +133,15 @@ class StoreImpl final : public Store {
   // and its staging mark, or (when a replaced version is in the tables with
   // another fingerprint) the deletion of its table entries. Adds the staged
   // versions to the staging index first. Returns how many documents are new.
-  int StageInserts(rocksdb::WriteBatch& batch, std::span<const PendingInsert> inserts);
+  Result<int> StageInserts(rocksdb::WriteBatch& batch, std::span<const PendingInsert> inserts,
+                           WriteLocks& locks);
+  // Adds to `batch` the deletion of the table entries of documents that
+  // leave the tables. A table without ids loses a fingerprint's key only
+  // with the last document that has it: deciding that reads table 0, and no
+  // other writer may decide for the same fingerprint until `batch` is
+  // written, so this takes locks.table_deletes.
+  Status DeleteTableEntries(rocksdb::WriteBatch& batch, std::span<const IdFingerprint> leaving,
+                            WriteLocks& locks);
 
   // The current version of each of `ids` (sorted), reading the latest state.
   Result<std::vector<std::optional<StoredVersion>>> CurrentVersions(
@@ -145,9 +159,17 @@ class StoreImpl final : public Store {
   Status MakeDurable();
 
   // Finds the hits of `query` in table `t`, whose iterator `it` is at
-  // snapshot; each document is found in exactly one table.
+  // snapshot; each document is found in exactly one table. A table without
+  // ids adds one hit by fingerprint for all the documents that have it.
   Status ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint query, int k,
                    std::vector<Hit>& hits) const;
+  // Replaces each hit found by fingerprint by one hit per document that
+  // table 0 holds with that fingerprint.
+  Status ResolveIds(std::vector<Hit>& hits, rocksdb::Iterator& table0) const;
+  // Calls found(id) for each document that table 0, read through `table0`,
+  // holds with `fingerprint`, in id order, while found returns true.
+  Status ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
+                     const std::function<bool(DocumentId)>& found) const;
 
   // Adds to `hits` the staged documents within k of each query, as the
   // staging family has them at `snapshot`. REQUIRES: ingest_mu_ held.
@@ -205,7 +227,21 @@ class StoreImpl final : public Store {
       const rocksdb::Snapshot* snapshot, std::span<const StagedDocument> staged,
       std::size_t estimate, std::size_t limit, int threads) const;
 
+  // Reports through problem() what is wrong with table t, a table without
+  // ids: fingerprints no document in table 0 has, and the other way round.
+  void FingerprintTableProblems(std::size_t t, const rocksdb::Snapshot* snapshot,
+                                const std::function<void(std::string)>& problem) const;
+
   std::mutex& StripeFor(DocumentId id) const;
+
+  // Table t's key layout: up to format 3 every table keeps ids; from
+  // format 4 only table 0 does, and the others hold each fingerprint once
+  // (docs/format.md).
+  TableKeyCodec codec(std::size_t t) const {
+    return TableKeyCodec(plan_.table(t).prefix_bits(), format_version_ < 4 || t == 0
+                                                           ? TableKeyCodec::Ids::kKept
+                                                           : TableKeyCodec::Ids::kNone);
+  }
 
   rocksdb::ColumnFamilyHandle* documents_family() const { return handles_[1]; }
   // Null in a format 2 store, which has no staging: inserts go straight
@@ -237,6 +273,8 @@ class StoreImpl final : public Store {
   mutable std::shared_mutex ingest_mu_;
   // Serialises CheckAndInsert's look-then-write.
   std::mutex check_mu_;
+  // Serialises DeleteTableEntries' look-then-write.
+  std::mutex table_deletes_mu_;
 
   // Staged documents in memory (staging_index.h). The pointers change only
   // with ingest_mu_ held exclusively and staging_mu_ held, so a holder of

@@ -216,7 +216,7 @@ bool IsEmptyOrAbsent(const std::string& path) {
 }  // namespace
 
 Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
-                                               const StoreOptions& options) {
+                                               const StoreOptions& options, int new_format) {
   std::error_code ec;
   const bool exists = fs::exists(fs::path(path) / "CURRENT", ec);
   if (exists && options.error_if_exists) {
@@ -236,7 +236,7 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
     if (!options.create_if_missing || options.read_only) {
       return Status::NotFound("no store at " + path);
     }
-    meta = {Store::kFormatVersion, options.blocks.value_or(6), options.distance.value_or(3),
+    meta = {new_format, options.blocks.value_or(6), options.distance.value_or(3),
             options.fingerprint.value_or(FingerprintOptions{})};
   }
 

@@ -12,7 +12,7 @@ namespace fpstore::internal {
 Status StoreImpl::ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint query, int k,
                             std::vector<Hit>& hits) const {
   const TablePermutation& perm = plan_.table(t);
-  const TableKeyCodec codec(perm.prefix_bits());
+  const TableKeyCodec codec = this->codec(t);
   const Fingerprint permuted_query = perm.Apply(query);
   const Fingerprint prefix = permuted_query & perm.prefix_mask();
   // Documents that share one fingerprint sit side by side; once a long run of
@@ -33,7 +33,7 @@ Status StoreImpl::ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint qu
     if (d <= k) {
       const Fingerprint fp = perm.Invert(e.permuted);
       if (plan_.FirstSharedTable(query, fp) == static_cast<int>(t)) {
-        hits.push_back({e.id, fp, d});
+        hits.push_back({e.id, fp, d, !codec.keeps_ids()});
         accepted = true;
       }
     }
@@ -52,6 +52,45 @@ Status StoreImpl::ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint qu
   // The context only when needed: a probe is a few microseconds.
   if (it.status().ok()) return Status::OK();
   return FromRocks(it.status(), "scanning " + TableFamilyName(t));
+}
+
+Status StoreImpl::ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
+                              const std::function<bool(DocumentId)>& found) const {
+  const TableKeyCodec codec0 = codec(0);
+  const Fingerprint permuted = plan_.table(0).Apply(fingerprint);
+  for (table0.Seek(AsSlice(codec0.Encode(permuted, 0))); table0.Valid(); table0.Next()) {
+    TableEntry e;
+    if (!codec0.Decode(table0.key().ToStringView(), &e)) {
+      return Status::Corruption(TableFamilyName(0) + " holds a malformed key " +
+                                table0.key().ToString(true));
+    }
+    if (e.permuted != permuted || !found(e.id)) break;
+  }
+  if (table0.status().ok()) return Status::OK();
+  return FromRocks(table0.status(), "reading " + TableFamilyName(0));
+}
+
+Status StoreImpl::ResolveIds(std::vector<Hit>& hits, rocksdb::Iterator& table0) const {
+  std::vector<Hit> resolved;
+  resolved.reserve(hits.size());
+  for (const Hit& h : hits) {
+    if (!h.by_fingerprint) {
+      resolved.push_back(h);
+      continue;
+    }
+    const std::size_t before = resolved.size();
+    Status s = ForEachIdOf(table0, h.fingerprint, [&](DocumentId id) {
+      resolved.push_back({id, h.fingerprint, h.distance});
+      return true;
+    });
+    if (!s.ok()) return s;
+    if (resolved.size() == before) {
+      return Status::Corruption("a table holds fingerprint " + std::to_string(h.fingerprint) +
+                                ", which no document in " + TableFamilyName(0) + " has");
+    }
+  }
+  hits = std::move(resolved);
+  return Status::OK();
 }
 
 Status StoreImpl::FindStaged(std::span<const Fingerprint> queries, int k,
@@ -168,7 +207,7 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatchLocked(
       // A single probe can tell RocksDB where its range ends.
       const Fingerprint last = perm.Apply(fingerprints[0]) | ~perm.prefix_mask();
       if (last != ~Fingerprint{0}) {
-        upper = TableKeyCodec(perm.prefix_bits()).Encode(last + 1, 0);
+        upper = codec(t).Encode(last + 1, 0);
         upper_slice = AsSlice(upper);
         ro.iterate_upper_bound = &upper_slice;
       }
@@ -182,6 +221,15 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatchLocked(
     for (std::size_t i : order) {
       if (Status s = ScanTable(*it, t, fingerprints[i], k, hits[i]); !s.ok()) return s;
     }
+  }
+  // Fingerprints found in tables without ids, to their documents.
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot.snapshot();
+  std::unique_ptr<rocksdb::Iterator> table0;
+  for (std::vector<Hit>& h : hits) {
+    if (std::none_of(h.begin(), h.end(), [](const Hit& x) { return x.by_fingerprint; })) continue;
+    if (!table0) table0.reset(db_->NewIterator(ro, table(0)));
+    if (Status s = ResolveIds(h, *table0); !s.ok()) return s;
   }
   if (Status s = FindStaged(fingerprints, k, snapshot.snapshot(), hits); !s.ok()) return s;
   std::vector<std::vector<Match>> results;

@@ -90,7 +90,17 @@ rocksdb::ReadOptions ScanReadOptions(const rocksdb::Snapshot* snapshot) {
   return ro;
 }
 
+rocksdb::ReadOptions LookupReadOptions(const rocksdb::Snapshot* snapshot) {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  return ro;
+}
+
 std::uint64_t EntryHash(const char* key, std::size_t size) { return XXH3_64bits(key, size); }
+
+// A table without ids hashes each entry's fingerprint, unpermuted, so that
+// one sum over table 0's fingerprints is what every such table must match.
+std::uint64_t FingerprintHash(Fingerprint fp) { return XXH3_64bits(&fp, sizeof fp); }
 
 // Union-find over document ids with path halving.
 class DisjointSets {
@@ -175,7 +185,7 @@ Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
   // Table 0 holds every document that is not staged, keys only: the
   // smallest thing to read. Slices of its key range are read in parallel.
   const TablePermutation& perm = plan_.table(0);
-  const TableKeyCodec codec(perm.prefix_bits());
+  const TableKeyCodec codec = this->codec(0);
   const std::size_t slices = ScanThreads(threads, 64);
   std::vector<std::vector<IdFingerprint>> read(slices);
   std::atomic<std::size_t> total{staged.size()};
@@ -234,7 +244,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
   Status s = ForEachInParallel(plan_.table_count(), scan.threads, [&](std::size_t t, int) {
     const TablePermutation& perm = plan_.table(t);
     const Fingerprint mask = perm.prefix_mask();
-    const TableKeyCodec codec(perm.prefix_bits());
+    const TableKeyCodec codec = this->codec(t);
     std::vector<TableEntry> staged_entries;
     staged_entries.reserve(staged.size());
     for (const StagedDocument& doc : staged) {
@@ -243,33 +253,72 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
     std::sort(staged_entries.begin(), staged_entries.end());
     auto next_staged = staged_entries.begin();
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ScanReadOptions(snapshot), table(t)));
+    // Lookups, not a scan: no readahead.
+    std::unique_ptr<rocksdb::Iterator> table0;
+    if (!codec.keeps_ids()) table0.reset(db_->NewIterator(LookupReadOptions(snapshot), table(0)));
+    // The current run, and which of its entries are a table's fingerprint
+    // whose ids are still to be read.
     std::vector<TableEntry> run;
+    std::vector<bool> by_fingerprint;
+    std::vector<TableEntry> resolved;
+    Status status;
+    auto visit = [&] {
+      if (run.size() < 2 || !status.ok()) return;
+      if (codec.keeps_ids()) return visit_run(t, run);
+      // Only fingerprints linked to another in this table (any k up to the
+      // plan's) can be in a pair here: their ids come from table 0.
+      std::vector<bool> linked(run.size(), false);
+      ForEachLinkedGroup(
+          run, plan_, t, plan_.distance(), [](std::span<const TableEntry>) {},
+          [&](std::span<const TableEntry> a, std::span<const TableEntry> b, int) {
+            for (std::span<const TableEntry> g : {a, b}) {
+              std::fill_n(linked.begin() + (g.data() - run.data()), g.size(), true);
+            }
+          });
+      resolved.clear();
+      for (std::size_t i = 0; i < run.size() && status.ok(); ++i) {
+        if (!linked[i]) continue;
+        if (!by_fingerprint[i]) {
+          resolved.push_back(run[i]);
+          continue;
+        }
+        status = ForEachIdOf(*table0, perm.Invert(run[i].permuted), [&](DocumentId id) {
+          resolved.push_back({run[i].permuted, id});
+          return true;
+        });
+      }
+      std::sort(resolved.begin(), resolved.end());
+      if (status.ok() && resolved.size() > 1) visit_run(t, resolved);
+    };
     std::uint64_t unreported = 0;
-    auto take = [&](const TableEntry& e) {
+    auto take = [&](const TableEntry& e, bool from_table) {
       if (!run.empty() && (run.front().permuted & mask) != (e.permuted & mask)) {
-        if (run.size() > 1) visit_run(t, run);
+        visit();
         run.clear();
+        by_fingerprint.clear();
       }
       run.push_back(e);
+      by_fingerprint.push_back(from_table && !codec.keeps_ids());
       if (++unreported == 4096) {
         progress.Add(unreported);
         unreported = 0;
       }
     };
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    for (it->SeekToFirst(); it->Valid() && status.ok(); it->Next()) {
       TableEntry e;
       if (!codec.Decode(it->key().ToStringView(), &e)) {
         return Status::Corruption(TableFamilyName(t) + " holds a malformed key " +
                                   it->key().ToString(true));
       }
       for (; next_staged != staged_entries.end() && *next_staged <= e; ++next_staged) {
-        take(*next_staged);
+        take(*next_staged, false);
       }
-      take(e);
+      take(e, true);
     }
-    for (; next_staged != staged_entries.end(); ++next_staged) take(*next_staged);
-    if (run.size() > 1) visit_run(t, run);
+    for (; next_staged != staged_entries.end(); ++next_staged) take(*next_staged, false);
+    visit();
     progress.Add(unreported);
+    if (!status.ok()) return status;
     return FromRocks(it->status(), "scanning " + TableFamilyName(t));
   });
   progress.Finish();
@@ -355,6 +404,47 @@ Status StoreImpl::Clusters(int k, const std::function<void(std::span<const Docum
   return Status::OK();
 }
 
+void StoreImpl::FingerprintTableProblems(std::size_t t, const rocksdb::Snapshot* snapshot,
+                                         const std::function<void(std::string)>& problem) const {
+  const TableKeyCodec codec = this->codec(t);
+  const TablePermutation& perm = plan_.table(t);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ScanReadOptions(snapshot), table(t)));
+  std::unique_ptr<rocksdb::Iterator> table0(db_->NewIterator(LookupReadOptions(snapshot), table(0)));
+  std::size_t found = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    TableEntry e;
+    if (!codec.Decode(it->key().ToStringView(), &e)) {
+      problem(TableFamilyName(t) + ": malformed key " + it->key().ToString(true));
+      continue;
+    }
+    const Fingerprint fp = perm.Invert(e.permuted);
+    bool held = false;
+    Status s = ForEachIdOf(*table0, fp, [&](DocumentId) { return !(held = true); });
+    if (!s.ok()) return problem(s.ToString());
+    if (!held) {
+      ++found;
+      problem(TableFamilyName(t) + ": fingerprint " + std::to_string(fp) +
+              ", which no document in the tables has");
+    }
+  }
+  // And the other way: every fingerprint of table 0 has its key here.
+  const TableKeyCodec codec0 = this->codec(0);
+  it.reset(db_->NewIterator(LookupReadOptions(snapshot), table(t)));
+  table0.reset(db_->NewIterator(ScanReadOptions(snapshot), table(0)));
+  for (table0->SeekToFirst(); table0->Valid(); table0->Next()) {
+    TableEntry e;
+    if (!codec0.Decode(table0->key().ToStringView(), &e)) continue;  // table 0's own problem
+    const Fingerprint fp = plan_.table(0).Invert(e.permuted);
+    const TableKey key = codec.Encode(perm.Apply(fp), 0);
+    it->Seek(AsSlice(key));
+    if (it->Valid() && it->key() == AsSlice(key)) continue;
+    ++found;
+    problem(TableFamilyName(t) + ": fingerprint " + std::to_string(fp) + " of document " +
+            std::to_string(e.id) + " has no entry");
+  }
+  if (found == 0) problem(TableFamilyName(t) + ": entry hashes disagree with table 0");
+}
+
 Status StoreImpl::Verify(const ScanOptions& scan) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
   if (Status s = FromRocks(db_->VerifyChecksum(), "verifying block checksums"); !s.ok()) {
@@ -400,8 +490,9 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
       }
       ids.add(id);
       for (std::size_t t = 0; t < tables; ++t) {
-        const TablePermutation& perm = plan_.table(t);
-        const TableKey key = TableKeyCodec(perm.prefix_bits()).Encode(perm.Apply(fp), id);
+        const TableKeyCodec codec = this->codec(t);
+        if (!codec.keeps_ids()) continue;  // from table 0, below
+        const TableKey key = codec.Encode(plan_.table(t).Apply(fp), id);
         expected_sum[t] += EntryHash(key.data(), key.size());
       }
     }
@@ -411,27 +502,55 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
     problem("staging: mark for document " + std::to_string(id) + ", which is not stored");
   }
   const std::uint64_t in_tables = ids.cardinality();
+  std::vector<std::uint64_t> expected_count(tables, in_tables);
 
   std::vector<std::uint64_t> actual_sum(tables, 0), actual_count(tables, 0);
   ProgressMeter progress(scan, documents + in_tables * tables);
   progress.Add(documents);
+  // Table 0's distinct fingerprints, for the tables without ids.
+  std::uint64_t fingerprint_sum = 0, fingerprint_count = 0;
   Status s = ForEachInParallel(tables, scan.threads, [&](std::size_t t, int) {
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
+    const TableKeyCodec codec = this->codec(t);
+    const TablePermutation& perm = plan_.table(t);
+    Fingerprint last = 0;
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      actual_sum[t] += EntryHash(it->key().data(), it->key().size());
+      const std::string_view key = it->key().ToStringView();
+      TableEntry e{};
+      const bool decoded = codec.Decode(key, &e);
+      if (codec.keeps_ids() || !decoded) {
+        actual_sum[t] += EntryHash(key.data(), key.size());
+      } else {
+        actual_sum[t] += FingerprintHash(perm.Invert(e.permuted));
+      }
       if (++actual_count[t] % 4096 == 0) progress.Add(4096);
+      if (t == 0 && decoded && (fingerprint_count == 0 || e.permuted != last)) {
+        last = e.permuted;
+        fingerprint_sum += FingerprintHash(perm.Invert(e.permuted));
+        ++fingerprint_count;
+      }
     }
     return FromRocks(it->status(), "scanning " + TableFamilyName(t));
   });
   progress.Finish();
   if (!s.ok()) return s;
+  for (std::size_t t = 0; t < tables; ++t) {
+    if (codec(t).keeps_ids()) continue;
+    // Each fingerprint of table 0 (checked against the documents) once.
+    expected_sum[t] = fingerprint_sum;
+    expected_count[t] = fingerprint_count;
+  }
 
   for (std::size_t t = 0; t < tables; ++t) {
-    if (actual_count[t] == in_tables && actual_sum[t] == expected_sum[t]) continue;
+    if (actual_count[t] == expected_count[t] && actual_sum[t] == expected_sum[t]) continue;
     // Something is off: find out what, entry by entry.
+    if (!codec(t).keeps_ids()) {
+      FingerprintTableProblems(t, snapshot.snapshot(), problem);
+      continue;
+    }
     std::uint64_t orphans = 0, wrong = 0, duplicates = 0;
-    const TableKeyCodec codec(plan_.table(t).prefix_bits());
+    const TableKeyCodec codec = this->codec(t);
     Roaring64Map seen;
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));

@@ -16,20 +16,27 @@ std::string_view View(const TableKey& key) { return {key.data(), key.size()}; }
 // The p leading bits of a fingerprint.
 Fingerprint Prefix(Fingerprint permuted, int p) { return p == 64 ? permuted : permuted >> (64 - p); }
 
+constexpr TableKeyCodec::Ids kBothLayouts[] = {TableKeyCodec::Ids::kKept,
+                                                TableKeyCodec::Ids::kNone};
+
 TEST(TableKeyCodecTest, RoundTripsEveryPrefixLength) {
   Random rnd(testing::TestSeed(7));
-  for (int p = 1; p <= 64; ++p) {
-    const TableKeyCodec codec(p);
-    EXPECT_EQ(codec.prefix_bytes(), static_cast<std::size_t>((p + 7) / 8));
-    for (int i = 0; i < 200; ++i) {
-      const Fingerprint permuted = i == 0 ? 0 : i == 1 ? ~Fingerprint{0} : rnd.Next();
-      const DocumentId id = rnd.Next();
-      const TableKey key = codec.Encode(permuted, id);
-      ASSERT_EQ(key.size(), codec.size());
-      TableEntry e{};
-      ASSERT_TRUE(codec.Decode(View(key), &e)) << "p=" << p;
-      EXPECT_EQ(e.permuted, permuted) << "p=" << p;
-      EXPECT_EQ(e.id, id) << "p=" << p;
+  for (TableKeyCodec::Ids ids : kBothLayouts) {
+    for (int p = 1; p <= 64; ++p) {
+      const TableKeyCodec codec(p, ids);
+      const bool kept = ids == TableKeyCodec::Ids::kKept;
+      EXPECT_EQ(codec.prefix_bytes(), static_cast<std::size_t>((p + 7) / 8));
+      EXPECT_EQ(codec.size(), (p + 7) / 8 + (64 - p + 7) / 8 + (kept ? 8u : 0u));
+      for (int i = 0; i < 200; ++i) {
+        const Fingerprint permuted = i == 0 ? 0 : i == 1 ? ~Fingerprint{0} : rnd.Next();
+        const DocumentId id = rnd.Next();
+        const TableKey key = codec.Encode(permuted, id);
+        ASSERT_EQ(key.size(), codec.size());
+        TableEntry e{};
+        ASSERT_TRUE(codec.Decode(View(key), &e)) << "p=" << p;
+        EXPECT_EQ(e.permuted, permuted) << "p=" << p;
+        EXPECT_EQ(e.id, kept ? id : 0) << "p=" << p;
+      }
     }
   }
 }
@@ -40,7 +47,8 @@ TEST(TableKeyCodecTest, RoundTripsEveryPrefixLength) {
 TEST(TableKeyCodecTest, BytesOrderAsNumbersAndPrefixFillsWholeBytes) {
   Random rnd(testing::TestSeed(8));
   for (int p : {1, 7, 8, 9, 16, 30, 31, 32, 33, 43, 63, 64}) {
-    const TableKeyCodec codec(p);
+    const TableKeyCodec codec(p, TableKeyCodec::Ids::kKept);
+    const TableKeyCodec without_ids(p, TableKeyCodec::Ids::kNone);
     for (int i = 0; i < 2000; ++i) {
       const Fingerprint a = rnd.Next();
       // Often a near neighbour, so that equal prefixes and ties occur.
@@ -53,24 +61,28 @@ TEST(TableKeyCodecTest, BytesOrderAsNumbersAndPrefixFillsWholeBytes) {
       EXPECT_EQ(View(ka).substr(0, codec.prefix_bytes()) == View(kb).substr(0, codec.prefix_bytes()),
                 same_prefix)
           << "p=" << p;
+      EXPECT_EQ(View(without_ids.Encode(a, ia)) < View(without_ids.Encode(b, ib)), a < b)
+          << "p=" << p;
     }
   }
 }
 
 TEST(TableKeyCodecTest, RejectsWrongSizeAndNonZeroPadding) {
-  const TableKeyCodec codec(31);  // 1 pad bit after the prefix, 7 after the rest
-  const TableKey key = codec.Encode(0x0123456789abcdefULL, 42);
-  TableEntry e{};
-  std::string bytes(View(key));
-  EXPECT_FALSE(codec.Decode(bytes.substr(0, bytes.size() - 1), &e));
-  EXPECT_FALSE(codec.Decode(bytes + "x", &e));
-  std::string padded = bytes;
-  padded[3] = static_cast<char>(padded[3] | 1);  // the prefix's pad bit
-  EXPECT_FALSE(codec.Decode(padded, &e));
-  padded = bytes;
-  padded[8] = static_cast<char>(padded[8] | 1);  // the rest's last pad bit
-  EXPECT_FALSE(codec.Decode(padded, &e));
-  EXPECT_TRUE(codec.Decode(bytes, &e));
+  for (TableKeyCodec::Ids ids : kBothLayouts) {
+    const TableKeyCodec codec(31, ids);  // 1 pad bit after the prefix, 7 after the rest
+    const TableKey key = codec.Encode(0x0123456789abcdefULL, 42);
+    TableEntry e{};
+    std::string bytes(View(key));
+    EXPECT_FALSE(codec.Decode(bytes.substr(0, bytes.size() - 1), &e));
+    EXPECT_FALSE(codec.Decode(bytes + "x", &e));
+    std::string padded = bytes;
+    padded[3] = static_cast<char>(padded[3] | 1);  // the prefix's pad bit
+    EXPECT_FALSE(codec.Decode(padded, &e));
+    padded = bytes;
+    padded[8] = static_cast<char>(padded[8] | 1);  // the rest's last pad bit
+    EXPECT_FALSE(codec.Decode(padded, &e));
+    EXPECT_TRUE(codec.Decode(bytes, &e));
+  }
 }
 
 }  // namespace

@@ -19,8 +19,10 @@
 #include "brute_force.h"
 #include "dir_snapshot.h"
 #include "fpstore/store.h"
+#include "raw_store.h"
 #include "rocks_config.h"
 #include "store_checks.h"
+#include "store_impl.h"
 #include "temp_dir.h"
 #include "corrupt_file.h"
 
@@ -54,9 +56,12 @@ Fingerprint FingerprintOf(DocumentId id) { return Random(id).Next(); }
 std::string MetadataOf(DocumentId id) { return "doc " + std::to_string(id); }
 
 // Creates a store holding documents 0 .. n - 1 and closes it; with
-// `compact`, the documents are in SST files, else only in the WAL.
-void CreateStore(const std::string& path, int n, bool compact = false) {
-  Result<std::unique_ptr<Store>> store = Store::Open(path, SmallOptions());
+// `compact`, the documents are in SST files, else only in the WAL. `format`
+// is the format version it is created with.
+void CreateStore(const std::string& path, int n, bool compact = false,
+                 int format = Store::kFormatVersion) {
+  Result<std::unique_ptr<Store>> store =
+      internal::StoreImpl::Open(path, SmallOptions(), format);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   std::vector<NewDocument> docs;
   std::vector<std::string> metadata;
@@ -73,23 +78,14 @@ bool Contains(const Status& s, const std::string& text) {
   return s.message().find(text) != std::string::npos;
 }
 
-// Sets a metadata record of a closed store with plain RocksDB, as another
-// build of fpstore might have written it. The document count in the
-// default family needs its merge operator, hence the inspection config.
+// Sets a metadata record of a closed store, as another build of fpstore
+// might have written it.
 void SetMetadataRecord(const std::string& path, const std::string& key, const std::string& value) {
-  std::vector<std::string> names;
-  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
-  internal::RocksConfig config = internal::MakeInspectionConfig(names);
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(config.db, path, config.families, &handles, &raw);
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  std::unique_ptr<rocksdb::DB> db(raw);
-  rocksdb::WriteOptions sync;
-  sync.sync = true;
-  EXPECT_TRUE(db->Put(sync, handles[0], key, value).ok());
-  for (rocksdb::ColumnFamilyHandle* h : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
-  ASSERT_TRUE(db->Close().ok());
+  testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
+    rocksdb::WriteOptions sync;
+    sync.sync = true;
+    EXPECT_TRUE(db.Put(sync, family("default"), key, value).ok());
+  });
 }
 
 // The largest live SST file of column family `family` of a closed store.
@@ -441,33 +437,14 @@ TEST(StoreBadStateTest, OlderFormatVersionIsNotSupported) {
   EXPECT_EQ(ChangedFiles(before, SnapshotFiles(path)), "");
 }
 
-// A format 2 store, which has no staging family, as the previous library
-// left it: this one reads and writes it, inserting straight into the
-// tables, and leaves its format as it was.
-TEST(StoreBadStateTest, FormatTwoStoreIsUsedAsItIs) {
-  TempDir dir;
-  const std::string path = dir.Sub("store");
-  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100, /*compact=*/true));  // nothing left staged
-  {
-    std::vector<std::string> names;
-    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
-    internal::RocksConfig config = internal::MakeInspectionConfig(names);
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    rocksdb::DB* raw = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(config.db, path, config.families, &handles, &raw).ok());
-    std::unique_ptr<rocksdb::DB> db(raw);
-    for (rocksdb::ColumnFamilyHandle* h : handles) {
-      if (h->GetName() == "staging") {
-        ASSERT_TRUE(db->DropColumnFamily(h).ok());
-      }
-    }
-    for (rocksdb::ColumnFamilyHandle* h : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
-    ASSERT_TRUE(db->Close().ok());
-  }
-  ASSERT_NO_FATAL_FAILURE(SetMetadataRecord(path, "fpstore.format_version", "2"));
-
+// Writes to a store of an older format through this build, which must
+// answer as brute force does and leave the format as it was: removals,
+// documents moved to other fingerprints, new ones, and copies of one
+// fingerprint of which some leave again.
+void ExpectUsedAsItIs(const std::string& path, int format) {
   std::vector<internal::IdFingerprint> docs;
   for (int i = 0; i < 100; ++i) docs.push_back({DocumentId(i), FingerprintOf(i)});
+  const std::string label = "format " + std::to_string(format);
   {
     Result<std::unique_ptr<Store>> store = Store::Open(path, SmallOptions());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -475,23 +452,52 @@ TEST(StoreBadStateTest, FormatTwoStoreIsUsedAsItIs) {
     docs.erase(docs.begin(), docs.begin() + 10);
     for (int i = 0; i < 10; ++i) docs[i].fingerprint ^= Fingerprint{1} << i;  // moved
     for (int i = 100; i < 150; ++i) docs.push_back({DocumentId(i), FingerprintOf(i)});
+    for (int i = 150; i < 160; ++i) docs.push_back({DocumentId(i), FingerprintOf(20)});
     for (const internal::IdFingerprint& d : docs) {
       ASSERT_TRUE((*store)->Insert(d.id, d.fingerprint, testing::MetadataFor(d.id)).ok());
     }
     ASSERT_TRUE((*store)->Flush().ok());
-    testing::ExpectMatchesBruteForce(**store, docs, 7, "format 2, after writes");
+    for (int i = 150; i < 155; ++i) ASSERT_TRUE((*store)->Remove(DocumentId(i)).ok());
+    std::erase_if(docs, [](const auto& d) { return d.id >= 150 && d.id < 155; });
+    testing::ExpectMatchesBruteForce(**store, docs, 7, label + ", after writes");
     Result<StoreStats> stats = (*store)->Stats();
     ASSERT_TRUE(stats.ok());
-    EXPECT_EQ(stats->format_version, 2);
+    EXPECT_EQ(stats->format_version, format);
     EXPECT_EQ(stats->staged_documents, 0u);
+    EXPECT_TRUE((*store)->Verify().ok());
     ASSERT_TRUE((*store)->Close().ok());
   }
+  Result<std::unique_ptr<Store>> store = Store::Open(path, SmallOptions());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  testing::ExpectMatchesBruteForce(**store, docs, 7, label + ", reopened");
+  Result<StoreStats> stats = (*store)->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->format_version, format);
+}
+
+// A format 3 store, whose every table keeps ids.
+TEST(StoreBadStateTest, FormatThreeStoreIsUsedAsItIs) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100, /*compact=*/true, /*format=*/3));
+  ExpectUsedAsItIs(path, 3);
+}
+
+// A format 2 store, which has no staging family, as the previous library
+// left it: this one inserts straight into its tables.
+TEST(StoreBadStateTest, FormatTwoStoreIsUsedAsItIs) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  // Format 3 with nothing left staged, less its staging family, is format 2.
+  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100, /*compact=*/true, /*format=*/3));
+  testing::EditWithRocksDb(path, [](rocksdb::DB& db, const auto& family) {
+    EXPECT_TRUE(db.DropColumnFamily(family("staging")).ok());
+  });
+  ASSERT_NO_FATAL_FAILURE(SetMetadataRecord(path, "fpstore.format_version", "2"));
+  ExpectUsedAsItIs(path, 2);
   std::vector<std::string> names;
   ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
   EXPECT_EQ(std::count(names.begin(), names.end(), "staging"), 0);
-  Result<std::unique_ptr<Store>> store = Store::Open(path, SmallOptions());
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
-  testing::ExpectMatchesBruteForce(**store, docs, 7, "format 2, reopened");
 }
 
 TEST(StoreBadStateTest, DifferentPlanOrFingerprintOptionsAreRefused) {

@@ -1,0 +1,235 @@
+// Tables without ids (format 4): every table but table 0 holds each
+// fingerprint once, for all the documents that have it, so its key must
+// stay while any document in the tables has that fingerprint and go with
+// the last one, whichever path removes it.
+
+#include <gtest/gtest.h>
+#include <rocksdb/db.h>
+
+#include <thread>
+#include <vector>
+
+#include "brute_force.h"
+#include "fpstore/bulk_loader.h"
+#include "fpstore/store.h"
+#include "key_codec.h"
+#include "raw_store.h"
+#include "store_checks.h"
+#include "temp_dir.h"
+
+namespace fpstore {
+namespace {
+
+using internal::IdFingerprint;
+using testing::ExpectMatchesBruteForce;
+using testing::MetadataFor;
+using testing::MustOpen;
+using testing::Random;
+using testing::TempDir;
+using testing::TestSeed;
+
+// `copies` documents for each of `fingerprints` random fingerprints, ids
+// from `first`.
+std::vector<IdFingerprint> Copies(std::uint64_t seed, int fingerprints, int copies,
+                                  DocumentId first = 0) {
+  Random rnd(seed);
+  std::vector<IdFingerprint> docs;
+  for (int f = 0; f < fingerprints; ++f) {
+    const Fingerprint fp = rnd.Next();
+    for (int c = 0; c < copies; ++c) docs.push_back({first + docs.size(), fp});
+  }
+  return docs;
+}
+
+// A store at `path` holding `docs`, merged into the tables.
+std::unique_ptr<Store> StoreInTables(const std::string& path,
+                                     const std::vector<IdFingerprint>& docs) {
+  std::unique_ptr<Store> store = MustOpen(path);
+  if (store == nullptr) return nullptr;
+  for (const IdFingerprint& d : docs) {
+    EXPECT_TRUE(store->Insert(d.id, d.fingerprint, MetadataFor(d.id)).ok());
+  }
+  EXPECT_TRUE(store->Flush().ok());
+  return store;
+}
+
+void ExpectVerifies(Store& store) {
+  const Status verify = store.Verify();
+  EXPECT_TRUE(verify.ok()) << verify.ToString();
+}
+
+TEST(FingerprintTablesTest, NewStoresUseTheFormatWithoutIds) {
+  TempDir dir;
+  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
+  ASSERT_NE(store, nullptr);
+  Result<StoreStats> stats = store->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->format_version, 4);
+}
+
+// Removal and replacement, one by one and in batches: a shared fingerprint
+// is found while one of its documents is left, and leaves no key behind.
+TEST(FingerprintTablesTest, SharedFingerprintLastsAsLongAsItsLastDocument) {
+  const std::uint64_t seed = TestSeed(41);
+  std::vector<IdFingerprint> docs = Copies(seed, 30, 4);
+  TempDir dir;
+  std::unique_ptr<Store> store = StoreInTables(dir.Sub("store"), docs);
+  ASSERT_NE(store, nullptr);
+  ExpectMatchesBruteForce(*store, docs, seed, "all copies");
+
+  // Fingerprint 0 loses one copy, 1 three, 2 all four one by one, 3 all
+  // four in one batch that moves them elsewhere.
+  for (DocumentId id : {0, 4, 5, 6, 8, 9, 10, 11}) ASSERT_TRUE(store->Remove(id).ok());
+  std::erase_if(docs, [](const IdFingerprint& d) {
+    return d.id == 0 || (d.id >= 4 && d.id <= 6) || (d.id >= 8 && d.id <= 11);
+  });
+  std::vector<NewDocument> moves;
+  std::vector<std::string> metadata;
+  metadata.reserve(docs.size());  // the moves point into it
+  Random rnd(seed + 1);
+  for (IdFingerprint& d : docs) {
+    if (d.id < 12 || d.id >= 16) continue;
+    d.fingerprint = rnd.Next();
+    metadata.push_back(MetadataFor(d.id));
+    moves.push_back({d.id, d.fingerprint, metadata.back()});
+  }
+  ASSERT_TRUE(store->InsertBatch(moves).ok());
+  ExpectMatchesBruteForce(*store, docs, seed, "after removals and moves");
+  ExpectVerifies(*store);
+  ASSERT_TRUE(store->Compact().ok());
+  ExpectMatchesBruteForce(*store, docs, seed, "compacted");
+  ExpectVerifies(*store);
+}
+
+// Two writers removing copies of the same fingerprints at once: each must
+// see the other's removal, or the last two would both leave the key behind.
+TEST(FingerprintTablesTest, ConcurrentRemovalsOfCopiesLeaveNoKeyBehind) {
+  const std::uint64_t seed = TestSeed(43);
+  const std::vector<IdFingerprint> docs = Copies(seed, 50, 8);
+  TempDir dir;
+  std::unique_ptr<Store> store = StoreInTables(dir.Sub("store"), docs);
+  ASSERT_NE(store, nullptr);
+  // Even ids on one thread, odd on the other: every fingerprint's last two
+  // copies go on different threads.
+  std::vector<std::jthread> writers;
+  std::vector<Status> failures(2);
+  for (int w = 0; w < 2; ++w) {
+    writers.emplace_back([&, w] {
+      for (const IdFingerprint& d : docs) {
+        if (static_cast<int>(d.id % 2) != w) continue;
+        if (Status s = store->Remove(d.id); !s.ok() && failures[w].ok()) failures[w] = s;
+      }
+    });
+  }
+  writers.clear();
+  for (const Status& s : failures) EXPECT_TRUE(s.ok()) << s.ToString();
+  for (const IdFingerprint& d : docs) {
+    Result<std::vector<Match>> found = store->Query(d.fingerprint, 3);
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    EXPECT_TRUE(found->empty());
+  }
+  ExpectVerifies(*store);
+  Result<StoreStats> stats = store->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->documents, 0u);
+}
+
+// A bulk load that replaces some copies keeps the key; one that replaces
+// every copy, or moves them all to one new fingerprint, drops it.
+TEST(FingerprintTablesTest, BulkLoadDropsAFingerprintOnlyWithItsLastDocument) {
+  const std::uint64_t seed = TestSeed(47);
+  std::vector<IdFingerprint> docs = Copies(seed, 20, 3);
+  TempDir dir;
+  std::unique_ptr<Store> store = StoreInTables(dir.Sub("store"), docs);
+  ASSERT_NE(store, nullptr);
+
+  Random rnd(seed + 1);
+  const Fingerprint shared_target = rnd.Next();
+  Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader({});
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  for (IdFingerprint& d : docs) {
+    const std::size_t group = d.id / 3;
+    // Groups 0-4 lose one copy, 5-9 all three, 10-11 move to one shared
+    // new fingerprint, 12 takes group 13's fingerprint whose copies move
+    // away.
+    Fingerprint next = d.fingerprint;
+    if (group < 5 && d.id % 3 == 0) next = rnd.Next();
+    if (group >= 5 && group < 10) next = rnd.Next();
+    if (group == 10 || group == 11) next = shared_target;
+    if (group == 12) next = docs[13 * 3].fingerprint;
+    if (group == 13) next = rnd.Next();
+    if (next == d.fingerprint) continue;
+    d.fingerprint = next;
+    ASSERT_TRUE((*loader)->Add(d.id, next, MetadataFor(d.id)).ok());
+  }
+  // New documents with fingerprints that are already stored.
+  for (DocumentId id = 1000; id < 1005; ++id) {
+    docs.push_back({id, docs[id - 1000].fingerprint});
+    ASSERT_TRUE((*loader)->Add(id, docs.back().fingerprint, MetadataFor(id)).ok());
+  }
+  Result<BulkLoadStats> stats = (*loader)->Finish();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  ExpectMatchesBruteForce(*store, docs, seed, "after the bulk load");
+  ExpectVerifies(*store);
+}
+
+// Verify names a table's fingerprint that no document has, and one that
+// is missing; a query that meets the stray key reports corruption.
+TEST(FingerprintTablesTest, VerifyFindsStrayAndMissingFingerprints) {
+  const std::uint64_t seed = TestSeed(53);
+  const std::vector<IdFingerprint> docs = Copies(seed, 40, 2);
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  PermutationPlan plan = *PermutationPlan::Create(6, 3);
+  {
+    std::unique_ptr<Store> store = StoreInTables(path, docs);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Close().ok());
+  }
+  const Fingerprint stray = Random(seed + 1).Next();
+  auto key = [&](std::size_t t, Fingerprint fp) {
+    const internal::TableKeyCodec codec(plan.table(t).prefix_bits(),
+                                        internal::TableKeyCodec::Ids::kNone);
+    const internal::TableKey k = codec.Encode(plan.table(t).Apply(fp), 0);
+    return std::string(k.data(), k.size());
+  };
+  testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
+    EXPECT_TRUE(db.Delete({}, family("table-005"), key(5, docs[0].fingerprint)).ok());
+    EXPECT_TRUE(db.Put({}, family("table-007"), key(7, stray), "").ok());
+  });
+  std::unique_ptr<Store> store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  const Status verify = store->Verify();
+  ASSERT_TRUE(verify.IsCorruption()) << verify.ToString();
+  EXPECT_NE(verify.message().find("table-005: fingerprint " + std::to_string(docs[0].fingerprint) +
+                                  " of document "),
+            std::string::npos)
+      << verify.message();
+  EXPECT_NE(verify.message().find("table-007: fingerprint " + std::to_string(stray) +
+                                  ", which no document in the tables has"),
+            std::string::npos)
+      << verify.message();
+  // Table 0 still finds the copies of the fingerprint whose key went.
+  Result<std::vector<Match>> found = store->Query(docs[0].fingerprint, 0);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_EQ(found->size(), 2u);
+  // A query whose first table shared with `stray` is table 7 meets the
+  // stray key there, and no document for it in table 0.
+  Fingerprint probe = stray;
+  for (int i = 0; i < 64 && probe == stray; ++i) {
+    for (int j = i + 1; j < 64; ++j) {
+      const Fingerprint q = stray ^ (Fingerprint{1} << i) ^ (Fingerprint{1} << j);
+      if (plan.FirstSharedTable(q, stray) == 7) {
+        probe = q;
+        break;
+      }
+    }
+  }
+  ASSERT_NE(probe, stray);
+  Result<std::vector<Match>> stray_found = store->Query(probe, 3);
+  ASSERT_FALSE(stray_found.ok());
+  EXPECT_TRUE(stray_found.status().IsCorruption()) << stray_found.status().ToString();
+}
+
+}  // namespace
+}  // namespace fpstore
