@@ -216,8 +216,8 @@ TEST(AdminCreateTest, CreatesWithPlanAndOptionsThatStatsReports) {
 }
 
 // The suggestion weighs probes (1.7 us each) against the data blocks that
-// non-empty prefix ranges cost (15 us) within the disk budget (14 bytes per
-// table entry, 20 per document).
+// non-empty prefix ranges cost (15 us) within the disk budget (16 bytes per
+// entry of table 0, 11 per entry of the others, 15 per document).
 TEST(FpstoreAdminTest, CreateSuggestsThePlanThatFitsTheBudget) {
   ToolResult r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -233,7 +233,7 @@ TEST(FpstoreAdminTest, CreateSuggestsThePlanThatFitsTheBudget) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "suggested: --blocks 5 --distance 3\n")) << r.out;
 
-  // (5,3) takes 1.6 GB at 10^7 documents, (4,3) 0.76 GB.
+  // (5,3) takes 1.3 GB at 10^7 documents, (4,3) 0.64 GB.
   r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--disk-budget", "1",
              "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

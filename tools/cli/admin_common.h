@@ -99,9 +99,10 @@ inline double ExpectedCandidates(const PermutationPlan& plan, double documents) 
 }
 
 // What a plan costs at a number of documents, from what fpstore-bench
-// measured at 10M (docs/performance.md): about 14 bytes per table entry on
-// disk plus 20 per document; per table probed, 1.7 us (a warm miss of
-// plan (6, 3) over its 20 tables), plus, when the probe's prefix range is
+// measured at 10M (docs/performance.md): on disk, about 16 bytes per entry
+// of table 0 (fingerprint and id), 11 per entry of each other table
+// (fingerprint alone) and 15 per document record; per table probed, 1.7 us
+// (a warm miss of plan (6, 3) over its 20 tables), plus, when the probe's prefix range is
 // not empty, a data block read of about 15 us (what plan (5, 3)'s misses
 // cost beyond their probes, with 2 candidates each), plus 0.2 us per
 // candidate (FindAll's cost per table entry, a stand-in).
@@ -112,11 +113,12 @@ struct PlanEstimate {
 };
 
 inline PlanEstimate EstimatePlan(const PermutationPlan& plan, double documents) {
-  constexpr double kBytesPerEntry = 14, kBytesPerDocument = 20;
+  constexpr double kBytesPerIdEntry = 16, kBytesPerEntry = 11, kBytesPerDocument = 15;
   constexpr double kMicrosPerProbe = 1.7, kMicrosPerBlockRead = 15, kMicrosPerCandidate = 0.2;
   PlanEstimate e;
   e.candidates = ExpectedCandidates(plan, documents);
-  e.disk_bytes = documents * (kBytesPerEntry * plan.table_count() + kBytesPerDocument);
+  e.disk_bytes = documents * (kBytesPerIdEntry + kBytesPerEntry * (plan.table_count() - 1) +
+                              kBytesPerDocument);
   for (const TablePermutation& t : plan.tables()) {
     // Random fingerprints: a prefix range holds Poisson(in_range) entries.
     const double in_range = std::ldexp(documents, -t.prefix_bits());
