@@ -260,13 +260,66 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
     // whose ids are still to be read.
     std::vector<TableEntry> run;
     std::vector<bool> by_fingerprint;
+    // In a table without ids, runs keep only their linked entries and wait
+    // here, so that their ids are read from table 0 in its own order, seeks
+    // moving forward through it, rather than one random seek each.
+    std::vector<TableEntry> waiting;
+    std::vector<bool> waiting_by_fingerprint;
+    std::vector<std::size_t> waiting_ends;  // where each waiting run ends
     std::vector<TableEntry> resolved;
+    auto resolve_waiting = [&]() -> Status {
+      const TablePermutation& perm0 = plan_.table(0);
+      std::vector<Fingerprint> wanted;  // permuted as in table 0
+      for (std::size_t i = 0; i < waiting.size(); ++i) {
+        if (waiting_by_fingerprint[i]) wanted.push_back(perm0.Apply(perm.Invert(waiting[i].permuted)));
+      }
+      std::sort(wanted.begin(), wanted.end());
+      wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+      std::vector<IdFingerprint> ids;
+      for (Fingerprint permuted0 : wanted) {
+        const Fingerprint fp = perm0.Invert(permuted0);
+        Status s = ForEachIdOf(*table0, fp, [&](DocumentId id) {
+          ids.push_back({id, fp});
+          return true;
+        });
+        if (!s.ok()) return s;
+      }
+      auto by_fp = [](const IdFingerprint& a, const IdFingerprint& b) {
+        return a.fingerprint < b.fingerprint;
+      };
+      std::stable_sort(ids.begin(), ids.end(), by_fp);
+      std::size_t begin = 0;
+      for (std::size_t end : waiting_ends) {
+        resolved.clear();
+        for (std::size_t i = begin; i < end; ++i) {
+          if (!waiting_by_fingerprint[i]) {
+            resolved.push_back(waiting[i]);
+            continue;
+          }
+          const Fingerprint fp = perm.Invert(waiting[i].permuted);
+          const auto [lo, hi] = std::equal_range(ids.begin(), ids.end(), IdFingerprint{0, fp}, by_fp);
+          if (lo == hi) {
+            return Status::Corruption(TableFamilyName(t) + " holds fingerprint " +
+                                      std::to_string(fp) + ", which no document in " +
+                                      TableFamilyName(0) + " has");
+          }
+          for (auto d = lo; d != hi; ++d) resolved.push_back({waiting[i].permuted, d->id});
+        }
+        std::sort(resolved.begin(), resolved.end());
+        if (resolved.size() > 1) visit_run(t, resolved);
+        begin = end;
+      }
+      waiting.clear();
+      waiting_by_fingerprint.clear();
+      waiting_ends.clear();
+      return Status::OK();
+    };
     Status status;
     auto visit = [&] {
       if (run.size() < 2 || !status.ok()) return;
       if (codec.keeps_ids()) return visit_run(t, run);
       // Only fingerprints linked to another in this table (any k up to the
-      // plan's) can be in a pair here: their ids come from table 0.
+      // plan's) can be in a pair here.
       std::vector<bool> linked(run.size(), false);
       ForEachLinkedGroup(
           run, plan_, t, plan_.distance(), [](std::span<const TableEntry>) {},
@@ -275,20 +328,16 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
               std::fill_n(linked.begin() + (g.data() - run.data()), g.size(), true);
             }
           });
-      resolved.clear();
-      for (std::size_t i = 0; i < run.size() && status.ok(); ++i) {
+      for (std::size_t i = 0; i < run.size(); ++i) {
         if (!linked[i]) continue;
-        if (!by_fingerprint[i]) {
-          resolved.push_back(run[i]);
-          continue;
-        }
-        status = ForEachIdOf(*table0, perm.Invert(run[i].permuted), [&](DocumentId id) {
-          resolved.push_back({run[i].permuted, id});
-          return true;
-        });
+        waiting.push_back(run[i]);
+        waiting_by_fingerprint.push_back(by_fingerprint[i]);
       }
-      std::sort(resolved.begin(), resolved.end());
-      if (status.ok() && resolved.size() > 1) visit_run(t, resolved);
+      if (waiting_ends.empty() || waiting_ends.back() != waiting.size()) {
+        waiting_ends.push_back(waiting.size());
+      }
+      constexpr std::size_t kWaitingEntries = 1 << 20;
+      if (waiting.size() >= kWaitingEntries) status = resolve_waiting();
     };
     std::uint64_t unreported = 0;
     auto take = [&](const TableEntry& e, bool from_table) {
@@ -317,6 +366,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
     }
     for (; next_staged != staged_entries.end(); ++next_staged) take(*next_staged, false);
     visit();
+    if (status.ok()) status = resolve_waiting();
     progress.Add(unreported);
     if (!status.ok()) return status;
     return FromRocks(it->status(), "scanning " + TableFamilyName(t));
