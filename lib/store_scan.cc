@@ -241,6 +241,11 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
   // them in, sorted, beside its own entries.
   total += staged.size() * plan_.table_count();
   ProgressMeter progress(scan, total);
+  // Linked entries that wait for their ids, per thread: within the scan's
+  // memory budget, at least a thousand, at most a million.
+  const std::size_t waiting_limit = std::clamp<std::size_t>(
+      scan.memory_bytes / ScanThreads(scan.threads, plan_.table_count()) / (4 * sizeof(TableEntry)),
+      1024, std::size_t{1} << 20);
   Status s = ForEachInParallel(plan_.table_count(), scan.threads, [&](std::size_t t, int) {
     const TablePermutation& perm = plan_.table(t);
     const Fingerprint mask = perm.prefix_mask();
@@ -336,8 +341,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
       if (waiting_ends.empty() || waiting_ends.back() != waiting.size()) {
         waiting_ends.push_back(waiting.size());
       }
-      constexpr std::size_t kWaitingEntries = 1 << 20;
-      if (waiting.size() >= kWaitingEntries) status = resolve_waiting();
+      if (waiting.size() >= waiting_limit) status = resolve_waiting();
     };
     std::uint64_t unreported = 0;
     auto take = [&](const TableEntry& e, bool from_table) {

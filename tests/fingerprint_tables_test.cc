@@ -173,6 +173,37 @@ TEST(FingerprintTablesTest, BulkLoadDropsAFingerprintOnlyWithItsLastDocument) {
   ExpectVerifies(*store);
 }
 
+// A streamed FindAll with no memory to spare reads the ids of linked
+// fingerprints in batches of about a thousand entries; thousands of near
+// pairs take several batches per table, and every pair is still found once.
+TEST(FingerprintTablesTest, StreamedScansReadIdsInBatches) {
+  const std::uint64_t seed = TestSeed(59);
+  Random rnd(seed);
+  std::vector<IdFingerprint> docs;
+  for (DocumentId id = 0; id < 16000; id += 2) {
+    const Fingerprint fp = rnd.Next();
+    docs.push_back({id, fp});
+    docs.push_back({id + 1, fp ^ (Fingerprint{1} << rnd.Uniform(64))});
+  }
+  docs.push_back({16000, docs[0].fingerprint});  // a copy: an id-less key with two ids
+  TempDir dir;
+  std::unique_ptr<Store> store = StoreInTables(dir.Sub("store"), docs);
+  ASSERT_NE(store, nullptr);
+  ScanOptions streamed;
+  streamed.memory_bytes = 0;
+  std::vector<NearPair> pairs;
+  ASSERT_TRUE(store->FindAll(3, [&](const NearPair& p) { pairs.push_back(p); }, streamed).ok());
+  std::sort(pairs.begin(), pairs.end());
+  EXPECT_TRUE(pairs == testing::BruteForcePairs(docs, 3));
+  std::vector<std::vector<DocumentId>> clusters;
+  ASSERT_TRUE(store
+                  ->Clusters(
+                      3, [&](std::span<const DocumentId> c) { clusters.emplace_back(c.begin(), c.end()); },
+                      streamed)
+                  .ok());
+  EXPECT_EQ(clusters, testing::BruteForceClusters(docs, 3));
+}
+
 // Verify names a table's fingerprint that no document has, and one that
 // is missing; a query that meets the stray key reports corruption.
 TEST(FingerprintTablesTest, VerifyFindsStrayAndMissingFingerprints) {
