@@ -333,37 +333,28 @@ Result<std::vector<Fingerprint>> BulkLoaderImpl::DroppedFingerprints(
     std::uint64_t change_count) const {
   std::vector<Fingerprint> dropped;
   if (store_.format_version_ < 4 || leaving.empty()) return dropped;
-  auto by_fingerprint = [](const IdFingerprint& a, const IdFingerprint& b) {
-    return a.fingerprint != b.fingerprint ? a.fingerprint < b.fingerprint : a.id < b.id;
-  };
-  std::sort(leaving.begin(), leaving.end(), by_fingerprint);
+  std::sort(leaving.begin(), leaving.end(), ByFingerprint);
   for (const IdFingerprint& l : leaving) {
     if (dropped.empty() || dropped.back() != l.fingerprint) dropped.push_back(l.fingerprint);
   }
-  // A fingerprint stays if a loaded document takes it...
-  std::vector<bool> kept(dropped.size(), false);
+  // A fingerprint stays if a document that stays in the tables has it...
+  Result<std::vector<Fingerprint>> kept = store_.FingerprintsKept(leaving);
+  if (!kept.ok()) return kept.status();
+  std::vector<bool> stays(dropped.size(), false);
+  for (Fingerprint fp : *kept) {
+    stays[std::lower_bound(dropped.begin(), dropped.end(), fp) - dropped.begin()] = true;
+  }
+  // ... or a loaded document takes it.
   RecordReader in(changes_path);
   for (std::uint64_t i = 0; i < change_count; ++i) {
     Change c;
     if (Status s = c.Read(in, changes_path); !s.ok()) return s;
     auto at = std::lower_bound(dropped.begin(), dropped.end(), c.fingerprint);
-    if (at != dropped.end() && *at == c.fingerprint) kept[at - dropped.begin()] = true;
-  }
-  // ... or a document that stays in the tables has it.
-  std::unique_ptr<rocksdb::Iterator> table0(
-      store_.db_->NewIterator(rocksdb::ReadOptions(), store_.table(0)));
-  for (std::size_t i = 0; i < dropped.size(); ++i) {
-    if (kept[i]) continue;
-    Status s = store_.ForEachIdOf(*table0, dropped[i], [&](DocumentId id) {
-      kept[i] = !std::binary_search(leaving.begin(), leaving.end(),
-                                    IdFingerprint{id, dropped[i]}, by_fingerprint);
-      return !kept[i];
-    });
-    if (!s.ok()) return s;
+    if (at != dropped.end() && *at == c.fingerprint) stays[at - dropped.begin()] = true;
   }
   std::size_t n = 0;
   for (std::size_t i = 0; i < dropped.size(); ++i) {
-    if (!kept[i]) dropped[n++] = dropped[i];
+    if (!stays[i]) dropped[n++] = dropped[i];
   }
   dropped.resize(n);
   return dropped;

@@ -24,6 +24,11 @@ struct IdFingerprint {
   Fingerprint fingerprint;
 };
 
+// Orders documents by fingerprint, then id.
+inline bool ByFingerprint(const IdFingerprint& a, const IdFingerprint& b) {
+  return a.fingerprint != b.fingerprint ? a.fingerprint < b.fingerprint : a.id < b.id;
+}
+
 // Sorts documents into one permutation table after another and finds the
 // runs of entries that share the table's prefix. Sorts packed 8-byte keys,
 // not whole entries, so it needs 16 bytes per document (a key and a sort

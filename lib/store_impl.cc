@@ -157,31 +157,49 @@ Result<int> StoreImpl::StageInserts(rocksdb::WriteBatch& batch,
 Status StoreImpl::DeleteTableEntries(rocksdb::WriteBatch& batch,
                                      std::span<const IdFingerprint> leaving, WriteLocks& locks) {
   if (leaving.empty()) return Status::OK();
-  // Whether each leaving fingerprint keeps a document in the tables.
-  std::vector<bool> kept(leaving.size(), false);
+  // The leaving fingerprints that keep a document in the tables.
+  std::vector<Fingerprint> kept;
   if (format_version_ >= 4) {
     locks.table_deletes = std::unique_lock(table_deletes_mu_);
-    std::unique_ptr<rocksdb::Iterator> table0(db_->NewIterator(rocksdb::ReadOptions(), table(0)));
-    for (std::size_t i = 0; i < leaving.size(); ++i) {
-      Status s = ForEachIdOf(*table0, leaving[i].fingerprint, [&](DocumentId id) {
-        kept[i] = std::none_of(leaving.begin(), leaving.end(), [&](const IdFingerprint& l) {
-          return l.id == id && l.fingerprint == leaving[i].fingerprint;
-        });
-        return !kept[i];
-      });
-      if (!s.ok()) return s;
-    }
+    std::vector<IdFingerprint> sorted(leaving.begin(), leaving.end());
+    std::sort(sorted.begin(), sorted.end(), ByFingerprint);
+    Result<std::vector<Fingerprint>> found = FingerprintsKept(sorted);
+    if (!found.ok()) return found.status();
+    kept = *std::move(found);
   }
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
     const TableKeyCodec table_codec = codec(t);
     for (std::size_t i = 0; i < leaving.size(); ++i) {
-      if (!table_codec.keeps_ids() && kept[i]) continue;
+      if (!table_codec.keeps_ids() &&
+          std::binary_search(kept.begin(), kept.end(), leaving[i].fingerprint)) {
+        continue;
+      }
       const TableKey key =
           table_codec.Encode(plan_.table(t).Apply(leaving[i].fingerprint), leaving[i].id);
       batch.Delete(table(t), AsSlice(key)).PermitUncheckedError();
     }
   }
   return Status::OK();
+}
+
+Result<std::vector<Fingerprint>> StoreImpl::FingerprintsKept(
+    std::span<const IdFingerprint> leaving) const {
+  // Once per fingerprint: a batch may replace thousands of copies of one.
+  std::vector<Fingerprint> kept;
+  std::unique_ptr<rocksdb::Iterator> table0(db_->NewIterator(rocksdb::ReadOptions(), table(0)));
+  for (std::size_t i = 0; i < leaving.size(); ++i) {
+    const Fingerprint fp = leaving[i].fingerprint;
+    if (i > 0 && leaving[i - 1].fingerprint == fp) continue;
+    bool keeps = false;
+    Status s = ForEachIdOf(*table0, fp, [&](DocumentId id) {
+      keeps = !std::binary_search(leaving.begin(), leaving.end(), IdFingerprint{id, fp},
+                                  ByFingerprint);
+      return !keeps;
+    });
+    if (!s.ok()) return s;
+    if (keeps) kept.push_back(fp);
+  }
+  return kept;
 }
 
 namespace {

@@ -166,6 +166,10 @@ class StoreImpl final : public Store {
   // Replaces each hit found by fingerprint by one hit per document that
   // table 0 holds with that fingerprint.
   Status ResolveIds(std::vector<Hit>& hits, rocksdb::Iterator& table0) const;
+  // Of the fingerprints of `leaving` (sorted by ByFingerprint), those that
+  // table 0, at its latest state, holds for a document not in `leaving`.
+  // Sorted.
+  Result<std::vector<Fingerprint>> FingerprintsKept(std::span<const IdFingerprint> leaving) const;
   // Calls found(id) for each document that table 0, read through `table0`,
   // holds with `fingerprint`, in id order, while found returns true.
   Status ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,

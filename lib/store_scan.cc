@@ -289,10 +289,10 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
         });
         if (!s.ok()) return s;
       }
+      std::sort(ids.begin(), ids.end(), ByFingerprint);
       auto by_fp = [](const IdFingerprint& a, const IdFingerprint& b) {
         return a.fingerprint < b.fingerprint;
       };
-      std::stable_sort(ids.begin(), ids.end(), by_fp);
       std::size_t begin = 0;
       for (std::size_t end : waiting_ends) {
         resolved.clear();

@@ -159,8 +159,10 @@ class Store {
 
   // Calls `sink` once for every pair of stored documents within k (k <=
   // distance()), in no particular order, from one thread at a time. Memory:
-  // at most scan.memory_bytes, or when the store needs more than that, the
-  // largest group of fingerprints that share a table prefix.
+  // at most scan.memory_bytes, or when the store needs more than that, per
+  // thread the largest group of fingerprints that share a table prefix and
+  // the ids of up to a million fingerprints that pair within a table (fewer
+  // with a smaller scan.memory_bytes; more ids when they have many copies).
   virtual Status FindAll(int k, const std::function<void(const NearPair&)>& sink,
                          const ScanOptions& scan = {}) const = 0;
 
