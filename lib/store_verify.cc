@@ -1,0 +1,231 @@
+// Store::Verify: the tables against the documents, in constant memory
+// unless something is off (docs/design.md, "Where CRoaring earns its place").
+
+#include <roaring/roaring64map.hh>
+#include <xxhash.h>
+
+#include <unordered_map>
+
+#include "rocks_status.h"
+#include "scan_support.h"
+#include "store_impl.h"
+
+// CRoaring declares its C++ classes in namespace roaring from 0.3 on, and
+// globally before (Debian 12 ships 0.2.66); this reaches them either way.
+namespace roaring {}
+
+namespace fpstore::internal {
+
+using namespace ::roaring;  // NOLINT(google-build-using-namespace)
+
+namespace {
+
+std::uint64_t EntryHash(const char* key, std::size_t size) { return XXH3_64bits(key, size); }
+
+// A table without ids hashes each entry's fingerprint, unpermuted, so that
+// one sum over table 0's fingerprints is what every such table must match.
+std::uint64_t FingerprintHash(Fingerprint fp) { return XXH3_64bits(&fp, sizeof fp); }
+
+}  // namespace
+
+void StoreImpl::FingerprintTableProblems(std::size_t t, const rocksdb::Snapshot* snapshot,
+                                         const std::function<void(std::string)>& problem) const {
+  const TableKeyCodec codec = this->codec(t);
+  const TablePermutation& perm = plan_.table(t);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ScanReadOptions(snapshot), table(t)));
+  std::unique_ptr<rocksdb::Iterator> table0(db_->NewIterator(LookupReadOptions(snapshot), table(0)));
+  std::size_t found = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    TableEntry e;
+    if (!codec.Decode(it->key().ToStringView(), &e)) {
+      problem(TableFamilyName(t) + ": malformed key " + it->key().ToString(true));
+      continue;
+    }
+    const Fingerprint fp = perm.Invert(e.permuted);
+    bool held = false;
+    Status s = ForEachIdOf(*table0, fp, [&](DocumentId) { return !(held = true); });
+    if (!s.ok()) return problem(s.ToString());
+    if (!held) {
+      ++found;
+      problem(TableFamilyName(t) + ": fingerprint " + std::to_string(fp) +
+              ", which no document in the tables has");
+    }
+  }
+  // And the other way: every fingerprint of table 0 has its key here.
+  const TableKeyCodec codec0 = this->codec(0);
+  it.reset(db_->NewIterator(LookupReadOptions(snapshot), table(t)));
+  table0.reset(db_->NewIterator(ScanReadOptions(snapshot), table(0)));
+  for (table0->SeekToFirst(); table0->Valid(); table0->Next()) {
+    TableEntry e;
+    if (!codec0.Decode(table0->key().ToStringView(), &e)) continue;  // table 0's own problem
+    const Fingerprint fp = plan_.table(0).Invert(e.permuted);
+    const TableKey key = codec.Encode(perm.Apply(fp), 0);
+    it->Seek(AsSlice(key));
+    if (it->Valid() && it->key() == AsSlice(key)) continue;
+    ++found;
+    problem(TableFamilyName(t) + ": fingerprint " + std::to_string(fp) + " of document " +
+            std::to_string(e.id) + " has no entry");
+  }
+  if (found == 0) problem(TableFamilyName(t) + ": entry hashes disagree with table 0");
+}
+
+Status StoreImpl::Verify(const ScanOptions& scan) const {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  if (Status s = FromRocks(db_->VerifyChecksum(), "verifying block checksums"); !s.ok()) {
+    return Status::Corruption(s.message());
+  }
+  std::shared_lock shared(ingest_mu_);
+  rocksdb::ManagedSnapshot snapshot(db_.get());
+  const std::size_t tables = plan_.table_count();
+  std::vector<std::string> problems;
+  auto problem = [&](std::string what) {
+    if (problems.size() < 20) problems.push_back(std::move(what));
+  };
+
+  // What every table should hold, summarised as a count and an
+  // order-independent sum of entry hashes, so the tables can be checked
+  // while streaming, in constant memory.
+  std::uint64_t documents = 0;
+  std::vector<std::uint64_t> expected_sum(tables, 0);
+  // Documents that belong in the tables: all but the staged ones.
+  Roaring64Map ids;
+  Result<std::vector<StagedDocument>> staged = StagedDocuments(snapshot.snapshot());
+  if (!staged.ok()) return staged.status();
+  std::unordered_map<DocumentId, Fingerprint> staged_fps;
+  for (const StagedDocument& doc : *staged) staged_fps.emplace(doc.id, doc.fingerprint);
+  {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(ScanReadOptions(snapshot.snapshot()), documents_family()));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      Fingerprint fp;
+      if (it->key().size() != 8 || !DecodeDocumentValue(it->value().ToStringView(), &fp, nullptr)) {
+        problem("documents: malformed record with key " + it->key().ToString(true));
+        continue;
+      }
+      const DocumentId id = GetBigEndian64(it->key().data());
+      ++documents;
+      if (auto mark = staged_fps.find(id); mark != staged_fps.end()) {
+        if (mark->second != fp) {
+          problem("staging: the mark of document " + std::to_string(id) +
+                  " does not match its fingerprint");
+        }
+        staged_fps.erase(mark);
+        continue;
+      }
+      ids.add(id);
+      for (std::size_t t = 0; t < tables; ++t) {
+        const TableKeyCodec codec = this->codec(t);
+        if (!codec.keeps_ids()) continue;  // from table 0, below
+        const TableKey key = codec.Encode(plan_.table(t).Apply(fp), id);
+        expected_sum[t] += EntryHash(key.data(), key.size());
+      }
+    }
+    if (!it->status().ok()) return FromRocks(it->status(), "scanning documents");
+  }
+  for (const auto& [id, fp] : staged_fps) {
+    problem("staging: mark for document " + std::to_string(id) + ", which is not stored");
+  }
+  const std::uint64_t in_tables = ids.cardinality();
+  std::vector<std::uint64_t> expected_count(tables, in_tables);
+
+  std::vector<std::uint64_t> actual_sum(tables, 0), actual_count(tables, 0);
+  ProgressMeter progress(scan, documents + in_tables * tables);
+  progress.Add(documents);
+  // Table 0's distinct fingerprints, for the tables without ids.
+  std::uint64_t fingerprint_sum = 0, fingerprint_count = 0;
+  Status s = ForEachInParallel(tables, scan.threads, [&](std::size_t t, int) {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
+    const TableKeyCodec codec = this->codec(t);
+    const TablePermutation& perm = plan_.table(t);
+    Fingerprint last = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      const std::string_view key = it->key().ToStringView();
+      TableEntry e{};
+      const bool decoded = codec.Decode(key, &e);
+      if (codec.keeps_ids() || !decoded) {
+        actual_sum[t] += EntryHash(key.data(), key.size());
+      } else {
+        actual_sum[t] += FingerprintHash(perm.Invert(e.permuted));
+      }
+      if (++actual_count[t] % 4096 == 0) progress.Add(4096);
+      if (t == 0 && decoded && (fingerprint_count == 0 || e.permuted != last)) {
+        last = e.permuted;
+        fingerprint_sum += FingerprintHash(perm.Invert(e.permuted));
+        ++fingerprint_count;
+      }
+    }
+    return FromRocks(it->status(), "scanning " + TableFamilyName(t));
+  });
+  progress.Finish();
+  if (!s.ok()) return s;
+  for (std::size_t t = 0; t < tables; ++t) {
+    if (codec(t).keeps_ids()) continue;
+    // Each fingerprint of table 0 (checked against the documents) once.
+    expected_sum[t] = fingerprint_sum;
+    expected_count[t] = fingerprint_count;
+  }
+
+  for (std::size_t t = 0; t < tables; ++t) {
+    if (actual_count[t] == expected_count[t] && actual_sum[t] == expected_sum[t]) continue;
+    // Something is off: find out what, entry by entry.
+    if (!codec(t).keeps_ids()) {
+      FingerprintTableProblems(t, snapshot.snapshot(), problem);
+      continue;
+    }
+    std::uint64_t orphans = 0, wrong = 0, duplicates = 0;
+    const TableKeyCodec codec = this->codec(t);
+    Roaring64Map seen;
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      TableEntry e;
+      if (!codec.Decode(it->key().ToStringView(), &e)) {
+        problem(TableFamilyName(t) + ": malformed key " + it->key().ToString(true));
+        continue;
+      }
+      if (!ids.contains(e.id)) {
+        ++orphans;
+        problem(TableFamilyName(t) + ": entry for document " + std::to_string(e.id) +
+                ", which is not stored or is staged");
+        continue;
+      }
+      if (!seen.addChecked(e.id)) {
+        ++duplicates;
+        problem(TableFamilyName(t) + ": document " + std::to_string(e.id) +
+                " has more than one entry");
+      }
+      Result<std::optional<Fingerprint>> fp = CurrentFingerprint(e.id);
+      if (fp.ok() && *fp && plan_.table(t).Apply(**fp) != e.permuted) {
+        ++wrong;
+        problem(TableFamilyName(t) + ": entry for document " + std::to_string(e.id) +
+                " does not match its fingerprint");
+      }
+    }
+    const Roaring64Map missing = ids - seen;
+    for (auto id = missing.begin(); id != missing.end() && problems.size() < 20; ++id) {
+      problem(TableFamilyName(t) + ": document " + std::to_string(*id) + " has no entry");
+    }
+    if (orphans + wrong + duplicates + missing.cardinality() == 0) {
+      problem(TableFamilyName(t) + ": entry hashes disagree with the documents");
+    }
+  }
+
+  std::string count;
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot.snapshot();
+  if (db_->Get(ro, meta(), kDocumentCountKey, &count).ok() || documents > 0) {
+    const std::uint64_t recorded = count.size() == 8 ? GetBigEndian64(count.data()) : 0;
+    if (recorded != documents) {
+      problem("document count record says " + std::to_string(recorded) + ", but " +
+              std::to_string(documents) + " documents are stored");
+    }
+  }
+  if (problems.empty()) return Status::OK();
+  std::string message = std::to_string(problems.size()) + (problems.size() == 20 ? "+" : "") +
+                        " problem(s) in " + path_ + ":";
+  for (const std::string& p : problems) message += "\n  " + p;
+  return Status::Corruption(message);
+}
+
+}  // namespace fpstore::internal
