@@ -19,6 +19,7 @@ namespace fpstore::internal {
 
 class StoreImpl;
 struct StagedDocument;
+struct SortBuffers;
 
 class BulkLoaderImpl final : public BulkLoader {
  public:
@@ -59,7 +60,7 @@ class BulkLoaderImpl final : public BulkLoader {
   // DroppedFingerprints returns.
   Status WriteTable(std::size_t t, const std::string& changes_path, std::uint64_t change_count,
                     std::span<const Fingerprint> dropped, std::size_t max_ops,
-                    rocksdb::IngestExternalFileArg& arg) const;
+                    SortBuffers& buffers, rocksdb::IngestExternalFileArg& arg) const;
   // Writes every table's SST from the changes file, tables spread over
   // threads; calls table_done() after each table. Appends them to `args`.
   Status WriteTables(const std::string& changes_path, std::uint64_t change_count,
