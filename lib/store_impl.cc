@@ -215,7 +215,15 @@ void StageCountChange(rocksdb::WriteBatch& batch, rocksdb::ColumnFamilyHandle* m
 }  // namespace
 
 Status StoreImpl::WriteUnsynced(rocksdb::WriteBatch& batch) {
-  return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "writing to " + path_);
+  // Table entries change by deletions (removals and replacements; the
+  // removal of a staged document counts too, harmlessly) and, in format 2,
+  // by puts; staged inserts only put records and marks. Queries rely on
+  // this count (table_cursors.h): any other write to a table must join it.
+  const bool changes_tables = batch.HasDelete() || staging_family() == nullptr;
+  if (changes_tables) table_writes_.Begin();
+  const rocksdb::Status rs = db_->Write(rocksdb::WriteOptions(), &batch);
+  if (changes_tables) table_writes_.End();
+  return FromRocks(rs, "writing to " + path_);
 }
 
 Status StoreImpl::MakeDurable() {

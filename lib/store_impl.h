@@ -19,6 +19,7 @@
 #include "key_codec.h"
 #include "pair_finder.h"
 #include "staging_index.h"
+#include "table_cursors.h"
 
 namespace fpstore::internal {
 
@@ -97,7 +98,8 @@ class StoreImpl final : public Store {
 
   StoreImpl(std::string path, StoreOptions options, int format_version, PermutationPlan plan,
             Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
-            std::vector<rocksdb::ColumnFamilyHandle*> handles);
+            std::vector<rocksdb::ColumnFamilyHandle*> handles,
+            std::shared_ptr<TableCursorPool> cursors);
 
   Status CheckOpen() const;
   Status CheckWritable() const;
@@ -158,8 +160,14 @@ class StoreImpl final : public Store {
   // concurrent writers share fsyncs.
   Status MakeDurable();
 
-  // Finds the hits of `query` in table `t`, whose iterator `it` is at
-  // snapshot; each document is found in exactly one table. A table without
+  // The queries' answers from `tables` (one iterator per table) and, for
+  // staged documents and metadata, `snapshot`, both showing one state.
+  Result<std::vector<std::vector<Match>>> QueryTables(std::span<const Fingerprint> fingerprints,
+                                                     int k,
+                                                     std::span<rocksdb::Iterator* const> tables,
+                                                     const rocksdb::Snapshot* snapshot) const;
+  // Finds the hits of `query` in table `t` through its iterator `it`; each
+  // document is found in exactly one table. A table without
   // ids adds one hit by fingerprint for all the documents that have it.
   Status ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint query, int k,
                    std::vector<Hit>& hits) const;
@@ -268,6 +276,10 @@ class StoreImpl final : public Store {
   // in format 2, [2 + t] table t.
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   GroupCommit group_commit_;
+  // Table iterators kept between queries, and the writes that make a query
+  // made with them start over (table_cursors.h).
+  const std::shared_ptr<TableCursorPool> cursors_;
+  TableWriteClock table_writes_;
 
   // Writers to one id take its stripe so that read-old-then-write is atomic.
   mutable std::array<std::mutex, 64> stripes_;

@@ -251,6 +251,8 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   }
 
   RocksConfig config = MakeRocksConfig(options, *plan, meta.format_version);
+  auto cursors = std::make_shared<TableCursorPool>(/*refresh=*/!options.read_only);
+  config.db.listeners.push_back(TableCursorPool::MakeListener(cursors));
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   const bool created_dir = !fs::exists(path, ec);
@@ -283,7 +285,8 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
 
   std::unique_ptr<StoreImpl> store(new StoreImpl(path, options, meta.format_version, *std::move(plan),
                                                  *std::move(fingerprinter),
-                                                 std::unique_ptr<rocksdb::DB>(raw), handles));
+                                                 std::unique_ptr<rocksdb::DB>(raw), handles,
+                                                 cursors));
   if (!options.read_only) reservation.HandTo(store.get());
   if (Status s = store->LoadStagingIndex(); !s.ok()) return s.WithContext(path);
   if (!exists) {
@@ -314,7 +317,8 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
 StoreImpl::StoreImpl(std::string path, StoreOptions options, int format_version,
                      PermutationPlan plan,
                      Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
-                     std::vector<rocksdb::ColumnFamilyHandle*> handles)
+                     std::vector<rocksdb::ColumnFamilyHandle*> handles,
+                     std::shared_ptr<TableCursorPool> cursors)
     : path_(std::move(path)),
       options_(std::move(options)),
       format_version_(format_version),
@@ -322,7 +326,11 @@ StoreImpl::StoreImpl(std::string path, StoreOptions options, int format_version,
       fingerprinter_(std::move(fingerprinter)),
       db_(std::move(db)),
       handles_(std::move(handles)),
-      group_commit_([this] { return FromRocks(db_->SyncWAL(), "syncing " + path_); }) {}
+      group_commit_([this] { return FromRocks(db_->SyncWAL(), "syncing " + path_); }),
+      cursors_(std::move(cursors)) {
+  cursors_->Attach(db_.get(), std::vector(handles_.begin() + (format_version_ >= 3 ? 3 : 2),
+                                          handles_.end()));
+}
 
 StoreImpl::~StoreImpl() { (void)Close(); }
 
@@ -341,6 +349,7 @@ Status StoreImpl::Close() {
   if (!options_.read_only && options_.durability == Durability::kNoSync) {
     result = FromRocks(db_->SyncWAL(), "closing " + path_);
   }
+  cursors_->Detach();
   for (rocksdb::ColumnFamilyHandle* h : handles_) {
     rocksdb::Status rs = db_->DestroyColumnFamilyHandle(h);
     if (result.ok()) result = FromRocks(rs, "closing " + path_);

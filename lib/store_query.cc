@@ -192,50 +192,63 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatch(
 Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatchLocked(
     std::span<const Fingerprint> fingerprints, int k) const {
   if (Status s = CheckDistance(k); !s.ok()) return s;
-  // One snapshot for every table: a document being replaced is seen either
-  // before or after, never half-way (found twice, or in no table at all).
+  // Kept iterators, if no write changed the tables while they were
+  // refreshed and read (table_cursors.h)...
+  const TableWriteClock::Reading before = table_writes_.Read();
+  if (before.quiet) {
+    Result<std::unique_ptr<TableCursors>> cursors = cursors_->Acquire();
+    if (cursors.ok()) {
+      std::vector<rocksdb::Iterator*> tables;
+      for (const std::unique_ptr<rocksdb::Iterator>& it : (*cursors)->tables) {
+        tables.push_back(it.get());
+      }
+      rocksdb::ManagedSnapshot snapshot(db_.get());
+      Result<std::vector<std::vector<Match>>> results =
+          QueryTables(fingerprints, k, tables, snapshot.snapshot());
+      if (results.ok()) cursors_->Release(*std::move(cursors));
+      if (table_writes_.QuietSince(before)) return results;
+    }
+  }
+  // ... else new ones at one snapshot: a document being replaced is seen
+  // either before or after, never half-way (found twice, or in no table).
   rocksdb::ManagedSnapshot snapshot(db_.get());
+  rocksdb::ReadOptions ro = TableReadOptions();
+  ro.snapshot = snapshot.snapshot();
+  std::vector<std::unique_ptr<rocksdb::Iterator>> owned;
+  std::vector<rocksdb::Iterator*> tables;
+  for (std::size_t t = 0; t < plan_.table_count(); ++t) {
+    owned.emplace_back(db_->NewIterator(ro, table(t)));
+    tables.push_back(owned.back().get());
+  }
+  return QueryTables(fingerprints, k, tables, snapshot.snapshot());
+}
+
+Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
+    std::span<const Fingerprint> fingerprints, int k, std::span<rocksdb::Iterator* const> tables,
+    const rocksdb::Snapshot* snapshot) const {
   std::vector<std::vector<Hit>> hits(fingerprints.size());
   std::vector<std::size_t> order(fingerprints.size());
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
     const TablePermutation& perm = plan_.table(t);
-    rocksdb::ReadOptions ro;
-    ro.snapshot = snapshot.snapshot();
-    TableKey upper;
-    rocksdb::Slice upper_slice;
-    if (fingerprints.size() == 1) {
-      // A single probe can tell RocksDB where its range ends.
-      const Fingerprint last = perm.Apply(fingerprints[0]) | ~perm.prefix_mask();
-      if (last != ~Fingerprint{0}) {
-        upper = codec(t).Encode(last + 1, 0);
-        upper_slice = AsSlice(upper);
-        ro.iterate_upper_bound = &upper_slice;
-      }
-    }
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, table(t)));
     // Probes in key order keep the iterator moving forward through the table.
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       return perm.Apply(fingerprints[a]) < perm.Apply(fingerprints[b]);
     });
     for (std::size_t i : order) {
-      if (Status s = ScanTable(*it, t, fingerprints[i], k, hits[i]); !s.ok()) return s;
+      if (Status s = ScanTable(*tables[t], t, fingerprints[i], k, hits[i]); !s.ok()) return s;
     }
   }
   // Fingerprints found in tables without ids, to their documents.
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snapshot.snapshot();
-  std::unique_ptr<rocksdb::Iterator> table0;
   for (std::vector<Hit>& h : hits) {
     if (std::none_of(h.begin(), h.end(), [](const Hit& x) { return x.by_fingerprint; })) continue;
-    if (!table0) table0.reset(db_->NewIterator(ro, table(0)));
-    if (Status s = ResolveIds(h, *table0); !s.ok()) return s;
+    if (Status s = ResolveIds(h, *tables[0]); !s.ok()) return s;
   }
-  if (Status s = FindStaged(fingerprints, k, snapshot.snapshot(), hits); !s.ok()) return s;
+  if (Status s = FindStaged(fingerprints, k, snapshot, hits); !s.ok()) return s;
   std::vector<std::vector<Match>> results;
   results.reserve(hits.size());
   for (std::vector<Hit>& h : hits) {
-    Result<std::vector<Match>> matches = ToMatches(std::move(h), snapshot.snapshot());
+    Result<std::vector<Match>> matches = ToMatches(std::move(h), snapshot);
     if (!matches.ok()) return matches.status();
     results.push_back(*std::move(matches));
   }
