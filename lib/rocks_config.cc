@@ -106,10 +106,15 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
 
   config.families.emplace_back(rocksdb::kDefaultColumnFamilyName, MetadataFamilyOptions());
 
-  // Documents: point lookups by id, so whole-key bloom filters.
+  // Documents: point lookups by id, so whole-key bloom filters, in the
+  // memtable too: every insert looks its ids up first, and a crawler's are
+  // mostly new. Without it, skiplist searches of the memtable for absent
+  // ids were a tenth of the CPU of batched inserts.
   {
     const rocksdb::BlockBasedTableOptions t = LookupTableOptions(cache);
     rocksdb::ColumnFamilyOptions cf;
+    cf.memtable_whole_key_filtering = true;
+    cf.memtable_prefix_bloom_size_ratio = 0.05;
     cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
     SetCompression(cf);
     cf.write_buffer_size = memtable_bytes;
