@@ -215,20 +215,20 @@ TEST(AdminCreateTest, CreatesWithPlanAndOptionsThatStatsReports) {
   EXPECT_TRUE(Contains(r.out, "blocks=6 distance=3")) << r.out;
 }
 
-// The suggestion weighs probes (1.7 us each) against the data blocks that
-// non-empty prefix ranges cost (15 us) within the disk budget (16 bytes per
+// The suggestion weighs probes (0.8 us each) against the data blocks that
+// non-empty prefix ranges cost (13 us) within the disk budget (16 bytes per
 // entry of table 0, 11 per entry of the others, 15 per document).
 TEST(FpstoreAdminTest, CreateSuggestsThePlanThatFitsTheBudget) {
   ToolResult r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  // (4,3): 610 candidates, 189 us; (5,3): 2 candidates, 45 us; (6,3): 35 us.
+  // (4,3): 610 candidates, 177 us; (5,3): 2 candidates, 33 us; (6,3): 17 us.
   EXPECT_TRUE(Contains(r.out, "  4       4       16")) << r.out;
   EXPECT_TRUE(Contains(r.out, "  5       10      25-26")) << r.out;
   EXPECT_TRUE(Contains(r.out, "* 6       20      31-33")) << r.out;
   EXPECT_TRUE(Contains(r.out, "  (this plan)")) << r.out;
   EXPECT_TRUE(Contains(r.out, "suggested: --blocks 6 --distance 3\n")) << r.out;
 
-  // At 10^6 documents, (5,3)'s ranges are mostly empty: 20 us against 34.
+  // At 10^6 documents, (5,3)'s ranges are mostly empty: 11 us against 16.
   r = Admin({"create", "--db", "unused", "--expected-documents", "1e6", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "suggested: --blocks 5 --distance 3\n")) << r.out;

@@ -101,11 +101,11 @@ inline double ExpectedCandidates(const PermutationPlan& plan, double documents) 
 // What a plan costs at a number of documents, from what fpstore-bench
 // measured at 10M (docs/performance.md): on disk, about 16 bytes per entry
 // of table 0 (fingerprint and id), 11 per entry of each other table
-// (fingerprint alone) and 15 per document record; per table probed, 1.7 us
-// (a warm miss of plan (6, 3) over its 20 tables), plus, when the probe's prefix range is
-// not empty, a data block read of about 15 us (what plan (5, 3)'s misses
-// cost beyond their probes, with 2 candidates each), plus 0.2 us per
-// candidate (FindAll's cost per table entry, a stand-in).
+// (fingerprint alone) and 15 per document record; per table probed, 0.8 us
+// (a warm miss of plan (6, 3) over its 20 tables), plus, when the probe's
+// prefix range is not empty, a data block read of about 13 us (what a warm
+// hit of plan (6, 3) costs beyond a miss, per block it reads, about 11),
+// plus 0.2 us per candidate (FindAll's cost per table entry, a stand-in).
 struct PlanEstimate {
   double candidates = 0;
   double disk_bytes = 0;
@@ -114,7 +114,7 @@ struct PlanEstimate {
 
 inline PlanEstimate EstimatePlan(const PermutationPlan& plan, double documents) {
   constexpr double kBytesPerIdEntry = 16, kBytesPerEntry = 11, kBytesPerDocument = 15;
-  constexpr double kMicrosPerProbe = 1.7, kMicrosPerBlockRead = 15, kMicrosPerCandidate = 0.2;
+  constexpr double kMicrosPerProbe = 0.8, kMicrosPerBlockRead = 13, kMicrosPerCandidate = 0.2;
   PlanEstimate e;
   e.candidates = ExpectedCandidates(plan, documents);
   e.disk_bytes = documents * (kBytesPerIdEntry + kBytesPerEntry * (plan.table_count() - 1) +
