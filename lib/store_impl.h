@@ -163,8 +163,7 @@ class StoreImpl final : public Store {
   // The queries' answers from `tables` (one iterator per table) and, for
   // staged documents and metadata, `snapshot`, both showing one state.
   Result<std::vector<std::vector<Match>>> QueryTables(std::span<const Fingerprint> fingerprints,
-                                                     int k,
-                                                     std::span<rocksdb::Iterator* const> tables,
+                                                     int k, const TableCursors& tables,
                                                      const rocksdb::Snapshot* snapshot) const;
   // Finds the hits of `query` in table `t` through its iterator `it`; each
   // document is found in exactly one table. A table without
@@ -261,9 +260,11 @@ class StoreImpl final : public Store {
   rocksdb::ColumnFamilyHandle* staging_family() const {
     return format_version_ >= 3 ? handles_[2] : nullptr;
   }
-  rocksdb::ColumnFamilyHandle* table(std::size_t t) const {
-    return handles_[(format_version_ >= 3 ? 3 : 2) + t];
+  // Every table's family, in table order.
+  std::span<rocksdb::ColumnFamilyHandle* const> tables() const {
+    return std::span(handles_).subspan(format_version_ >= 3 ? 3 : 2);
   }
+  rocksdb::ColumnFamilyHandle* table(std::size_t t) const { return tables()[t]; }
   rocksdb::ColumnFamilyHandle* meta() const { return handles_[0]; }
 
   const std::string path_;

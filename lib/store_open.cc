@@ -328,8 +328,7 @@ StoreImpl::StoreImpl(std::string path, StoreOptions options, int format_version,
       handles_(std::move(handles)),
       group_commit_([this] { return FromRocks(db_->SyncWAL(), "syncing " + path_); }),
       cursors_(std::move(cursors)) {
-  cursors_->Attach(db_.get(), std::vector(handles_.begin() + (format_version_ >= 3 ? 3 : 2),
-                                          handles_.end()));
+  cursors_->Attach(db_.get(), tables());
 }
 
 StoreImpl::~StoreImpl() { (void)Close(); }

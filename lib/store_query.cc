@@ -198,13 +198,9 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatchLocked(
   if (before.quiet) {
     Result<std::unique_ptr<TableCursors>> cursors = cursors_->Acquire();
     if (cursors.ok()) {
-      std::vector<rocksdb::Iterator*> tables;
-      for (const std::unique_ptr<rocksdb::Iterator>& it : (*cursors)->tables) {
-        tables.push_back(it.get());
-      }
       rocksdb::ManagedSnapshot snapshot(db_.get());
       Result<std::vector<std::vector<Match>>> results =
-          QueryTables(fingerprints, k, tables, snapshot.snapshot());
+          QueryTables(fingerprints, k, **cursors, snapshot.snapshot());
       if (results.ok()) cursors_->Release(*std::move(cursors));
       if (table_writes_.QuietSince(before)) return results;
     }
@@ -214,17 +210,11 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatchLocked(
   rocksdb::ManagedSnapshot snapshot(db_.get());
   rocksdb::ReadOptions ro = TableReadOptions();
   ro.snapshot = snapshot.snapshot();
-  std::vector<std::unique_ptr<rocksdb::Iterator>> owned;
-  std::vector<rocksdb::Iterator*> tables;
-  for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-    owned.emplace_back(db_->NewIterator(ro, table(t)));
-    tables.push_back(owned.back().get());
-  }
-  return QueryTables(fingerprints, k, tables, snapshot.snapshot());
+  return QueryTables(fingerprints, k, NewTableCursors(*db_, tables(), ro), snapshot.snapshot());
 }
 
 Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
-    std::span<const Fingerprint> fingerprints, int k, std::span<rocksdb::Iterator* const> tables,
+    std::span<const Fingerprint> fingerprints, int k, const TableCursors& tables,
     const rocksdb::Snapshot* snapshot) const {
   std::vector<std::vector<Hit>> hits(fingerprints.size());
   std::vector<std::size_t> order(fingerprints.size());
@@ -236,13 +226,13 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
       return perm.Apply(fingerprints[a]) < perm.Apply(fingerprints[b]);
     });
     for (std::size_t i : order) {
-      if (Status s = ScanTable(*tables[t], t, fingerprints[i], k, hits[i]); !s.ok()) return s;
+      if (Status s = ScanTable(*tables.tables[t], t, fingerprints[i], k, hits[i]); !s.ok()) return s;
     }
   }
   // Fingerprints found in tables without ids, to their documents.
   for (std::vector<Hit>& h : hits) {
     if (std::none_of(h.begin(), h.end(), [](const Hit& x) { return x.by_fingerprint; })) continue;
-    if (Status s = ResolveIds(h, *tables[0]); !s.ok()) return s;
+    if (Status s = ResolveIds(h, *tables.tables[0]); !s.ok()) return s;
   }
   if (Status s = FindStaged(fingerprints, k, snapshot, hits); !s.ok()) return s;
   std::vector<std::vector<Match>> results;

@@ -31,10 +31,20 @@ std::shared_ptr<rocksdb::EventListener> TableCursorPool::MakeListener(
   return std::make_shared<DropIdleCursors>(std::move(pool));
 }
 
-void TableCursorPool::Attach(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> tables) {
+TableCursors NewTableCursors(rocksdb::DB& db, std::span<rocksdb::ColumnFamilyHandle* const> tables,
+                             const rocksdb::ReadOptions& options) {
+  TableCursors cursors;
+  cursors.tables.reserve(tables.size());
+  for (rocksdb::ColumnFamilyHandle* table : tables) {
+    cursors.tables.emplace_back(db.NewIterator(options, table));
+  }
+  return cursors;
+}
+
+void TableCursorPool::Attach(rocksdb::DB* db, std::span<rocksdb::ColumnFamilyHandle* const> tables) {
   std::lock_guard lock(mu_);
   db_ = db;
-  tables_ = std::move(tables);
+  tables_.assign(tables.begin(), tables.end());
   for (rocksdb::ColumnFamilyHandle* table : tables_) table_ids_.insert(table->GetID());
 }
 
@@ -46,30 +56,26 @@ void TableCursorPool::Detach() {
 }
 
 Result<std::unique_ptr<TableCursors>> TableCursorPool::Acquire() {
-  rocksdb::DB* db = nullptr;
-  std::vector<rocksdb::ColumnFamilyHandle*> tables;
-  auto cursors = std::make_unique<TableCursors>();
+  std::unique_ptr<TableCursors> cursors;
+  std::uint64_t generation;
   {
     std::lock_guard lock(mu_);
     if (db_ == nullptr) return Status::InvalidArgument("the store is closed");
     if (!idle_.empty()) {
       cursors = std::move(idle_.back());
       idle_.pop_back();
-    } else {
-      db = db_;
-      tables = tables_;
-      cursors->generation = generation_;
     }
+    generation = generation_;
   }
-  if (cursors->tables.empty()) {
+  if (cursors == nullptr) {
     rocksdb::ReadOptions options = TableReadOptions();
     // Files an iterator was the last to use are deleted in the background,
-    // not by the compaction thread that drops it, under the pool's lock.
+    // not by the query or compaction thread that lets it go.
     options.background_purge_on_iterator_cleanup = true;
-    cursors->tables.reserve(tables.size());
-    for (rocksdb::ColumnFamilyHandle* table : tables) {
-      cursors->tables.emplace_back(db->NewIterator(options, table));
-    }
+    // db_ and tables_ change only in Attach and Detach, never while a
+    // query runs.
+    cursors = std::make_unique<TableCursors>(NewTableCursors(*db_, tables_, options));
+    cursors->generation = generation;
   } else if (refresh_) {
     for (const std::unique_ptr<rocksdb::Iterator>& it : cursors->tables) {
       if (Status s = FromRocks(it->Refresh(), "refreshing a table iterator"); !s.ok()) return s;

@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <vector>
 
 #include "fpstore/status.h"
@@ -69,8 +70,12 @@ class TableWriteClock {
 // One iterator per table, used by one query at a time.
 struct TableCursors {
   std::vector<std::unique_ptr<rocksdb::Iterator>> tables;
-  std::uint64_t generation = 0;  // the pool's, when made or last kept
+  std::uint64_t generation = 0;  // a pool's, when it made them
 };
+
+// New iterators over `tables`, in order, reading with `options`.
+TableCursors NewTableCursors(rocksdb::DB& db, std::span<rocksdb::ColumnFamilyHandle* const> tables,
+                             const rocksdb::ReadOptions& options);
 
 // Idle cursors, handed to one query at a time. Thread-safe.
 class TableCursorPool {
@@ -86,7 +91,7 @@ class TableCursorPool {
       std::shared_ptr<TableCursorPool> pool);
 
   // REQUIRES: called once, before Acquire.
-  void Attach(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> tables);
+  void Attach(rocksdb::DB* db, std::span<rocksdb::ColumnFamilyHandle* const> tables);
   // Destroys the idle cursors and hands out no more. REQUIRES: none in use.
   void Detach();
 
