@@ -18,6 +18,7 @@
 #include "group_commit.h"
 #include "key_codec.h"
 #include "pair_finder.h"
+#include "read_pool.h"
 #include "staging_index.h"
 #include "table_cursors.h"
 
@@ -30,6 +31,8 @@ inline constexpr char kFormatVersionKey[] = "fpstore.format_version";
 inline constexpr char kPlanKey[] = "fpstore.plan";
 inline constexpr char kFingerprintKey[] = "fpstore.fingerprint";
 inline constexpr char kDocumentCountKey[] = "fpstore.document_count";
+// Threads a query may wait on the device with (read_pool.h).
+inline constexpr int kReadThreads = 8;
 std::string TableFamilyName(std::size_t table);
 
 inline rocksdb::Slice AsSlice(const TableKey& key) { return {key.data(), key.size()}; }
@@ -165,6 +168,14 @@ class StoreImpl final : public Store {
   Result<std::vector<std::vector<Match>>> QueryTables(std::span<const Fingerprint> fingerprints,
                                                      int k, const TableCursors& tables,
                                                      const rocksdb::Snapshot* snapshot) const;
+  // Finds the hits of each of `fingerprints` in table `t` through its
+  // iterator `it`, adding them to hits[i] for fingerprints[i].
+  Status ProbeTable(rocksdb::Iterator& it, std::size_t t, std::span<const Fingerprint> fingerprints,
+                    int k, std::vector<std::vector<Hit>>& hits) const;
+  // ProbeTable for every table from `first` on, side by side on read_pool_.
+  Status ProbeTablesInParallel(std::size_t first, const TableCursors& tables,
+                               std::span<const Fingerprint> fingerprints, int k,
+                               std::vector<std::vector<Hit>>& hits) const;
   // Finds the hits of `query` in table `t` through its iterator `it`; each
   // document is found in exactly one table. A table without
   // ids adds one hit by fingerprint for all the documents that have it.
@@ -281,6 +292,8 @@ class StoreImpl final : public Store {
   // made with them start over (table_cursors.h).
   const std::shared_ptr<TableCursorPool> cursors_;
   TableWriteClock table_writes_;
+  // Reads a query's tables side by side once it waits on the device.
+  mutable ReadPool read_pool_{kReadThreads};
 
   // Writers to one id take its stripe so that read-old-then-write is atomic.
   mutable std::array<std::mutex, 64> stripes_;

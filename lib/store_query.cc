@@ -2,8 +2,12 @@
 // documents' index, then the matches' document records.
 
 #include <algorithm>
+#include <chrono>
+#include <exception>
 #include <optional>
+#include <utility>
 
+#include "read_pool.h"
 #include "rocks_status.h"
 #include "store_impl.h"
 
@@ -213,20 +217,79 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatchLocked(
   return QueryTables(fingerprints, k, NewTableCursors(*db_, tables(), ro), snapshot.snapshot());
 }
 
+namespace {
+
+template <typename T>
+std::size_t HitCount(const std::vector<std::vector<T>>& hits) {
+  std::size_t n = 0;
+  for (const std::vector<T>& h : hits) n += h.size();
+  return n;
+}
+
+}  // namespace
+
+Status StoreImpl::ProbeTable(rocksdb::Iterator& it, std::size_t t,
+                             std::span<const Fingerprint> fingerprints, int k,
+                             std::vector<std::vector<Hit>>& hits) const {
+  const TablePermutation& perm = plan_.table(t);
+  if (fingerprints.size() == 1) return ScanTable(it, t, fingerprints[0], k, hits[0]);
+  // Probes in key order keep the iterator moving forward through the table.
+  std::vector<std::size_t> order(fingerprints.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return perm.Apply(fingerprints[a]) < perm.Apply(fingerprints[b]);
+  });
+  for (std::size_t i : order) {
+    if (Status s = ScanTable(it, t, fingerprints[i], k, hits[i]); !s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+Status StoreImpl::ProbeTablesInParallel(std::size_t first, const TableCursors& tables,
+                                        std::span<const Fingerprint> fingerprints, int k,
+                                        std::vector<std::vector<Hit>>& hits) const {
+  const std::size_t count = plan_.table_count() - first;
+  std::vector<std::vector<std::vector<Hit>>> found(
+      count, std::vector<std::vector<Hit>>(fingerprints.size()));
+  std::vector<Status> statuses(count);
+  read_pool_.Run(count, [&](std::size_t i) {
+    // The pool's tasks must not throw (out of memory): it fails the query.
+    try {
+      statuses[i] = ProbeTable(*tables.tables[first + i], first + i, fingerprints, k, found[i]);
+    } catch (const std::exception& e) {
+      statuses[i] = Status::IOError(std::string("reading the tables: ") + e.what());
+    }
+  });
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!statuses[i].ok()) return statuses[i];
+    for (std::size_t q = 0; q < fingerprints.size(); ++q) {
+      hits[q].insert(hits[q].end(), found[i][q].begin(), found[i][q].end());
+    }
+  }
+  return Status::OK();
+}
+
 Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
     std::span<const Fingerprint> fingerprints, int k, const TableCursors& tables,
     const rocksdb::Snapshot* snapshot) const {
   std::vector<std::vector<Hit>> hits(fingerprints.size());
-  std::vector<std::size_t> order(fingerprints.size());
+  // Table by table on this thread while the blocks come from memory; once
+  // a table's probes waited on the device and found a document, which
+  // others near it are likely to share, the other tables side by side
+  // (read_pool.h). A probe that waited and found nothing was most likely a
+  // prefix filter's false positive: handing off the rest cost cold misses
+  // more than it saved.
+  const auto slow = SlowProbeTime() * static_cast<std::int64_t>(fingerprints.size());
+  std::size_t found = 0;
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-    const TablePermutation& perm = plan_.table(t);
-    // Probes in key order keep the iterator moving forward through the table.
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return perm.Apply(fingerprints[a]) < perm.Apply(fingerprints[b]);
-    });
-    for (std::size_t i : order) {
-      if (Status s = ScanTable(*tables.tables[t], t, fingerprints[i], k, hits[i]); !s.ok()) return s;
+    const auto start = std::chrono::steady_clock::now();
+    if (Status s = ProbeTable(*tables.tables[t], t, fingerprints, k, hits); !s.ok()) return s;
+    const std::size_t found_before = std::exchange(found, HitCount(hits));
+    if (t + 1 < plan_.table_count() && found > found_before &&
+        std::chrono::steady_clock::now() - start >= slow) {
+      Status s = ProbeTablesInParallel(t + 1, tables, fingerprints, k, hits);
+      if (!s.ok()) return s;
+      break;
     }
   }
   // Fingerprints found in tables without ids, to their documents.

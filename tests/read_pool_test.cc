@@ -1,0 +1,119 @@
+// The pool that reads a query's tables side by side once the query waits on
+// the device (lib/read_pool.h), and queries that take that path.
+
+#include "read_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "store_checks.h"
+#include "temp_dir.h"
+
+namespace fpstore {
+namespace {
+
+using internal::IdFingerprint;
+using internal::ReadPool;
+using testing::ExpectMatchesBruteForce;
+using testing::MakeCorpus;
+using testing::MetadataFor;
+using testing::MustOpen;
+using testing::TempDir;
+using testing::TestSeed;
+
+TEST(ReadPoolTest, RunsEveryTaskOnceForConcurrentCallers) {
+  ReadPool pool(3);
+  constexpr int kCallers = 4;
+  constexpr std::size_t kTasks = 500;
+  std::vector<std::vector<std::atomic<int>>> runs(kCallers);
+  for (auto& r : runs) r = std::vector<std::atomic<int>>(kTasks);
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&, c] {
+      for (int round = 0; round < 20; ++round) {
+        pool.Run(kTasks, [&](std::size_t i) { ++runs[c][i]; });
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  for (int c = 0; c < kCallers; ++c) {
+    for (std::size_t i = 0; i < kTasks; ++i) ASSERT_EQ(runs[c][i], 20) << c << " " << i;
+  }
+}
+
+// Each task waits until all have started: run one after another, the first
+// would give up waiting and the check fails.
+TEST(ReadPoolTest, RunsTasksSideBySide) {
+  constexpr int kThreads = 4;
+  ReadPool pool(kThreads);
+  std::mutex mu;
+  std::condition_variable cv;
+  int started = 0;
+  std::atomic<int> saw_all{0};
+  pool.Run(kThreads + 1, [&](std::size_t) {
+    std::unique_lock lock(mu);
+    ++started;
+    cv.notify_all();
+    if (cv.wait_for(lock, std::chrono::seconds(10), [&] { return started == kThreads + 1; })) {
+      ++saw_all;
+    }
+  });
+  EXPECT_EQ(saw_all, kThreads + 1);
+}
+
+TEST(ReadPoolTest, NothingToRun) {
+  ReadPool pool(2);
+  bool ran = false;
+  pool.Run(0, [&](std::size_t) { ran = true; });
+  EXPECT_FALSE(ran);
+}
+
+// Sends every query's tables after its first hit to the pool, as a query
+// that waited on the device does.
+class AllProbesSlow {
+ public:
+  AllProbesSlow() { internal::SetSlowProbeTimeForTesting(std::chrono::nanoseconds(0)); }
+  ~AllProbesSlow() { internal::SetSlowProbeTimeForTesting(std::chrono::nanoseconds(-1)); }
+};
+
+// Hits found side by side are the same as one table after another: in the
+// tables (with and without ids), staged, replaced and removed.
+TEST(ReadPoolTest, QueriesOnThePoolMatchBruteForce) {
+  const AllProbesSlow slow;
+  const std::uint64_t seed = TestSeed(2026112401);
+  TempDir dir;
+  std::vector<IdFingerprint> docs = MakeCorpus(seed, 600, {{1, 60}, {2, 40}, {3, 40}});
+  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
+  ASSERT_NE(store, nullptr);
+  const std::size_t loaded = docs.size() / 2;
+  {
+    Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader({});
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    for (std::size_t i = 0; i < loaded; ++i) {
+      ASSERT_TRUE((*loader)->Add(docs[i].id, docs[i].fingerprint, MetadataFor(docs[i].id)).ok());
+    }
+    ASSERT_TRUE((*loader)->Finish().ok());
+  }
+  ExpectMatchesBruteForce(*store, std::vector(docs.begin(), docs.begin() + loaded), seed,
+                          "bulk loaded");
+  for (std::size_t i = loaded; i < docs.size(); ++i) {
+    ASSERT_TRUE(store->Insert(docs[i].id, docs[i].fingerprint, MetadataFor(docs[i].id)).ok());
+  }
+  ExpectMatchesBruteForce(*store, docs, seed, "half staged");
+  ASSERT_TRUE(store->Flush().ok());
+  // A document taking another's fingerprint, and one leaving.
+  docs[0].fingerprint = docs[1].fingerprint;
+  ASSERT_TRUE(store->Insert(docs[0].id, docs[0].fingerprint, MetadataFor(docs[0].id)).ok());
+  ASSERT_TRUE(store->Remove(docs[2].id).ok());
+  docs.erase(docs.begin() + 2);
+  ExpectMatchesBruteForce(*store, docs, seed, "merged, one replaced, one removed");
+}
+
+}  // namespace
+}  // namespace fpstore
