@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <system_error>
 
 namespace fpstore::internal {
 
@@ -40,8 +41,12 @@ void ReadPool::Run(std::size_t count, const std::function<void(std::size_t)>& ta
   if (count == 0) return;
   Job job{&task, count};
   std::unique_lock lock(mu_);
-  while (static_cast<int>(threads_.size()) < thread_count_) {
-    threads_.emplace_back([this] { WorkerLoop(); });
+  try {
+    while (static_cast<int>(threads_.size()) < thread_count_) {
+      threads_.emplace_back([this] { WorkerLoop(); });
+    }
+  } catch (const std::system_error&) {
+    // Refused threads: the caller runs what the pool cannot.
   }
   jobs_.push_back(&job);
   work_cv_.notify_all();
