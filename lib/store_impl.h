@@ -166,16 +166,25 @@ class StoreImpl final : public Store {
   // The queries' answers from `tables` (one iterator per table) and, for
   // staged documents and metadata, `snapshot`, both showing one state.
   Result<std::vector<std::vector<Match>>> QueryTables(std::span<const Fingerprint> fingerprints,
-                                                     int k, const TableCursors& tables,
-                                                     const rocksdb::Snapshot* snapshot) const;
+                                                      int k, const TableCursors& tables,
+                                                      const rocksdb::Snapshot* snapshot) const;
   // Finds the hits of each of `fingerprints` in table `t` through its
   // iterator `it`, adding them to hits[i] for fingerprints[i].
   Status ProbeTable(rocksdb::Iterator& it, std::size_t t, std::span<const Fingerprint> fingerprints,
                     int k, std::vector<std::vector<Hit>>& hits) const;
-  // ProbeTable for every table from `first` on, side by side on read_pool_.
+  // ProbeTable for every table from `first` on, side by side on read_pool_,
+  // while another pool thread reads the records of the documents in `hits`
+  // so far into the block cache (WarmRecordsOf). REQUIRES: first > 0.
   Status ProbeTablesInParallel(std::size_t first, const TableCursors& tables,
                                std::span<const Fingerprint> fingerprints, int k,
+                               const rocksdb::Snapshot* snapshot,
                                std::vector<std::vector<Hit>>& hits) const;
+  // Reads the documents of `hits` (through `table0` for those found by
+  // fingerprint) and their records at `snapshot`, for the blocks alone: the
+  // answer is read again from the cache, so a failure here is left for that
+  // read to report.
+  void WarmRecordsOf(const std::vector<std::vector<Hit>>& hits, rocksdb::Iterator& table0,
+                     const rocksdb::Snapshot* snapshot) const;
   // Finds the hits of `query` in table `t` through its iterator `it`; each
   // document is found in exactly one table. A table without
   // ids adds one hit by fingerprint for all the documents that have it.

@@ -245,19 +245,54 @@ Status StoreImpl::ProbeTable(rocksdb::Iterator& it, std::size_t t,
   return Status::OK();
 }
 
+void StoreImpl::WarmRecordsOf(const std::vector<std::vector<Hit>>& hits, rocksdb::Iterator& table0,
+                              const rocksdb::Snapshot* snapshot) const {
+  std::vector<DocumentId> ids;
+  for (const std::vector<Hit>& query_hits : hits) {
+    for (const Hit& h : query_hits) {
+      if (!h.by_fingerprint) {
+        ids.push_back(h.id);
+        continue;
+      }
+      Status s = ForEachIdOf(table0, h.fingerprint, [&](DocumentId id) {
+        ids.push_back(id);
+        return true;
+      });
+      if (!s.ok()) return;
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  (void)MultiGetIds(documents_family(), snapshot, ids,
+                    [](std::size_t, std::string_view) { return Status::OK(); });
+}
+
 Status StoreImpl::ProbeTablesInParallel(std::size_t first, const TableCursors& tables,
                                         std::span<const Fingerprint> fingerprints, int k,
+                                        const rocksdb::Snapshot* snapshot,
                                         std::vector<std::vector<Hit>>& hits) const {
   const std::size_t count = plan_.table_count() - first;
   std::vector<std::vector<std::vector<Hit>>> found(
       count, std::vector<std::vector<Hit>>(fingerprints.size()));
   std::vector<Status> statuses(count);
-  read_pool_.Run(count, [&](std::size_t i) {
-    // The pool's tasks must not throw (out of memory): it fails the query.
+  // Task 0, the first to start, warms the records of the documents found so
+  // far: reading them after the tables would wait on the device once or
+  // twice more (table 0 for their ids, then the records). Table 0's iterator
+  // is free for it, as first > 0.
+  read_pool_.Run(count + 1, [&](std::size_t task) {
+    // The pool's tasks must not throw: running out of memory fails the
+    // query if a table's probes did, and only skips the warming if it did.
     try {
-      statuses[i] = ProbeTable(*tables.tables[first + i], first + i, fingerprints, k, found[i]);
+      if (task == 0) {
+        WarmRecordsOf(hits, *tables.tables[0], snapshot);
+      } else {
+        statuses[task - 1] = ProbeTable(*tables.tables[first + task - 1], first + task - 1,
+                                        fingerprints, k, found[task - 1]);
+      }
     } catch (const std::exception& e) {
-      statuses[i] = Status::IOError(std::string("reading the tables: ") + e.what());
+      if (task > 0) {
+        statuses[task - 1] = Status::IOError(std::string("reading the tables: ") + e.what());
+      }
     }
   });
   for (std::size_t i = 0; i < count; ++i) {
@@ -289,7 +324,7 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
     const bool waited = end - std::exchange(start, end) >= slow;
     const std::size_t found_before = std::exchange(found, HitCount(hits));
     if (t + 1 < plan_.table_count() && found > found_before && waited) {
-      Status s = ProbeTablesInParallel(t + 1, tables, fingerprints, k, hits);
+      Status s = ProbeTablesInParallel(t + 1, tables, fingerprints, k, snapshot, hits);
       if (!s.ok()) return s;
       break;
     }
