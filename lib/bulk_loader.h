@@ -21,6 +21,17 @@ class StoreImpl;
 struct StagedDocument;
 struct SortBuffers;
 
+// One input document as buffered: a later `seq` wins. Plain data, its
+// metadata kept apart, so that buffering and sorting ten million of them
+// moves bytes rather than strings.
+struct BufferedRecord {
+  DocumentId id;
+  std::uint64_t seq;
+  Fingerprint fingerprint;
+  std::uint64_t metadata_offset;  // into the buffer's metadata
+  std::uint64_t metadata_size;
+};
+
 class BulkLoaderImpl final : public BulkLoader {
  public:
   // `temp_dir` must be a fresh directory the loader may fill and remove.
@@ -38,14 +49,7 @@ class BulkLoaderImpl final : public BulkLoader {
                          std::vector<rocksdb::IngestExternalFileArg>& args) const;
 
  private:
-  // One input document as buffered and spilled: later `seq` wins.
-  struct Record {
-    DocumentId id;
-    std::uint64_t seq;
-    Fingerprint fingerprint;
-    std::string metadata;
-  };
-
+  // Sorts the buffer and writes it to a run file.
   Status SpillRun();
   // Calls options_.progress, if set; what it throws becomes an error.
   Status ReportProgress(std::uint64_t done, std::uint64_t total) const;
@@ -59,8 +63,8 @@ class BulkLoaderImpl final : public BulkLoader {
   // them as one SST, described in `arg` for ingestion. `dropped`: as
   // DroppedFingerprints returns.
   Status WriteTable(std::size_t t, const std::string& changes_path, std::uint64_t change_count,
-                    std::span<const Fingerprint> dropped, std::size_t max_ops,
-                    SortBuffers& buffers, rocksdb::IngestExternalFileArg& arg) const;
+                    std::span<const Fingerprint> dropped, std::size_t max_ops, SortBuffers& buffers,
+                    rocksdb::IngestExternalFileArg& arg) const;
   // Writes every table's SST from the changes file, tables spread over
   // threads; calls table_done() after each table. Appends them to `args`.
   Status WriteTables(const std::string& changes_path, std::uint64_t change_count,
@@ -72,7 +76,9 @@ class BulkLoaderImpl final : public BulkLoader {
   StoreImpl& store_;
   const BulkLoadOptions options_;
   const std::string temp_dir_;
-  std::vector<Record> buffer_;
+  // The run being buffered; Finish reads the last one from memory.
+  std::vector<BufferedRecord> buffer_;
+  std::string buffer_metadata_;  // the buffered records' metadata, end to end
   std::size_t buffer_bytes_ = 0;
   std::vector<std::string> runs_;
   std::uint64_t next_seq_ = 0;
