@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "block_cache_allocator.h"
 #include "store_impl.h"
 
 namespace fpstore::internal {
@@ -34,30 +35,6 @@ class Int64AddOperator final : public rocksdb::AssociativeMergeOperator {
   static std::int64_t Decode(const rocksdb::Slice& s) {
     return s.size() == 8 ? static_cast<std::int64_t>(GetBigEndian64(s.data())) : 0;
   }
-};
-
-// Memory for cached blocks, each page written once from user space before
-// RocksDB reads a block into it. On virtual machines with shadow paging,
-// as these are, a page that the kernel faulted in during a read costs about
-// 5 µs more at its first access from user space. The pinned filters and
-// indexes are read at open, so each query after it paid that for every
-// page it was first to touch: 1-6 ms for each of the first queries, and
-// cold hits at 10M twice as slow at p50 (docs/performance.md). Touched here,
-// a fresh page costs one ordinary fault; recycled memory a write per page.
-class UserTouchedAllocator final : public rocksdb::MemoryAllocator {
- public:
-  const char* Name() const override { return "fpstore.UserTouched"; }
-  void* Allocate(std::size_t size) override {
-    auto* p = static_cast<char*>(::operator new(size));
-    volatile char* touch = p;
-    for (std::size_t at = 0; at < size; at += kPageBytes) touch[at] = 0;
-    if (size > 0) touch[size - 1] = 0;
-    return p;
-  }
-  void Deallocate(void* p) override { ::operator delete(p); }
-
- private:
-  static constexpr std::size_t kPageBytes = 4096;
 };
 
 // Block-table options for the documents and table families. Every probe
@@ -122,7 +99,7 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
 
   rocksdb::LRUCacheOptions cache_options;
   cache_options.capacity = options.block_cache_bytes;
-  cache_options.memory_allocator = std::make_shared<UserTouchedAllocator>();
+  cache_options.memory_allocator = NewBlockCacheAllocator();
   const std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(cache_options);
   // Each family's memtable gets its share of the budget, so families flush
   // on their own size; the write-buffer manager is the backstop. Were each
