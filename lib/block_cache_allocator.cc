@@ -2,7 +2,9 @@
 
 #include <sys/mman.h>
 
+#include <cassert>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <new>
 
@@ -15,6 +17,8 @@ class BlockCacheAllocator final : public rocksdb::MemoryAllocator {
   const char* Name() const override { return "fpstore.BlockCacheAllocator"; }
 
   void* Allocate(std::size_t size) override {
+    // A size from a corrupt block handle must not wrap around.
+    if (size > SIZE_MAX - kHeaderBytes) throw std::bad_alloc();
     // Each block starts with a header: the length of its own mapping, or 0
     // for a block from the heap.
     std::size_t mapped = 0;
@@ -39,7 +43,8 @@ class BlockCacheAllocator final : public rocksdb::MemoryAllocator {
     std::size_t mapped;
     std::memcpy(&mapped, base, sizeof mapped);
     if (mapped > 0) {
-      ::munmap(base, mapped);
+      [[maybe_unused]] const int unmapped = ::munmap(base, mapped);
+      assert(unmapped == 0);
     } else {
       ::operator delete(base);
     }

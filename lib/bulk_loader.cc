@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Approximate memory a buffered record takes, with the buffer's spare
-// capacity.
+// Approximate memory a buffered record takes: the record with room for
+// the buffer's spare capacity, and its metadata.
 std::size_t RecordBytes(std::string_view metadata) { return 64 + metadata.size(); }
 
 // A table key with what to do with it: put the new entry or delete a
@@ -232,8 +232,17 @@ std::string BulkLoaderImpl::TempPath(const std::string& name) const {
 
 Status BulkLoaderImpl::Add(DocumentId id, Fingerprint fingerprint, std::string_view metadata) {
   if (finished_) return Status::InvalidArgument("the bulk load has finished");
-  buffer_.push_back({id, next_seq_++, fingerprint, buffer_metadata_.size(), metadata.size()});
+  // All or nothing, should memory run out: a record without its metadata
+  // would take the next one's.
+  const std::size_t offset = buffer_metadata_.size();
   buffer_metadata_.append(metadata);
+  try {
+    buffer_.push_back({id, next_seq_, fingerprint, offset, metadata.size()});
+  } catch (...) {
+    buffer_metadata_.resize(offset);
+    throw;
+  }
+  ++next_seq_;
   buffer_bytes_ += RecordBytes(metadata);
   return buffer_bytes_ >= options_.memory_bytes ? SpillRun() : Status::OK();
 }

@@ -173,8 +173,9 @@ class StoreImpl final : public Store {
   Status ProbeTable(rocksdb::Iterator& it, std::size_t t, std::span<const Fingerprint> fingerprints,
                     int k, std::vector<std::vector<Hit>>& hits) const;
   // ProbeTable for every table from `first` on, side by side on read_pool_,
-  // while another pool thread reads the records of the documents in `hits`
-  // so far into the block cache (WarmRecordsOf). REQUIRES: first > 0.
+  // while the calling thread, which takes the pool's first task, reads the
+  // records of the documents in `hits` so far into the block cache
+  // (WarmRecordsOf). REQUIRES: first > 0.
   Status ProbeTablesInParallel(std::size_t first, const TableCursors& tables,
                                std::span<const Fingerprint> fingerprints, int k,
                                const rocksdb::Snapshot* snapshot,

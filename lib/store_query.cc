@@ -275,10 +275,10 @@ Status StoreImpl::ProbeTablesInParallel(std::size_t first, const TableCursors& t
   std::vector<std::vector<std::vector<Hit>>> found(
       count, std::vector<std::vector<Hit>>(fingerprints.size()));
   std::vector<Status> statuses(count);
-  // Task 0, the first to start, warms the records of the documents found so
-  // far: reading them after the tables would wait on the device once or
-  // twice more (table 0 for their ids, then the records). Table 0's iterator
-  // is free for it, as first > 0.
+  // Task 0, which the calling thread takes first, warms the records of the
+  // documents found so far: reading them after the tables would wait on the
+  // device once or twice more (table 0 for their ids, then the records).
+  // Table 0's iterator is free for it, as first > 0.
   read_pool_.Run(count + 1, [&](std::size_t task) {
     // The pool's tasks must not throw: running out of memory fails the
     // query if a table's probes did, and only skips the warming if it did.
