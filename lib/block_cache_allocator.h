@@ -6,8 +6,8 @@
 // 5 µs more at its first access from user space. The pinned filters and
 // indexes are read when a store opens, so every query after it paid that
 // for each page it was the first to touch: the first queries after an open
-// took 1-6 ms each, and cold hits at 10M were a third slower at p99
-// (docs/performance.md). Touched here, a fresh page costs one ordinary
+// took 1-6 ms each, and cold hits at 10M had a p99 of 2.2-2.8 ms instead of
+// 1.3-2.0 (docs/performance.md). Touched here, a fresh page costs one ordinary
 // fault; memory handed out again costs a write per page.
 //
 // Blocks of 1 MiB or more (the filters: about 12 MB a table at 10M
