@@ -10,6 +10,7 @@
 #include <queue>
 #include <thread>
 
+#include "document_runs.h"
 #include "record_file.h"
 #include "rocks_status.h"
 #include "store_impl.h"
@@ -160,62 +161,6 @@ struct Change {
   }
 };
 
-// The documents of one sorted run, in (id, seq) order.
-class RunCursor {
- public:
-  virtual ~RunCursor() = default;
-  virtual bool Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& metadata) = 0;
-  virtual Status status() const = 0;
-};
-
-// A run spilled to a file.
-class SpilledRun final : public RunCursor {
- public:
-  explicit SpilledRun(const std::string& path) : reader_(path) {}
-  bool Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& metadata) override {
-    std::uint64_t length;
-    if (!reader_.GetU64(id) || !reader_.GetU64(seq) || !reader_.GetU64(fp) ||
-        !reader_.GetU64(length)) {
-      return false;
-    }
-    metadata.resize(length);
-    return reader_.GetBytes(metadata.data(), length);
-  }
-  Status status() const override { return reader_.status(); }
-
- private:
-  RecordReader reader_;
-};
-
-// The last run, still in memory: written out and read back, it cost a 10M
-// load a second and a half on one thread.
-class BufferedRun final : public RunCursor {
- public:
-  BufferedRun(std::span<const BufferedRecord> records, std::string_view metadata)
-      : records_(records), metadata_(metadata) {}
-  bool Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& metadata) override {
-    if (next_ == records_.size()) return false;
-    const BufferedRecord& r = records_[next_++];
-    id = r.id;
-    seq = r.seq;
-    fp = r.fingerprint;
-    metadata.assign(metadata_.substr(r.metadata_offset, r.metadata_size));
-    return true;
-  }
-  Status status() const override { return Status::OK(); }
-
- private:
-  std::span<const BufferedRecord> records_;
-  std::string_view metadata_;
-  std::size_t next_ = 0;
-};
-
-void SortRun(std::vector<BufferedRecord>& records) {
-  std::sort(records.begin(), records.end(), [](const BufferedRecord& a, const BufferedRecord& b) {
-    return a.id != b.id ? a.id < b.id : a.seq < b.seq;
-  });
-}
-
 }  // namespace
 
 BulkLoaderImpl::BulkLoaderImpl(StoreImpl& store, BulkLoadOptions options, std::string temp_dir)
@@ -250,16 +195,7 @@ Status BulkLoaderImpl::Add(DocumentId id, Fingerprint fingerprint, std::string_v
 Status BulkLoaderImpl::SpillRun() {
   SortRun(buffer_);
   const std::string path = TempPath("run-" + std::to_string(runs_.size()));
-  RecordWriter out(path);
-  const std::string_view metadata = buffer_metadata_;
-  for (const BufferedRecord& r : buffer_) {
-    out.PutU64(r.id);
-    out.PutU64(r.seq);
-    out.PutU64(r.fingerprint);
-    out.PutU64(r.metadata_size);
-    out.PutBytes(metadata.substr(r.metadata_offset, r.metadata_size));
-  }
-  if (Status s = out.Close(); !s.ok()) return s;
+  if (Status s = WriteRun(path, buffer_, buffer_metadata_); !s.ok()) return s;
   runs_.push_back(path);
   buffer_.clear();
   buffer_metadata_.clear();
@@ -292,8 +228,8 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     bool operator>(const Head& o) const { return id != o.id ? id > o.id : seq > o.seq; }
   };
   std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
-  for (const std::string& path : runs_) cursors.push_back(std::make_unique<SpilledRun>(path));
-  cursors.push_back(std::make_unique<BufferedRun>(buffer_, buffer_metadata_));
+  for (const std::string& path : runs_) cursors.push_back(ReadSpilledRun(path));
+  cursors.push_back(ReadBufferedRun(buffer_, buffer_metadata_));
   for (std::size_t run = 0; run < cursors.size(); ++run) {
     Head h{};
     h.run = run;

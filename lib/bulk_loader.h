@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "document_runs.h"
 #include "fpstore/bulk_loader.h"
 #include "pair_finder.h"
 
@@ -20,17 +21,6 @@ namespace fpstore::internal {
 class StoreImpl;
 struct StagedDocument;
 struct SortBuffers;
-
-// One input document as buffered: a later `seq` wins. Plain data, its
-// metadata kept apart, so that buffering and sorting ten million of them
-// moves bytes rather than strings.
-struct BufferedRecord {
-  DocumentId id;
-  std::uint64_t seq;
-  Fingerprint fingerprint;
-  std::uint64_t metadata_offset;  // into the buffer's metadata
-  std::uint64_t metadata_size;
-};
 
 class BulkLoaderImpl final : public BulkLoader {
  public:

@@ -1,5 +1,6 @@
 // Sequential binary files of fixed-layout records, for the bulk loader's
-// spilled runs: buffered writes, buffered reads, errors as Status.
+// spilled runs and table changes: buffered writes, buffered reads, errors
+// as Status.
 
 #ifndef FPSTORE_LIB_RECORD_FILE_H_
 #define FPSTORE_LIB_RECORD_FILE_H_

@@ -248,18 +248,9 @@ Status StoreImpl::ProbeTable(rocksdb::Iterator& it, std::size_t t,
 void StoreImpl::WarmRecordsOf(const std::vector<std::vector<Hit>>& hits, rocksdb::Iterator& table0,
                               const rocksdb::Snapshot* snapshot) const {
   std::vector<DocumentId> ids;
-  for (const std::vector<Hit>& query_hits : hits) {
-    for (const Hit& h : query_hits) {
-      if (!h.by_fingerprint) {
-        ids.push_back(h.id);
-        continue;
-      }
-      Status s = ForEachIdOf(table0, h.fingerprint, [&](DocumentId id) {
-        ids.push_back(id);
-        return true;
-      });
-      if (!s.ok()) return;
-    }
+  for (std::vector<Hit> resolved : hits) {
+    if (!ResolveIds(resolved, table0).ok()) return;
+    for (const Hit& h : resolved) ids.push_back(h.id);
   }
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
