@@ -33,7 +33,8 @@ using testing::TempDir;
 using testing::TestSeed;
 
 std::vector<IdFingerprint> Corpus(std::uint64_t seed, std::size_t n) {
-  return MakeCorpus(seed, n, {Plant{0, 30}, Plant{1, 30}, Plant{2, 30}, Plant{3, 30}, Plant{4, 30}});
+  return MakeCorpus(seed, n,
+                    {Plant{0, 30}, Plant{1, 30}, Plant{2, 30}, Plant{3, 30}, Plant{4, 30}});
 }
 
 // A tiny memory budget forces spilled runs and multi-way merges.
@@ -57,28 +58,41 @@ BulkLoadOptions ThreeThreadOptions() {
   return options;
 }
 
+// Adds 400 fingerprints that differ only in their last 8 bits: they share
+// long runs of leading permuted bits in most tables, which the loader's sort
+// handles apart (a second counting pass in a crowded bucket, a comparison
+// sort of a run too long for insertion sort).
+std::vector<IdFingerprint> WithCrowd(std::vector<IdFingerprint> docs, std::uint64_t seed) {
+  Random rnd(seed);
+  const Fingerprint base = rnd.Next();
+  for (int i = 0; i < 400; ++i) docs.push_back({docs.size(), base ^ rnd.Uniform(256)});
+  return docs;
+}
+
 TEST(BulkLoaderTest, LoadsAnEmptyStoreExactly) {
   const std::uint64_t seed = TestSeed(11);
-  const std::vector<IdFingerprint> docs = Corpus(seed, 1500);
-  for (const BulkLoadOptions& options :
-       {BulkLoadOptions{}, SpillingOptions(), OneThreadOptions(), ThreeThreadOptions()}) {
-    TempDir dir;
-    std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
-    Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader(options);
-    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
-    for (const IdFingerprint& d : docs) {
-      ASSERT_TRUE((*loader)->Add(d.id, d.fingerprint, MetadataFor(d.id)).ok());
-    }
-    EXPECT_EQ((*loader)->added(), docs.size());
-    Result<BulkLoadStats> stats = (*loader)->Finish();
-    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
-    EXPECT_EQ(stats->added, docs.size());
-    EXPECT_EQ(stats->replaced, 0u);
-    ExpectMatchesBruteForce(*store, docs, seed, "after a bulk load");
-    loader->reset();
-    // Only the store's own files remain: the temporary directory is gone.
-    for (const auto& entry : std::filesystem::directory_iterator(dir.Sub("store"))) {
-      EXPECT_FALSE(entry.is_directory()) << entry.path();
+  for (const std::vector<IdFingerprint>& docs :
+       {Corpus(seed, 1500), WithCrowd(Corpus(seed, 1500), seed + 7)}) {
+    for (const BulkLoadOptions& options :
+         {BulkLoadOptions{}, SpillingOptions(), OneThreadOptions(), ThreeThreadOptions()}) {
+      TempDir dir;
+      std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
+      Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader(options);
+      ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+      for (const IdFingerprint& d : docs) {
+        ASSERT_TRUE((*loader)->Add(d.id, d.fingerprint, MetadataFor(d.id)).ok());
+      }
+      EXPECT_EQ((*loader)->added(), docs.size());
+      Result<BulkLoadStats> stats = (*loader)->Finish();
+      ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+      EXPECT_EQ(stats->added, docs.size());
+      EXPECT_EQ(stats->replaced, 0u);
+      ExpectMatchesBruteForce(*store, docs, seed, "after a bulk load");
+      loader->reset();
+      // Only the store's own files remain: the temporary directory is gone.
+      for (const auto& entry : std::filesystem::directory_iterator(dir.Sub("store"))) {
+        EXPECT_FALSE(entry.is_directory()) << entry.path();
+      }
     }
   }
 }
@@ -116,7 +130,8 @@ TEST(BulkLoaderTest, ProgressFromTableThreadsEndsAtTheTotal) {
   for (const IdFingerprint& d : docs) ASSERT_TRUE((*loader)->Add(d.id + 1000, d.fingerprint).ok());
   Result<BulkLoadStats> failed = (*loader)->Finish();
   ASSERT_FALSE(failed.ok());
-  EXPECT_NE(failed.status().ToString().find("stop"), std::string::npos) << failed.status().ToString();
+  EXPECT_NE(failed.status().ToString().find("stop"), std::string::npos)
+      << failed.status().ToString();
   Result<StoreStats> stats = store->Stats();
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->documents, docs.size()) << "a failed load must leave the store as it was";
@@ -233,14 +248,16 @@ TEST(BulkLoaderTest, KilledLoadIsAllOrNothing) {
     ASSERT_TRUE(stats.ok());
     const bool loaded = stats->documents == after.size();
     EXPECT_TRUE(loaded || stats->documents == before.size()) << stats->documents;
-    ExpectMatchesBruteForce(*store, loaded ? after : before, seed,
-                            "round " + std::to_string(round) + (loaded ? " (loaded)" : " (not loaded)"));
+    ExpectMatchesBruteForce(
+        *store, loaded ? after : before, seed,
+        "round " + std::to_string(round) + (loaded ? " (loaded)" : " (not loaded)"));
     ++(loaded ? saw_all : saw_none);
     if (loaded) {
       // Start the next round from the state before the load.
       for (DocumentId id = 1000; id < 4000; ++id) ASSERT_TRUE(store->Remove(id).ok());
       for (std::size_t i = 0; i < 50; ++i) {
-        ASSERT_TRUE(store->Insert(before[i].id, before[i].fingerprint, MetadataFor(before[i].id)).ok());
+        ASSERT_TRUE(
+            store->Insert(before[i].id, before[i].fingerprint, MetadataFor(before[i].id)).ok());
       }
     }
   }
