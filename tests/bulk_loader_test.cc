@@ -58,13 +58,17 @@ BulkLoadOptions ThreeThreadOptions() {
   return options;
 }
 
-// Adds 400 fingerprints that differ only in their last 8 bits: they share
-// long runs of leading permuted bits in most tables, which the loader's sort
-// handles apart (a second counting pass in a crowded bucket, a comparison
-// sort of a run too long for insertion sort).
-std::vector<IdFingerprint> WithCrowd(std::vector<IdFingerprint> docs, std::uint64_t seed) {
+// Adds two crowds the loader's sort handles apart: 400 fingerprints that
+// share their top 16 bits (in the tables that lead with the first block,
+// buckets of hundreds, spread by a second counting pass) and 400 that
+// differ only in their last 8 bits (in most tables, runs of hundreds with
+// equal leading bits, too long for insertion sort).
+std::vector<IdFingerprint> WithCrowds(std::vector<IdFingerprint> docs, std::uint64_t seed) {
   Random rnd(seed);
   const Fingerprint base = rnd.Next();
+  for (int i = 0; i < 400; ++i) {
+    docs.push_back({docs.size(), (base & ~(~Fingerprint{0} >> 16)) | (rnd.Next() >> 16)});
+  }
   for (int i = 0; i < 400; ++i) docs.push_back({docs.size(), base ^ rnd.Uniform(256)});
   return docs;
 }
@@ -72,7 +76,7 @@ std::vector<IdFingerprint> WithCrowd(std::vector<IdFingerprint> docs, std::uint6
 TEST(BulkLoaderTest, LoadsAnEmptyStoreExactly) {
   const std::uint64_t seed = TestSeed(11);
   for (const std::vector<IdFingerprint>& docs :
-       {Corpus(seed, 1500), WithCrowd(Corpus(seed, 1500), seed + 7)}) {
+       {Corpus(seed, 1500), WithCrowds(Corpus(seed, 1500), seed + 7)}) {
     for (const BulkLoadOptions& options :
          {BulkLoadOptions{}, SpillingOptions(), OneThreadOptions(), ThreeThreadOptions()}) {
       TempDir dir;
