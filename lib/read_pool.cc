@@ -1,8 +1,11 @@
 #include "read_pool.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <system_error>
+#include <utility>
 
 namespace fpstore::internal {
 
@@ -20,6 +23,13 @@ std::chrono::nanoseconds SlowProbeTime() {
 void SetSlowProbeTimeForTesting(std::chrono::nanoseconds time) {
   slow_probe_nanos.store((time.count() < 0 ? kDefaultSlowProbeTime : time).count(),
                          std::memory_order_relaxed);
+}
+
+bool ReadFromDeviceSinceLastAsked() {
+  thread_local long last_blocks_read = -1;
+  rusage usage;
+  if (getrusage(RUSAGE_THREAD, &usage) != 0) return true;
+  return std::exchange(last_blocks_read, usage.ru_inblock) != usage.ru_inblock;
 }
 
 ReadPool::~ReadPool() {

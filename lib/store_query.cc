@@ -300,11 +300,11 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
     const rocksdb::Snapshot* snapshot) const {
   std::vector<std::vector<Hit>> hits(fingerprints.size());
   // Table by table on this thread while the blocks come from memory; once
-  // a table's probes waited on the device and found a document, which
-  // others near it are likely to share, the other tables side by side
-  // (read_pool.h). A probe that waited and found nothing was most likely a
-  // prefix filter's false positive: handing off the rest cost cold misses
-  // more than it saved.
+  // a table's probes waited on the device (they were slow, and the thread
+  // read from it) and found a document, which others near it are likely to
+  // share, the other tables side by side (read_pool.h). A probe that waited
+  // and found nothing was most likely a prefix filter's false positive:
+  // handing off the rest cost cold misses more than it saved.
   const auto slow = SlowProbeTime() * static_cast<std::int64_t>(fingerprints.size());
   std::size_t found = 0;
   // One clock reading per table: each table's end is the next one's start.
@@ -314,7 +314,8 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
     const auto end = std::chrono::steady_clock::now();
     const bool waited = end - std::exchange(start, end) >= slow;
     const std::size_t found_before = std::exchange(found, HitCount(hits));
-    if (t + 1 < plan_.table_count() && found > found_before && waited) {
+    if (t + 1 < plan_.table_count() && found > found_before && waited &&
+        (slow.count() == 0 || ReadFromDeviceSinceLastAsked())) {
       Status s = ProbeTablesInParallel(t + 1, tables, fingerprints, k, snapshot, hits);
       if (!s.ok()) return s;
       break;

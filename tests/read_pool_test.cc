@@ -3,7 +3,11 @@
 
 #include "read_pool.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -84,6 +88,37 @@ class AllProbesSlow {
 
 // Hits found side by side are the same as one table after another: in the
 // tables (with and without ids), staged, replaced and removed.
+// Queries hand off to the pool only after reading from the device, which
+// Linux counts per thread: a read the page cache serves does not count.
+TEST(ReadFromDeviceTest, CountsOnlyReadsThePageCacheMissed) {
+  TempDir dir;
+  struct statfs fs;
+  ASSERT_EQ(::statfs(dir.path().c_str(), &fs), 0);
+  if (fs.f_type == TMPFS_MAGIC) GTEST_SKIP() << dir.path() << " is in memory: nothing to evict";
+  const std::string path = dir.Sub("blocks");
+  const std::vector<char> bytes(std::size_t{4} << 20, 'x');
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  ASSERT_EQ(::fsync(fd), 0);
+  std::vector<char> read_back(bytes.size());
+  (void)internal::ReadFromDeviceSinceLastAsked();
+  // Just written: from the page cache.
+  ASSERT_EQ(::pread(fd, read_back.data(), read_back.size(), 0),
+            static_cast<ssize_t>(read_back.size()));
+  EXPECT_FALSE(internal::ReadFromDeviceSinceLastAsked());
+  // Sleeping, as a wait for a lock does, is not reading.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_FALSE(internal::ReadFromDeviceSinceLastAsked());
+  // Clean after fsync, so evicted; read again, from the device.
+  ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  ASSERT_EQ(::pread(fd, read_back.data(), read_back.size(), 0),
+            static_cast<ssize_t>(read_back.size()));
+  EXPECT_TRUE(internal::ReadFromDeviceSinceLastAsked());
+  EXPECT_FALSE(internal::ReadFromDeviceSinceLastAsked());
+  ::close(fd);
+}
+
 TEST(ReadPoolTest, QueriesOnThePoolMatchBruteForce) {
   const AllProbesSlow slow;
   const std::uint64_t seed = TestSeed(2026112401);
