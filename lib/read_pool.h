@@ -7,8 +7,8 @@
 // cache) each waits about 100 µs, and one after another they made a cold
 // hit's p50 1 ms and its p99 3 ms at 10M; this machine's disk served 8
 // random reads at once at 3.5 times the rate of one (docs/performance.md).
-// So once a query sees a table's probes wait that long, it hands its other
-// tables to this pool.
+// So once a query sees a table's probes wait that long on the device, it
+// hands its other tables to this pool.
 
 #ifndef FPSTORE_LIB_READ_POOL_H_
 #define FPSTORE_LIB_READ_POOL_H_
@@ -66,18 +66,23 @@ class ReadPool {
 // memory (10-20 µs), about half of one that waits on the device.
 std::chrono::nanoseconds SlowProbeTime();
 // Tests set it to zero to send every query's tables after the first to the
-// pool; a negative time restores the default.
+// pool, device or not; a negative time restores the default.
 void SetSlowProbeTimeForTesting(std::chrono::nanoseconds time);
 
-// Whether the calling thread read from the device since it last asked
-// (Linux counts the blocks each thread reads in); true the first time. A
-// slow probe alone does not tell: on this virtual machine about 3% of warm
-// hits had a probe of 50-300 µs from memory (preempted, or first touches of
-// new heap pages), against 72-100 µs for one from the device. Handing
-// those off woke the pool for nothing, and more so when the CPU was busy:
-// with this check, 50,000 warm hits on two threads at 10M made 5-6k
-// voluntary context switches instead of 17-20k (once 590k). One getrusage
-// call, about 1 µs, made only after a slow probe.
+// Whether the calling thread read from the device since it last asked,
+// including anything else it did meanwhile: Linux counts the blocks each
+// thread's own reads fetched (getrusage, RUSAGE_THREAD). True the first
+// time, and always where the kernel keeps no such count (no
+// /proc/self/io); a file system that reads without the block layer (NFS,
+// FUSE) counts nothing, and its cold queries stay on their threads.
+//
+// Why: a slow probe alone does not tell. On this virtual machine about 3%
+// of warm hits had a probe of 50-300 µs from memory (preempted, or first
+// touches of new heap pages), against 72-100 µs for one from the device.
+// Handing those off woke the pool for nothing, and more so when the CPU
+// was busy: with this check, 50,000 warm hits on two threads at 10M made
+// 5-6k voluntary context switches instead of 17-20k (once 590k). One
+// getrusage call, about 1 µs, made only after a slow probe.
 bool ReadFromDeviceSinceLastAsked();
 
 }  // namespace fpstore::internal

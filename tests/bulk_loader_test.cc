@@ -61,8 +61,9 @@ BulkLoadOptions ThreeThreadOptions() {
 // Adds two crowds the loader's sort handles apart: 400 fingerprints that
 // share their top 16 bits (in the tables that lead with the first block,
 // buckets of hundreds, spread by a second counting pass) and 400 that
-// differ only in their last 8 bits (in most tables, runs of hundreds with
-// equal leading bits, too long for insertion sort).
+// differ only in their last 8 bits, about 200 distinct (in most tables,
+// runs of hundreds with equal leading bits, too long for insertion sort,
+// and equal fingerprints that tables without ids hold once).
 std::vector<IdFingerprint> WithCrowds(std::vector<IdFingerprint> docs, std::uint64_t seed) {
   Random rnd(seed);
   const Fingerprint base = rnd.Next();
