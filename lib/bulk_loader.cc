@@ -529,10 +529,14 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
     return out.Close();
   };
   // Equal ops, from documents that share a fingerprint in a table without
-  // ids, go in once: an SST's keys must be unique.
+  // ids, go in once: an SST's keys must be unique. One out of order is a
+  // bug in the sort or the merge of runs, and would lose its key.
   std::optional<TableOp> last;
   auto write = [&](const TableOp& op) -> Status {
-    if (last && !(*last < op)) return Status::OK();
+    if (last && !(*last < op)) {
+      return op < *last ? Status::Corruption("bulk load: " + name + "'s entries out of order")
+                        : Status::OK();
+    }
     last = op;
     const TableKey key = codec.Encode(op.permuted, op.id);
     return op.put ? sink.Put(AsSlice(key), rocksdb::Slice()) : sink.Delete(AsSlice(key));
