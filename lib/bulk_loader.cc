@@ -129,7 +129,8 @@ void ScatterByDigit(const TableOp* in, std::size_t n, int skip, int bits, TableO
   for (std::size_t i = 0; i < n; ++i) out[next[digit(in[i])]++] = in[i];
 }
 
-void SortRun(TableOp* first, TableOp* last) {
+// Sorts the ops of one run of a bucket.
+void SortOpRun(TableOp* first, TableOp* last) {
   if (last - first < 2) return;  // also keeps first + 1 within the run
   if (static_cast<std::size_t>(last - first) > kInsertionSortMax) {
     std::sort(first, last);
@@ -165,13 +166,13 @@ void SortOps(SortBuffers& buffers) {
     const std::size_t n = buffers.outer[b + 1] - buffers.outer[b];
     if (n <= kInsertionSortMax) {
       std::copy(in, in + n, out);
-      SortRun(out, out + n);
+      SortOpRun(out, out + n);
       continue;
     }
     const int bits = std::min(kOuterBits, static_cast<int>(std::bit_width(n)));
     ScatterByDigit(in, n, kOuterBits, bits, out, buffers.inner, buffers.next);
     for (std::size_t d = 0; d + 1 < buffers.inner.size(); ++d) {
-      SortRun(out + buffers.inner[d], out + buffers.inner[d + 1]);
+      SortOpRun(out + buffers.inner[d], out + buffers.inner[d + 1]);
     }
   }
 }

@@ -15,23 +15,27 @@ namespace {
 constexpr std::chrono::nanoseconds kDefaultSlowProbeTime = std::chrono::microseconds(50);
 std::atomic<std::chrono::nanoseconds::rep> slow_probe_nanos{kDefaultSlowProbeTime.count()};
 
-}  // namespace
-
-std::chrono::nanoseconds SlowProbeTime() {
-  return std::chrono::nanoseconds(slow_probe_nanos.load(std::memory_order_relaxed));
-}
-
-void SetSlowProbeTimeForTesting(std::chrono::nanoseconds time) {
-  slow_probe_nanos.store((time.count() < 0 ? kDefaultSlowProbeTime : time).count(),
-                         std::memory_order_relaxed);
-}
-
+// Whether the calling thread read from the device since it last asked;
+// true the first time, and where the kernel keeps no count.
 bool ReadFromDeviceSinceLastAsked() {
   static const bool kernel_counts_reads = ::access("/proc/self/io", R_OK) == 0;
   thread_local long last_blocks_read = -1;
   rusage usage;
   if (!kernel_counts_reads || getrusage(RUSAGE_THREAD, &usage) != 0) return true;
   return std::exchange(last_blocks_read, usage.ru_inblock) != usage.ru_inblock;
+}
+
+}  // namespace
+
+bool ProbesWaitedOnDevice(std::chrono::nanoseconds took, std::size_t queries) {
+  const std::chrono::nanoseconds slow(slow_probe_nanos.load(std::memory_order_relaxed));
+  if (slow.count() == 0) return true;  // tests: every probe counts as slow
+  return took >= slow * static_cast<std::int64_t>(queries) && ReadFromDeviceSinceLastAsked();
+}
+
+void SetSlowProbeTimeForTesting(std::chrono::nanoseconds time) {
+  slow_probe_nanos.store((time.count() < 0 ? kDefaultSlowProbeTime : time).count(),
+                         std::memory_order_relaxed);
 }
 
 ReadPool::~ReadPool() {

@@ -61,29 +61,29 @@ class ReadPool {
   std::vector<std::thread> threads_;
 };
 
-// How long one table's probes of a query may take before the query's other
-// tables go to the ReadPool: several times a probe that reads its block from
-// memory (10-20 µs), about half of one that waits on the device.
-std::chrono::nanoseconds SlowProbeTime();
-// Tests set it to zero to send every query's tables after the first to the
-// pool, device or not; a negative time restores the default.
-void SetSlowProbeTimeForTesting(std::chrono::nanoseconds time);
-
-// Whether the calling thread read from the device since it last asked,
-// including anything else it did meanwhile: Linux counts the blocks each
-// thread's own reads fetched (getrusage, RUSAGE_THREAD). True the first
-// time, and always where the kernel keeps no such count (no
-// /proc/self/io); a file system that reads without the block layer (NFS,
-// FUSE) counts nothing, and its cold queries stay on their threads.
+// Whether one table's probes for `queries` fingerprints, which took `took`,
+// waited on the device, so that the query's other tables should go to the
+// ReadPool: they took longer than several probes from memory (10-20 µs a
+// fingerprint), about half of one from the device, and the calling thread
+// read from the device since it last asked.
 //
-// Why: a slow probe alone does not tell. On this virtual machine about 3%
-// of warm hits had a probe of 50-300 µs from memory (preempted, or first
+// Why both: time alone does not tell. On this virtual machine about 3% of
+// warm hits had a probe of 50-300 µs from memory (preempted, or first
 // touches of new heap pages), against 72-100 µs for one from the device.
 // Handing those off woke the pool for nothing, and more so when the CPU
-// was busy: with this check, 50,000 warm hits on two threads at 10M made
-// 5-6k voluntary context switches instead of 17-20k (once 590k). One
-// getrusage call, about 1 µs, made only after a slow probe.
-bool ReadFromDeviceSinceLastAsked();
+// was busy: with the device check, 50,000 warm hits on two threads at 10M
+// made 5-6k voluntary context switches instead of 17-20k (once 590k).
+// Linux counts the blocks each thread's own reads fetched (getrusage,
+// RUSAGE_THREAD, about 1 µs, asked only after a slow probe); where it
+// keeps no such count (no /proc/self/io) time alone decides, and a file
+// system that reads without the block layer (NFS, FUSE) counts nothing,
+// so its cold queries stay on their threads. The count covers whatever
+// else the thread did since it last asked.
+bool ProbesWaitedOnDevice(std::chrono::nanoseconds took, std::size_t queries);
+// Tests set the slow time to zero to send every query's tables after the
+// first hit to the pool, device or not; a negative time restores the
+// default.
+void SetSlowProbeTimeForTesting(std::chrono::nanoseconds time);
 
 }  // namespace fpstore::internal
 

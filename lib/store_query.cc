@@ -305,17 +305,16 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
   // share, the other tables side by side (read_pool.h). A probe that waited
   // and found nothing was most likely a prefix filter's false positive:
   // handing off the rest cost cold misses more than it saved.
-  const auto slow = SlowProbeTime() * static_cast<std::int64_t>(fingerprints.size());
   std::size_t found = 0;
   // One clock reading per table: each table's end is the next one's start.
   auto start = std::chrono::steady_clock::now();
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
     if (Status s = ProbeTable(*tables.tables[t], t, fingerprints, k, hits); !s.ok()) return s;
     const auto end = std::chrono::steady_clock::now();
-    const bool waited = end - std::exchange(start, end) >= slow;
+    const auto took = end - std::exchange(start, end);
     const std::size_t found_before = std::exchange(found, HitCount(hits));
-    if (t + 1 < plan_.table_count() && found > found_before && waited &&
-        (slow.count() == 0 || ReadFromDeviceSinceLastAsked())) {
+    if (t + 1 < plan_.table_count() && found > found_before &&
+        ProbesWaitedOnDevice(took, fingerprints.size())) {
       Status s = ProbeTablesInParallel(t + 1, tables, fingerprints, k, snapshot, hits);
       if (!s.ok()) return s;
       break;

@@ -89,10 +89,12 @@ bool AnyPageCached(int fd, std::size_t bytes) {
          std::any_of(resident.begin(), resident.end(), [](unsigned char r) { return r & 1; });
 }
 
-// Queries hand off to the pool only after reading from the device, which
-// Linux counts per thread: a read the page cache serves does not count.
-TEST(ReadFromDeviceTest, CountsOnlyReadsThePageCacheMissed) {
+// Probes count as waiting on the device when they were slow and the thread
+// read from it, which Linux counts per thread: a read the page cache
+// serves, or a sleep, does not count.
+TEST(ProbesWaitedOnDeviceTest, SlowAndReadFromTheDevice) {
   if (::access("/proc/self/io", R_OK) != 0) GTEST_SKIP() << "the kernel counts no reads";
+  constexpr std::chrono::seconds kSlow(1);
   TempDir dir;
   constexpr std::size_t kBytes = std::size_t{4} << 20;
   const std::vector<char> bytes(kBytes, 'x');
@@ -104,19 +106,21 @@ TEST(ReadFromDeviceTest, CountsOnlyReadsThePageCacheMissed) {
   ASSERT_GE(file.fd, 0);
   ASSERT_EQ(::write(file.fd, bytes.data(), kBytes), static_cast<ssize_t>(kBytes));
   ASSERT_EQ(::fsync(file.fd), 0);
-  (void)internal::ReadFromDeviceSinceLastAsked();
+  (void)internal::ProbesWaitedOnDevice(kSlow, 1);
   // Just written: from the page cache.
   ASSERT_EQ(::pread(file.fd, read_back.data(), kBytes, 0), static_cast<ssize_t>(kBytes));
-  EXPECT_FALSE(internal::ReadFromDeviceSinceLastAsked());
+  EXPECT_FALSE(internal::ProbesWaitedOnDevice(kSlow, 1));
   // Sleeping, as a wait for a lock does, is not reading.
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_FALSE(internal::ReadFromDeviceSinceLastAsked());
+  EXPECT_FALSE(internal::ProbesWaitedOnDevice(kSlow, 1));
   // Clean after fsync, so evictable; read again, from the device.
   ASSERT_EQ(::posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED), 0);
   if (AnyPageCached(file.fd, kBytes)) GTEST_SKIP() << dir.path() << " keeps its files in memory";
   ASSERT_EQ(::pread(file.fd, read_back.data(), kBytes, 0), static_cast<ssize_t>(kBytes));
-  EXPECT_TRUE(internal::ReadFromDeviceSinceLastAsked());
-  EXPECT_FALSE(internal::ReadFromDeviceSinceLastAsked());
+  // Fast probes did not wait, whatever the thread read.
+  EXPECT_FALSE(internal::ProbesWaitedOnDevice(std::chrono::microseconds(1), 1));
+  EXPECT_TRUE(internal::ProbesWaitedOnDevice(kSlow, 1));
+  EXPECT_FALSE(internal::ProbesWaitedOnDevice(kSlow, 1));
 }
 
 // Sends every query's tables after its first hit to the pool, as a query
