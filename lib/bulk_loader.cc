@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <condition_variable>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <queue>
@@ -27,10 +29,11 @@ namespace {
 std::size_t RecordBytes(std::string_view metadata) { return 64 + metadata.size(); }
 
 // A table key with what to do with it: put the new entry or delete a
-// replaced document's old one.
+// replaced document's old one; and the change it comes from.
 struct TableOp {
   Fingerprint permuted;
   DocumentId id;
+  std::uint32_t change;  // its index in the changes file, for lone bits
   bool put;
 
   bool operator<(const TableOp& o) const {
@@ -304,6 +307,12 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   }
   std::unique_ptr<rocksdb::Iterator> existing(
       db.NewIterator(rocksdb::ReadOptions(), store_.documents_family()));
+  // Lone bits are exact only for a load into an empty store; later loads
+  // add their fingerprints to the recent family instead.
+  existing->SeekToFirst();
+  if (!existing->status().ok()) return FromRocks(existing->status(), "reading documents");
+  const bool into_empty = !existing->Valid();
+  std::vector<Fingerprint> recent;
   while (!heads.empty()) {
     Head h = heads.top();
     heads.pop();
@@ -340,6 +349,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     if (old_in_tables) leaving.push_back({h.id, old});
     Change{h.id, h.fp, old, old_in_tables}.Write(changes);
     ++change_count;
+    if (!into_empty && store_.recent_family() != nullptr) recent.push_back(h.fp);
   }
   if (Status s = changes.Close(); !s.ok()) return s;
   // The tables get the memory budget to themselves.
@@ -383,7 +393,15 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     work_done += change_count;
     return ReportProgress(work_done, total_work);
   };
-  if (Status s = WriteTables(changes_path, change_count, *dropped, table_done, args); !s.ok()) {
+  if (Status s = AddRecent(std::move(recent), args); !s.ok()) return s;
+  std::vector<std::atomic<LoneBits>> crowded;
+  if (into_empty && store_.recent_family() != nullptr &&
+      change_count <= std::numeric_limits<std::uint32_t>::max()) {
+    crowded = std::vector<std::atomic<LoneBits>>(change_count);
+  }
+  if (Status s = WriteTables(changes_path, change_count, *dropped, table_done,
+                             crowded.empty() ? nullptr : crowded.data(), args);
+      !s.ok()) {
     return s;
   }
 
@@ -430,31 +448,62 @@ Result<std::vector<Fingerprint>> BulkLoaderImpl::DroppedFingerprints(
 Status BulkLoaderImpl::WriteTables(const std::string& changes_path, std::uint64_t change_count,
                                    std::span<const Fingerprint> dropped,
                                    const std::function<Status()>& table_done,
+                                   std::atomic<LoneBits>* crowded,
                                    std::vector<rocksdb::IngestExternalFileArg>& args) const {
   const PermutationPlan& plan = store_.plan_;
-  // Tables are independent: each worker sorts and writes every n-th one,
-  // within its share of the memory budget.
+  const std::size_t tables = plan.table_count();
+  // Tables are independent: each worker takes the next one not taken,
+  // within its share of the memory budget. Table 0, which writes the lone
+  // bits from what the others found, goes last and waits for them.
   const int threads = static_cast<int>(std::min<std::size_t>(
-      plan.table_count(),
+      tables,
       options_.threads > 0 ? options_.threads : std::max(1u, std::thread::hardware_concurrency())));
   const std::size_t max_ops =
       std::max<std::size_t>(1024, options_.memory_bytes / threads / (2 * sizeof(TableOp)));
-  std::vector<rocksdb::IngestExternalFileArg> table_args(plan.table_count());
+  std::vector<rocksdb::IngestExternalFileArg> table_args(tables);
   std::vector<Status> failures(threads);
+  std::atomic<std::size_t> next_table{0};
+  std::mutex done_mu;
+  std::condition_variable all_but_table0_done;
+  std::size_t done = 0;  // tables other than 0 finished, or given up on
+  auto finished_one = [&] {
+    {
+      std::lock_guard lock(done_mu);
+      ++done;
+    }
+    all_but_table0_done.notify_all();
+  };
   std::vector<std::thread> workers;
   for (int w = 0; w < threads; ++w) {
     workers.emplace_back([&, w] {
       // An exception (out of memory) must not end the process from a
       // worker thread: it fails the load.
-      try {
-        SortBuffers buffers;
-        for (std::size_t t = w; t < plan.table_count() && failures[w].ok(); t += threads) {
+      SortBuffers buffers;
+      for (std::size_t i; failures[w].ok() && (i = next_table.fetch_add(1)) < tables;) {
+        const std::size_t t = crowded != nullptr ? (i + 1) % tables : i;
+        // Table 0 reads and sorts its ops while the last tables are
+        // written, and waits for them before it writes the first key.
+        auto wait_for_others = [&] {
+          std::unique_lock lock(done_mu);
+          all_but_table0_done.wait(lock, [&] { return done == tables - 1; });
+        };
+        try {
           failures[w] =
-              WriteTable(t, changes_path, change_count, dropped, max_ops, buffers, table_args[t]);
+              WriteTable(t, changes_path, change_count, dropped, max_ops, buffers, crowded,
+                         crowded != nullptr && t == 0 ? wait_for_others : std::function<void()>(),
+                         table_args[t]);
           if (failures[w].ok()) failures[w] = table_done();
+        } catch (const std::exception& e) {
+          failures[w] = Status::IOError(std::string("writing the tables: ") + e.what());
         }
-      } catch (const std::exception& e) {
-        failures[w] = Status::IOError(std::string("writing the tables: ") + e.what());
+        if (t != 0) finished_one();
+      }
+      // A worker that stops early gives up its untaken tables, so that
+      // nobody waits for them.
+      while (true) {
+        const std::size_t i = next_table.fetch_add(1);
+        if (i >= tables) break;
+        if (crowded == nullptr || (i + 1) % tables != 0) finished_one();
       }
     });
   }
@@ -474,7 +523,10 @@ Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
   const std::string changes_path = TempPath("changes");
   RecordWriter changes(changes_path);
   SstSink marks(*store_.db_, store_.staging_family(), TempPath("staging.sst"));
+  std::vector<Fingerprint> recent;
+  if (store_.recent_family() != nullptr) recent.reserve(staged.size());
   for (const StagedDocument& doc : staged) {
+    if (store_.recent_family() != nullptr) recent.push_back(doc.fingerprint);
     // A staged version has no table entries to replace.
     Change{doc.id, doc.fingerprint, 0, false}.Write(changes);
     const DocumentKey key = EncodeDocumentKey(doc.id);
@@ -486,8 +538,31 @@ Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
   arg.options.move_files = true;
   if (Status s = marks.Finish(arg.external_files); !s.ok()) return s;
   if (!arg.external_files.empty()) args.push_back(std::move(arg));
+  if (Status s = AddRecent(std::move(recent), args); !s.ok()) return s;
   return WriteTables(
-      changes_path, staged.size(), {}, [] { return Status::OK(); }, args);
+      changes_path, staged.size(), {}, [] { return Status::OK(); }, nullptr, args);
+}
+
+Status BulkLoaderImpl::AddRecent(std::vector<Fingerprint> fingerprints,
+                                 std::vector<rocksdb::IngestExternalFileArg>& args) const {
+  if (store_.recent_family() == nullptr || fingerprints.empty()) return Status::OK();
+  std::sort(fingerprints.begin(), fingerprints.end());
+  fingerprints.erase(std::unique(fingerprints.begin(), fingerprints.end()), fingerprints.end());
+  SstSink sink(*store_.db_, store_.recent_family(), TempPath("recent.sst"));
+  for (Fingerprint fp : fingerprints) {
+    char key[8];
+    PutBigEndian64(key, fp);
+    if (Status s = sink.Put(rocksdb::Slice(key, 8), rocksdb::Slice()); !s.ok()) return s;
+  }
+  // Before the tables can hold them: queries that see their entries must
+  // see their prefixes too (recent_prefixes.h).
+  store_.recent_.Add(fingerprints);
+  rocksdb::IngestExternalFileArg arg;
+  arg.column_family = store_.recent_family();
+  arg.options.move_files = true;
+  if (Status s = sink.Finish(arg.external_files); !s.ok()) return s;
+  args.push_back(std::move(arg));
+  return Status::OK();
 }
 
 Status BulkLoaderImpl::ReportProgress(std::uint64_t done, std::uint64_t total) const {
@@ -503,6 +578,8 @@ Status BulkLoaderImpl::ReportProgress(std::uint64_t done, std::uint64_t total) c
 Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path,
                                   std::uint64_t change_count, std::span<const Fingerprint> dropped,
                                   std::size_t max_ops, SortBuffers& buffers,
+                                  std::atomic<LoneBits>* crowded,
+                                  const std::function<void()>& before_writing,
                                   rocksdb::IngestExternalFileArg& arg) const {
   const TablePermutation& perm = store_.plan_.table(t);
   const TableKeyCodec codec = store_.codec(t);
@@ -523,7 +600,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
     for (const TableOp& op : ops) {
       out.PutU64(op.permuted);
       out.PutU64(op.id);
-      out.PutU64(op.put);
+      out.PutU64(std::uint64_t{op.change} << 1 | op.put);
     }
     ops.clear();
     spills.push_back(path);
@@ -540,7 +617,35 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
     }
     last = op;
     const TableKey key = codec.Encode(op.permuted, op.id);
-    return op.put ? sink.Put(AsSlice(key), rocksdb::Slice()) : sink.Delete(AsSlice(key));
+    if (!op.put) return sink.Delete(AsSlice(key));
+    if (crowded != nullptr && t == 0) {
+      const std::size_t tables = store_.plan_.table_count();
+      return sink.Put(AsSlice(key),
+                      EncodeLoneBits(AllLoneBits(tables) & ~crowded[op.change].load(), tables));
+    }
+    return sink.Put(AsSlice(key), rocksdb::Slice());
+  };
+  // Writes sorted ops that end with a whole prefix. With lone bits, each
+  // prefix's ops are first marked crowded if more than one fingerprint has
+  // it: few are, so few take a cache miss for it.
+  const bool marks_crowded = crowded != nullptr && t < RecentPrefixes::kMaxTables;
+  auto write_prefixes = [&](std::span<const TableOp> sorted) -> Status {
+    for (std::size_t i = 0; i < sorted.size();) {
+      std::size_t end = i + 1;
+      if (marks_crowded) {
+        const Fingerprint prefix = sorted[i].permuted & perm.prefix_mask();
+        while (end < sorted.size() && (sorted[end].permuted & perm.prefix_mask()) == prefix) ++end;
+        if (sorted[i].permuted != sorted[end - 1].permuted) {
+          for (std::size_t j = i; j < end; ++j) {
+            crowded[sorted[j].change].fetch_or(LoneBits{1} << t);
+          }
+        }
+      }
+      for (; i < end; ++i) {
+        if (Status s = write(sorted[i]); !s.ok()) return s;
+      }
+    }
+    return Status::OK();
   };
   RecordReader in(changes_path);
   for (std::uint64_t i = 0; i < change_count; ++i) {
@@ -551,27 +656,31 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
     }
     // A table without ids holds a fingerprint once, for all its documents.
     const DocumentId id = codec.keeps_ids() ? c.id : 0;
-    ops.push_back({perm.Apply(c.fingerprint), id, true});
+    const auto change = static_cast<std::uint32_t>(i);
+    ops.push_back({perm.Apply(c.fingerprint), id, change, true});
     if (c.had_old &&
         (codec.keeps_ids() || std::binary_search(dropped.begin(), dropped.end(), c.old))) {
-      ops.push_back({perm.Apply(c.old), id, false});
+      ops.push_back({perm.Apply(c.old), id, change, false});
     }
   }
   if (spills.empty()) {
     SortOps(buffers);
-    for (const TableOp& op : ops) {
-      if (Status s = write(op); !s.ok()) return s;
-    }
+    if (before_writing) before_writing();
+    if (Status s = write_prefixes(ops); !s.ok()) return s;
   } else {
     if (Status s = spill(); !s.ok()) return s;
+    if (before_writing) before_writing();
     std::vector<std::unique_ptr<RecordReader>> readers;
     using Item = std::pair<TableOp, std::size_t>;
     auto later = [](const Item& a, const Item& b) { return b.first < a.first; };
     std::priority_queue<Item, std::vector<Item>, decltype(later)> merge(later);
     auto pull = [&](std::size_t r) {
-      std::uint64_t permuted, id, put;
-      if (readers[r]->GetU64(permuted) && readers[r]->GetU64(id) && readers[r]->GetU64(put)) {
-        merge.push({TableOp{permuted, id, put != 0}, r});
+      std::uint64_t permuted, id, change_put;
+      if (readers[r]->GetU64(permuted) && readers[r]->GetU64(id) &&
+          readers[r]->GetU64(change_put)) {
+        merge.push({TableOp{permuted, id, static_cast<std::uint32_t>(change_put >> 1),
+                            (change_put & 1) != 0},
+                    r});
       }
       return readers[r]->status();
     };
@@ -579,12 +688,20 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
       readers.push_back(std::make_unique<RecordReader>(path));
       if (Status s = pull(readers.size() - 1); !s.ok()) return s;
     }
+    // The merged ops a prefix at a time.
+    std::vector<TableOp> prefix_ops;
     while (!merge.empty()) {
       const auto [op, r] = merge.top();
       merge.pop();
-      if (Status s = write(op); !s.ok()) return s;
+      if (!prefix_ops.empty() &&
+          (prefix_ops.back().permuted & perm.prefix_mask()) != (op.permuted & perm.prefix_mask())) {
+        if (Status s = write_prefixes(prefix_ops); !s.ok()) return s;
+        prefix_ops.clear();
+      }
+      prefix_ops.push_back(op);
       if (Status s = pull(r); !s.ok()) return s;
     }
+    if (Status s = write_prefixes(prefix_ops); !s.ok()) return s;
     for (const std::string& path : spills) fs::remove(path);
   }
   arg.column_family = store_.table(t);

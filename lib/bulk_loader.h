@@ -5,6 +5,7 @@
 
 #include <rocksdb/db.h>
 
+#include <atomic>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include "document_runs.h"
 #include "fpstore/bulk_loader.h"
+#include "key_codec.h"
 #include "pair_finder.h"
 
 namespace fpstore::internal {
@@ -33,8 +35,10 @@ class BulkLoaderImpl final : public BulkLoader {
   Result<BulkLoadStats> Finish() override;
 
   // Writes the files that move `staged` documents (by id) from the staging
-  // family into the tables: their table entries, and the deletion of their
-  // staging marks. Appends them to `args` for one atomic ingestion.
+  // family into the tables: their table entries, the deletion of their
+  // staging marks, and (format 5) their fingerprints for the recent family,
+  // whose prefixes it adds to the store's RecentPrefixes. Appends them to
+  // `args` for one atomic ingestion.
   Status WriteMergeFiles(std::span<const StagedDocument> staged,
                          std::vector<rocksdb::IngestExternalFileArg>& args) const;
 
@@ -51,16 +55,26 @@ class BulkLoaderImpl final : public BulkLoader {
                                                        std::uint64_t change_count) const;
   // Sorts table `t`'s puts and deletes from the changes file and writes
   // them as one SST, described in `arg` for ingestion. `dropped`: as
-  // DroppedFingerprints returns.
+  // DroppedFingerprints returns. With `crowded` (one per change, in the
+  // changes file's order; puts only), sets bit t of each change whose
+  // fingerprint shares its prefix here with another, and table 0 writes
+  // the other bits as lone bits, so it must come after the others: it
+  // calls before_writing(), if set, once its ops are sorted.
   Status WriteTable(std::size_t t, const std::string& changes_path, std::uint64_t change_count,
                     std::span<const Fingerprint> dropped, std::size_t max_ops, SortBuffers& buffers,
+                    std::atomic<LoneBits>* crowded, const std::function<void()>& before_writing,
                     rocksdb::IngestExternalFileArg& arg) const;
   // Writes every table's SST from the changes file, tables spread over
   // threads; calls table_done() after each table. Appends them to `args`.
+  // `crowded`: as WriteTable takes it; table 0 is then written last.
   Status WriteTables(const std::string& changes_path, std::uint64_t change_count,
                      std::span<const Fingerprint> dropped,
-                     const std::function<Status()>& table_done,
+                     const std::function<Status()>& table_done, std::atomic<LoneBits>* crowded,
                      std::vector<rocksdb::IngestExternalFileArg>& args) const;
+  // Adds `fingerprints` to the store's RecentPrefixes and, as a file of its
+  // recent family, to `args`. Nothing in a store before format 5.
+  Status AddRecent(std::vector<Fingerprint> fingerprints,
+                   std::vector<rocksdb::IngestExternalFileArg>& args) const;
   std::string TempPath(const std::string& name) const;
 
   StoreImpl& store_;

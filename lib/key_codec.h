@@ -4,6 +4,7 @@
 #ifndef FPSTORE_LIB_KEY_CODEC_H_
 #define FPSTORE_LIB_KEY_CODEC_H_
 
+#include <algorithm>
 #include <array>
 #include <compare>
 #include <cstdint>
@@ -158,6 +159,33 @@ inline bool DecodeDocumentValue(std::string_view value, Fingerprint* fingerprint
   *fingerprint = GetBigEndian64(value.data());
   if (metadata != nullptr) metadata->assign(value.substr(8));
   return true;
+}
+
+// A table-0 value (format 5): bit t set if, when the bits were written, no
+// other fingerprint had this one's prefix in table t (recent_prefixes.h).
+// Byte i holds tables 8i to 8i + 7, table 8i in its lowest bit; the bytes
+// end after the last table named (at most RecentPrefixes::kMaxTables), or
+// at once: an empty value has no bits set.
+using LoneBits = std::uint32_t;
+
+// Every table's bit, for a plan of `tables` tables.
+inline LoneBits AllLoneBits(std::size_t tables) {
+  return tables >= 32 ? ~LoneBits{0} : (LoneBits{1} << tables) - 1;
+}
+
+inline std::string EncodeLoneBits(LoneBits bits, std::size_t tables) {
+  std::string value((std::min<std::size_t>(tables, 32) + 7) / 8, '\0');
+  for (std::size_t i = 0; i < value.size(); ++i) value[i] = static_cast<char>(bits >> (8 * i));
+  return value;
+}
+
+// Bytes beyond the fourth, which no build writes, are ignored.
+inline LoneBits DecodeLoneBits(std::string_view value) {
+  LoneBits bits = 0;
+  for (std::size_t i = 0; i < value.size() && i < 4; ++i) {
+    bits |= LoneBits{static_cast<unsigned char>(value[i])} << (8 * i);
+  }
+  return bits;
 }
 
 }  // namespace fpstore::internal

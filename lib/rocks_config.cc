@@ -154,6 +154,14 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     cf.level_compaction_dynamic_level_bytes = true;
     config.families.emplace_back(TableFamilyName(t), cf);
   }
+
+  // Fingerprints that came after the lone bits: read whole on open only.
+  if (format_version >= 5) {
+    rocksdb::ColumnFamilyOptions cf;
+    cf.compression = rocksdb::kLZ4Compression;
+    cf.write_buffer_size = memtable_bytes;
+    config.families.emplace_back(kRecentFamily, cf);
+  }
   return config;
 }
 

@@ -191,7 +191,7 @@ Result<std::vector<Fingerprint>> StoreImpl::FingerprintsKept(
     const Fingerprint fp = leaving[i].fingerprint;
     if (i > 0 && leaving[i - 1].fingerprint == fp) continue;
     bool keeps = false;
-    Status s = ForEachIdOf(*table0, fp, [&](DocumentId id) {
+    Status s = ForEachIdOf(*table0, fp, [&](DocumentId id, LoneBits) {
       keeps = !std::binary_search(leaving.begin(), leaving.end(), IdFingerprint{id, fp},
                                   ByFingerprint);
       return !keeps;

@@ -19,6 +19,7 @@
 #include "key_codec.h"
 #include "pair_finder.h"
 #include "read_pool.h"
+#include "recent_prefixes.h"
 #include "staging_index.h"
 #include "table_cursors.h"
 
@@ -27,6 +28,7 @@ namespace fpstore::internal {
 // Column family names and metadata keys, fixed by the on-disk format.
 inline constexpr char kDocumentsFamily[] = "documents";
 inline constexpr char kStagingFamily[] = "staging";
+inline constexpr char kRecentFamily[] = "recent";
 inline constexpr char kFormatVersionKey[] = "fpstore.format_version";
 inline constexpr char kPlanKey[] = "fpstore.plan";
 inline constexpr char kFingerprintKey[] = "fpstore.fingerprint";
@@ -97,6 +99,8 @@ class StoreImpl final : public Store {
     int distance;
     // Found in a table without ids: `id` is not known yet (ResolveIds).
     bool by_fingerprint = false;
+    // Its lone bits, once its entry in table 0 was read (key_codec.h).
+    LoneBits lone = 0;
   };
 
   StoreImpl(std::string path, StoreOptions options, int format_version, PermutationPlan plan,
@@ -169,16 +173,18 @@ class StoreImpl final : public Store {
                                                       int k, const TableCursors& tables,
                                                       const rocksdb::Snapshot* snapshot) const;
   // Finds the hits of each of `fingerprints` in table `t` through its
-  // iterator `it`, adding them to hits[i] for fingerprints[i].
+  // iterator `it`, adding them to hits[i] for fingerprints[i]; skips those
+  // whose skip[i] has bit t set (MarkSkippable).
   Status ProbeTable(rocksdb::Iterator& it, std::size_t t, std::span<const Fingerprint> fingerprints,
-                    int k, std::vector<std::vector<Hit>>& hits) const;
+                    int k, std::span<const LoneBits> skip,
+                    std::vector<std::vector<Hit>>& hits) const;
   // ProbeTable for every table from `first` on, side by side on read_pool_,
   // while the calling thread, which takes the pool's first task, reads the
   // records of the documents in `hits` so far into the block cache
   // (WarmRecordsOf). REQUIRES: first > 0.
   Status ProbeTablesInParallel(std::size_t first, const TableCursors& tables,
                                std::span<const Fingerprint> fingerprints, int k,
-                               const rocksdb::Snapshot* snapshot,
+                               std::span<const LoneBits> skip, const rocksdb::Snapshot* snapshot,
                                std::vector<std::vector<Hit>>& hits) const;
   // Reads the documents of `hits` (through `table0` for those found by
   // fingerprint) and their records at `snapshot`, for the blocks alone: the
@@ -198,10 +204,16 @@ class StoreImpl final : public Store {
   // table 0, at its latest state, holds for a document not in `leaving`.
   // Sorted.
   Result<std::vector<Fingerprint>> FingerprintsKept(std::span<const IdFingerprint> leaving) const;
-  // Calls found(id) for each document that table 0, read through `table0`,
-  // holds with `fingerprint`, in id order, while found returns true.
+  // Calls found(id, lone bits) for each document that table 0, read through
+  // `table0`, holds with `fingerprint`, in id order, while found returns true.
   Status ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
-                     const std::function<bool(DocumentId)>& found) const;
+                     const std::function<bool(DocumentId, LoneBits)>& found) const;
+  // Adds to `skip` the tables after `t` that `found`, hits of `query`, leave
+  // nothing to find in: tables where `query` shares a hit's prefix and the
+  // hit is alone with it (recent_prefixes.h). Hits whose entry in table 0
+  // was not read yet have no lone bits.
+  void MarkSkippable(Fingerprint query, std::span<const Hit> found, std::size_t t,
+                     LoneBits& skip) const;
 
   // Adds to `hits` the staged documents within k of each query, as the
   // staging family has them at `snapshot`. REQUIRES: ingest_mu_ held.
@@ -218,6 +230,8 @@ class StoreImpl final : public Store {
 
   // Rebuilds the staging index from the staging family (at open).
   Status LoadStagingIndex();
+  // Rebuilds recent_ from the recent family (at open).
+  Status LoadRecentPrefixes();
   // Waits until the staging index has room for more documents.
   Status WaitForStagingRoom();
   // Moves the documents staged so far into the tables: freezes the staging
@@ -281,9 +295,13 @@ class StoreImpl final : public Store {
   rocksdb::ColumnFamilyHandle* staging_family() const {
     return format_version_ >= 3 ? handles_[2] : nullptr;
   }
+  // Null before format 5, which has no lone bits.
+  rocksdb::ColumnFamilyHandle* recent_family() const {
+    return format_version_ >= 5 ? handles_.back() : nullptr;
+  }
   // Every table's family, in table order.
   std::span<rocksdb::ColumnFamilyHandle* const> tables() const {
-    return std::span(handles_).subspan(format_version_ >= 3 ? 3 : 2);
+    return std::span(handles_).subspan(format_version_ >= 3 ? 3 : 2, plan_.table_count());
   }
   rocksdb::ColumnFamilyHandle* table(std::size_t t) const { return tables()[t]; }
   rocksdb::ColumnFamilyHandle* meta() const { return handles_[0]; }
@@ -294,8 +312,8 @@ class StoreImpl final : public Store {
   const PermutationPlan plan_;
   const Fingerprinter fingerprinter_;
   std::unique_ptr<rocksdb::DB> db_;
-  // [0] default (metadata), [1] documents, [2] staging, [3 + t] table t;
-  // in format 2, [2 + t] table t.
+  // [0] default (metadata), [1] documents, [2] staging, [3 + t] table t,
+  // then (format 5) recent; in format 2, [2 + t] table t.
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   GroupCommit group_commit_;
   // Table iterators kept between queries, and the writes that make a query
@@ -332,6 +350,9 @@ class StoreImpl final : public Store {
   Status merge_error_;
   bool stopping_ = false;
   std::thread merger_;
+
+  // The prefixes that lone bits must not be trusted for (recent_prefixes.h).
+  RecentPrefixes recent_{plan_};
 
   bool closed_ = false;
 };

@@ -18,6 +18,21 @@ Status StoreImpl::LoadStagingIndex() {
   return Status::OK();
 }
 
+Status StoreImpl::LoadRecentPrefixes() {
+  if (recent_family() == nullptr) return Status::OK();
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), recent_family()));
+  std::vector<Fingerprint> recent;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (it->key().size() != 8) {
+      return Status::Corruption("recent: malformed key " + it->key().ToString(true));
+    }
+    recent.push_back(GetBigEndian64(it->key().data()));
+  }
+  if (Status s = FromRocks(it->status(), "reading the recent family"); !s.ok()) return s;
+  recent_.Add(recent);
+  return Status::OK();
+}
+
 Result<std::vector<StagedDocument>> StoreImpl::StagedDocuments(
     const rocksdb::Snapshot* snapshot) const {
   if (staging_family() == nullptr) return std::vector<StagedDocument>();

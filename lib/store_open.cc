@@ -289,6 +289,7 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
                                                  cursors));
   if (!options.read_only) reservation.HandTo(store.get());
   if (Status s = store->LoadStagingIndex(); !s.ok()) return s.WithContext(path);
+  if (Status s = store->LoadRecentPrefixes(); !s.ok()) return s.WithContext(path);
   if (!exists) {
     // The metadata record goes last and in one synced batch: a directory
     // whose creation was cut short holds no record and is refused on open.

@@ -2,6 +2,7 @@
 // documents' index, then the matches' document records.
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <exception>
 #include <optional>
@@ -37,7 +38,8 @@ Status StoreImpl::ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint qu
     if (d <= k) {
       const Fingerprint fp = perm.Invert(e.permuted);
       if (plan_.FirstSharedTable(query, fp) == static_cast<int>(t)) {
-        hits.push_back({e.id, fp, d, !codec.keeps_ids()});
+        hits.push_back({e.id, fp, d, !codec.keeps_ids(),
+                        t == 0 ? DecodeLoneBits(it.value().ToStringView()) : 0});
         accepted = true;
       }
     }
@@ -59,7 +61,7 @@ Status StoreImpl::ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint qu
 }
 
 Status StoreImpl::ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
-                              const std::function<bool(DocumentId)>& found) const {
+                              const std::function<bool(DocumentId, LoneBits)>& found) const {
   const TableKeyCodec codec0 = codec(0);
   const Fingerprint permuted = plan_.table(0).Apply(fingerprint);
   for (table0.Seek(AsSlice(codec0.Encode(permuted, 0))); table0.Valid(); table0.Next()) {
@@ -68,7 +70,9 @@ Status StoreImpl::ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint
       return Status::Corruption(TableFamilyName(0) + " holds a malformed key " +
                                 table0.key().ToString(true));
     }
-    if (e.permuted != permuted || !found(e.id)) break;
+    if (e.permuted != permuted || !found(e.id, DecodeLoneBits(table0.value().ToStringView()))) {
+      break;
+    }
   }
   if (table0.status().ok()) return Status::OK();
   return FromRocks(table0.status(), "reading " + TableFamilyName(0));
@@ -83,8 +87,8 @@ Status StoreImpl::ResolveIds(std::vector<Hit>& hits, rocksdb::Iterator& table0) 
       continue;
     }
     const std::size_t before = resolved.size();
-    Status s = ForEachIdOf(table0, h.fingerprint, [&](DocumentId id) {
-      resolved.push_back({id, h.fingerprint, h.distance});
+    Status s = ForEachIdOf(table0, h.fingerprint, [&](DocumentId id, LoneBits lone) {
+      resolved.push_back({id, h.fingerprint, h.distance, false, lone});
       return true;
     });
     if (!s.ok()) return s;
@@ -228,11 +232,34 @@ std::size_t HitCount(const std::vector<std::vector<T>>& hits) {
 
 }  // namespace
 
+void StoreImpl::MarkSkippable(Fingerprint query, std::span<const Hit> found, std::size_t t,
+                              LoneBits& skip) const {
+  // Only tables after t: bits at and below it are cleared (t < 32 here).
+  const LoneBits later = t + 1 < RecentPrefixes::kMaxTables ? ~((LoneBits{2} << t) - 1) : 0;
+  for (const Hit& h : found) {
+    for (LoneBits bits = h.lone & later & ~skip; bits != 0; bits &= bits - 1) {
+      const auto u = static_cast<std::size_t>(std::countr_zero(bits));
+      const TablePermutation& perm = plan_.table(u);
+      const Fingerprint prefix = perm.Apply(query) & perm.prefix_mask();
+      if (prefix == (perm.Apply(h.fingerprint) & perm.prefix_mask()) &&
+          !recent_.MayHold(u, prefix)) {
+        skip |= LoneBits{1} << u;
+      }
+    }
+  }
+}
+
 Status StoreImpl::ProbeTable(rocksdb::Iterator& it, std::size_t t,
                              std::span<const Fingerprint> fingerprints, int k,
+                             std::span<const LoneBits> skip,
                              std::vector<std::vector<Hit>>& hits) const {
   const TablePermutation& perm = plan_.table(t);
-  if (fingerprints.size() == 1) return ScanTable(it, t, fingerprints[0], k, hits[0]);
+  auto skipped = [&](std::size_t i) {
+    return t < RecentPrefixes::kMaxTables && (skip[i] >> t & 1) != 0;
+  };
+  if (fingerprints.size() == 1) {
+    return skipped(0) ? Status::OK() : ScanTable(it, t, fingerprints[0], k, hits[0]);
+  }
   // Probes in key order keep the iterator moving forward through the table.
   std::vector<std::size_t> order(fingerprints.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -240,6 +267,7 @@ Status StoreImpl::ProbeTable(rocksdb::Iterator& it, std::size_t t,
     return perm.Apply(fingerprints[a]) < perm.Apply(fingerprints[b]);
   });
   for (std::size_t i : order) {
+    if (skipped(i)) continue;
     if (Status s = ScanTable(it, t, fingerprints[i], k, hits[i]); !s.ok()) return s;
   }
   return Status::OK();
@@ -260,6 +288,7 @@ void StoreImpl::WarmRecordsOf(const std::vector<std::vector<Hit>>& hits, rocksdb
 
 Status StoreImpl::ProbeTablesInParallel(std::size_t first, const TableCursors& tables,
                                         std::span<const Fingerprint> fingerprints, int k,
+                                        std::span<const LoneBits> skip,
                                         const rocksdb::Snapshot* snapshot,
                                         std::vector<std::vector<Hit>>& hits) const {
   const std::size_t count = plan_.table_count() - first;
@@ -278,7 +307,7 @@ Status StoreImpl::ProbeTablesInParallel(std::size_t first, const TableCursors& t
         WarmRecordsOf(hits, *tables.tables[0], snapshot);
       } else {
         statuses[task - 1] = ProbeTable(*tables.tables[first + task - 1], first + task - 1,
-                                        fingerprints, k, found[task - 1]);
+                                        fingerprints, k, skip, found[task - 1]);
       }
     } catch (const std::exception& e) {
       if (task > 0) {
@@ -306,19 +335,45 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
   // and found nothing was most likely a prefix filter's false positive:
   // handing off the rest cost cold misses more than it saved.
   std::size_t found = 0;
+  // Hits read from table 0 as soon as they are found, for their lone bits,
+  // which may spare the query tables still to come (MarkSkippable).
+  const bool lone_bits = recent_family() != nullptr;
+  std::vector<LoneBits> skip(fingerprints.size(), 0);
+  std::vector<std::size_t> marked(fingerprints.size(), 0);  // hits[i] seen by MarkSkippable
   // One clock reading per table: each table's end is the next one's start.
   auto start = std::chrono::steady_clock::now();
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-    if (Status s = ProbeTable(*tables.tables[t], t, fingerprints, k, hits); !s.ok()) return s;
+    if (Status s = ProbeTable(*tables.tables[t], t, fingerprints, k, skip, hits); !s.ok()) {
+      return s;
+    }
     const auto end = std::chrono::steady_clock::now();
     const auto took = end - std::exchange(start, end);
     const std::size_t found_before = std::exchange(found, HitCount(hits));
-    if (t + 1 < plan_.table_count() && found > found_before &&
-        ProbesWaitedOnDevice(took, fingerprints.size())) {
-      Status s = ProbeTablesInParallel(t + 1, tables, fingerprints, k, snapshot, hits);
+    const bool hand_off = t + 1 < plan_.table_count() && found > found_before &&
+                          ProbesWaitedOnDevice(took, fingerprints.size());
+    if (lone_bits && found > found_before && t + 1 < RecentPrefixes::kMaxTables) {
+      for (std::size_t i = 0; i < fingerprints.size(); ++i) {
+        if (hits[i].size() == marked[i]) continue;
+        std::vector<Hit> fresh(hits[i].begin() + marked[i], hits[i].end());
+        // Before a hand-off, only hits from table 0, whose bits came with
+        // them: reading table 0 for the others would wait on the device
+        // once more before the tables side by side.
+        if (!hand_off) {
+          if (Status s = ResolveIds(fresh, *tables.tables[0]); !s.ok()) return s;
+        }
+        MarkSkippable(fingerprints[i], fresh, t, skip[i]);
+        hits[i].resize(marked[i]);
+        hits[i].insert(hits[i].end(), fresh.begin(), fresh.end());
+        marked[i] = hits[i].size();
+      }
+      found = HitCount(hits);
+    }
+    if (hand_off) {
+      Status s = ProbeTablesInParallel(t + 1, tables, fingerprints, k, skip, snapshot, hits);
       if (!s.ok()) return s;
       break;
     }
+    start = std::chrono::steady_clock::now();
   }
   // Fingerprints found in tables without ids, to their documents.
   for (std::vector<Hit>& h : hits) {

@@ -196,7 +196,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
       std::vector<IdFingerprint> ids;
       for (Fingerprint permuted0 : wanted) {
         const Fingerprint fp = perm0.Invert(permuted0);
-        Status s = ForEachIdOf(*table0, fp, [&](DocumentId id) {
+        Status s = ForEachIdOf(*table0, fp, [&](DocumentId id, LoneBits) {
           ids.push_back({id, fp});
           return true;
         });

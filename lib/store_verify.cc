@@ -4,6 +4,8 @@
 #include <roaring/roaring64map.hh>
 #include <xxhash.h>
 
+#include <algorithm>
+#include <mutex>
 #include <unordered_map>
 
 #include "rocks_status.h"
@@ -43,7 +45,7 @@ void StoreImpl::FingerprintTableProblems(std::size_t t, const rocksdb::Snapshot*
     }
     const Fingerprint fp = perm.Invert(e.permuted);
     bool held = false;
-    Status s = ForEachIdOf(*table0, fp, [&](DocumentId) { return !(held = true); });
+    Status s = ForEachIdOf(*table0, fp, [&](DocumentId, LoneBits) { return !(held = true); });
     if (!s.ok()) return problem(s.ToString());
     if (!held) {
       ++found;
@@ -128,6 +130,22 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
   const std::uint64_t in_tables = ids.cardinality();
   std::vector<std::uint64_t> expected_count(tables, in_tables);
 
+  // The fingerprints lone bits need not hold against (recent_prefixes.h).
+  std::vector<Fingerprint> recent;
+  if (recent_family() != nullptr) {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(ScanReadOptions(snapshot.snapshot()), recent_family()));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      if (it->key().size() != 8) {
+        problem("recent: malformed key " + it->key().ToString(true));
+        continue;
+      }
+      recent.push_back(GetBigEndian64(it->key().data()));
+    }
+    if (!it->status().ok()) return FromRocks(it->status(), "scanning the recent family");
+  }
+  std::mutex problem_mu;
+
   std::vector<std::uint64_t> actual_sum(tables, 0), actual_count(tables, 0);
   ProgressMeter progress(scan, documents + in_tables * tables);
   progress.Add(documents);
@@ -139,6 +157,41 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
     const TableKeyCodec codec = this->codec(t);
     const TablePermutation& perm = plan_.table(t);
     Fingerprint last = 0;
+    // The fingerprints of the prefix being read, for the lone bits.
+    const bool check_lone = recent_family() != nullptr && t < RecentPrefixes::kMaxTables;
+    std::vector<Fingerprint> group;
+    std::unique_ptr<rocksdb::Iterator> table0;
+    auto check_group = [&]() -> Status {
+      if (group.size() < 2) return Status::OK();
+      // Each member must not be marked alone here if another member that
+      // is not recent shares its prefix.
+      std::size_t others = 0;
+      Fingerprint other = 0;
+      for (Fingerprint fp : group) {
+        if (!std::binary_search(recent.begin(), recent.end(), fp)) {
+          ++others;
+          other = fp;
+        }
+      }
+      if (others == 0) return Status::OK();
+      if (!table0) {
+        table0.reset(db_->NewIterator(LookupReadOptions(snapshot.snapshot()), table(0)));
+      }
+      for (Fingerprint fp : group) {
+        if (others == 1 && fp == other) continue;
+        Status s = ForEachIdOf(*table0, fp, [&](DocumentId id, LoneBits lone) {
+          if ((lone >> t & 1) != 0) {
+            std::lock_guard lock(problem_mu);
+            problem(TableFamilyName(0) + ": document " + std::to_string(id) +
+                    " is marked alone with its prefix in " + TableFamilyName(t) +
+                    ", where other fingerprints share it");
+          }
+          return true;
+        });
+        if (!s.ok()) return s;
+      }
+      return Status::OK();
+    };
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       const std::string_view key = it->key().ToStringView();
       TableEntry e{};
@@ -154,7 +207,17 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
         fingerprint_sum += FingerprintHash(perm.Invert(e.permuted));
         ++fingerprint_count;
       }
+      if (check_lone && decoded) {
+        const Fingerprint fp = perm.Invert(e.permuted);
+        if (!group.empty() &&
+            (perm.Apply(group.back()) & perm.prefix_mask()) != (e.permuted & perm.prefix_mask())) {
+          if (Status s = check_group(); !s.ok()) return s;
+          group.clear();
+        }
+        if (group.empty() || group.back() != fp) group.push_back(fp);
+      }
     }
+    if (Status s = check_group(); !s.ok()) return s;
     return FromRocks(it->status(), "scanning " + TableFamilyName(t));
   });
   progress.Finish();

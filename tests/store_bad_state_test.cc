@@ -475,6 +475,28 @@ void ExpectUsedAsItIs(const std::string& path, int format) {
   EXPECT_EQ(stats->format_version, format);
 }
 
+// A format 4 store, which has no lone bits and no recent family: loaded
+// into, and written to, it stays without them.
+TEST(StoreBadStateTest, FormatFourStoreIsUsedAsItIs) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 0, /*compact=*/false, /*format=*/4));
+  {
+    Result<std::unique_ptr<Store>> store = Store::Open(path, SmallOptions());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    Result<std::unique_ptr<BulkLoader>> loader = (*store)->NewBulkLoader({});
+    ASSERT_TRUE(loader.ok());
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_TRUE((*loader)->Add(DocumentId(i), FingerprintOf(i), testing::MetadataFor(i)).ok());
+    }
+    ASSERT_TRUE((*loader)->Finish().ok());
+  }
+  ExpectUsedAsItIs(path, 4);
+  std::vector<std::string> names;
+  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
+  EXPECT_EQ(std::count(names.begin(), names.end(), "recent"), 0);
+}
+
 // A format 3 store, whose every table keeps ids.
 TEST(StoreBadStateTest, FormatThreeStoreIsUsedAsItIs) {
   TempDir dir;

@@ -90,7 +90,7 @@ struct StoreStats {
 class Store {
  public:
   // The on-disk format this build writes; see docs/format.md.
-  static constexpr int kFormatVersion = 4;
+  static constexpr int kFormatVersion = 5;
   // The oldest format this build reads (docs/format.md, "Versions").
   static constexpr int kOldestFormatVersion = 2;
 

@@ -1,0 +1,132 @@
+#include "recent_prefixes.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace fpstore::internal {
+
+namespace {
+
+// 12 bits a key and 6 probes within one 512-bit block (one cache line): a
+// blocked filter's false positive rate of about 1%.
+constexpr std::uint64_t kBitsPerKey = 12;
+constexpr int kProbes = 6;
+constexpr std::uint64_t kFirstSegmentFingerprints = 8192;
+
+std::uint64_t Mix(std::uint64_t x) {
+  x ^= x >> 31;
+  x *= 0x7fb5d329728ea185ULL;
+  x ^= x >> 27;
+  x *= 0x81dadef4bc2dd44dULL;
+  x ^= x >> 33;
+  return x;
+}
+
+std::uint64_t KeyHash(std::size_t t, Fingerprint prefix) {
+  return Mix(prefix ^ Mix(t + 0x9e3779b97f4a7c15ULL));
+}
+
+}  // namespace
+
+struct RecentPrefixes::Segment {
+  explicit Segment(std::uint64_t keys)
+      : blocks(std::max<std::uint64_t>(1, (keys * kBitsPerKey + 511) / 512)),
+        words(new std::atomic<std::uint64_t>[blocks * 8]) {
+    for (std::uint64_t i = 0; i < blocks * 8; ++i) words[i].store(0, std::memory_order_relaxed);
+  }
+
+  // The block's first word, from the hash's top half.
+  std::atomic<std::uint64_t>* Block(std::uint64_t hash) const {
+    return &words[((hash >> 32) * blocks >> 32) * 8];
+  }
+  // Probe i's bit in the block: 9 bits of a product that mixes all of the
+  // hash, so that they do not repeat the bits that chose the block.
+  static std::uint64_t Bit(std::uint64_t hash, int i) {
+    return (hash * 0x9e3779b97f4a7c15ULL) >> (64 - 9 * (i + 1)) & 511;
+  }
+  // One writer at a time: a load and a store per word touched, no atomic
+  // read-modify-write (six a key cost more than the cache miss).
+  void Add(std::uint64_t hash) {
+    std::atomic<std::uint64_t>* block = Block(hash);
+    std::uint64_t set[8] = {};
+    for (int i = 0; i < kProbes; ++i) {
+      const std::uint64_t bit = Bit(hash, i);
+      set[bit / 64] |= std::uint64_t{1} << (bit % 64);
+    }
+    for (int w = 0; w < 8; ++w) {
+      if (set[w] == 0) continue;
+      block[w].store(block[w].load(std::memory_order_relaxed) | set[w], std::memory_order_relaxed);
+    }
+  }
+  bool MayHold(std::uint64_t hash) const {
+    const std::atomic<std::uint64_t>* block = Block(hash);
+    for (int i = 0; i < kProbes; ++i) {
+      const std::uint64_t bit = Bit(hash, i);
+      if ((block[bit / 64].load(std::memory_order_relaxed) >> (bit % 64) & 1) == 0) return false;
+    }
+    return true;
+  }
+
+  const std::uint64_t blocks;
+  const std::unique_ptr<std::atomic<std::uint64_t>[]> words;
+};
+
+RecentPrefixes::RecentPrefixes(const PermutationPlan& plan)
+    : plan_(plan), tables_(std::min(plan.table_count(), kMaxTables)) {}
+
+RecentPrefixes::~RecentPrefixes() {
+  for (std::size_t i = 0; i < segment_count_.load(); ++i) delete segments_[i].load();
+}
+
+RecentPrefixes::Segment& RecentPrefixes::Reserve() {
+  if (room_ == 0) {
+    const std::size_t n = segment_count_.load(std::memory_order_relaxed);
+    if (n == kMaxSegments) throw std::length_error("too many recent fingerprints");
+    const std::uint64_t fingerprints = kFirstSegmentFingerprints << n;
+    segments_[n].store(new Segment(fingerprints * tables_), std::memory_order_release);
+    segment_count_.store(n + 1, std::memory_order_release);
+    room_ = fingerprints;
+  }
+  --room_;
+  added_.fetch_add(1, std::memory_order_relaxed);
+  return *segments_[segment_count_.load(std::memory_order_relaxed) - 1].load(
+      std::memory_order_relaxed);
+}
+
+void RecentPrefixes::Add(Fingerprint fingerprint) { Add(std::span(&fingerprint, 1)); }
+
+void RecentPrefixes::Add(std::span<const Fingerprint> fingerprints) {
+  // Each fingerprint's blocks are fetched while the previous one's bits
+  // are set: a block is a cache miss, and a merge adds twenty a document.
+  std::array<std::uint64_t, kMaxTables> pending{};
+  Segment* pending_segment = nullptr;
+  for (Fingerprint fp : fingerprints) {
+    Segment& segment = Reserve();
+    std::array<std::uint64_t, kMaxTables> hashes;
+    for (std::size_t t = 0; t < tables_; ++t) {
+      const TablePermutation& perm = plan_.table(t);
+      hashes[t] = KeyHash(t, perm.Apply(fp) & perm.prefix_mask());
+      __builtin_prefetch(segment.Block(hashes[t]), 1);
+    }
+    if (pending_segment != nullptr) {
+      for (std::size_t t = 0; t < tables_; ++t) pending_segment->Add(pending[t]);
+    }
+    pending = hashes;
+    pending_segment = &segment;
+  }
+  if (pending_segment != nullptr) {
+    for (std::size_t t = 0; t < tables_; ++t) pending_segment->Add(pending[t]);
+  }
+}
+
+bool RecentPrefixes::MayHold(std::size_t t, Fingerprint prefix) const {
+  if (t >= tables_) return true;
+  const std::uint64_t hash = KeyHash(t, prefix);
+  const std::size_t n = segment_count_.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (segments_[i].load(std::memory_order_acquire)->MayHold(hash)) return true;
+  }
+  return false;
+}
+
+}  // namespace fpstore::internal

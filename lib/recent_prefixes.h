@@ -1,0 +1,73 @@
+// Which table prefixes fingerprints took after a store's lone bits were
+// written (docs/design.md, "Hits that skip tables").
+//
+// A bulk load into an empty store marks in table 0, for each fingerprint,
+// the tables where no other fingerprint shares its prefix ("lone" bits). A
+// query that has found a fingerprint F may then skip every such table in
+// which it shares F's prefix: the only candidate there is F, found already.
+// Fingerprints that enter the tables later (merges, later bulk loads) do not
+// clear the bits of those whose prefixes they join; their prefixes go here
+// instead, and a lone bit counts only for a prefix this set does not hold.
+//
+// A Bloom filter over (table, prefix), in segments that double in size as
+// it grows: a false positive only costs a probe the query would have made
+// anyway. The fingerprints themselves are kept in the store's `recent`
+// family, from which it is rebuilt on open.
+//
+// Thread safety: Add (one writer at a time) and MayHold may run
+// concurrently. A reader sees an Add made before whatever orders the two
+// (the store's ingest lock: merges add before they ingest).
+
+#ifndef FPSTORE_LIB_RECENT_PREFIXES_H_
+#define FPSTORE_LIB_RECENT_PREFIXES_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "fpstore/permutation.h"
+
+namespace fpstore::internal {
+
+class RecentPrefixes {
+ public:
+  // The tables a lone bit can name: table 0's value holds one bit for each
+  // of the first kMaxTables tables of the plan.
+  static constexpr std::size_t kMaxTables = 32;
+
+  explicit RecentPrefixes(const PermutationPlan& plan);
+  ~RecentPrefixes();
+  RecentPrefixes(const RecentPrefixes&) = delete;
+  RecentPrefixes& operator=(const RecentPrefixes&) = delete;
+
+  // Adds the prefixes `fingerprint` has in each table a lone bit can name.
+  void Add(Fingerprint fingerprint);
+  void Add(std::span<const Fingerprint> fingerprints);
+  // Fingerprints added.
+  std::uint64_t size() const { return added_.load(std::memory_order_relaxed); }
+  // False only if no fingerprint added has `prefix` (a permuted fingerprint
+  // masked by the table's prefix mask) in table t.
+  bool MayHold(std::size_t t, Fingerprint prefix) const;
+
+ private:
+  struct Segment;
+
+  // The segment the next fingerprint goes into, counted as added.
+  Segment& Reserve();
+
+  const PermutationPlan& plan_;
+  const std::size_t tables_;
+  // Segments in order of creation; each holds up to twice the fingerprints
+  // of the one before. Published with release, read with acquire.
+  static constexpr std::size_t kMaxSegments = 48;
+  std::array<std::atomic<Segment*>, kMaxSegments> segments_{};
+  std::atomic<std::size_t> segment_count_{0};
+  std::atomic<std::uint64_t> added_{0};
+  std::uint64_t room_ = 0;  // fingerprints the newest segment takes still
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_RECENT_PREFIXES_H_
