@@ -22,10 +22,6 @@ std::uint64_t Mix(std::uint64_t x) {
   return x;
 }
 
-std::uint64_t KeyHash(std::size_t t, Fingerprint prefix) {
-  return Mix(prefix ^ Mix(t + 0x9e3779b97f4a7c15ULL));
-}
-
 }  // namespace
 
 struct RecentPrefixes::Segment {
@@ -39,30 +35,26 @@ struct RecentPrefixes::Segment {
   std::atomic<std::uint64_t>* Block(std::uint64_t hash) const {
     return &words[((hash >> 32) * blocks >> 32) * 8];
   }
-  // Probe i's bit in the block: 9 bits of a product that mixes all of the
-  // hash, so that they do not repeat the bits that chose the block.
-  static std::uint64_t Bit(std::uint64_t hash, int i) {
-    return (hash * 0x9e3779b97f4a7c15ULL) >> (64 - 9 * (i + 1)) & 511;
-  }
-  // One writer at a time: a load and a store per word touched, no atomic
+  // The probes' bits in the block, 9 each, from a product that mixes all
+  // of the hash, so that they do not repeat the bits that chose the block.
+  static std::uint64_t ProbeBits(std::uint64_t hash) { return hash * 0x9e3779b97f4a7c15ULL; }
+  // One writer at a time: a load and a store per probe, no atomic
   // read-modify-write (six a key cost more than the cache miss).
   void Add(std::uint64_t hash) {
     std::atomic<std::uint64_t>* block = Block(hash);
-    std::uint64_t set[8] = {};
-    for (int i = 0; i < kProbes; ++i) {
-      const std::uint64_t bit = Bit(hash, i);
-      set[bit / 64] |= std::uint64_t{1} << (bit % 64);
-    }
-    for (int w = 0; w < 8; ++w) {
-      if (set[w] == 0) continue;
-      block[w].store(block[w].load(std::memory_order_relaxed) | set[w], std::memory_order_relaxed);
+    std::uint64_t bits = ProbeBits(hash);
+    for (int i = 0; i < kProbes; ++i, bits >>= 9) {
+      std::atomic<std::uint64_t>& word = block[(bits & 511) / 64];
+      word.store(word.load(std::memory_order_relaxed) | std::uint64_t{1} << (bits % 64),
+                 std::memory_order_relaxed);
     }
   }
   bool MayHold(std::uint64_t hash) const {
     const std::atomic<std::uint64_t>* block = Block(hash);
-    for (int i = 0; i < kProbes; ++i) {
-      const std::uint64_t bit = Bit(hash, i);
-      if ((block[bit / 64].load(std::memory_order_relaxed) >> (bit % 64) & 1) == 0) return false;
+    std::uint64_t bits = ProbeBits(hash);
+    for (int i = 0; i < kProbes; ++i, bits >>= 9) {
+      const std::uint64_t word = block[(bits & 511) / 64].load(std::memory_order_relaxed);
+      if ((word >> (bits % 64) & 1) == 0) return false;
     }
     return true;
   }
@@ -72,7 +64,13 @@ struct RecentPrefixes::Segment {
 };
 
 RecentPrefixes::RecentPrefixes(const PermutationPlan& plan)
-    : plan_(plan), tables_(std::min(plan.table_count(), kMaxTables)) {}
+    : plan_(plan), tables_(std::min(plan.table_count(), kMaxTables)) {
+  for (std::size_t t = 0; t < tables_; ++t) salts_[t] = Mix(t + 0x9e3779b97f4a7c15ULL);
+}
+
+std::uint64_t RecentPrefixes::KeyHash(std::size_t t, Fingerprint prefix) const {
+  return Mix(prefix ^ salts_[t]);
+}
 
 RecentPrefixes::~RecentPrefixes() {
   for (std::size_t i = 0; i < segment_count_.load(); ++i) delete segments_[i].load();

@@ -56,9 +56,12 @@ class RecentPrefixes {
 
   // The segment the next fingerprint goes into, counted as added.
   Segment& Reserve();
+  // Where (table t, prefix) goes in a segment.
+  std::uint64_t KeyHash(std::size_t t, Fingerprint prefix) const;
 
   const PermutationPlan& plan_;
   const std::size_t tables_;
+  std::array<std::uint64_t, kMaxTables> salts_{};  // per table, for KeyHash
   // Segments in order of creation; each holds up to twice the fingerprints
   // of the one before. Published with release, read with acquire.
   static constexpr std::size_t kMaxSegments = 48;
