@@ -555,8 +555,13 @@ Status BulkLoaderImpl::AddRecent(std::vector<Fingerprint> fingerprints,
     if (Status s = sink.Put(rocksdb::Slice(key, 8), rocksdb::Slice()); !s.ok()) return s;
   }
   // Before the tables can hold them: queries that see their entries must
-  // see their prefixes too (recent_prefixes.h).
-  store_.recent_.Add(fingerprints);
+  // see their prefixes too (recent_prefixes.h). Out of memory here, on the
+  // merge thread, fails the merge rather than the process.
+  try {
+    store_.recent_.Add(fingerprints);
+  } catch (const std::exception& e) {
+    return Status::IOError(std::string("adding recent prefixes: ") + e.what());
+  }
   rocksdb::IngestExternalFileArg arg;
   arg.column_family = store_.recent_family();
   arg.options.move_files = true;

@@ -29,7 +29,11 @@ Status StoreImpl::LoadRecentPrefixes() {
     recent.push_back(GetBigEndian64(it->key().data()));
   }
   if (Status s = FromRocks(it->status(), "reading the recent family"); !s.ok()) return s;
-  recent_.Add(recent);
+  try {
+    recent_.Add(recent);
+  } catch (const std::exception& e) {
+    return Status::IOError(std::string("loading the recent prefixes: ") + e.what());
+  }
   return Status::OK();
 }
 

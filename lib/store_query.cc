@@ -234,8 +234,11 @@ std::size_t HitCount(const std::vector<std::vector<T>>& hits) {
 
 void StoreImpl::MarkSkippable(Fingerprint query, std::span<const Hit> found, std::size_t t,
                               LoneBits& skip) const {
-  // Only tables after t: bits at and below it are cleared (t < 32 here).
-  const LoneBits later = t + 1 < RecentPrefixes::kMaxTables ? ~((LoneBits{2} << t) - 1) : 0;
+  // Only tables after t (t < 32 here) that the plan has: a corrupt value's
+  // bits past them must not name a table.
+  const LoneBits later = t + 1 < RecentPrefixes::kMaxTables
+                             ? ~((LoneBits{2} << t) - 1) & AllLoneBits(plan_.table_count())
+                             : 0;
   for (const Hit& h : found) {
     for (LoneBits bits = h.lone & later & ~skip; bits != 0; bits &= bits - 1) {
       const auto u = static_cast<std::size_t>(std::countr_zero(bits));

@@ -207,6 +207,12 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
         fingerprint_sum += FingerprintHash(perm.Invert(e.permuted));
         ++fingerprint_count;
       }
+      if (t == 0 && recent_family() != nullptr && decoded &&
+          (DecodeLoneBits(it->value().ToStringView()) & ~AllLoneBits(tables)) != 0) {
+        std::lock_guard lock(problem_mu);
+        problem(TableFamilyName(0) + ": document " + std::to_string(e.id) +
+                " has lone bits for tables the plan does not have");
+      }
       if (check_lone && decoded) {
         const Fingerprint fp = perm.Invert(e.permuted);
         if (!group.empty() &&

@@ -166,6 +166,40 @@ TEST(LoneBitsTest, LoadedBitsAreWhatQueriesTrustAndVerifyChecks) {
       << verify.ToString();
 }
 
+// A value with bits for tables the plan does not have (4 tables, one byte)
+// names no table to a query, and Verify reports it.
+TEST(LoneBitsTest, BitsPastThePlanAreReportedNotFollowed) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  Random rnd(TestSeed(29));
+  const std::vector<IdFingerprint> docs = {{1, rnd.Next()}, {2, rnd.Next()}};
+  StoreOptions options;
+  options.blocks = 4;
+  options.distance = 3;
+  {
+    std::unique_ptr<Store> store = MustOpen(path, options);
+    ASSERT_NE(store, nullptr);
+    BulkLoad(*store, docs);
+  }
+  Result<PermutationPlan> plan = PermutationPlan::Create(4, 3);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->table_count(), 4u);
+  const internal::TableKeyCodec codec0(plan->table(0).prefix_bits(),
+                                       internal::TableKeyCodec::Ids::kKept);
+  const internal::TableKey key = codec0.Encode(plan->table(0).Apply(docs[0].fingerprint), 1);
+  testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
+    EXPECT_TRUE(
+        db.Put({}, family("table-000"), rocksdb::Slice(key.data(), key.size()), "\xff").ok());
+  });
+  std::unique_ptr<Store> store = MustOpen(path, options);
+  ASSERT_NE(store, nullptr);
+  ExpectExact(*store, docs, {docs[0].fingerprint, docs[1].fingerprint}, "bits past the plan");
+  Status verify = store->Verify();
+  EXPECT_TRUE(verify.IsCorruption()) << verify.ToString();
+  EXPECT_NE(verify.message().find("lone bits for tables the plan does not have"), std::string::npos)
+      << verify.ToString();
+}
+
 TEST(LoneBitsTest, LaterDocumentsInLoneTablesAreFound) {
   const std::uint64_t seed = TestSeed(23);
   TempDir dir;
