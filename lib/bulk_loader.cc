@@ -1,9 +1,6 @@
 #include "bulk_loader.h"
 
-#include <rocksdb/sst_file_writer.h>
-
 #include <algorithm>
-#include <bit>
 #include <condition_variable>
 #include <exception>
 #include <filesystem>
@@ -16,7 +13,9 @@
 #include "document_runs.h"
 #include "record_file.h"
 #include "rocks_status.h"
+#include "sst_sink.h"
 #include "store_impl.h"
+#include "table_op_sort.h"
 
 namespace fpstore::internal {
 
@@ -27,158 +26,6 @@ namespace {
 // Approximate memory a buffered record takes: the record with room for
 // the buffer's spare capacity, and its metadata.
 std::size_t RecordBytes(std::string_view metadata) { return 64 + metadata.size(); }
-
-// A table key with what to do with it: put the new entry or delete a
-// replaced document's old one; and the change it comes from.
-struct TableOp {
-  Fingerprint permuted;
-  DocumentId id;
-  std::uint32_t change;  // its index in the changes file, for lone bits
-  bool put;
-
-  bool operator<(const TableOp& o) const {
-    return permuted != o.permuted ? permuted < o.permuted : id < o.id;
-  }
-};
-
-// The family's options, except that files are compressed with ZSTD's fast
-// level -1 rather than the family's bottom-level default (3): on 1M
-// fingerprints it took 30% less CPU for 3% more bytes. LZ4 is no faster here
-// and leaves files 27% larger (table keys sort into long shared runs that
-// ZSTD's entropy coding exploits and LZ4's does not).
-rocksdb::Options WriterOptions(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family) {
-  rocksdb::Options options = db.GetOptions(family);
-  options.compression = rocksdb::kZSTD;
-  options.compression_opts.level = -1;
-  options.bottommost_compression = rocksdb::kDisableCompressionOption;
-  return options;
-}
-
-// Writes one sorted SST for a column family; skips the file if it stays
-// empty (RocksDB cannot ingest an empty file).
-class SstSink {
- public:
-  SstSink(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, std::string path)
-      : writer_(rocksdb::EnvOptions(), WriterOptions(db, family), family), path_(std::move(path)) {}
-
-  Status Put(rocksdb::Slice key, rocksdb::Slice value) {
-    if (Status s = OpenOnce(); !s.ok()) return s;
-    return Checked(writer_.Put(key, value));
-  }
-  Status Delete(rocksdb::Slice key) {
-    if (Status s = OpenOnce(); !s.ok()) return s;
-    return Checked(writer_.Delete(key));
-  }
-  Status Merge(rocksdb::Slice key, rocksdb::Slice value) {
-    if (Status s = OpenOnce(); !s.ok()) return s;
-    return Checked(writer_.Merge(key, value));
-  }
-  // Finishes the file; appends it to `files` unless it is empty.
-  Status Finish(std::vector<std::string>& files) {
-    if (!opened_) return Status::OK();
-    if (Status s = FromRocks(writer_.Finish(), "finishing " + path_); !s.ok()) return s;
-    files.push_back(path_);
-    return Status::OK();
-  }
-
- private:
-  // The error's context only on error: a load writes hundreds of millions
-  // of keys, and building it for each was 4% of a 10M load's CPU.
-  Status Checked(const rocksdb::Status& s) const {
-    return s.ok() ? Status::OK() : FromRocks(s, "writing " + path_);
-  }
-  Status OpenOnce() {
-    if (opened_) return Status::OK();
-    opened_ = true;
-    return FromRocks(writer_.Open(path_), "creating " + path_);
-  }
-
-  rocksdb::SstFileWriter writer_;
-  std::string path_;
-  bool opened_ = false;
-};
-
-}  // namespace
-
-// A worker's buffers, kept from one table to the next: allocated afresh for
-// each table, their pages faulted in again every time, and in perf of a 10M
-// load that was a fifth of the CPU.
-struct SortBuffers {
-  std::vector<TableOp> ops;
-  std::vector<TableOp> scratch;
-  // Where each digit's ops start, for the outer and the inner pass.
-  std::vector<std::size_t> outer;
-  std::vector<std::size_t> inner;
-  std::vector<std::size_t> next;
-};
-
-namespace {
-
-// Runs this short are sorted by insertion, which beats std::sort's setup
-// below a few dozen elements.
-constexpr std::size_t kInsertionSortMax = 24;
-
-// A stable counting pass: copies in[0, n) to out grouped by the `bits` bits
-// of `permuted` below its top `skip` bits; starts[d] is where digit d's ops
-// begin, starts[2^bits] is n. REQUIRES: 0 < bits, skip + bits <= 64.
-void ScatterByDigit(const TableOp* in, std::size_t n, int skip, int bits, TableOp* out,
-                    std::vector<std::size_t>& starts, std::vector<std::size_t>& next) {
-  const std::size_t digits = std::size_t{1} << bits;
-  auto digit = [=](const TableOp& op) { return (op.permuted << skip) >> (64 - bits); };
-  starts.assign(digits + 1, 0);
-  for (std::size_t i = 0; i < n; ++i) ++starts[digit(in[i]) + 1];
-  for (std::size_t d = 1; d <= digits; ++d) starts[d] += starts[d - 1];
-  next.assign(starts.begin(), starts.end() - 1);
-  for (std::size_t i = 0; i < n; ++i) out[next[digit(in[i])]++] = in[i];
-}
-
-// Sorts the ops of one run of a bucket.
-void SortOpRun(TableOp* first, TableOp* last) {
-  if (last - first < 2) return;  // also keeps first + 1 within the run
-  if (static_cast<std::size_t>(last - first) > kInsertionSortMax) {
-    std::sort(first, last);
-    return;
-  }
-  for (TableOp* i = first + 1; i < last; ++i) {
-    const TableOp op = *i;
-    TableOp* j = i;
-    for (; j > first && op < *(j - 1); --j) *j = *(j - 1);
-    *j = op;
-  }
-}
-
-// Sorts buffers.ops by (permuted, id): a counting pass on the top 12 bits of
-// the permuted fingerprint into scratch, then, within each bucket, one on
-// as many of the next bits as leave about one op per digit (permuted
-// fingerprints are close to uniform) back into ops, then the runs that
-// share those bits, nearly all empty or single. On 10M random ops (a
-// throwaway benchmark, buffers reused) it took 200 ms against 440-450 for
-// the earlier single 16-bit pass with std::sort in each bucket, which was a
-// sixth of the CPU of a 10M load; 512k ops (a merge of staged documents)
-// took 9.0 ms against 9.4.
-void SortOps(SortBuffers& buffers) {
-  constexpr int kOuterBits = 12;
-  std::vector<TableOp>& ops = buffers.ops;
-  std::vector<TableOp>& scratch = buffers.scratch;
-  scratch.resize(ops.size());
-  ScatterByDigit(ops.data(), ops.size(), 0, kOuterBits, scratch.data(), buffers.outer,
-                 buffers.next);
-  for (std::size_t b = 0; b + 1 < buffers.outer.size(); ++b) {
-    TableOp* in = scratch.data() + buffers.outer[b];
-    TableOp* out = ops.data() + buffers.outer[b];
-    const std::size_t n = buffers.outer[b + 1] - buffers.outer[b];
-    if (n <= kInsertionSortMax) {
-      std::copy(in, in + n, out);
-      SortOpRun(out, out + n);
-      continue;
-    }
-    const int bits = std::min(kOuterBits, static_cast<int>(std::bit_width(n)));
-    ScatterByDigit(in, n, kOuterBits, bits, out, buffers.inner, buffers.next);
-    for (std::size_t d = 0; d + 1 < buffers.inner.size(); ++d) {
-      SortOpRun(out + buffers.inner[d], out + buffers.inner[d + 1]);
-    }
-  }
-}
 
 // A document whose table entries change: the changes file holds one per
 // document, as four integers.
