@@ -13,6 +13,8 @@ constexpr std::uint64_t kBitsPerKey = 12;
 constexpr int kProbes = 6;
 constexpr std::uint64_t kFirstSegmentFingerprints = 8192;
 
+std::atomic<std::uint64_t> limit_for_testing{0};
+
 std::uint64_t Mix(std::uint64_t x) {
   x ^= x >> 31;
   x *= 0x7fb5d329728ea185ULL;
@@ -63,8 +65,8 @@ struct RecentPrefixes::Segment {
   const std::unique_ptr<std::atomic<std::uint64_t>[]> words;
 };
 
-RecentPrefixes::RecentPrefixes(const PermutationPlan& plan)
-    : plan_(plan), tables_(std::min(plan.table_count(), kMaxTables)) {
+RecentPrefixes::RecentPrefixes(const PermutationPlan& plan, std::uint64_t limit)
+    : plan_(plan), tables_(std::min(plan.table_count(), kMaxTables)), limit_(limit) {
   for (std::size_t t = 0; t < tables_; ++t) salts_[t] = Mix(t + 0x9e3779b97f4a7c15ULL);
 }
 
@@ -72,8 +74,14 @@ std::uint64_t RecentPrefixes::KeyHash(std::size_t t, Fingerprint prefix) const {
   return Mix(prefix ^ salts_[t]);
 }
 
-RecentPrefixes::~RecentPrefixes() {
-  for (std::size_t i = 0; i < segment_count_.load(); ++i) delete segments_[i].load();
+RecentPrefixes::~RecentPrefixes() { Clear(); }
+
+void RecentPrefixes::Clear() {
+  for (std::size_t i = 0; i < segment_count_.load(); ++i) delete segments_[i].exchange(nullptr);
+  segment_count_ = 0;
+  added_ = 0;
+  full_ = false;
+  room_ = 0;
 }
 
 RecentPrefixes::Segment& RecentPrefixes::Reserve() {
@@ -94,6 +102,12 @@ RecentPrefixes::Segment& RecentPrefixes::Reserve() {
 void RecentPrefixes::Add(Fingerprint fingerprint) { Add(std::span(&fingerprint, 1)); }
 
 void RecentPrefixes::Add(std::span<const Fingerprint> fingerprints) {
+  if (full() || size() + fingerprints.size() > limit_) {
+    // Before the tables hold them, like the prefixes it stands for.
+    full_.store(true, std::memory_order_release);
+    added_.fetch_add(fingerprints.size(), std::memory_order_relaxed);
+    return;
+  }
   // Each fingerprint's blocks are fetched while the previous one's bits
   // are set: a block is a cache miss, and a merge adds twenty a document.
   std::array<std::uint64_t, kMaxTables> pending{};
@@ -117,8 +131,15 @@ void RecentPrefixes::Add(std::span<const Fingerprint> fingerprints) {
   }
 }
 
+std::uint64_t RecentPrefixesLimit() {
+  const std::uint64_t limit = limit_for_testing.load();
+  return limit != 0 ? limit : RecentPrefixes::kDefaultLimit;
+}
+
+void SetRecentPrefixesLimitForTesting(std::uint64_t limit) { limit_for_testing = limit; }
+
 bool RecentPrefixes::MayHold(std::size_t t, Fingerprint prefix) const {
-  if (t >= tables_) return true;
+  if (t >= tables_ || full()) return true;
   const std::uint64_t hash = KeyHash(t, prefix);
   const std::size_t n = segment_count_.load(std::memory_order_acquire);
   for (std::size_t i = 0; i < n; ++i) {

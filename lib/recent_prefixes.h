@@ -12,7 +12,9 @@
 // A Bloom filter over (table, prefix), in segments that double in size as
 // it grows: a false positive only costs a probe the query would have made
 // anyway. The fingerprints themselves are kept in the store's `recent`
-// family, from which it is rebuilt on open.
+// family, from which it is rebuilt on open. Past a limit it stops growing
+// and holds every prefix (queries then use no lone bits), until the bits
+// are written anew and it is cleared.
 //
 // Thread safety: Add (one writer at a time) and MayHold may run
 // concurrently. A reader sees an Add made before whatever orders the two
@@ -37,7 +39,11 @@ class RecentPrefixes {
   // of the first kMaxTables tables of the plan.
   static constexpr std::size_t kMaxTables = 32;
 
-  explicit RecentPrefixes(const PermutationPlan& plan);
+  // The default limit: about 120 MiB of filter at 20 tables.
+  static constexpr std::uint64_t kDefaultLimit = std::uint64_t{1} << 22;
+
+  // Holds up to `limit` fingerprints; more make it full.
+  explicit RecentPrefixes(const PermutationPlan& plan, std::uint64_t limit = kDefaultLimit);
   ~RecentPrefixes();
   RecentPrefixes(const RecentPrefixes&) = delete;
   RecentPrefixes& operator=(const RecentPrefixes&) = delete;
@@ -45,8 +51,13 @@ class RecentPrefixes {
   // Adds the prefixes `fingerprint` has in each table a lone bit can name.
   void Add(Fingerprint fingerprint);
   void Add(std::span<const Fingerprint> fingerprints);
-  // Fingerprints added.
+  // Forgets every fingerprint added, once the lone bits were written anew
+  // (lone_bits_refresh.h). REQUIRES: no concurrent Add or MayHold.
+  void Clear();
+  // Fingerprints added since the last Clear.
   std::uint64_t size() const { return added_.load(std::memory_order_relaxed); }
+  // More than the limit were added: MayHold holds everything.
+  bool full() const { return full_.load(std::memory_order_acquire); }
   // False only if no fingerprint added has `prefix` (a permuted fingerprint
   // masked by the table's prefix mask) in table t.
   bool MayHold(std::size_t t, Fingerprint prefix) const;
@@ -67,9 +78,16 @@ class RecentPrefixes {
   static constexpr std::size_t kMaxSegments = 48;
   std::array<std::atomic<Segment*>, kMaxSegments> segments_{};
   std::atomic<std::size_t> segment_count_{0};
+  const std::uint64_t limit_;
   std::atomic<std::uint64_t> added_{0};
+  std::atomic<bool> full_{false};
   std::uint64_t room_ = 0;  // fingerprints the newest segment takes still
 };
+
+// The limit a store's RecentPrefixes get: kDefaultLimit, or what tests set
+// (0 restores the default) for stores opened after.
+std::uint64_t RecentPrefixesLimit();
+void SetRecentPrefixesLimitForTesting(std::uint64_t limit);
 
 }  // namespace fpstore::internal
 

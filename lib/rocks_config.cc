@@ -152,6 +152,10 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     SetCompression(cf);
     cf.write_buffer_size = memtable_bytes;
     cf.level_compaction_dynamic_level_bytes = true;
+    if (t == 0 && format_version >= 5) {
+      config.lone_bits = std::make_shared<LoneBitsRewriter>(plan);
+      cf.compaction_filter_factory = config.lone_bits;
+    }
     config.families.emplace_back(TableFamilyName(t), cf);
   }
 

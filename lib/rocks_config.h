@@ -12,6 +12,7 @@
 
 #include "fpstore/options.h"
 #include "fpstore/permutation.h"
+#include "lone_bits_refresh.h"
 
 namespace fpstore::internal {
 
@@ -20,6 +21,8 @@ struct RocksConfig {
   // Metadata (default family), documents, staging (from format 3 on), then
   // one per table.
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  // Table 0's compaction filter factory, from format 5 on (else null).
+  std::shared_ptr<LoneBitsRewriter> lone_bits;
 };
 
 RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan,

@@ -409,19 +409,6 @@ Result<std::unique_ptr<BulkLoader>> StoreImpl::NewBulkLoader(const BulkLoadOptio
   return std::unique_ptr<BulkLoader>(*std::move(loader));
 }
 
-Status StoreImpl::Compact(const ScanOptions& scan) {
-  if (Status s = Flush(); !s.ok()) return s;
-  rocksdb::CompactRangeOptions cro;
-  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
-  for (std::size_t i = 0; i < handles_.size(); ++i) {
-    if (scan.progress) scan.progress(i, handles_.size());
-    rocksdb::Status rs = db_->CompactRange(cro, handles_[i], nullptr, nullptr);
-    if (!rs.ok()) return FromRocks(rs, "compacting " + handles_[i]->GetName());
-  }
-  if (scan.progress) scan.progress(handles_.size(), handles_.size());
-  return Status::OK();
-}
-
 Result<StoreStats> StoreImpl::Stats() const {
   if (Status s = CheckOpen(); !s.ok()) return s;
   StoreStats stats;
@@ -440,6 +427,8 @@ Result<StoreStats> StoreImpl::Stats() const {
   Result<std::vector<StagedDocument>> staged = StagedDocuments(nullptr);
   if (!staged.ok()) return staged.status();
   stats.staged_documents = staged->size();
+  stats.recent_fingerprints = recent_.size();
+  stats.lone_bits_used = recent_family() != nullptr && !recent_.full();
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
     std::uint64_t n = 0;
     db_->GetIntProperty(table(t), rocksdb::DB::Properties::kEstimateNumKeys, &n);

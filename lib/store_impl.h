@@ -17,6 +17,7 @@
 #include "fpstore/store.h"
 #include "group_commit.h"
 #include "key_codec.h"
+#include "lone_bits_refresh.h"
 #include "pair_finder.h"
 #include "read_pool.h"
 #include "recent_prefixes.h"
@@ -106,7 +107,7 @@ class StoreImpl final : public Store {
   StoreImpl(std::string path, StoreOptions options, int format_version, PermutationPlan plan,
             Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
             std::vector<rocksdb::ColumnFamilyHandle*> handles,
-            std::shared_ptr<TableCursorPool> cursors);
+            std::shared_ptr<TableCursorPool> cursors, std::shared_ptr<LoneBitsRewriter> lone_bits);
 
   Status CheckOpen() const;
   Status CheckWritable() const;
@@ -232,6 +233,16 @@ class StoreImpl final : public Store {
   Status LoadStagingIndex();
   // Rebuilds recent_ from the recent family (at open).
   Status LoadRecentPrefixes();
+  // Compacts table 0 and, from format 5 on, writes every fingerprint's lone
+  // bits anew on the way, then forgets the recent fingerprints. Merges and
+  // bulk loads wait meanwhile.
+  Status CompactTableZero(const ScanOptions& scan);
+  // True if no table-0 entry claims a table that `crowded` says is not
+  // lone: then the recent fingerprints are needed no more.
+  Result<bool> LoneBitsMatch(const CrowdedTables& crowded) const;
+  // Deletes the recent family's fingerprints and empties recent_.
+  // REQUIRES: merge_mu_ held.
+  Status ForgetRecent();
   // Waits until the staging index has room for more documents.
   Status WaitForStagingRoom();
   // Moves the documents staged so far into the tables: freezes the staging
@@ -249,12 +260,19 @@ class StoreImpl final : public Store {
                                        const rocksdb::Snapshot* snapshot) const;
 
   // Sees a run of two or more entries that share table `table`'s prefix,
-  // sorted as the table holds them; called from several threads at once.
+  // sorted as the table holds them; called from several threads at once,
+  // each table's runs from one.
   using RunVisitor = std::function<void(std::size_t table, std::span<const TableEntry> run)>;
+  // Which runs of a table without ids a scan from the tables visits: those
+  // within the plan's distance of another, cut down to them, with their
+  // ids (FindAll, Clusters); or every run, with id 0 for what the table
+  // holds. The scan in memory always visits every run, with ids.
+  enum class Runs { kLinkedWithIds, kEvery };
 
   // Every table's runs, tables spread over threads, all at one snapshot:
   // sorted in memory when the store fits scan.memory_bytes, else streamed.
-  Status ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run) const;
+  Status ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run,
+                  Runs runs = Runs::kLinkedWithIds) const;
   // ScanRuns from every document read once and each table sorted in
   // memory; false, having called nothing, when that needs more than
   // scan.memory_bytes.
@@ -264,8 +282,8 @@ class StoreImpl final : public Store {
   // ScanRuns reading each table from RocksDB in key order, the staged
   // documents merged in.
   Status ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
-                            std::span<const StagedDocument> staged,
-                            const RunVisitor& visit_run) const;
+                            std::span<const StagedDocument> staged, const RunVisitor& visit_run,
+                            Runs runs) const;
   // Every document at `snapshot`: table 0's entries, unpermuted, read on
   // `threads` threads, and `staged`; nullopt once more than `limit`.
   // `estimate` is about how many entries table 0 holds.
@@ -352,7 +370,10 @@ class StoreImpl final : public Store {
   std::thread merger_;
 
   // The prefixes that lone bits must not be trusted for (recent_prefixes.h).
-  RecentPrefixes recent_{plan_};
+  // Add with merge_mu_ held; Clear with merge_mu_ and ingest_mu_ held.
+  RecentPrefixes recent_{plan_, RecentPrefixesLimit()};
+  // Table 0's compaction filter factory; null before format 5.
+  const std::shared_ptr<LoneBitsRewriter> lone_bits_;
 
   bool closed_ = false;
 };

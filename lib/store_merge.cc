@@ -22,19 +22,27 @@ Status StoreImpl::LoadRecentPrefixes() {
   if (recent_family() == nullptr) return Status::OK();
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), recent_family()));
   std::vector<Fingerprint> recent;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+  auto add = [&]() -> Status {
+    try {
+      recent_.Add(recent);
+    } catch (const std::exception& e) {
+      return Status::IOError(std::string("loading the recent prefixes: ") + e.what());
+    }
+    recent.clear();
+    return Status::OK();
+  };
+  // Read no further than it takes to fill the filter, if it fills.
+  for (it->SeekToFirst(); it->Valid() && !recent_.full(); it->Next()) {
     if (it->key().size() != 8) {
       return Status::Corruption("recent: malformed key " + it->key().ToString(true));
     }
     recent.push_back(GetBigEndian64(it->key().data()));
+    if (recent.size() == 65536) {
+      if (Status s = add(); !s.ok()) return s;
+    }
   }
   if (Status s = FromRocks(it->status(), "reading the recent family"); !s.ok()) return s;
-  try {
-    recent_.Add(recent);
-  } catch (const std::exception& e) {
-    return Status::IOError(std::string("loading the recent prefixes: ") + e.what());
-  }
-  return Status::OK();
+  return add();
 }
 
 Result<std::vector<StagedDocument>> StoreImpl::StagedDocuments(

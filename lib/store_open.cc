@@ -286,7 +286,7 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   std::unique_ptr<StoreImpl> store(new StoreImpl(path, options, meta.format_version, *std::move(plan),
                                                  *std::move(fingerprinter),
                                                  std::unique_ptr<rocksdb::DB>(raw), handles,
-                                                 cursors));
+                                                 cursors, config.lone_bits));
   if (!options.read_only) reservation.HandTo(store.get());
   if (Status s = store->LoadStagingIndex(); !s.ok()) return s.WithContext(path);
   if (Status s = store->LoadRecentPrefixes(); !s.ok()) return s.WithContext(path);
@@ -319,7 +319,8 @@ StoreImpl::StoreImpl(std::string path, StoreOptions options, int format_version,
                      PermutationPlan plan,
                      Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
                      std::vector<rocksdb::ColumnFamilyHandle*> handles,
-                     std::shared_ptr<TableCursorPool> cursors)
+                     std::shared_ptr<TableCursorPool> cursors,
+                     std::shared_ptr<LoneBitsRewriter> lone_bits)
     : path_(std::move(path)),
       options_(std::move(options)),
       format_version_(format_version),
@@ -328,7 +329,8 @@ StoreImpl::StoreImpl(std::string path, StoreOptions options, int format_version,
       db_(std::move(db)),
       handles_(std::move(handles)),
       group_commit_([this] { return FromRocks(db_->SyncWAL(), "syncing " + path_); }),
-      cursors_(std::move(cursors)) {
+      cursors_(std::move(cursors)),
+      lone_bits_(std::move(lone_bits)) {
   cursors_->Attach(db_.get(), tables());
 }
 

@@ -340,7 +340,7 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
   std::size_t found = 0;
   // Hits read from table 0 as soon as they are found, for their lone bits,
   // which may spare the query tables still to come (MarkSkippable).
-  const bool lone_bits = recent_family() != nullptr;
+  const bool lone_bits = recent_family() != nullptr && !recent_.full();
   std::vector<LoneBits> skip(fingerprints.size(), 0);
   std::vector<std::size_t> marked(fingerprints.size(), 0);  // hits[i] seen by MarkSkippable
   // One clock reading per table: each table's end is the next one's start.

@@ -41,7 +41,7 @@ class DisjointSets {
 
 }  // namespace
 
-Status StoreImpl::ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run) const {
+Status StoreImpl::ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run, Runs runs) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
   std::shared_lock shared(ingest_mu_);
   rocksdb::ManagedSnapshot snapshot(db_.get());
@@ -49,7 +49,7 @@ Status StoreImpl::ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run)
   if (!staged.ok()) return staged.status();
   Result<bool> done = ScanRunsInMemory(scan, snapshot.snapshot(), *staged, visit_run);
   if (!done.ok() || *done) return done.status();
-  return ScanRunsFromTables(scan, snapshot.snapshot(), *staged, visit_run);
+  return ScanRunsFromTables(scan, snapshot.snapshot(), *staged, visit_run, runs);
 }
 
 // Reading a table through RocksDB's iterators costs about 250 ns an entry
@@ -143,7 +143,7 @@ Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
 
 Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
                                      std::span<const StagedDocument> staged,
-                                     const RunVisitor& visit_run) const {
+                                     const RunVisitor& visit_run, Runs runs) const {
   std::uint64_t total = 0;
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
     std::uint64_t n = 0;
@@ -163,6 +163,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
     const TablePermutation& perm = plan_.table(t);
     const Fingerprint mask = perm.prefix_mask();
     const TableKeyCodec codec = this->codec(t);
+    const bool every_run = codec.keeps_ids() || runs == Runs::kEvery;
     std::vector<TableEntry> staged_entries;
     staged_entries.reserve(staged.size());
     for (const StagedDocument& doc : staged) {
@@ -173,7 +174,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ScanReadOptions(snapshot), table(t)));
     // Lookups, not a scan: no readahead.
     std::unique_ptr<rocksdb::Iterator> table0;
-    if (!codec.keeps_ids()) table0.reset(db_->NewIterator(LookupReadOptions(snapshot), table(0)));
+    if (!every_run) table0.reset(db_->NewIterator(LookupReadOptions(snapshot), table(0)));
     // The current run, and which of its entries are a table's fingerprint
     // whose ids are still to be read.
     std::vector<TableEntry> run;
@@ -235,7 +236,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
     Status status;
     auto visit = [&] {
       if (run.size() < 2 || !status.ok()) return;
-      if (codec.keeps_ids()) return visit_run(t, run);
+      if (every_run) return visit_run(t, run);
       // Only fingerprints linked to another in this table (any k up to the
       // plan's) can be in a pair here.
       std::vector<bool> linked(run.size(), false);

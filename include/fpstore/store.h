@@ -85,6 +85,12 @@ struct StoreStats {
   std::vector<std::uint64_t> table_entries;    // RocksDB's estimate, per table
   std::vector<std::uint64_t> table_bytes;      // table files' bytes, per table
   std::uint64_t bytes_on_disk = 0;             // live SST and WAL files
+  // Format 5: fingerprints merged, or loaded into a store that was not
+  // empty, since the lone bits were last written (Compact writes them
+  // anew). Queries use lone bits while there are at most about 4 million;
+  // past that, and after a reopen, this counts up to where they stopped.
+  std::uint64_t recent_fingerprints = 0;
+  bool lone_bits_used = false;
 };
 
 class Store {
@@ -190,7 +196,11 @@ class Store {
   // NotSupported on a read-only store.
   virtual Status Flush() = 0;
 
-  // Merges what is staged (Flush), then compacts every table fully.
+  // Merges what is staged (Flush), then compacts every table fully. From
+  // format 5 on it also writes every document's lone bits anew, so that
+  // queries skip tables for documents inserted since the bulk load too, and
+  // the recent fingerprints (Stats) go: a scan like FindAll's, with merges
+  // held off (inserts wait once options.staged_documents are staged).
   virtual Status Compact(const ScanOptions& scan = {}) = 0;
 
   virtual Result<StoreStats> Stats() const = 0;

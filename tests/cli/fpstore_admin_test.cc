@@ -127,15 +127,17 @@ std::unique_ptr<Store> OpenReadOnly(const std::string& db) {
   return store.ok() ? *std::move(store) : nullptr;
 }
 
-// The document count that `stats --json` reports, or -1.
-long long DocumentsOf(const std::string& db) {
+// The count `name` that `stats --json` reports, or -1.
+long long StatOf(const std::string& db, const std::string& name) {
   const ToolResult r = Admin({"stats", "--db", db, "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  const std::string key = "\"documents\":";
+  const std::string key = "\"" + name + "\":";
   const std::size_t at = r.out.find(key);
   if (at == std::string::npos) return -1;
   return std::stoll(r.out.substr(at + key.size()));
 }
+
+long long DocumentsOf(const std::string& db) { return StatOf(db, "documents"); }
 
 void ExpectVerifies(const std::string& db) {
   const ToolResult r = Admin({"verify", "--db", db, "--quiet"});
@@ -575,10 +577,17 @@ TEST(AdminVerifyTest, CompactedStoreVerifiesAndCorruptionExitsOne) {
   ScratchDir dir;
   const Corpus corpus = MakeCorpus(800);
   const std::string db = MakeStore(dir, corpus);
+  // The inserted documents wait staged; compact merges them (they come
+  // after the lone bits: recent) and then writes their bits.
+  EXPECT_EQ(StatOf(db, "staged_documents"), static_cast<long long>(corpus.docs.size()));
   ToolResult r = Admin({"compact", "--db", db});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "compacted " + db)) << r.out;
   EXPECT_EQ(DocumentsOf(db), static_cast<long long>(corpus.docs.size()));
+  EXPECT_EQ(StatOf(db, "staged_documents"), 0);
+  EXPECT_EQ(StatOf(db, "recent_fingerprints"), 0);
+  r = Admin({"stats", "--db", db});
+  EXPECT_TRUE(Contains(r.out, "recent:             0 fingerprints since the lone bits")) << r.out;
 
   r = Admin({"verify", "--db", db});
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -182,12 +182,14 @@ class StatsCommand final : public Command {
           out(),
           "{\"path\":%s,\"format_version\":%d,\"blocks\":%d,\"distance\":%d,"
           "\"fingerprint\":{\"text\":%s,\"version\":%d,\"window\":%d,\"weighting\":\"%s\"},"
-          "\"documents\":%llu,\"staged_documents\":%llu,\"bytes_on_disk\":%llu,\"bytes_per_document\":%s,\"tables\":[%s]}\n",
+          "\"documents\":%llu,\"staged_documents\":%llu,\"recent_fingerprints\":%llu,\"lone_bits_used\":%s,\"bytes_on_disk\":%llu,\"bytes_per_document\":%s,\"tables\":[%s]}\n",
           JsonString(db).c_str(), stats.format_version, stats.blocks, stats.distance,
           JsonString(stats.fingerprint.ToString()).c_str(), stats.fingerprint.version,
           stats.fingerprint.window, std::string(WeightingName(stats.fingerprint.weighting)).c_str(),
           static_cast<unsigned long long>(stats.documents),
           static_cast<unsigned long long>(stats.staged_documents),
+          static_cast<unsigned long long>(stats.recent_fingerprints),
+          stats.lone_bits_used ? "true" : "false",
           static_cast<unsigned long long>(stats.bytes_on_disk), Fixed(per_document, 1).c_str(),
           tables.c_str());
       return 0;
@@ -200,6 +202,13 @@ class StatsCommand final : public Command {
     std::fprintf(out(), "documents:          %s\n", WithCommas(stats.documents).c_str());
     std::fprintf(out(), "staged documents:   %s (not yet merged into the tables)\n",
                  WithCommas(stats.staged_documents).c_str());
+    if (stats.format_version >= 5) {
+      std::fprintf(out(), "recent:             %s%s fingerprints since the lone bits (%s)\n",
+                   stats.lone_bits_used ? "" : "at least ",
+                   WithCommas(stats.recent_fingerprints).c_str(),
+                   stats.lone_bits_used ? "compact rewrites them"
+                                        : "too many: queries use none until compact");
+    }
     std::fprintf(out(), "bytes on disk:      %s (%s MB)\n", WithCommas(stats.bytes_on_disk).c_str(),
                  Fixed(static_cast<double>(stats.bytes_on_disk) / 1e6, 1).c_str());
     std::fprintf(out(), "bytes per document: %s\n",

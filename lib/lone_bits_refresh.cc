@@ -1,0 +1,110 @@
+#include "lone_bits_refresh.h"
+
+#include <algorithm>
+
+namespace fpstore::internal {
+
+CrowdedTables::CrowdedTables(const PermutationPlan& plan,
+                             std::vector<std::vector<Fingerprint>> crowded)
+    : all_(AllLoneBits(plan.table_count())) {
+  const TablePermutation& perm0 = plan.table(0);
+  for (std::size_t t = 0; t < crowded.size(); ++t) {
+    std::vector<Fingerprint>& fps = crowded[t];
+    for (Fingerprint& fp : fps) fp = perm0.Apply(fp);
+    std::sort(fps.begin(), fps.end());
+    fps.erase(std::unique(fps.begin(), fps.end()), fps.end());
+    // Merged into what the tables before t gave, one table at a time, so
+    // that only one table's list is held twice.
+    std::vector<std::pair<Fingerprint, LoneBits>> merged;
+    merged.reserve(crowded_.size() + fps.size());
+    const LoneBits bit = LoneBits{1} << t;
+    auto old = crowded_.begin();
+    for (Fingerprint fp : fps) {
+      for (; old != crowded_.end() && old->first < fp; ++old) merged.push_back(*old);
+      if (old != crowded_.end() && old->first == fp) {
+        merged.emplace_back(fp, old->second | bit);
+        ++old;
+      } else {
+        merged.emplace_back(fp, bit);
+      }
+    }
+    merged.insert(merged.end(), old, crowded_.end());
+    crowded_ = std::move(merged);
+    fps = {};
+  }
+}
+
+LoneBits CrowdedTables::BitsOf(Fingerprint permuted0) const {
+  const auto it = std::lower_bound(
+      crowded_.begin(), crowded_.end(), permuted0,
+      [](const std::pair<Fingerprint, LoneBits>& e, Fingerprint fp) { return e.first < fp; });
+  return it != crowded_.end() && it->first == permuted0 ? all_ & ~it->second : all_;
+}
+
+namespace {
+
+std::mutex hook_mu;
+std::function<void()> before_rewrite;
+
+class Rewrite final : public rocksdb::CompactionFilter {
+ public:
+  Rewrite(const LoneBitsRewriter& rewriter, std::shared_ptr<const CrowdedTables> crowded)
+      : rewriter_(rewriter), crowded_(std::move(crowded)) {}
+
+  Decision FilterV2(int, const rocksdb::Slice& key, ValueType type, const rocksdb::Slice& existing,
+                    std::string* new_value, std::string*) const override {
+    // A malformed key keeps its value, for Verify to report.
+    if (type != ValueType::kValue || !rewriter_.ValueFor(*crowded_, key, new_value) ||
+        *new_value == existing.ToStringView()) {
+      return Decision::kKeep;
+    }
+    return Decision::kChangeValue;
+  }
+  const char* Name() const override { return "fpstore.LoneBitsRewrite"; }
+
+ private:
+  const LoneBitsRewriter& rewriter_;
+  const std::shared_ptr<const CrowdedTables> crowded_;
+};
+
+}  // namespace
+
+LoneBitsRewriter::LoneBitsRewriter(const PermutationPlan& plan)
+    : tables_(plan.table_count()),
+      codec0_(plan.table(0).prefix_bits(), TableKeyCodec::Ids::kKept) {}
+
+void SetBeforeLoneBitsRewriteForTesting(std::function<void()> hook) {
+  std::lock_guard lock(hook_mu);
+  before_rewrite = std::move(hook);
+}
+
+void LoneBitsRewriter::Start(std::shared_ptr<const CrowdedTables> crowded) {
+  {
+    std::lock_guard lock(hook_mu);
+    if (before_rewrite) before_rewrite();
+  }
+  std::lock_guard lock(mu_);
+  crowded_ = std::move(crowded);
+}
+
+void LoneBitsRewriter::Stop() {
+  std::lock_guard lock(mu_);
+  crowded_.reset();
+}
+
+bool LoneBitsRewriter::ValueFor(const CrowdedTables& crowded, rocksdb::Slice key,
+                                std::string* value) const {
+  TableEntry entry;
+  if (!codec0_.Decode(key.ToStringView(), &entry)) return false;
+  *value = EncodeLoneBits(crowded.BitsOf(entry.permuted), tables_);
+  return true;
+}
+
+std::unique_ptr<rocksdb::CompactionFilter> LoneBitsRewriter::CreateCompactionFilter(
+    const rocksdb::CompactionFilter::Context&) {
+  std::lock_guard lock(mu_);
+  if (crowded_ == nullptr) return nullptr;
+  return std::make_unique<Rewrite>(*this, crowded_);
+}
+
+}  // namespace fpstore::internal

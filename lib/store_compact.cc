@@ -1,0 +1,112 @@
+// Compact: every family compacted, and table 0's lone bits written anew on
+// the way (lone_bits_refresh.h).
+
+#include <rocksdb/write_batch.h>
+
+#include "rocks_status.h"
+#include "scan_support.h"
+#include "store_impl.h"
+
+namespace fpstore::internal {
+
+Status StoreImpl::Compact(const ScanOptions& scan) {
+  if (Status s = Flush(); !s.ok()) return s;
+  rocksdb::CompactRangeOptions cro;
+  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
+  // The recent family comes after table 0: what the refresh deletes from
+  // it is compacted away.
+  for (std::size_t i = 0; i < handles_.size(); ++i) {
+    if (scan.progress) scan.progress(i, handles_.size());
+    if (handles_[i] == table(0)) {
+      if (Status s = CompactTableZero(scan); !s.ok()) return s;
+      continue;
+    }
+    rocksdb::Status rs = db_->CompactRange(cro, handles_[i], nullptr, nullptr);
+    if (!rs.ok()) return FromRocks(rs, "compacting " + handles_[i]->GetName());
+  }
+  if (scan.progress) scan.progress(handles_.size(), handles_.size());
+  return Status::OK();
+}
+
+Status StoreImpl::CompactTableZero(const ScanOptions& scan) {
+  rocksdb::CompactRangeOptions cro;
+  if (lone_bits_ == nullptr) {
+    cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
+    return FromRocks(db_->CompactRange(cro, table(0), nullptr, nullptr),
+                     "compacting " + TableFamilyName(0));
+  }
+  // The bits say which fingerprints the tables hold beside each one, so no
+  // fingerprint may enter them until the bits are written. Removals may go
+  // on: they only leave a fingerprint lonelier than its bits say.
+  std::lock_guard merge(merge_mu_);
+  const std::size_t tables = std::min(plan_.table_count(), RecentPrefixes::kMaxTables);
+  std::vector<std::vector<Fingerprint>> crowded(tables);
+  ScanOptions runs_scan = scan;
+  runs_scan.progress = nullptr;  // Compact reports families
+  Status s = ScanRuns(
+      runs_scan,
+      [&](std::size_t t, std::span<const TableEntry> run) {
+        if (t >= tables || run.front().permuted == run.back().permuted) return;
+        const TablePermutation& perm = plan_.table(t);
+        for (const TableEntry& e : run) crowded[t].push_back(perm.Invert(e.permuted));
+      },
+      Runs::kEvery);
+  if (!s.ok()) return s;
+  const auto bits = std::make_shared<const CrowdedTables>(plan_, std::move(crowded));
+  // kForce compacts again even the bottom files this compaction wrote, so
+  // that those of a compaction already running (without the rewriter) are
+  // rewritten too.
+  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  lone_bits_->Start(bits);
+  const rocksdb::Status rs = db_->CompactRange(cro, table(0), nullptr, nullptr);
+  lone_bits_->Stop();
+  if (!rs.ok()) return FromRocks(rs, "compacting " + TableFamilyName(0));
+  // Checked rather than assumed of RocksDB: an entry the compaction did not
+  // rewrite may have bits that only the recent prefixes make safe.
+  Result<bool> rewritten = LoneBitsMatch(*bits);
+  if (!rewritten.ok()) return rewritten.status();
+  return *rewritten ? ForgetRecent() : Status::OK();
+}
+
+Result<bool> StoreImpl::LoneBitsMatch(const CrowdedTables& crowded) const {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ScanReadOptions(nullptr), table(0)));
+  std::string expected;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (!lone_bits_->ValueFor(crowded, it->key(), &expected) ||
+        (DecodeLoneBits(it->value().ToStringView()) & ~DecodeLoneBits(expected)) != 0) {
+      return false;
+    }
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "scanning " + TableFamilyName(0));
+  return true;
+}
+
+Status StoreImpl::ForgetRecent() {
+  // Any part of this may be lost to a crash: recent fingerprints that stay
+  // only cost skips.
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(ScanReadOptions(nullptr), recent_family()));
+  rocksdb::WriteBatch batch;
+  auto write = [&] {
+    const rocksdb::Status rs = db_->Write(rocksdb::WriteOptions(), &batch);
+    batch.Clear();
+    return FromRocks(rs, "clearing the recent family");
+  };
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (Status s =
+            FromRocks(batch.Delete(recent_family(), it->key()), "clearing the recent family");
+        !s.ok()) {
+      return s;
+    }
+    if (batch.Count() == 65536) {
+      if (Status s = write(); !s.ok()) return s;
+    }
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "scanning the recent family");
+  if (Status s = write(); !s.ok()) return s;
+  std::unique_lock exclusive(ingest_mu_);
+  recent_.Clear();
+  return Status::OK();
+}
+
+}  // namespace fpstore::internal
