@@ -43,6 +43,8 @@ class BulkLoaderImpl final : public BulkLoader {
                          std::vector<rocksdb::IngestExternalFileArg>& args) const;
 
  private:
+  // Reserves the buffer's room for a whole run, on the first Add.
+  void ReserveBuffer();
   // Sorts the buffer and writes it to a run file.
   Status SpillRun();
   // Calls options_.progress, if set; what it throws becomes an error.
