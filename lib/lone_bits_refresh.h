@@ -71,7 +71,9 @@ class LoneBitsRewriter : public rocksdb::CompactionFilterFactory {
 };
 
 // Runs `hook` in LoneBitsRewriter::Start, before it takes effect: for tests
-// of what may write to the store meanwhile. Empty: nothing.
+// of what may write to the store meanwhile. Empty: nothing. It runs on
+// Compact's thread, merges held off: a hook that waits for a merge (or for
+// room in a full staging index) waits forever.
 void SetBeforeLoneBitsRewriteForTesting(std::function<void()> hook);
 
 }  // namespace fpstore::internal

@@ -39,8 +39,10 @@ class RecentPrefixes {
   // of the first kMaxTables tables of the plan.
   static constexpr std::size_t kMaxTables = 32;
 
-  // The default limit: about 120 MiB of filter at 20 tables.
-  static constexpr std::uint64_t kDefaultLimit = std::uint64_t{1} << 22;
+  // The default limit: the first nine segments, which double from 8192
+  // fingerprints (about 120 MiB of filter at 20 tables); one more would
+  // allocate a tenth segment as large as the nine.
+  static constexpr std::uint64_t kDefaultLimit = std::uint64_t{8192} * 511;
 
   // Holds up to `limit` fingerprints; more make it full.
   explicit RecentPrefixes(const PermutationPlan& plan, std::uint64_t limit = kDefaultLimit);

@@ -3,6 +3,8 @@
 
 #include <rocksdb/write_batch.h>
 
+#include <atomic>
+
 #include "rocks_status.h"
 #include "scan_support.h"
 #include "store_impl.h"
@@ -39,8 +41,12 @@ Status StoreImpl::CompactTableZero(const ScanOptions& scan) {
   // fingerprint may enter them until the bits are written. Removals may go
   // on: they only leave a fingerprint lonelier than its bits say.
   std::lock_guard merge(merge_mu_);
+  // Verify's snapshot would see the rewritten values (compaction filters
+  // ignore snapshots) beside tables older than the bits.
+  std::unique_lock rewrite(lone_bits_mu_);
   const std::size_t tables = std::min(plan_.table_count(), RecentPrefixes::kMaxTables);
   std::vector<std::vector<Fingerprint>> crowded(tables);
+  std::atomic<bool> out_of_memory{false};
   ScanOptions runs_scan = scan;
   runs_scan.progress = nullptr;  // Compact reports families
   Status s = ScanRuns(
@@ -48,11 +54,21 @@ Status StoreImpl::CompactTableZero(const ScanOptions& scan) {
       [&](std::size_t t, std::span<const TableEntry> run) {
         if (t >= tables || run.front().permuted == run.back().permuted) return;
         const TablePermutation& perm = plan_.table(t);
-        for (const TableEntry& e : run) crowded[t].push_back(perm.Invert(e.permuted));
+        // On a scan thread: out of memory fails the Compact, not the process.
+        try {
+          for (const TableEntry& e : run) crowded[t].push_back(perm.Invert(e.permuted));
+        } catch (const std::bad_alloc&) {
+          out_of_memory = true;
+        }
       },
       Runs::kEvery);
   if (!s.ok()) return s;
-  const auto bits = std::make_shared<const CrowdedTables>(plan_, std::move(crowded));
+  std::shared_ptr<const CrowdedTables> bits;
+  try {
+    if (!out_of_memory) bits = std::make_shared<const CrowdedTables>(plan_, std::move(crowded));
+  } catch (const std::bad_alloc&) {
+  }
+  if (bits == nullptr) return Status::IOError("compacting: out of memory for the lone bits");
   // kForce compacts again even the bottom files this compaction wrote, so
   // that those of a compaction already running (without the rewriter) are
   // rewritten too.
@@ -60,6 +76,7 @@ Status StoreImpl::CompactTableZero(const ScanOptions& scan) {
   lone_bits_->Start(bits);
   const rocksdb::Status rs = db_->CompactRange(cro, table(0), nullptr, nullptr);
   lone_bits_->Stop();
+  rewrite.unlock();
   if (!rs.ok()) return FromRocks(rs, "compacting " + TableFamilyName(0));
   // Checked rather than assumed of RocksDB: an entry the compaction did not
   // rewrite may have bits that only the recent prefixes make safe.

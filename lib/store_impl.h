@@ -361,6 +361,8 @@ class StoreImpl final : public Store {
   std::vector<DocumentId> merging_ids_;
   // One merge, or bulk ingestion, at a time.
   std::mutex merge_mu_;
+  // Held by Verify (shared) and by Compact while it rewrites the lone bits.
+  mutable std::shared_mutex lone_bits_mu_;
   // Guards merge_error_ and stopping_; staging_cv_ announces room in the
   // staging index, the end of a merge, and the need for one.
   std::mutex staging_mu_;

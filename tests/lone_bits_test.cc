@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -489,7 +490,11 @@ TEST(LoneBitsTest, TooManyRecentFingerprintsStopTheSkipsUntilCompact) {
   const std::string path = dir.Sub("store");
   std::vector<IdFingerprint> docs = MakeCorpus(seed, 1000, {});
   const auto [copies, queries] = CopiesOfFirst(docs, 300, seed + 1);
-  internal::SetRecentPrefixesLimitForTesting(100);
+  struct Limit {
+    explicit Limit(std::uint64_t n) { internal::SetRecentPrefixesLimitForTesting(n); }
+    ~Limit() { internal::SetRecentPrefixesLimitForTesting(0); }
+  };
+  std::optional<Limit> limit(std::in_place, 100);
   {
     std::unique_ptr<Store> store = MustOpen(path);
     ASSERT_NE(store, nullptr);
@@ -518,7 +523,7 @@ TEST(LoneBitsTest, TooManyRecentFingerprintsStopTheSkipsUntilCompact) {
     EXPECT_FALSE(stats->lone_bits_used);
     ExpectExact(*store, docs, queries, "past the limit, reopened");
   }
-  internal::SetRecentPrefixesLimitForTesting(0);
+  limit.reset();
   std::unique_ptr<Store> store = MustOpen(path);
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->Compact().ok());
@@ -553,7 +558,7 @@ TEST(LoneBitsTest, MergesWaitForCompactsRewrite) {
   });
   const Status compacted = store->Compact();
   internal::SetBeforeLoneBitsRewriteForTesting({});
-  merger.join();
+  if (merger.joinable()) merger.join();
   ASSERT_TRUE(compacted.ok()) << compacted.ToString();
   docs.insert(docs.end(), copies.begin(), copies.end());
   ExpectExact(*store, docs, queries, "merged during compaction");

@@ -197,10 +197,11 @@ class Store {
   virtual Status Flush() = 0;
 
   // Merges what is staged (Flush), then compacts every table fully. From
-  // format 5 on it also writes every document's lone bits anew, so that
-  // queries skip tables for documents inserted since the bulk load too, and
-  // the recent fingerprints (Stats) go: a scan like FindAll's, with merges
-  // held off (inserts wait once options.staged_documents are staged).
+  // format 5 on it also writes every document's lone bits anew (a scan like
+  // FindAll's), so that queries skip tables for documents inserted since
+  // the bulk load too, and forgets the recent fingerprints (Stats). Merges
+  // wait meanwhile; inserts wait once twice options.staged_documents are
+  // staged.
   virtual Status Compact(const ScanOptions& scan = {}) = 0;
 
   virtual Result<StoreStats> Stats() const = 0;
