@@ -1,6 +1,7 @@
 #include "lone_bits_refresh.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace fpstore::internal {
 
@@ -45,6 +46,7 @@ namespace {
 
 std::mutex hook_mu;
 std::function<void()> before_rewrite;
+std::atomic<bool> skip_rewrite{false};
 
 class Rewrite final : public rocksdb::CompactionFilter {
  public:
@@ -78,11 +80,14 @@ void SetBeforeLoneBitsRewriteForTesting(std::function<void()> hook) {
   before_rewrite = std::move(hook);
 }
 
+void SetSkipLoneBitsRewriteForTesting(bool skip) { skip_rewrite = skip; }
+
 void LoneBitsRewriter::Start(std::shared_ptr<const CrowdedTables> crowded) {
   {
     std::lock_guard lock(hook_mu);
     if (before_rewrite) before_rewrite();
   }
+  if (skip_rewrite) return;
   std::lock_guard lock(mu_);
   crowded_ = std::move(crowded);
 }
