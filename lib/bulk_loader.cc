@@ -490,9 +490,22 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
     }
     return sink.Put(AsSlice(key), rocksdb::Slice());
   };
+  // Crowded changes are marked a batch at a time, their cache lines
+  // fetched first: marked one by one, each locked OR waited out its own
+  // cache miss. Table 0, which reads every change's bits in key order,
+  // fetches them ahead too. The misses were 5% of a 10M load's CPU.
+  std::vector<std::uint32_t> to_mark;
+  auto mark_crowded = [&] {
+    for (std::uint32_t change : to_mark) __builtin_prefetch(&crowded[change], 1);
+    for (std::uint32_t change : to_mark) crowded[change].fetch_or(LoneBits{1} << t);
+    to_mark.clear();
+  };
+  const bool reads_crowded = crowded != nullptr && t == 0;
+  constexpr std::size_t kAhead = 16;
+  constexpr std::size_t kMarkBatch = 64;
   // Writes sorted ops that end with a whole prefix. With lone bits, each
   // prefix's ops are first marked crowded if more than one fingerprint has
-  // it: few are, so few take a cache miss for it.
+  // it.
   const bool marks_crowded = crowded != nullptr && t < RecentPrefixes::kMaxTables;
   auto write_prefixes = [&](std::span<const TableOp> sorted) -> Status {
     for (std::size_t i = 0; i < sorted.size();) {
@@ -501,12 +514,15 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
         const Fingerprint prefix = sorted[i].permuted & perm.prefix_mask();
         while (end < sorted.size() && (sorted[end].permuted & perm.prefix_mask()) == prefix) ++end;
         if (sorted[i].permuted != sorted[end - 1].permuted) {
-          for (std::size_t j = i; j < end; ++j) {
-            crowded[sorted[j].change].fetch_or(LoneBits{1} << t);
-          }
+          for (std::size_t j = i; j < end; ++j) to_mark.push_back(sorted[j].change);
+          // Table 0 writes this prefix's bits next: its own bit first.
+          if (to_mark.size() >= kMarkBatch || reads_crowded) mark_crowded();
         }
       }
       for (; i < end; ++i) {
+        if (reads_crowded && i + kAhead < sorted.size()) {
+          __builtin_prefetch(&crowded[sorted[i + kAhead].change]);
+        }
         if (Status s = write(sorted[i]); !s.ok()) return s;
       }
     }
@@ -569,6 +585,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
     if (Status s = write_prefixes(prefix_ops); !s.ok()) return s;
     for (const std::string& path : spills) fs::remove(path);
   }
+  mark_crowded();  // before table 0 reads them
   arg.column_family = store_.table(t);
   arg.options.move_files = true;
   return sink.Finish(arg.external_files);
