@@ -187,11 +187,16 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     }
     const DocumentKey key = EncodeDocumentKey(h.id);
     const rocksdb::Slice key_slice(key.data(), key.size());
-    existing->Seek(key_slice);
     Fingerprint old = 0;
-    const bool had_old = existing->Valid() && existing->key() == key_slice &&
-                         DecodeDocumentValue(existing->value().ToStringView(), &old, nullptr);
-    if (!existing->status().ok()) return FromRocks(existing->status(), "reading documents");
+    bool had_old = false;
+    // Into an empty store there is nothing to find: at 10M the seeks were
+    // a fifth of this loop's time (3.6 s of it, documents' file included).
+    if (!into_empty) {
+      existing->Seek(key_slice);
+      had_old = existing->Valid() && existing->key() == key_slice &&
+                DecodeDocumentValue(existing->value().ToStringView(), &old, nullptr);
+      if (!existing->status().ok()) return FromRocks(existing->status(), "reading documents");
+    }
     ++(had_old ? stats.replaced : stats.added);
     bool old_in_tables = had_old;
     if (had_old && staged) {
