@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "document_runs.h"
+#include "huge_pages.h"
 #include "record_file.h"
 #include "rocks_status.h"
 #include "sst_sink.h"
@@ -95,9 +96,12 @@ void BulkLoaderImpl::ReserveBuffer() {
   // Room for as many records as the budget takes, as address space only:
   // pages are touched as records fill them. Grown by doubling, the buffer
   // of a 10M load was copied and faulted in again and again (a fifth of
-  // the time before the tables start).
+  // the time before the tables start). In huge pages: faulted in 4 KiB at
+  // a time, the 400 MB of a 10M load made reading its input take 3.4-4.8 s
+  // instead of 2.8-3.0.
   try {
     buffer_.reserve(options_.memory_bytes / RecordBytes({}) + 1);
+    AdviseHugePages(buffer_);
   } catch (const std::bad_alloc&) {
     // Address space refused: grow as needed after all.
   }
@@ -462,6 +466,11 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
   ops.clear();
   ops.reserve(capacity);
   buffers.scratch.reserve(capacity);
+  // The sort goes through both in scattered order: in huge pages a 10M
+  // load's twenty sorts took 5.4 s instead of 6.1-6.5, building the ops
+  // 7.2-7.6 s instead of 8.1-8.8 (fewer faults and TLB misses).
+  AdviseHugePages(ops);
+  AdviseHugePages(buffers.scratch);
   std::vector<std::string> spills;
   auto spill = [&]() -> Status {
     SortOps(buffers);

@@ -1,0 +1,26 @@
+// Transparent huge pages for large buffers that live long and are read in
+// scattered order.
+
+#ifndef FPSTORE_LIB_HUGE_PAGES_H_
+#define FPSTORE_LIB_HUGE_PAGES_H_
+
+#include <cstddef>
+#include <vector>
+
+namespace fpstore::internal {
+
+// Asks the kernel to back the whole 2 MiB pages within [data, data + bytes)
+// with huge pages as they are touched, where the system allows it
+// (transparent_hugepage "madvise" or "always"): a hint, ignored elsewhere.
+// Pages touched before the call keep their size.
+void AdviseHugePages(const void* data, std::size_t bytes);
+
+// The same for a vector's whole capacity.
+template <typename T>
+void AdviseHugePages(const std::vector<T>& v) {
+  AdviseHugePages(v.data(), v.capacity() * sizeof(T));
+}
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_HUGE_PAGES_H_

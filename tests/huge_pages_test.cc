@@ -1,0 +1,102 @@
+#include "huge_pages.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fpstore::internal {
+namespace {
+
+constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
+
+// Whether the mapping that holds `address` carries madvise's MADV_HUGEPAGE
+// ("hg" among its VmFlags in /proc/self/smaps).
+bool AdvisedHuge(std::uintptr_t address) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    std::uintptr_t from = 0, to = 0;
+    char dash = 0;
+    std::istringstream range(line);
+    if (range >> std::hex >> from >> dash >> to && dash == '-') {
+      inside = from <= address && address < to;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return (line + " ").find(" hg ") != std::string::npos;
+    }
+  }
+  ADD_FAILURE() << "no mapping holds " << std::hex << address;
+  return false;
+}
+
+// Kernels built without transparent huge pages refuse the advice.
+class HugePagesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+      GTEST_SKIP() << "this kernel has no transparent huge pages";
+    }
+  }
+};
+
+class MappedRegion {
+ public:
+  explicit MappedRegion(std::size_t bytes) : bytes_(bytes) {
+    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED) base_ = reinterpret_cast<std::uintptr_t>(m);
+  }
+  ~MappedRegion() {
+    if (base_ != 0) ::munmap(reinterpret_cast<void*>(base_), bytes_);
+  }
+  std::uintptr_t base() const { return base_; }
+
+ private:
+  std::size_t bytes_;
+  std::uintptr_t base_ = 0;
+};
+
+TEST_F(HugePagesTest, AdvisesOnlyTheWholeHugePagesInsideTheRange) {
+  MappedRegion region(8 * kHugePage);
+  ASSERT_NE(region.base(), 0u);
+  const std::uintptr_t first_whole = (region.base() + kHugePage - 1) & ~(kHugePage - 1);
+  // From 1 byte past a huge page boundary to 1 byte before another: the
+  // pages cut at either end stay as they were.
+  const std::uintptr_t from = first_whole + 1;
+  const std::uintptr_t to = first_whole + 5 * kHugePage - 1;
+  AdviseHugePages(reinterpret_cast<const void*>(from), to - from);
+
+  EXPECT_FALSE(AdvisedHuge(first_whole));
+  EXPECT_TRUE(AdvisedHuge(first_whole + kHugePage));
+  EXPECT_TRUE(AdvisedHuge(first_whole + 4 * kHugePage - 1));
+  EXPECT_FALSE(AdvisedHuge(first_whole + 4 * kHugePage));
+}
+
+TEST_F(HugePagesTest, RangeWithoutAWholeHugePageIsLeftAlone) {
+  MappedRegion region(4 * kHugePage);
+  ASSERT_NE(region.base(), 0u);
+  const std::uintptr_t first_whole = (region.base() + kHugePage - 1) & ~(kHugePage - 1);
+  // Nearly 2 MiB, across a boundary: no whole huge page inside.
+  AdviseHugePages(reinterpret_cast<const void*>(first_whole + kHugePage / 2), kHugePage);
+  EXPECT_FALSE(AdvisedHuge(first_whole));
+  EXPECT_FALSE(AdvisedHuge(first_whole + kHugePage));
+  AdviseHugePages(nullptr, 0);  // an empty vector's data and size
+}
+
+TEST_F(HugePagesTest, VectorIsAdvisedOverItsCapacity) {
+  std::vector<std::uint64_t> v;
+  v.reserve(4 * kHugePage / sizeof(std::uint64_t));  // 8 MiB: its own mapping
+  AdviseHugePages(v);
+  const auto data = reinterpret_cast<std::uintptr_t>(v.data());
+  const std::uintptr_t first_whole = (data + kHugePage - 1) & ~(kHugePage - 1);
+  EXPECT_TRUE(AdvisedHuge(first_whole));
+  // Past the size (0) but within the capacity.
+  EXPECT_TRUE(AdvisedHuge(first_whole + 2 * kHugePage));
+}
+
+}  // namespace
+}  // namespace fpstore::internal
