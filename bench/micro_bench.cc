@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -16,11 +17,16 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fpstore/fingerprinter.h"
 #include "fpstore/permutation.h"
 #include "fpstore/store.h"
+#include "key_codec.h"
+#include "rocks_config.h"
+#include "sst_sink.h"
+#include "store_impl.h"
 
 namespace {
 
@@ -209,13 +215,115 @@ void BM_BruteForceQuery(benchmark::State& state) {
 BENCHMARK(BM_StoreQuery);
 BENCHMARK(BM_BruteForceQuery);
 
+// ---- Writing a table's file, against writing its keys' bytes ----
+//
+// The bulk load and the merges write every table key through RocksDB's
+// SstFileWriter with the tables' own options (2 KiB blocks, the prefix
+// bloom filter, ZSTD at level -1), twenty keys a document under plan
+// (6, 3). This times that per key against writing the same keys' bytes to
+// a file, and prints the ceiling it alone puts on a load.
+
+constexpr std::size_t kFileKeys = 1'000'000;
+constexpr std::size_t kFileTable = 1;  // a table without ids, as 19 of the 20 are
+
+class TableFileFixture {
+ public:
+  TableFileFixture()
+      : dir_(std::filesystem::temp_directory_path() /
+             ("fpstore-micro-bench-sst." + std::to_string(::getpid()))),
+        plan_(Check(fpstore::PermutationPlan::Create(6, 3))) {
+    std::filesystem::remove_all(dir_);
+    fpstore::internal::RocksConfig config = fpstore::internal::MakeRocksConfig(
+        fpstore::StoreOptions(), plan_, fpstore::Store::kFormatVersion);
+    config.db.create_if_missing = true;
+    config.db.create_missing_column_families = true;
+    rocksdb::DB* db = nullptr;
+    const rocksdb::Status s =
+        rocksdb::DB::Open(config.db, dir_.string(), config.families, &handles_, &db);
+    if (!s.ok()) Die(s.ToString());
+    db_.reset(db);
+    const std::string name = "table-00" + std::to_string(kFileTable);
+    for (rocksdb::ColumnFamilyHandle* h : handles_) {
+      if (h->GetName() == name) table_ = h;
+    }
+    if (table_ == nullptr) Die("no family " + name);
+
+    const fpstore::TablePermutation& perm = plan_.table(kFileTable);
+    std::vector<fpstore::Fingerprint> permuted = RandomFingerprints(kFileKeys, 5);
+    for (fpstore::Fingerprint& f : permuted) f = perm.Apply(f);
+    std::sort(permuted.begin(), permuted.end());
+    permuted.erase(std::unique(permuted.begin(), permuted.end()), permuted.end());
+    const fpstore::internal::TableKeyCodec codec(perm.prefix_bits(),
+                                                 fpstore::internal::TableKeyCodec::Ids::kNone);
+    for (fpstore::Fingerprint f : permuted) keys_.push_back(codec.Encode(f, 0));
+  }
+  ~TableFileFixture() {
+    for (rocksdb::ColumnFamilyHandle* h : handles_) db_->DestroyColumnFamilyHandle(h);
+    db_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  rocksdb::DB& db() { return *db_; }
+  rocksdb::ColumnFamilyHandle* table() { return table_; }
+  const std::vector<fpstore::internal::TableKey>& keys() const { return keys_; }
+  std::string FilePath() const { return (dir_ / "bench.sst").string(); }
+
+ private:
+  std::filesystem::path dir_;
+  fpstore::PermutationPlan plan_;
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  rocksdb::ColumnFamilyHandle* table_ = nullptr;
+  std::vector<fpstore::internal::TableKey> keys_;
+};
+
+TableFileFixture& FileFixture() {
+  static TableFileFixture fixture;
+  return fixture;
+}
+
+void BM_TableFileWrite(benchmark::State& state) {
+  TableFileFixture& f = FileFixture();
+  for (auto _ : state) {
+    fpstore::internal::SstSink sink(f.db(), f.table(), f.FilePath());
+    for (const fpstore::internal::TableKey& key : f.keys()) {
+      Check(sink.Put(fpstore::internal::AsSlice(key), rocksdb::Slice()));
+    }
+    std::vector<std::string> files;
+    Check(sink.Finish(files));
+    std::filesystem::remove(f.FilePath());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * f.keys().size()));
+}
+
+void BM_TableKeysWrite(benchmark::State& state) {
+  TableFileFixture& f = FileFixture();
+  for (auto _ : state) {
+    std::FILE* out = std::fopen(f.FilePath().c_str(), "wb");
+    if (out == nullptr) Die("cannot create " + f.FilePath());
+    for (const fpstore::internal::TableKey& key : f.keys()) {
+      std::fwrite(key.data(), 1, key.size(), out);
+    }
+    if (std::fflush(out) != 0 || ::fsync(::fileno(out)) != 0 || std::fclose(out) != 0) {
+      Die("cannot write " + f.FilePath());
+    }
+    std::filesystem::remove(f.FilePath());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * f.keys().size()));
+}
+
+BENCHMARK(BM_TableFileWrite)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TableKeysWrite)->Unit(benchmark::kMillisecond);
+
 // Google Benchmark's console table, then each benchmark's speed as a
 // multiple of its baseline's.
 class RatioReporter final : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Iteration) seconds_[run.benchmark_name()] = run.GetAdjustedRealTime();
+      if (run.run_type == Run::RT_Iteration) {
+        seconds_[run.benchmark_name()] =
+            run.real_accumulated_time / static_cast<double>(run.iterations);
+      }
     }
     ConsoleReporter::ReportRuns(runs);
   }
@@ -228,12 +336,22 @@ class RatioReporter final : public benchmark::ConsoleReporter {
         {"BM_Fingerprint/chinese_window3", "BM_Xxh3/chinese"},
         {"BM_PermuteAllTables", "BM_CopyBaseline"},
         {"BM_HammingDistance", "BM_XorBaseline"},
-        {"BM_StoreQuery", "BM_BruteForceQuery"}};
+        {"BM_StoreQuery", "BM_BruteForceQuery"},
+        {"BM_TableFileWrite", "BM_TableKeysWrite"}};
     std::printf("\nratios to the same-run baseline (time per item; >1 means slower):\n");
     for (const auto& [name, baseline] : pairs) {
       const auto a = seconds_.find(name), b = seconds_.find(baseline);
       if (a == seconds_.end() || b == seconds_.end()) continue;  // filtered out
       std::printf("  %-32s %8.2fx %s\n", name, a->second / b->second, baseline);
+    }
+    // One core per table file at a time, as the bulk loader does.
+    if (const auto w = seconds_.find("BM_TableFileWrite"); w != seconds_.end()) {
+      const double keys_per_second = static_cast<double>(kFileKeys) / w->second;
+      const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      std::printf(
+          "\nSstFileWriter alone, %.0f table keys/s a core: with 20 tables on %u cores a\n"
+          "load cannot pass %.0f documents/s\n",
+          keys_per_second, cores, keys_per_second * cores / 20);
     }
   }
 
