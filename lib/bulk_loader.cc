@@ -193,8 +193,8 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     const rocksdb::Slice key_slice(key.data(), key.size());
     Fingerprint old = 0;
     bool had_old = false;
-    // Into an empty store there is nothing to find: at 10M the seeks were
-    // a fifth of this loop's time (3.6 s of it, documents' file included).
+    // Into an empty store there is nothing to find: skipping the seeks took
+    // this loop at 10M from 3.6 s to 2.8 s (the documents' file included).
     if (!into_empty) {
       existing->Seek(key_slice);
       had_old = existing->Valid() && existing->key() == key_slice &&

@@ -14,6 +14,10 @@ namespace {
 
 constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
 
+std::uintptr_t FirstWholeHugePage(std::uintptr_t address) {
+  return (address + kHugePage - 1) & ~(kHugePage - 1);
+}
+
 // Whether the mapping that holds `address` carries madvise's MADV_HUGEPAGE
 // ("hg" among its VmFlags in /proc/self/smaps).
 bool AdvisedHuge(std::uintptr_t address) {
@@ -30,19 +34,9 @@ bool AdvisedHuge(std::uintptr_t address) {
       return (line + " ").find(" hg ") != std::string::npos;
     }
   }
-  ADD_FAILURE() << "no mapping holds " << std::hex << address;
+  ADD_FAILURE() << "no mapping with VmFlags holds " << std::hex << address;
   return false;
 }
-
-// Kernels built without transparent huge pages refuse the advice.
-class HugePagesTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
-      GTEST_SKIP() << "this kernel has no transparent huge pages";
-    }
-  }
-};
 
 class MappedRegion {
  public:
@@ -60,42 +54,55 @@ class MappedRegion {
   std::uintptr_t base_ = 0;
 };
 
+class HugePagesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Kernels without transparent huge pages refuse the advice.
+    MappedRegion probe(2 * kHugePage);
+    ASSERT_NE(probe.base(), 0u);
+    if (::madvise(reinterpret_cast<void*>(FirstWholeHugePage(probe.base())), kHugePage,
+                  MADV_HUGEPAGE) != 0) {
+      GTEST_SKIP() << "this kernel takes no MADV_HUGEPAGE";
+    }
+  }
+};
+
 TEST_F(HugePagesTest, AdvisesOnlyTheWholeHugePagesInsideTheRange) {
-  MappedRegion region(8 * kHugePage);
+  MappedRegion region(40 * kHugePage);
   ASSERT_NE(region.base(), 0u);
-  const std::uintptr_t first_whole = (region.base() + kHugePage - 1) & ~(kHugePage - 1);
+  const std::uintptr_t first_whole = FirstWholeHugePage(region.base());
   // From 1 byte past a huge page boundary to 1 byte before another: the
   // pages cut at either end stay as they were.
   const std::uintptr_t from = first_whole + 1;
-  const std::uintptr_t to = first_whole + 5 * kHugePage - 1;
+  const std::uintptr_t to = first_whole + 34 * kHugePage - 1;
+  ASSERT_GE(to - from, kMinHugePageAdviceBytes);
   AdviseHugePages(reinterpret_cast<const void*>(from), to - from);
 
   EXPECT_FALSE(AdvisedHuge(first_whole));
   EXPECT_TRUE(AdvisedHuge(first_whole + kHugePage));
-  EXPECT_TRUE(AdvisedHuge(first_whole + 4 * kHugePage - 1));
-  EXPECT_FALSE(AdvisedHuge(first_whole + 4 * kHugePage));
+  EXPECT_TRUE(AdvisedHuge(first_whole + 33 * kHugePage - 1));
+  EXPECT_FALSE(AdvisedHuge(first_whole + 33 * kHugePage));
 }
 
-TEST_F(HugePagesTest, RangeWithoutAWholeHugePageIsLeftAlone) {
-  MappedRegion region(4 * kHugePage);
+TEST_F(HugePagesTest, SmallRangesAreLeftAlone) {
+  MappedRegion region(40 * kHugePage);
   ASSERT_NE(region.base(), 0u);
-  const std::uintptr_t first_whole = (region.base() + kHugePage - 1) & ~(kHugePage - 1);
-  // Nearly 2 MiB, across a boundary: no whole huge page inside.
-  AdviseHugePages(reinterpret_cast<const void*>(first_whole + kHugePage / 2), kHugePage);
+  const std::uintptr_t first_whole = FirstWholeHugePage(region.base());
+  // Whole huge pages, but one byte short of the smallest range advised.
+  AdviseHugePages(reinterpret_cast<const void*>(first_whole), kMinHugePageAdviceBytes - 1);
   EXPECT_FALSE(AdvisedHuge(first_whole));
-  EXPECT_FALSE(AdvisedHuge(first_whole + kHugePage));
+  EXPECT_FALSE(AdvisedHuge(first_whole + kMinHugePageAdviceBytes / 2));
   AdviseHugePages(nullptr, 0);  // an empty vector's data and size
 }
 
 TEST_F(HugePagesTest, VectorIsAdvisedOverItsCapacity) {
   std::vector<std::uint64_t> v;
-  v.reserve(4 * kHugePage / sizeof(std::uint64_t));  // 8 MiB: its own mapping
+  v.reserve(kMinHugePageAdviceBytes / sizeof(std::uint64_t));
   AdviseHugePages(v);
-  const auto data = reinterpret_cast<std::uintptr_t>(v.data());
-  const std::uintptr_t first_whole = (data + kHugePage - 1) & ~(kHugePage - 1);
+  const std::uintptr_t first_whole = FirstWholeHugePage(reinterpret_cast<std::uintptr_t>(v.data()));
   EXPECT_TRUE(AdvisedHuge(first_whole));
   // Past the size (0) but within the capacity.
-  EXPECT_TRUE(AdvisedHuge(first_whole + 2 * kHugePage));
+  EXPECT_TRUE(AdvisedHuge(first_whole + kMinHugePageAdviceBytes / 2));
 }
 
 }  // namespace
