@@ -246,7 +246,7 @@ Status StoreImpl::Insert(DocumentId id, Fingerprint fingerprint, std::string_vie
 Result<StoreImpl::WriteLocks> StoreImpl::LockForWrite(std::span<const DocumentId> ids) {
   if (Status s = WaitForStagingRoom(); !s.ok()) return s;
   while (true) {
-    WriteLocks locks{std::shared_lock(ingest_mu_), {}, {}};
+    WriteLocks locks{std::shared_lock(load_mu_), std::shared_lock(ingest_mu_), {}, {}};
     // Stripes in address order, so that batches cannot deadlock each other.
     std::set<std::mutex*> stripes;
     for (DocumentId id : ids) stripes.insert(&StripeFor(id));
@@ -257,6 +257,7 @@ Result<StoreImpl::WriteLocks> StoreImpl::LockForWrite(std::span<const DocumentId
     if (!merging) return locks;
     locks.stripes.clear();
     locks.ingest.unlock();
+    locks.load.unlock();
     std::unique_lock lock(staging_mu_);
     staging_cv_.wait(lock, [&] { return !merging_ || !merge_error_.ok(); });
     if (!merge_error_.ok()) return merge_error_;

@@ -126,9 +126,10 @@ class StoreImpl final : public Store {
     std::optional<StoredVersion> old;
   };
 
-  // The locks a write holds: the ingest lock shared and its ids' stripes;
-  // and table_deletes_mu_ once it deletes from tables without ids.
+  // The locks a write holds: the load and ingest locks shared and its ids'
+  // stripes; and table_deletes_mu_ once it deletes from tables without ids.
   struct WriteLocks {
+    std::shared_lock<std::shared_mutex> load;
     std::shared_lock<std::shared_mutex> ingest;
     std::vector<std::unique_lock<std::mutex>> stripes;
     std::unique_lock<std::mutex> table_deletes;
@@ -347,6 +348,11 @@ class StoreImpl final : public Store {
   // RocksDB installs ingested files family by family, and no reader may
   // see some tables with them and some without.
   mutable std::shared_mutex ingest_mu_;
+  // Shared by every write, exclusive for a bulk load's whole Finish: the
+  // stored versions it matches its documents against must stay current
+  // until its files are in. Queries go on meanwhile; they wait for
+  // ingest_mu_ only. Taken before ingest_mu_.
+  mutable std::shared_mutex load_mu_;
   // Serialises CheckAndInsert's look-then-write.
   std::mutex check_mu_;
   // Serialises DeleteTableEntries' look-then-write.

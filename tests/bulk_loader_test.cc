@@ -9,8 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <stdexcept>
 
@@ -178,6 +180,58 @@ TEST(BulkLoaderTest, LastOccurrenceWinsAndStoredDocumentsAreReplaced) {
   EXPECT_EQ(stats->replaced, 150u);
   EXPECT_EQ(stats->superseded, docs.size() - docs.size() / 2);
   ExpectMatchesBruteForce(*store, docs, seed, "after a bulk load over stored documents");
+}
+
+// While a load's Finish writes its tables, queries answer from the store as
+// it was, and writes wait for the load: a write begun meanwhile wins.
+TEST(BulkLoaderTest, QueriesGoOnAndWritesWaitWhileALoadFinishes) {
+  const std::uint64_t seed = TestSeed(14);
+  std::vector<IdFingerprint> docs = Corpus(seed, 600);
+  TempDir dir;
+  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
+  const std::size_t stored = docs.size() / 2;
+  for (std::size_t i = 0; i < stored; ++i) {
+    ASSERT_TRUE(store->Insert(docs[i].id, docs[i].fingerprint, MetadataFor(docs[i].id)).ok());
+  }
+  ASSERT_TRUE(store->Flush().ok());
+
+  // The write replaces a document the load brings.
+  const IdFingerprint written{docs.back().id, ~docs.back().fingerprint};
+  std::future<Result<std::vector<Match>>> query;
+  std::future<Status> write;
+  bool answered_during_load = false;
+  BulkLoadOptions options;
+  options.progress = [&](std::uint64_t, std::uint64_t) {
+    if (query.valid()) return;  // the first call only; calls come one at a time
+    query = std::async(std::launch::async, [&] { return store->Query(docs[0].fingerprint, 3); });
+    answered_during_load = query.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+    write = std::async(std::launch::async, [&] {
+      return store->Insert(written.id, written.fingerprint, MetadataFor(written.id));
+    });
+  };
+  Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader(options);
+  ASSERT_TRUE(loader.ok());
+  for (std::size_t i = stored; i < docs.size(); ++i) {
+    ASSERT_TRUE((*loader)->Add(docs[i].id, docs[i].fingerprint, MetadataFor(docs[i].id)).ok());
+  }
+  Result<BulkLoadStats> stats = (*loader)->Finish();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  ASSERT_TRUE(query.valid()) << "no progress was reported";
+
+  EXPECT_TRUE(answered_during_load) << "a query waited for the load's tables";
+  Result<std::vector<Match>> answer = query.get();
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  EXPECT_TRUE(std::any_of(answer->begin(), answer->end(),
+                          [&](const Match& m) { return m.id == docs[0].id; }));
+  const Status wrote = write.get();
+  ASSERT_TRUE(wrote.ok()) << wrote.ToString();
+  Result<Document> got = store->Get(written.id);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->fingerprint, written.fingerprint) << "the load overwrote a later write";
+  docs.back().fingerprint = written.fingerprint;
+  ExpectMatchesBruteForce(*store, docs, seed, "after a write that waited for a load");
+  const Status verified = store->Verify();
+  EXPECT_TRUE(verified.ok()) << verified.ToString();
 }
 
 TEST(BulkLoaderTest, AbandonedLoadLeavesTheStoreAsItWas) {
