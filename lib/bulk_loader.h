@@ -51,7 +51,8 @@ class BulkLoaderImpl final : public BulkLoader {
   Status ReportProgress(std::uint64_t done, std::uint64_t total) const;
   // Of the fingerprints that `leaving` documents take out of the tables,
   // those no document has once the changes are in: keys that tables
-  // without ids lose. Sorted. REQUIRES: the store's ingest lock held.
+  // without ids lose. Sorted. REQUIRES: the store's load and merge locks
+  // held.
   Result<std::vector<Fingerprint>> DroppedFingerprints(std::vector<IdFingerprint> leaving,
                                                        const std::string& changes_path,
                                                        std::uint64_t change_count) const;

@@ -351,7 +351,10 @@ class StoreImpl final : public Store {
   // Shared by every write, exclusive for a bulk load's whole Finish: the
   // stored versions it matches its documents against must stay current
   // until its files are in. Queries go on meanwhile; they wait for
-  // ingest_mu_ only. Taken before ingest_mu_.
+  // ingest_mu_ only. Taken before ingest_mu_, also by the scans, whose
+  // sinks and progress callbacks may write. (Shared locks of
+  // std::shared_mutex let new readers pass a waiting writer on glibc: a
+  // stream of queries can delay an ingestion, and with it, here, writers.)
   mutable std::shared_mutex load_mu_;
   // Serialises CheckAndInsert's look-then-write.
   std::mutex check_mu_;

@@ -43,6 +43,9 @@ class DisjointSets {
 
 Status StoreImpl::ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run, Runs runs) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
+  // A scan's sinks and progress may write to the store: the load lock
+  // first, as writers take it.
+  std::shared_lock load(load_mu_);
   std::shared_lock shared(ingest_mu_);
   rocksdb::ManagedSnapshot snapshot(db_.get());
   Result<std::vector<StagedDocument>> staged = StagedDocuments(snapshot.snapshot());
@@ -296,6 +299,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
 Status StoreImpl::ForEachDocument(const std::function<void(const Document&)>& sink,
                                   const ScanOptions& scan) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
+  std::shared_lock load(load_mu_);  // the sink may write (ScanRuns)
   std::shared_lock shared(ingest_mu_);
   rocksdb::ManagedSnapshot snapshot(db_.get());
   std::string count;

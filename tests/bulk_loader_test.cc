@@ -200,6 +200,7 @@ TEST(BulkLoaderTest, QueriesGoOnAndWritesWaitWhileALoadFinishes) {
   std::future<Result<std::vector<Match>>> query;
   std::future<Status> write;
   bool answered_during_load = false;
+  bool write_waited = false;
   BulkLoadOptions options;
   options.progress = [&](std::uint64_t, std::uint64_t) {
     if (query.valid()) return;  // the first call only; calls come one at a time
@@ -208,6 +209,7 @@ TEST(BulkLoaderTest, QueriesGoOnAndWritesWaitWhileALoadFinishes) {
     write = std::async(std::launch::async, [&] {
       return store->Insert(written.id, written.fingerprint, MetadataFor(written.id));
     });
+    write_waited = write.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout;
   };
   Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader(options);
   ASSERT_TRUE(loader.ok());
@@ -223,6 +225,7 @@ TEST(BulkLoaderTest, QueriesGoOnAndWritesWaitWhileALoadFinishes) {
   ASSERT_TRUE(answer.ok()) << answer.status().ToString();
   EXPECT_TRUE(std::any_of(answer->begin(), answer->end(),
                           [&](const Match& m) { return m.id == docs[0].id; }));
+  EXPECT_TRUE(write_waited) << "a write went ahead while the load was writing its tables";
   const Status wrote = write.get();
   ASSERT_TRUE(wrote.ok()) << wrote.ToString();
   Result<Document> got = store->Get(written.id);
