@@ -129,8 +129,9 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   const PermutationPlan& plan = store_.plan_;
   // Nothing else writes, or merges, while the documents are matched against
   // the store and ingested: the old versions read here must stay current.
-  // Queries wait only for the ingestion itself (below): held for all of
-  // Finish, they stopped for its whole 40 s at 10M.
+  // Queries wait only for the ingestion itself (below): when the ingest
+  // lock was held for all of Finish, they stopped for all of it (about
+  // 40 s at 10M).
   std::lock_guard merge(store_.merge_mu_);
   std::unique_lock writers(store_.load_mu_);
 
