@@ -28,8 +28,8 @@ namespace {
 // the buffer's spare capacity, and its metadata.
 std::size_t RecordBytes(std::string_view metadata) { return 64 + metadata.size(); }
 
-// A document whose table entries change: the changes file holds one per
-// document, as four integers.
+// A document whose table entries change: a bulk load's changes file
+// holds one per document, as four integers.
 struct Change {
   DocumentId id = 0;
   Fingerprint fingerprint = 0;
@@ -61,6 +61,51 @@ struct Change {
 };
 
 }  // namespace
+
+// Tables read every change in order, its place being the change's number.
+// A bulk load's changes live in a file, for they may not fit beside the
+// tables' buffers; a merge's are its staged documents, already in memory.
+class Changes {
+ public:
+  static Changes InFile(std::string path, std::uint64_t count) {
+    return Changes(std::move(path), {}, count);
+  }
+  static Changes Staged(std::span<const StagedDocument> staged) {
+    return Changes({}, staged, staged.size());
+  }
+
+  std::uint64_t count() const { return count_; }
+
+  // Calls visit(change, number) for each change in order; stops at the
+  // first error, of reading or from visit.
+  template <typename Visit>
+  Status ForEach(Visit&& visit) const {
+    if (path_.empty()) {
+      // A staged version has no table entries to replace.
+      for (std::size_t i = 0; i < staged_.size(); ++i) {
+        if (Status s = visit(Change{staged_[i].id, staged_[i].fingerprint, 0, false}, i); !s.ok()) {
+          return s;
+        }
+      }
+      return Status::OK();
+    }
+    RecordReader in(path_);
+    for (std::uint64_t i = 0; i < count_; ++i) {
+      Change c;
+      if (Status s = c.Read(in, path_); !s.ok()) return s;
+      if (Status s = visit(c, i); !s.ok()) return s;
+    }
+    return Status::OK();
+  }
+
+ private:
+  Changes(std::string path, std::span<const StagedDocument> staged, std::uint64_t count)
+      : path_(std::move(path)), staged_(staged), count_(count) {}
+
+  std::string path_;
+  std::span<const StagedDocument> staged_;
+  std::uint64_t count_;
+};
 
 BulkLoaderImpl::BulkLoaderImpl(StoreImpl& store, BulkLoadOptions options, std::string temp_dir)
     : store_(store), options_(std::move(options)), temp_dir_(std::move(temp_dir)) {}
@@ -229,7 +274,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   std::vector<BufferedRecord>().swap(buffer_);
   std::string().swap(buffer_metadata_);
   Result<std::vector<Fingerprint>> dropped =
-      DroppedFingerprints(std::move(leaving), changes_path, change_count);
+      DroppedFingerprints(std::move(leaving), Changes::InFile(changes_path, change_count));
   if (!dropped.ok()) return dropped.status();
 
   std::vector<rocksdb::IngestExternalFileArg> args;
@@ -271,7 +316,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
       change_count <= std::numeric_limits<std::uint32_t>::max()) {
     crowded = std::vector<std::atomic<LoneBits>>(change_count);
   }
-  if (Status s = WriteTables(changes_path, change_count, *dropped, table_done,
+  if (Status s = WriteTables(Changes::InFile(changes_path, change_count), *dropped, table_done,
                              crowded.empty() ? nullptr : crowded.data(), args);
       !s.ok()) {
     return s;
@@ -287,8 +332,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
 }
 
 Result<std::vector<Fingerprint>> BulkLoaderImpl::DroppedFingerprints(
-    std::vector<IdFingerprint> leaving, const std::string& changes_path,
-    std::uint64_t change_count) const {
+    std::vector<IdFingerprint> leaving, const Changes& changes) const {
   std::vector<Fingerprint> dropped;
   if (store_.format_version_ < 4 || leaving.empty()) return dropped;
   std::sort(leaving.begin(), leaving.end(), ByFingerprint);
@@ -303,13 +347,12 @@ Result<std::vector<Fingerprint>> BulkLoaderImpl::DroppedFingerprints(
     stays[std::lower_bound(dropped.begin(), dropped.end(), fp) - dropped.begin()] = true;
   }
   // ... or a loaded document takes it.
-  RecordReader in(changes_path);
-  for (std::uint64_t i = 0; i < change_count; ++i) {
-    Change c;
-    if (Status s = c.Read(in, changes_path); !s.ok()) return s;
+  Status s = changes.ForEach([&](const Change& c, std::uint64_t) {
     auto at = std::lower_bound(dropped.begin(), dropped.end(), c.fingerprint);
     if (at != dropped.end() && *at == c.fingerprint) stays[at - dropped.begin()] = true;
-  }
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
   std::size_t n = 0;
   for (std::size_t i = 0; i < dropped.size(); ++i) {
     if (!stays[i]) dropped[n++] = dropped[i];
@@ -318,8 +361,7 @@ Result<std::vector<Fingerprint>> BulkLoaderImpl::DroppedFingerprints(
   return dropped;
 }
 
-Status BulkLoaderImpl::WriteTables(const std::string& changes_path, std::uint64_t change_count,
-                                   std::span<const Fingerprint> dropped,
+Status BulkLoaderImpl::WriteTables(const Changes& changes, std::span<const Fingerprint> dropped,
                                    const std::function<Status()>& table_done,
                                    std::atomic<LoneBits>* crowded,
                                    std::vector<rocksdb::IngestExternalFileArg>& args) const {
@@ -362,7 +404,7 @@ Status BulkLoaderImpl::WriteTables(const std::string& changes_path, std::uint64_
         };
         try {
           failures[w] =
-              WriteTable(t, changes_path, change_count, dropped, max_ops, buffers, crowded,
+              WriteTable(t, changes, dropped, max_ops, buffers, crowded,
                          crowded != nullptr && t == 0 ? wait_for_others : std::function<void()>(),
                          table_args[t]);
           if (failures[w].ok()) failures[w] = table_done();
@@ -393,19 +435,14 @@ Status BulkLoaderImpl::WriteTables(const std::string& changes_path, std::uint64_
 
 Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
                                        std::vector<rocksdb::IngestExternalFileArg>& args) const {
-  const std::string changes_path = TempPath("changes");
-  RecordWriter changes(changes_path);
   SstSink marks(*store_.db_, store_.staging_family(), TempPath("staging.sst"));
   std::vector<Fingerprint> recent;
   if (store_.recent_family() != nullptr) recent.reserve(staged.size());
   for (const StagedDocument& doc : staged) {
     if (store_.recent_family() != nullptr) recent.push_back(doc.fingerprint);
-    // A staged version has no table entries to replace.
-    Change{doc.id, doc.fingerprint, 0, false}.Write(changes);
     const DocumentKey key = EncodeDocumentKey(doc.id);
     if (Status s = marks.Delete(AsSlice(key)); !s.ok()) return s;
   }
-  if (Status s = changes.Close(); !s.ok()) return s;
   rocksdb::IngestExternalFileArg arg;
   arg.column_family = store_.staging_family();
   arg.options.move_files = true;
@@ -413,7 +450,7 @@ Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
   if (!arg.external_files.empty()) args.push_back(std::move(arg));
   if (Status s = AddRecent(std::move(recent), args); !s.ok()) return s;
   return WriteTables(
-      changes_path, staged.size(), {}, [] { return Status::OK(); }, nullptr, args);
+      Changes::Staged(staged), {}, [] { return Status::OK(); }, nullptr, args);
 }
 
 Status BulkLoaderImpl::AddRecent(std::vector<Fingerprint> fingerprints,
@@ -453,10 +490,9 @@ Status BulkLoaderImpl::ReportProgress(std::uint64_t done, std::uint64_t total) c
   return Status::OK();
 }
 
-Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path,
-                                  std::uint64_t change_count, std::span<const Fingerprint> dropped,
-                                  std::size_t max_ops, SortBuffers& buffers,
-                                  std::atomic<LoneBits>* crowded,
+Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
+                                  std::span<const Fingerprint> dropped, std::size_t max_ops,
+                                  SortBuffers& buffers, std::atomic<LoneBits>* crowded,
                                   const std::function<void()>& before_writing,
                                   rocksdb::IngestExternalFileArg& arg) const {
   const TablePermutation& perm = store_.plan_.table(t);
@@ -465,7 +501,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
   SstSink sink(*store_.db_, store_.table(t), TempPath(name + ".sst"));
   // Both buffers at their final size up front: growth by doubling would
   // overshoot the memory budget.
-  const std::size_t capacity = std::min<std::size_t>(max_ops, 2 * change_count);
+  const std::size_t capacity = std::min<std::size_t>(max_ops, 2 * changes.count());
   std::vector<TableOp>& ops = buffers.ops;
   ops.clear();
   ops.reserve(capacity);
@@ -546,10 +582,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
     }
     return Status::OK();
   };
-  RecordReader in(changes_path);
-  for (std::uint64_t i = 0; i < change_count; ++i) {
-    Change c;
-    if (Status s = c.Read(in, changes_path); !s.ok()) return s;
+  Status read = changes.ForEach([&](const Change& c, std::uint64_t i) {
     if (ops.size() + 2 > capacity) {
       if (Status s = spill(); !s.ok()) return s;
     }
@@ -561,7 +594,9 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const std::string& changes_path
         (codec.keeps_ids() || std::binary_search(dropped.begin(), dropped.end(), c.old))) {
       ops.push_back({perm.Apply(c.old), id, change, false});
     }
-  }
+    return Status::OK();
+  });
+  if (!read.ok()) return read;
   if (spills.empty()) {
     SortOps(buffers);
     if (before_writing) before_writing();

@@ -22,6 +22,7 @@ namespace fpstore::internal {
 
 class StoreImpl;
 struct StagedDocument;
+class Changes;
 struct SortBuffers;
 
 class BulkLoaderImpl final : public BulkLoader {
@@ -54,24 +55,22 @@ class BulkLoaderImpl final : public BulkLoader {
   // without ids lose. Sorted. REQUIRES: the store's load and merge locks
   // held.
   Result<std::vector<Fingerprint>> DroppedFingerprints(std::vector<IdFingerprint> leaving,
-                                                       const std::string& changes_path,
-                                                       std::uint64_t change_count) const;
-  // Sorts table `t`'s puts and deletes from the changes file and writes
+                                                       const Changes& changes) const;
+  // Sorts table `t`'s puts and deletes from `changes` and writes
   // them as one SST, described in `arg` for ingestion. `dropped`: as
   // DroppedFingerprints returns. With `crowded` (one per change, in the
-  // changes file's order; puts only), sets bit t of each change whose
+  // changes' order; puts only), sets bit t of each change whose
   // fingerprint shares its prefix here with another, and table 0 writes
   // the other bits as lone bits, so it must come after the others: it
   // calls before_writing(), if set, once its ops are sorted.
-  Status WriteTable(std::size_t t, const std::string& changes_path, std::uint64_t change_count,
-                    std::span<const Fingerprint> dropped, std::size_t max_ops, SortBuffers& buffers,
-                    std::atomic<LoneBits>* crowded, const std::function<void()>& before_writing,
+  Status WriteTable(std::size_t t, const Changes& changes, std::span<const Fingerprint> dropped,
+                    std::size_t max_ops, SortBuffers& buffers, std::atomic<LoneBits>* crowded,
+                    const std::function<void()>& before_writing,
                     rocksdb::IngestExternalFileArg& arg) const;
-  // Writes every table's SST from the changes file, tables spread over
+  // Writes every table's SST from `changes`, tables spread over
   // threads; calls table_done() after each table. Appends them to `args`.
   // `crowded`: as WriteTable takes it; table 0 is then written last.
-  Status WriteTables(const std::string& changes_path, std::uint64_t change_count,
-                     std::span<const Fingerprint> dropped,
+  Status WriteTables(const Changes& changes, std::span<const Fingerprint> dropped,
                      const std::function<Status()>& table_done, std::atomic<LoneBits>* crowded,
                      std::vector<rocksdb::IngestExternalFileArg>& args) const;
   // Adds `fingerprints` to the store's RecentPrefixes and, as a file of its
