@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -26,6 +27,7 @@
 #include "key_codec.h"
 #include "rocks_config.h"
 #include "sst_sink.h"
+#include "staging_index.h"
 #include "store_impl.h"
 
 namespace {
@@ -315,6 +317,52 @@ void BM_TableKeysWrite(benchmark::State& state) {
 BENCHMARK(BM_TableFileWrite)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TableKeysWrite)->Unit(benchmark::kMillisecond);
 
+// Staging a merge's worth of inserts (the store's default, 512 Ki) in
+// batches of 1,000, into an index with room reserved for them, as the
+// store makes it, and into one that grows as it fills; the baseline
+// appends the same entries to a vector.
+const std::vector<fpstore::internal::StagingIndex::Entry>& StagedEntries() {
+  static const std::vector<fpstore::internal::StagingIndex::Entry> entries = [] {
+    std::mt19937_64 rnd(11);
+    std::vector<fpstore::internal::StagingIndex::Entry> e(std::size_t{1} << 19);
+    for (auto& entry : e) entry = {rnd(), rnd()};
+    return e;
+  }();
+  return entries;
+}
+
+template <typename AddBatch>
+void StageInBatches(AddBatch&& add) {
+  const auto& entries = StagedEntries();
+  constexpr std::size_t kBatch = 1000;
+  for (std::size_t i = 0; i < entries.size(); i += kBatch) {
+    add(std::span(entries).subspan(i, std::min(kBatch, entries.size() - i)));
+  }
+}
+
+void BM_StagingIndexAdd(benchmark::State& state, bool reserved) {
+  for (auto _ : state) {
+    fpstore::internal::StagingIndex index(3, reserved ? StagedEntries().size() : 0);
+    StageInBatches([&](auto batch) { index.Add(batch); });
+    benchmark::DoNotOptimize(index.size());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * StagedEntries().size()));
+}
+
+void BM_StagingEntriesAppend(benchmark::State& state) {
+  for (auto _ : state) {
+    std::vector<fpstore::internal::StagingIndex::Entry> appended;
+    StageInBatches(
+        [&](auto batch) { appended.insert(appended.end(), batch.begin(), batch.end()); });
+    benchmark::DoNotOptimize(appended.data());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * StagedEntries().size()));
+}
+
+BENCHMARK_CAPTURE(BM_StagingIndexAdd, reserved, true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_StagingIndexAdd, growing, false)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StagingEntriesAppend)->Unit(benchmark::kMillisecond);
+
 // Google Benchmark's console table, then each benchmark's speed as a
 // multiple of its baseline's.
 class RatioReporter final : public benchmark::ConsoleReporter {
@@ -339,7 +387,9 @@ class RatioReporter final : public benchmark::ConsoleReporter {
         {"BM_PermuteAllTables", "BM_CopyBaseline"},
         {"BM_HammingDistance", "BM_XorBaseline"},
         {"BM_StoreQuery", "BM_BruteForceQuery"},
-        {"BM_TableFileWrite", "BM_TableKeysWrite"}};
+        {"BM_TableFileWrite", "BM_TableKeysWrite"},
+        {"BM_StagingIndexAdd/reserved", "BM_StagingEntriesAppend"},
+        {"BM_StagingIndexAdd/growing", "BM_StagingEntriesAppend"}};
     std::printf("\nratios to the same-run baseline (time per item; >1 means slower):\n");
     for (const auto& [name, baseline] : pairs) {
       const auto a = seconds_.find(name), b = seconds_.find(baseline);

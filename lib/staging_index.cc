@@ -6,37 +6,52 @@
 namespace fpstore::internal {
 
 namespace {
-constexpr std::size_t kInitialBuckets = 1024;
+constexpr std::size_t kMinBuckets = 1024;
 }  // namespace
 
-StagingIndex::StagingIndex(int distance)
+StagingIndex::StagingIndex(int distance, std::size_t expected)
     : plan_(*PermutationPlan::Create(distance + 1, distance)),
-      buckets_(plan_.table_count(), std::vector<Bucket>(kInitialBuckets, Bucket{0, 0})) {}
+      expected_(expected),
+      buckets_(plan_.table_count(), std::vector<Bucket>(kMinBuckets, Bucket{0, 0})) {}
 
-void StagingIndex::Add(DocumentId id, Fingerprint fingerprint) {
+std::size_t StagingIndex::BucketsFor(std::size_t entries) {
+  return std::max(kMinBuckets, std::bit_ceil(2 * entries));
+}
+
+void StagingIndex::Add(std::span<const Entry> added) {
+  if (added.empty()) return;
   std::unique_lock lock(mu_);
-  if (2 * (entries_.size() + 1) > buckets_[0].size()) Grow();
-  entries_.push_back({id, fingerprint});
-  const auto entry = static_cast<std::uint32_t>(entries_.size());
-  for (std::size_t t = 0; t < buckets_.size(); ++t) Place(t, entry);
+  const std::size_t first = entries_.size();
+  entries_.reserve(std::max(expected_, first + added.size()));
+  entries_.insert(entries_.end(), added.begin(), added.end());
+  const std::size_t size = BucketsFor(std::max(expected_, entries_.size()));
+  for (std::size_t t = 0; t < buckets_.size(); ++t) {
+    if (size == buckets_[t].size()) {
+      Place(t, first, entries_.size());
+    } else {
+      buckets_[t].assign(size, Bucket{0, 0});
+      Place(t, 0, entries_.size());
+    }
+  }
   size_.store(entries_.size(), std::memory_order_relaxed);
 }
 
-void StagingIndex::Place(std::size_t t, std::uint32_t entry) {
+void StagingIndex::Place(std::size_t t, std::size_t begin, std::size_t end) {
   const TablePermutation& perm = plan_.table(t);
   std::vector<Bucket>& buckets = buckets_[t];
   const std::size_t mask = buckets.size() - 1;
-  const Fingerprint permuted = perm.Apply(entries_[entry - 1].fingerprint);
-  std::size_t b = Slot(perm, permuted, buckets.size());
-  while (buckets[b].entry != 0) b = (b + 1) & mask;
-  buckets[b] = {entry, Tag(perm, permuted)};
-}
-
-void StagingIndex::Grow() {
-  const std::size_t size = 2 * buckets_[0].size();
-  for (std::size_t t = 0; t < buckets_.size(); ++t) {
-    buckets_[t].assign(size, Bucket{0, 0});
-    for (std::uint32_t e = 1; e <= entries_.size(); ++e) Place(t, e);
+  // Each placement misses the cache once the table outgrows it: fetching
+  // the slots of later entries first lets those misses overlap.
+  constexpr std::size_t kAhead = 8;
+  for (std::size_t e = begin; e < end; ++e) {
+    if (e + kAhead < end) {
+      const Fingerprint ahead = perm.Apply(entries_[e + kAhead].fingerprint);
+      __builtin_prefetch(&buckets[Slot(perm, ahead, buckets.size())], 1);
+    }
+    const Fingerprint permuted = perm.Apply(entries_[e].fingerprint);
+    std::size_t b = Slot(perm, permuted, buckets.size());
+    while (buckets[b].entry != 0) b = (b + 1) & mask;
+    buckets[b] = {static_cast<std::uint32_t>(e + 1), Tag(perm, permuted)};
   }
 }
 

@@ -128,6 +128,8 @@ Result<int> StoreImpl::StageInserts(rocksdb::WriteBatch& batch,
   }
   if (Status s = DeleteTableEntries(batch, leaving, locks); !s.ok()) return s;
   int added = 0;
+  std::vector<StagingIndex::Entry> staged;
+  staged.reserve(inserts.size());
   for (const PendingInsert& p : inserts) {
     batch
         .Put(documents_family(), AsSlice(EncodeDocumentKey(p.doc->id)),
@@ -142,14 +144,15 @@ Result<int> StoreImpl::StageInserts(rocksdb::WriteBatch& batch,
       }
       continue;
     }
-    // Into the index before RocksDB: a reader whose snapshot holds this
-    // write must find the entry (staging_index.h).
-    staging_->Add(p.doc->id, p.doc->fingerprint);
+    staged.push_back({p.doc->id, p.doc->fingerprint});
     char mark[8];
     PutBigEndian64(mark, p.doc->fingerprint);
     batch.Put(staging_family(), AsSlice(EncodeDocumentKey(p.doc->id)), rocksdb::Slice(mark, 8))
         .PermitUncheckedError();
   }
+  // Into the index before RocksDB: a reader whose snapshot holds this
+  // write must find the entries (staging_index.h).
+  staging_->Add(staged);
   if (staging_->size() >= options_.staged_documents) staging_cv_.notify_all();
   return added;
 }

@@ -11,10 +11,15 @@
 namespace fpstore::internal {
 
 Status StoreImpl::LoadStagingIndex() {
-  staging_ = std::make_shared<StagingIndex>(plan_.distance());
+  // A store open for reading only adds nothing after these.
+  staging_ = std::make_shared<StagingIndex>(plan_.distance(),
+                                            options_.read_only ? 0 : options_.staged_documents);
   Result<std::vector<StagedDocument>> staged = StagedDocuments(nullptr);
   if (!staged.ok()) return staged.status();
-  for (const StagedDocument& doc : *staged) staging_->Add(doc.id, doc.fingerprint);
+  std::vector<StagingIndex::Entry> entries;
+  entries.reserve(staged->size());
+  for (const StagedDocument& doc : *staged) entries.push_back({doc.id, doc.fingerprint});
+  staging_->Add(entries);
   return Status::OK();
 }
 
@@ -78,7 +83,7 @@ Status StoreImpl::MergeStaged() {
     if (!merge_error_.ok()) return merge_error_;
     if (staging_->size() == 0) return Status::OK();
     merging_ = std::move(staging_);
-    staging_ = std::make_shared<StagingIndex>(plan_.distance());
+    staging_ = std::make_shared<StagingIndex>(plan_.distance(), options_.staged_documents);
     merging_ids_ = merging_->SortedIds();
   }
   staging_cv_.notify_all();  // room for writers again

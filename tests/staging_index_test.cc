@@ -1,0 +1,91 @@
+#include "staging_index.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <tuple>
+#include <vector>
+
+namespace fpstore::internal {
+namespace {
+
+using Found = std::set<std::tuple<DocumentId, Fingerprint, int>>;
+
+Fingerprint FlipBits(Fingerprint fp, int bits, std::mt19937_64& rnd) {
+  std::vector<int> positions(64);
+  for (int i = 0; i < 64; ++i) positions[i] = i;
+  std::shuffle(positions.begin(), positions.end(), rnd);
+  for (int i = 0; i < bits; ++i) fp ^= Fingerprint{1} << positions[i];
+  return fp;
+}
+
+Found Probe(const StagingIndex& index, Fingerprint query, int k) {
+  Found found;
+  index.ForEachWithin(query, k, [&](DocumentId id, Fingerprint fp, int d) {
+    EXPECT_TRUE(found.insert({id, fp, d}).second) << "entry " << id << " reported twice";
+  });
+  return found;
+}
+
+Found BruteForce(const std::vector<StagingIndex::Entry>& entries, Fingerprint query, int k) {
+  Found found;
+  for (const StagingIndex::Entry& e : entries) {
+    const int d = HammingDistance(e.fingerprint, query);
+    if (d <= k) found.insert({e.id, e.fingerprint, d});
+  }
+  return found;
+}
+
+// Batches of every size, from far below the room reserved up front to far
+// past it, so that the index grows both inside one batch and between
+// batches; near-duplicates and repeated fingerprints throughout.
+TEST(StagingIndexTest, FindsExactlyTheEntriesWithinKWhileItGrows) {
+  std::mt19937_64 rnd(7);
+  StagingIndex index(3, 100);
+  std::vector<StagingIndex::Entry> added;
+  std::vector<Fingerprint> bases;
+  DocumentId next_id = 1;
+  for (std::size_t batch_size : {1, 7, 90, 500, 3000, 1, 12000}) {
+    std::vector<StagingIndex::Entry> batch;
+    for (std::size_t i = 0; i < batch_size; ++i) {
+      Fingerprint fp = rnd();
+      if (!bases.empty() && rnd() % 3 == 0) {
+        fp = FlipBits(bases[rnd() % bases.size()], static_cast<int>(rnd() % 5), rnd);
+      } else {
+        bases.push_back(fp);
+      }
+      batch.push_back({next_id++, fp});
+    }
+    index.Add(batch);
+    added.insert(added.end(), batch.begin(), batch.end());
+    ASSERT_EQ(index.size(), added.size());
+
+    for (int q = 0; q < 300; ++q) {
+      const Fingerprint query =
+          FlipBits(bases[rnd() % bases.size()], static_cast<int>(rnd() % 5), rnd);
+      for (int k = 0; k <= 3; ++k) {
+        ASSERT_EQ(Probe(index, query, k), BruteForce(added, query, k))
+            << "after " << added.size() << " entries, k " << k;
+      }
+    }
+  }
+}
+
+TEST(StagingIndexTest, SortedIdsNameEachIdOnceThoughAddedAgain) {
+  StagingIndex index(3, 4);
+  const std::vector<StagingIndex::Entry> first = {{9, 1}, {3, 2}, {7, 3}};
+  const std::vector<StagingIndex::Entry> again = {{3, 4}, {12, 5}, {9, 6}};
+  index.Add(first);
+  index.Add(again);
+  index.Add({});
+  EXPECT_EQ(index.size(), 6u);  // superseded entries stay until the merge
+  EXPECT_EQ(index.SortedIds(), (std::vector<DocumentId>{3, 7, 9, 12}));
+  // Every version is found; the store keeps the current one.
+  EXPECT_EQ(Probe(index, 2, 3),
+            (Found{{3, 2, 0}, {3, 4, 2}, {7, 3, 1}, {9, 1, 2}, {9, 6, 1}, {12, 5, 3}}));
+}
+
+}  // namespace
+}  // namespace fpstore::internal
