@@ -22,7 +22,9 @@ void StagingIndex::Add(std::span<const Entry> added) {
   if (added.empty()) return;
   std::unique_lock lock(mu_);
   const std::size_t first = entries_.size();
-  entries_.reserve(std::max(expected_, first + added.size()));
+  // Past `expected_`, the vector's own doubling: reserving exactly what a
+  // batch needs would copy every entry again for each batch.
+  if (entries_.capacity() < expected_) entries_.reserve(expected_);
   entries_.insert(entries_.end(), added.begin(), added.end());
   const std::size_t size = BucketsFor(std::max(expected_, entries_.size()));
   for (std::size_t t = 0; t < buckets_.size(); ++t) {
