@@ -9,10 +9,12 @@ namespace {
 constexpr std::size_t kMinBuckets = 1024;
 }  // namespace
 
-StagingIndex::StagingIndex(int distance, std::size_t expected)
-    : plan_(*PermutationPlan::Create(distance + 1, distance)),
-      expected_(expected),
-      buckets_(plan_.table_count(), std::vector<Bucket>(kMinBuckets, Bucket{0, 0})) {}
+StagingIndex::StagingIndex(int distance, std::size_t room)
+    : plan_(*PermutationPlan::Create(distance + 1, distance)) {
+  room = std::min(room, kMaxRoom);
+  entries_.reserve(room);
+  buckets_.assign(plan_.table_count(), std::vector<Bucket>(BucketsFor(room), Bucket{0, 0}));
+}
 
 std::size_t StagingIndex::BucketsFor(std::size_t entries) {
   return std::max(kMinBuckets, std::bit_ceil(2 * entries));
@@ -21,12 +23,11 @@ std::size_t StagingIndex::BucketsFor(std::size_t entries) {
 void StagingIndex::Add(std::span<const Entry> added) {
   if (added.empty()) return;
   std::unique_lock lock(mu_);
+  // Should an allocation throw, some tables lack the batch's entries,
+  // whose write then never happens: nothing a reader could miss.
   const std::size_t first = entries_.size();
-  // Past `expected_`, the vector's own doubling: reserving exactly what a
-  // batch needs would copy every entry again for each batch.
-  if (entries_.capacity() < expected_) entries_.reserve(expected_);
   entries_.insert(entries_.end(), added.begin(), added.end());
-  const std::size_t size = BucketsFor(std::max(expected_, entries_.size()));
+  const std::size_t size = std::max(buckets_[0].size(), BucketsFor(entries_.size()));
   for (std::size_t t = 0; t < buckets_.size(); ++t) {
     if (size == buckets_[t].size()) {
       Place(t, first, entries_.size());

@@ -38,11 +38,14 @@ class StagingIndex {
     Fingerprint fingerprint;
   };
 
-  // `distance`: the largest k queries will ask for. The first Add makes
-  // room for `expected` entries: growing rehashes every entry under the
-  // exclusive lock, which held up writers and readers for about a
-  // quarter of a second at half a million entries.
-  StagingIndex(int distance, std::size_t expected);
+  // Room is capped: past it the index grows as it fills.
+  static constexpr std::size_t kMaxRoom = std::size_t{1} << 21;
+
+  // `distance`: the largest k queries will ask for. `room`: entries it
+  // takes before it first grows, allocated now. Growing rehashes every
+  // entry under the exclusive lock, which held writers and readers up for
+  // about a quarter of a second at half a million entries.
+  StagingIndex(int distance, std::size_t room);
   StagingIndex(const StagingIndex&) = delete;
   StagingIndex& operator=(const StagingIndex&) = delete;
 
@@ -109,7 +112,6 @@ class StagingIndex {
   void Place(std::size_t t, std::size_t begin, std::size_t end);
 
   const PermutationPlan plan_;
-  const std::size_t expected_;
   mutable std::shared_mutex mu_;
   std::vector<Entry> entries_;
   // Per table: open addressing with linear probing over prefix hashes, at

@@ -11,11 +11,11 @@
 namespace fpstore::internal {
 
 Status StoreImpl::LoadStagingIndex() {
-  // A store open for reading only adds nothing after these.
-  staging_ = std::make_shared<StagingIndex>(plan_.distance(),
-                                            options_.read_only ? 0 : options_.staged_documents);
+  // Room for what is staged only: a store opened to be queried need not
+  // pay for a merge's worth; the index that follows a merge has it.
   Result<std::vector<StagedDocument>> staged = StagedDocuments(nullptr);
   if (!staged.ok()) return staged.status();
+  staging_ = std::make_shared<StagingIndex>(plan_.distance(), staged->size());
   std::vector<StagingIndex::Entry> entries;
   entries.reserve(staged->size());
   for (const StagedDocument& doc : *staged) entries.push_back({doc.id, doc.fingerprint});
@@ -77,13 +77,20 @@ Status StoreImpl::WaitForStagingRoom() {
 }
 
 Status StoreImpl::MergeStaged() {
+  // The next index, with room for all that may be staged before writers
+  // wait, made before the locks: zeroing it (64 MiB at the defaults) would
+  // hold up queries. Only this function, under merge_mu_, replaces staging_.
+  std::shared_ptr<StagingIndex> next;
+  if (staging_->size() > 0) {
+    next = std::make_shared<StagingIndex>(plan_.distance(), 2 * options_.staged_documents);
+  }
   {
     std::unique_lock exclusive(ingest_mu_);
     std::lock_guard lock(staging_mu_);
     if (!merge_error_.ok()) return merge_error_;
     if (staging_->size() == 0) return Status::OK();
     merging_ = std::move(staging_);
-    staging_ = std::make_shared<StagingIndex>(plan_.distance(), options_.staged_documents);
+    staging_ = next ? std::move(next) : std::make_shared<StagingIndex>(plan_.distance(), 0);
     merging_ids_ = merging_->SortedIds();
   }
   staging_cv_.notify_all();  // room for writers again

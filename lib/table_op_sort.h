@@ -18,7 +18,7 @@ namespace fpstore::internal {
 struct TableOp {
   Fingerprint permuted;
   DocumentId id;
-  std::uint32_t change;  // its index in the changes file, for lone bits
+  std::uint32_t change;  // its number among the changes, for lone bits
   bool put;
 
   bool operator<(const TableOp& o) const {

@@ -38,12 +38,14 @@ Found BruteForce(const std::vector<StagingIndex::Entry>& entries, Fingerprint qu
   return found;
 }
 
-// Batches of every size, from far below the room reserved up front to far
-// past it, so that the index grows both inside one batch and between
-// batches; near-duplicates and repeated fingerprints throughout.
-TEST(StagingIndexTest, FindsExactlyTheEntriesWithinKWhileItGrows) {
+// Batches of every size, from far below the room made up front to far past
+// it, so that the index grows both inside one batch and between batches;
+// near-duplicates and repeated fingerprints throughout.
+class StagingIndexGrowthTest : public testing::TestWithParam<std::size_t> {};
+
+TEST_P(StagingIndexGrowthTest, FindsExactlyTheEntriesWithinKWhileItGrows) {
   std::mt19937_64 rnd(7);
-  StagingIndex index(3, 100);
+  StagingIndex index(3, GetParam());
   std::vector<StagingIndex::Entry> added;
   std::vector<Fingerprint> bases;
   DocumentId next_id = 1;
@@ -72,6 +74,10 @@ TEST(StagingIndexTest, FindsExactlyTheEntriesWithinKWhileItGrows) {
     }
   }
 }
+
+// No room: from the smallest tables. Room for 5,000: tables larger than
+// the smallest, filled past their room by the last batch.
+INSTANTIATE_TEST_SUITE_P(Rooms, StagingIndexGrowthTest, testing::Values(0, 5000));
 
 TEST(StagingIndexTest, SortedIdsNameEachIdOnceThoughAddedAgain) {
   StagingIndex index(3, 4);

@@ -72,9 +72,10 @@ struct StoreOptions {
   // which queries probe too, until this many have gathered; a background
   // merge then moves them into the tables as sorted files, the bulk
   // loader's way, instead of writing every table's memtable per insert.
-  // The first insert after a merge reserves the index's room for this
-  // many, about 80 bytes each (it grows past them only while a merge runs
-  // behind); inserts wait when twice this many are staged. Default: 512 Ki.
+  // Inserts wait when twice this many are staged. After each merge the
+  // index reserves room for that many (up to 2 Mi; 64 MiB at the default
+  // and distance 3), so that it need not rehash under its lock, plus 16
+  // bytes a staged document. Default: 512 Ki.
   std::size_t staged_documents = std::size_t{1} << 19;
   // Background threads for flushes and compactions. Default: 2.
   int background_threads = 2;
