@@ -318,9 +318,9 @@ BENCHMARK(BM_TableFileWrite)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TableKeysWrite)->Unit(benchmark::kMillisecond);
 
 // Staging a merge's worth of inserts (the store's default, 512 Ki) in
-// batches of 1,000, into an index with room reserved for them, as the
-// store makes it, and into one that grows as it fills; the baseline
-// appends the same entries to a vector.
+// batches of 1,000, into an index made with room for them (the store makes
+// room for twice as many), and into one that grows as it fills; the
+// baseline appends the same entries to a vector.
 const std::vector<fpstore::internal::StagingIndex::Entry>& StagedEntries() {
   static const std::vector<fpstore::internal::StagingIndex::Entry> entries = [] {
     std::mt19937_64 rnd(11);
