@@ -217,6 +217,14 @@ bool IsEmptyOrAbsent(const std::string& path) {
 
 Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
                                                const StoreOptions& options, int new_format) {
+  // None would never merge and hold every insert for room; past 2^30 the
+  // staging index's 32-bit entry numbers could wrap.
+  if (options.staged_documents == 0 ||
+      options.staged_documents > StoreOptions::kMaxStagedDocuments) {
+    return Status::InvalidArgument("staged_documents must be from 1 to " +
+                                   std::to_string(StoreOptions::kMaxStagedDocuments) + ", not " +
+                                   std::to_string(options.staged_documents));
+  }
   std::error_code ec;
   const bool exists = fs::exists(fs::path(path) / "CURRENT", ec);
   if (exists && options.error_if_exists) {

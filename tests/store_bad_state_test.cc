@@ -586,6 +586,29 @@ TEST(StoreBadStateTest, ErrorIfExists) {
   EXPECT_TRUE(fresh.ok()) << fresh.status().ToString();
 }
 
+// No staged documents at all once held every insert forever, waiting for
+// room that no merge could make.
+TEST(StoreBadStateTest, StagedDocumentsOutOfRangeAreRefused) {
+  TempDir dir;
+  for (std::size_t staged : {std::size_t{0}, StoreOptions::kMaxStagedDocuments + 1}) {
+    StoreOptions options;
+    options.staged_documents = staged;
+    Result<std::unique_ptr<Store>> store = OpenWith(dir.Sub("store"), options);
+    ASSERT_TRUE(store.status().IsInvalidArgument()) << store.status().ToString();
+    EXPECT_TRUE(Contains(store.status(), "staged_documents")) << store.status().ToString();
+    EXPECT_FALSE(fs::exists(dir.Sub("store")));
+  }
+  StoreOptions one;
+  one.staged_documents = 1;
+  Result<std::unique_ptr<Store>> store = OpenWith(dir.Sub("store"), one);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  for (DocumentId id = 1; id <= 3; ++id) ASSERT_TRUE((*store)->Insert(id, id * 0x9e37).ok());
+  Result<std::vector<Match>> found = (*store)->Query(2 * 0x9e37, 0);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ((*found)[0].id, 2u);
+}
+
 // ---- Bad calls ----
 
 TEST(StoreBadStateTest, DistanceOutsidePlanIsInvalid) {

@@ -75,7 +75,9 @@ struct StoreOptions {
   // Inserts wait when twice this many are staged. After each merge the
   // index reserves room for that many (up to 2 Mi; 64 MiB at the default
   // and distance 3), so that it need not rehash under its lock, plus 16
-  // bytes a staged document. Default: 512 Ki.
+  // bytes a staged document. From 1 to kMaxStagedDocuments; Open refuses
+  // others. Default: 512 Ki.
+  static constexpr std::size_t kMaxStagedDocuments = std::size_t{1} << 30;
   std::size_t staged_documents = std::size_t{1} << 19;
   // Background threads for flushes and compactions. Default: 2.
   int background_threads = 2;
