@@ -421,6 +421,12 @@ TEST(LoneBitsTest, CompactWritesEveryDocumentsBitsAndForgetsRecent) {
       Insert(*store, std::vector<IdFingerprint>(inserted.begin(), inserted.end()));
       ASSERT_TRUE(store->Flush().ok());
       EXPECT_EQ(RecentCount(*store), DistinctFingerprints(loaded) + DistinctFingerprints(inserted));
+      // Read back from disk, each once: the first compaction's clearing
+      // must not hide them.
+      store.reset();
+      store = MustOpen(path);
+      ASSERT_NE(store, nullptr);
+      EXPECT_EQ(RecentCount(*store), DistinctFingerprints(second));
       ExpectExact(*store, all, queries, "loaded and inserted");
       ASSERT_TRUE(store->Compact(scan).ok());
       EXPECT_EQ(RecentCount(*store), 0u);
