@@ -110,9 +110,10 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   cache_options.memory_allocator = NewBlockCacheAllocator();
   const std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(cache_options);
   // Each family's memtable gets its share of the budget, so families flush
-  // on their own size; the write-buffer manager is the backstop. Were each
-  // share the whole budget, the manager would flush the oldest memtable
-  // over and over, and that is usually a nearly empty one.
+  // on their own size; the write-buffer manager is the backstop (and the
+  // limit, for budgets so small that the shares' 4 MiB floor adds up to
+  // more). Were each share the whole budget, the manager would flush the
+  // oldest memtable over and over, and that is usually a nearly empty one.
   const auto share = [&](std::size_t parts) {
     return std::max<std::size_t>(std::size_t{4} << 20, options.write_buffer_bytes / parts);
   };
@@ -120,10 +121,10 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   std::size_t documents_memtable_bytes = memtable_bytes;
   std::size_t staging_memtable_bytes = memtable_bytes;
   // Since format 3, inserts reach the tables as ingested files, so their
-  // memtables take only removals' deletions, while the documents family
-  // takes every insert: at an even split it flushed a level-0 file every
-  // 190,000 documents, and its compactions wait behind the tables', so
-  // sustained inserts stalled on its 20 files. The documents family gets a
+  // memtables take only the deletions of removals and replacements, while
+  // the documents family takes every insert: at an even split it flushed
+  // often, and as its compactions wait behind the tables', the benchmark's
+  // inserts stalled on its 20 level-0 files. The documents family gets a
   // quarter of the budget, staging (its marks, flushed at every merge) an
   // eighth, and the others share half.
   if (format_version >= 3) {
@@ -193,7 +194,8 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     rocksdb::ColumnFamilyOptions cf;
     cf.compression = rocksdb::kLZ4Compression;
     cf.write_buffer_size = memtable_bytes;
-    // A file a merge, read only on open: the benchmark's inserts met 16.
+    // A file a merge, read only on open and by Verify: the benchmark's
+    // inserts left 16.
     AllowManyLevelZeroFiles(cf);
     config.families.emplace_back(kRecentFamily, cf);
   }
