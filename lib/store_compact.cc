@@ -2,6 +2,8 @@
 // the way (lone_bits_refresh.h).
 
 #include <atomic>
+#include <mutex>
+#include <vector>
 
 #include "rocks_status.h"
 #include "scan_support.h"
@@ -11,21 +13,34 @@ namespace fpstore::internal {
 
 Status StoreImpl::Compact(const ScanOptions& scan) {
   if (Status s = Flush(); !s.ok()) return s;
+  const std::size_t total = handles_.size();
+  if (scan.progress) scan.progress(0, total);
+  // Table 0 first: the recent family, which its refresh clears, must be
+  // compacted after it.
+  if (Status s = CompactTableZero(scan); !s.ok()) return s;
+  std::vector<rocksdb::ColumnFamilyHandle*> others;
+  for (rocksdb::ColumnFamilyHandle* h : handles_) {
+    if (h != table(0)) others.push_back(h);
+  }
+  // The others a few at a time: one compaction runs on one thread, and
+  // RocksDB's pool of them holds as many as it runs by itself (one, at
+  // two background threads).
+  const int threads = ScanThreads(scan.threads, others.size());
+  db_->GetEnv()->IncBackgroundThreadsIfNeeded(threads, rocksdb::Env::Priority::LOW);
   rocksdb::CompactRangeOptions cro;
   cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
-  // The recent family comes after table 0: what the refresh deletes from
-  // it is compacted away.
-  for (std::size_t i = 0; i < handles_.size(); ++i) {
-    if (scan.progress) scan.progress(i, handles_.size());
-    if (handles_[i] == table(0)) {
-      if (Status s = CompactTableZero(scan); !s.ok()) return s;
-      continue;
-    }
-    rocksdb::Status rs = db_->CompactRange(cro, handles_[i], nullptr, nullptr);
-    if (!rs.ok()) return FromRocks(rs, "compacting " + handles_[i]->GetName());
-  }
-  if (scan.progress) scan.progress(handles_.size(), handles_.size());
-  return Status::OK();
+  cro.exclusive_manual_compaction = false;
+  std::mutex progress_mu;
+  std::size_t done = 1;
+  if (scan.progress) scan.progress(done, total);
+  return ForEachInParallel(others.size(), threads, [&](std::size_t i, int) {
+    rocksdb::Status rs = db_->CompactRange(cro, others[i], nullptr, nullptr);
+    if (!rs.ok()) return FromRocks(rs, "compacting " + others[i]->GetName());
+    std::lock_guard lock(progress_mu);
+    ++done;
+    if (scan.progress) scan.progress(done, total);
+    return Status::OK();
+  });
 }
 
 Status StoreImpl::CompactTableZero(const ScanOptions& scan) {

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "brute_force.h"
@@ -96,8 +97,21 @@ TEST_P(StoreExactnessTest, MatchesBruteForceThroughItsLife) {
   ASSERT_NE(store, nullptr);
   ExpectMatchesBruteForce(*store, docs, seed_, "after reopening");
 
-  ASSERT_TRUE(store->Compact().ok());
+  // Two families at a time, reporting each as it ends.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> reports;
+  ScanOptions scan;
+  scan.threads = 2;
+  scan.progress = [&](std::uint64_t done, std::uint64_t total) {
+    reports.emplace_back(done, total);
+  };
+  ASSERT_TRUE(store->Compact(scan).ok());
   ExpectMatchesBruteForce(*store, docs, seed_, "after compaction");
+  ASSERT_FALSE(reports.empty());
+  const std::uint64_t families = reports.front().second;
+  EXPECT_EQ(reports.size(), families + 1);
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    EXPECT_EQ(reports[i], std::make_pair(std::uint64_t{i}, families)) << "report " << i;
+  }
 }
 
 // An empty store, scanned both ways; in memory, sizing the sorters for no

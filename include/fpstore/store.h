@@ -196,7 +196,8 @@ class Store {
   // NotSupported on a read-only store.
   virtual Status Flush() = 0;
 
-  // Merges what is staged (Flush), then compacts every table fully. From
+  // Merges what is staged (Flush), then compacts every table fully, as many
+  // at once as scan.threads (after table 0, which goes alone). From
   // format 5 on it also writes every document's lone bits anew (a scan like
   // FindAll's), so that queries skip tables for documents inserted since
   // the bulk load too, and forgets the recent fingerprints (Stats). Merges
