@@ -1,6 +1,7 @@
 // Compact: every family compacted, and table 0's lone bits written anew on
 // the way (lone_bits_refresh.h).
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <vector>
@@ -24,8 +25,10 @@ Status StoreImpl::Compact(const ScanOptions& scan) {
   }
   // The others a few at a time: one compaction runs on one thread, and
   // RocksDB's pool of them holds as many as it runs by itself (one, at
-  // two background threads).
-  const int threads = ScanThreads(scan.threads, others.size());
+  // two background threads). Unless told, no more than the background
+  // threads: each compaction needs room on disk for the family it rewrites.
+  const int threads = ScanThreads(
+      scan.threads > 0 ? scan.threads : std::max(2, options_.background_threads), others.size());
   db_->GetEnv()->IncBackgroundThreadsIfNeeded(threads, rocksdb::Env::Priority::LOW);
   rocksdb::CompactRangeOptions cro;
   cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <numeric>
 #include <set>
@@ -97,12 +98,15 @@ TEST_P(StoreExactnessTest, MatchesBruteForceThroughItsLife) {
   ASSERT_NE(store, nullptr);
   ExpectMatchesBruteForce(*store, docs, seed_, "after reopening");
 
-  // Two families at a time, reporting each as it ends.
+  // Two families at a time, reporting each as it ends, one report at a time.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> reports;
+  std::atomic<bool> reporting{false};
   ScanOptions scan;
   scan.threads = 2;
   scan.progress = [&](std::uint64_t done, std::uint64_t total) {
+    EXPECT_FALSE(reporting.exchange(true)) << "reports overlap";
     reports.emplace_back(done, total);
+    reporting = false;
   };
   ASSERT_TRUE(store->Compact(scan).ok());
   ExpectMatchesBruteForce(*store, docs, seed_, "after compaction");

@@ -196,13 +196,14 @@ class Store {
   // NotSupported on a read-only store.
   virtual Status Flush() = 0;
 
-  // Merges what is staged (Flush), then compacts every table fully, as many
-  // at once as scan.threads (after table 0, which goes alone). From
-  // format 5 on it also writes every document's lone bits anew (a scan like
-  // FindAll's), so that queries skip tables for documents inserted since
-  // the bulk load too, and forgets the recent fingerprints (Stats). Merges
-  // wait meanwhile; inserts wait once twice options.staged_documents are
-  // staged.
+  // Merges what is staged (Flush), then compacts every column family
+  // fully: table 0 first, then the others scan.threads at a time (0: as
+  // many as options.background_threads, at least 2), progress counted in
+  // families. From format 5 on, table 0's compaction also writes every
+  // document's lone bits anew (a scan like FindAll's), so that queries skip
+  // tables for documents inserted since the bulk load too, and forgets the
+  // recent fingerprints (Stats); merges wait while it runs, and inserts
+  // wait once twice options.staged_documents are staged.
   virtual Status Compact(const ScanOptions& scan = {}) = 0;
 
   virtual Result<StoreStats> Stats() const = 0;
