@@ -10,10 +10,10 @@
 namespace fpstore::internal {
 
 // Ranges smaller than this are left alone: malloc may carve them from a
-// heap that outlives them (glibc maps anything of 32 MiB or more on its
-// own, unless told otherwise), and the advice would stay on memory that
-// other allocations reuse.
-inline constexpr std::size_t kMinHugePageAdviceBytes = std::size_t{64} << 20;
+// heap that outlives them, and the advice would stay on memory that other
+// allocations reuse. glibc maps anything of 32 MiB or more on its own,
+// unless told otherwise.
+inline constexpr std::size_t kMinHugePageAdviceBytes = std::size_t{32} << 20;
 
 // Asks the kernel to back the whole 2 MiB pages within [data, data + bytes)
 // with huge pages as they are touched, where the system allows it

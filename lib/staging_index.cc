@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <mutex>
 
+#include "huge_pages.h"
+
 namespace fpstore::internal {
 
 namespace {
@@ -13,7 +15,17 @@ StagingIndex::StagingIndex(int distance, std::size_t room)
     : plan_(*PermutationPlan::Create(distance + 1, distance)) {
   room = std::min(room, kMaxRoom);
   entries_.reserve(room);
-  buckets_.assign(plan_.table_count(), std::vector<Bucket>(BucketsFor(room), Bucket{0, 0}));
+  table_buckets_ = BucketsFor(room);
+  buckets_ = EmptyBuckets(table_buckets_);
+}
+
+std::vector<StagingIndex::Bucket> StagingIndex::EmptyBuckets(std::size_t per_table) const {
+  // Reserved first: the advice only reaches pages not yet touched.
+  std::vector<Bucket> buckets;
+  buckets.reserve(plan_.table_count() * per_table);
+  AdviseHugePages(buckets);
+  buckets.resize(plan_.table_count() * per_table, Bucket{0, 0});
+  return buckets;
 }
 
 std::size_t StagingIndex::BucketsFor(std::size_t entries) {
@@ -23,36 +35,35 @@ std::size_t StagingIndex::BucketsFor(std::size_t entries) {
 void StagingIndex::Add(std::span<const Entry> added) {
   if (added.empty()) return;
   std::unique_lock lock(mu_);
-  // Should an allocation throw, some tables lack the batch's entries,
-  // whose write then never happens: nothing a reader could miss.
+  // Should an allocation throw, the batch's entries are in no table (until
+  // a later growth places every entry) and its write never happens:
+  // nothing a reader could miss.
   const std::size_t first = entries_.size();
   entries_.insert(entries_.end(), added.begin(), added.end());
-  const std::size_t size = std::max(buckets_[0].size(), BucketsFor(entries_.size()));
-  for (std::size_t t = 0; t < buckets_.size(); ++t) {
-    if (size == buckets_[t].size()) {
-      Place(t, first, entries_.size());
-    } else {
-      buckets_[t].assign(size, Bucket{0, 0});
-      Place(t, 0, entries_.size());
-    }
+  const std::size_t size = BucketsFor(entries_.size());
+  const bool grow = size > table_buckets_;
+  if (grow) {
+    buckets_ = EmptyBuckets(size);
+    table_buckets_ = size;
   }
+  for (std::size_t t = 0; t < plan_.table_count(); ++t) Place(t, grow ? 0 : first, entries_.size());
   size_.store(entries_.size(), std::memory_order_relaxed);
 }
 
 void StagingIndex::Place(std::size_t t, std::size_t begin, std::size_t end) {
   const TablePermutation& perm = plan_.table(t);
-  std::vector<Bucket>& buckets = buckets_[t];
-  const std::size_t mask = buckets.size() - 1;
+  Bucket* buckets = &buckets_[t * table_buckets_];
+  const std::size_t mask = table_buckets_ - 1;
   // Each placement misses the cache once the table outgrows it: fetching
   // the slots of later entries first lets those misses overlap.
   constexpr std::size_t kAhead = 8;
   for (std::size_t e = begin; e < end; ++e) {
     if (e + kAhead < end) {
       const Fingerprint ahead = perm.Apply(entries_[e + kAhead].fingerprint);
-      __builtin_prefetch(&buckets[Slot(perm, ahead, buckets.size())], 1);
+      __builtin_prefetch(&buckets[Slot(perm, ahead, table_buckets_)], 1);
     }
     const Fingerprint permuted = perm.Apply(entries_[e].fingerprint);
-    std::size_t b = Slot(perm, permuted, buckets.size());
+    std::size_t b = Slot(perm, permuted, table_buckets_);
     while (buckets[b].entry != 0) b = (b + 1) & mask;
     buckets[b] = {static_cast<std::uint32_t>(e + 1), Tag(perm, permuted)};
   }
