@@ -5,15 +5,16 @@
 #define FPSTORE_LIB_HUGE_PAGES_H_
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace fpstore::internal {
 
 // Ranges smaller than this are left alone: malloc may carve them from a
-// heap that outlives them, and the advice would stay on memory that other
-// allocations reuse. glibc maps anything of 32 MiB or more on its own,
-// unless told otherwise.
-inline constexpr std::size_t kMinHugePageAdviceBytes = std::size_t{32} << 20;
+// heap that outlives them (glibc maps anything of 32 MiB or more on its
+// own, unless told otherwise), and the advice would stay on memory that
+// other allocations reuse.
+inline constexpr std::size_t kMinHugePageAdviceBytes = std::size_t{64} << 20;
 
 // Asks the kernel to back the whole 2 MiB pages within [data, data + bytes)
 // with huge pages as they are touched, where the system allows it
@@ -26,6 +27,26 @@ template <typename T>
 void AdviseHugePages(const std::vector<T>& v) {
   AdviseHugePages(v.data(), v.capacity() * sizeof(T));
 }
+
+// Zeroed memory in a mapping of its own, starting on a huge page, its
+// whole huge pages advised as above whatever its size: no heap shares
+// it. For arrays of any size written in scattered order and dropped
+// whole. Throws std::bad_alloc when the system has no room.
+class ZeroedMapping {
+ public:
+  ZeroedMapping() = default;
+  explicit ZeroedMapping(std::size_t bytes);
+  ZeroedMapping(ZeroedMapping&& other) noexcept { *this = std::move(other); }
+  ZeroedMapping& operator=(ZeroedMapping&& other) noexcept;
+  ~ZeroedMapping();
+
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
 
 }  // namespace fpstore::internal
 

@@ -2,8 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
-
-#include "huge_pages.h"
+#include <type_traits>
 
 namespace fpstore::internal {
 
@@ -19,13 +18,10 @@ StagingIndex::StagingIndex(int distance, std::size_t room)
   buckets_ = EmptyBuckets(table_buckets_);
 }
 
-std::vector<StagingIndex::Bucket> StagingIndex::EmptyBuckets(std::size_t per_table) const {
-  // Reserved first: the advice only reaches pages not yet touched.
-  std::vector<Bucket> buckets;
-  buckets.reserve(plan_.table_count() * per_table);
-  AdviseHugePages(buckets);
-  buckets.resize(plan_.table_count() * per_table, Bucket{0, 0});
-  return buckets;
+ZeroedMapping StagingIndex::EmptyBuckets(std::size_t per_table) const {
+  // All-zero bytes are empty buckets.
+  static_assert(std::is_trivially_copyable_v<Bucket>);
+  return ZeroedMapping(plan_.table_count() * per_table * sizeof(Bucket));
 }
 
 std::size_t StagingIndex::BucketsFor(std::size_t entries) {
@@ -52,7 +48,7 @@ void StagingIndex::Add(std::span<const Entry> added) {
 
 void StagingIndex::Place(std::size_t t, std::size_t begin, std::size_t end) {
   const TablePermutation& perm = plan_.table(t);
-  Bucket* buckets = &buckets_[t * table_buckets_];
+  Bucket* buckets = TableBuckets(t);
   const std::size_t mask = table_buckets_ - 1;
   // Each placement misses the cache once the table outgrows it: fetching
   // the slots of later entries first lets those misses overlap.

@@ -105,5 +105,28 @@ TEST_F(HugePagesTest, VectorIsAdvisedOverItsCapacity) {
   EXPECT_TRUE(AdvisedHuge(first_whole + kMinHugePageAdviceBytes / 2));
 }
 
+// Smaller than the advice's threshold for heap memory, as a merge's
+// staging index is: a mapping of its own is advised whatever its size.
+TEST_F(HugePagesTest, ZeroedMappingStartsOnAdvisedHugePagesAndIsZero) {
+  const std::size_t bytes = 3 * kHugePage + 100;
+  ZeroedMapping mapping(bytes);
+  const auto start = reinterpret_cast<std::uintptr_t>(mapping.data());
+  ASSERT_NE(start, 0u);
+  EXPECT_EQ(start % kHugePage, 0u);
+  EXPECT_GE(mapping.bytes(), bytes);
+  EXPECT_TRUE(AdvisedHuge(start));
+  EXPECT_TRUE(AdvisedHuge(start + 3 * kHugePage - 1));
+  const auto* data = static_cast<const unsigned char*>(mapping.data());
+  for (std::size_t i = 0; i < bytes; i += 4093) ASSERT_EQ(data[i], 0) << "at " << i;
+  EXPECT_EQ(data[bytes - 1], 0);
+
+  ZeroedMapping moved(std::move(mapping));
+  EXPECT_EQ(moved.data(), reinterpret_cast<void*>(start));
+  EXPECT_EQ(mapping.data(), nullptr);
+  moved = ZeroedMapping();
+  EXPECT_EQ(moved.data(), nullptr);
+  EXPECT_EQ(ZeroedMapping(0).data(), nullptr);
+}
+
 }  // namespace
 }  // namespace fpstore::internal
