@@ -1,11 +1,23 @@
 #include "huge_pages.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <cassert>
 #include <cstdint>
 #include <new>
 
 namespace fpstore::internal {
+
+namespace {
+
+// Fails only for a range this code got wrong.
+void Unmap(void* data, std::size_t bytes) {
+  [[maybe_unused]] const int unmapped = ::munmap(data, bytes);
+  assert(unmapped == 0);
+}
+
+}  // namespace
 
 void AdviseHugePages(const void* data, std::size_t bytes) {
   if (bytes < kMinHugePageAdviceBytes) return;
@@ -19,7 +31,7 @@ void AdviseHugePages(const void* data, std::size_t bytes) {
 ZeroedMapping::ZeroedMapping(std::size_t bytes) {
   if (bytes == 0) return;
   constexpr std::size_t kHugePage = std::size_t{2} << 20;
-  constexpr std::size_t kPage = 4096;
+  static const auto kPage = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   if (bytes > SIZE_MAX - kHugePage - kPage) throw std::bad_alloc();
   const std::size_t used = (bytes + kPage - 1) & ~(kPage - 1);
   // Mapped a huge page larger, then trimmed to start on one.
@@ -28,19 +40,19 @@ ZeroedMapping::ZeroedMapping(std::size_t bytes) {
   if (m == MAP_FAILED) throw std::bad_alloc();
   const auto start = reinterpret_cast<std::uintptr_t>(m);
   const std::uintptr_t aligned = (start + kHugePage - 1) & ~std::uintptr_t{kHugePage - 1};
-  if (aligned > start) ::munmap(m, aligned - start);
+  if (aligned > start) Unmap(m, aligned - start);
   const std::size_t tail = padded - (aligned - start) - used;
-  if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + used), tail);
-  if (used >= kHugePage) {
-    ::madvise(reinterpret_cast<void*>(aligned), used & ~(kHugePage - 1), MADV_HUGEPAGE);
-  }
+  if (tail > 0) Unmap(reinterpret_cast<void*>(aligned + used), tail);
+  // The whole mapping, so that it stays one: a huge page cut at its end
+  // stays small pages.
+  ::madvise(reinterpret_cast<void*>(aligned), used, MADV_HUGEPAGE);
   data_ = reinterpret_cast<void*>(aligned);
   bytes_ = used;
 }
 
 ZeroedMapping& ZeroedMapping::operator=(ZeroedMapping&& other) noexcept {
   if (this != &other) {
-    if (data_ != nullptr) ::munmap(data_, bytes_);
+    if (data_ != nullptr) Unmap(data_, bytes_);
     data_ = std::exchange(other.data_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
   }
@@ -48,7 +60,7 @@ ZeroedMapping& ZeroedMapping::operator=(ZeroedMapping&& other) noexcept {
 }
 
 ZeroedMapping::~ZeroedMapping() {
-  if (data_ != nullptr) ::munmap(data_, bytes_);
+  if (data_ != nullptr) Unmap(data_, bytes_);
 }
 
 }  // namespace fpstore::internal

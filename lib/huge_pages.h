@@ -11,9 +11,11 @@
 namespace fpstore::internal {
 
 // Ranges smaller than this are left alone: malloc may carve them from a
-// heap that outlives them (glibc maps anything of 32 MiB or more on its
-// own, unless told otherwise), and the advice would stay on memory that
-// other allocations reuse.
+// heap that outlives them, and the advice would stay on memory that other
+// allocations reuse. glibc's threads' heaps are 64 MiB at most, so this
+// much comes from a mapping of its own or from the main heap, and the
+// main heap keeps that much free only when its trim threshold is raised
+// (fpstore-load raises it, and its buffers are advised on purpose).
 inline constexpr std::size_t kMinHugePageAdviceBytes = std::size_t{64} << 20;
 
 // Asks the kernel to back the whole 2 MiB pages within [data, data + bytes)
@@ -28,10 +30,10 @@ void AdviseHugePages(const std::vector<T>& v) {
   AdviseHugePages(v.data(), v.capacity() * sizeof(T));
 }
 
-// Zeroed memory in a mapping of its own, starting on a huge page, its
-// whole huge pages advised as above whatever its size: no heap shares
-// it. For arrays of any size written in scattered order and dropped
-// whole. Throws std::bad_alloc when the system has no room.
+// Zeroed memory in a mapping of its own, starting on a huge page and
+// advised as above whatever its size: no heap shares it. For arrays of
+// any size written in scattered order and dropped whole. Throws
+// std::bad_alloc when the system has no room.
 class ZeroedMapping {
  public:
   ZeroedMapping() = default;

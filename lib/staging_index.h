@@ -112,7 +112,10 @@ class StagingIndex {
   // Empty buckets, `per_table` for every table, on huge pages: faulting
   // in 64 MiB of 4 KiB pages took about 0.3 s a merge.
   ZeroedMapping EmptyBuckets(std::size_t per_table) const;
-  Bucket* TableBuckets(std::size_t t) const {
+  const Bucket* TableBuckets(std::size_t t) const {
+    return static_cast<const Bucket*>(buckets_.data()) + t * table_buckets_;
+  }
+  Bucket* TableBuckets(std::size_t t) {
     return static_cast<Bucket*>(buckets_.data()) + t * table_buckets_;
   }
   // Places entries [begin, end) in table t. REQUIRES: mu_ held exclusively.
