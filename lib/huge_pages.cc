@@ -46,6 +46,10 @@ ZeroedMapping::ZeroedMapping(std::size_t bytes) {
   // The whole mapping, so that it stays one: a huge page cut at its end
   // stays small pages.
   ::madvise(reinterpret_cast<void*>(aligned), used, MADV_HUGEPAGE);
+  // Faulted in now, by whoever makes it, rather than by its first writes,
+  // which may hold a lock.
+  volatile char* page = reinterpret_cast<char*>(aligned);
+  for (std::size_t at = 0; at < used; at += kPage) page[at] = 0;
   data_ = reinterpret_cast<void*>(aligned);
   bytes_ = used;
 }

@@ -31,9 +31,10 @@ void AdviseHugePages(const std::vector<T>& v) {
 }
 
 // Zeroed memory in a mapping of its own, starting on a huge page and
-// advised as above whatever its size: no heap shares it. For arrays of
-// any size written in scattered order and dropped whole. Throws
-// std::bad_alloc when the system has no room.
+// advised as above whatever its size: no heap shares it. Its pages are
+// faulted in when it is made. For arrays of any size written in scattered
+// order and dropped whole. Throws std::bad_alloc when the system has no
+// room.
 class ZeroedMapping {
  public:
   ZeroedMapping() = default;

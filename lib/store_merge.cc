@@ -78,8 +78,8 @@ Status StoreImpl::WaitForStagingRoom() {
 
 Status StoreImpl::MergeStaged() {
   // The next index, with room for all that may be staged before writers
-  // wait, made before the locks: zeroing it (64 MiB at the defaults) would
-  // hold up queries. Only this function, under merge_mu_, replaces staging_.
+  // wait, made before the locks: faulting in its pages (64 MiB at the
+  // defaults) would hold up queries. Only this function, under merge_mu_, replaces staging_.
   std::shared_ptr<StagingIndex> next;
   if (staging_->size() > 0) {
     next = std::make_shared<StagingIndex>(plan_.distance(), 2 * options_.staged_documents);
