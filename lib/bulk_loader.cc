@@ -97,7 +97,8 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   // the store and ingested: the old versions read here must stay current.
   // Queries wait only for the ingestion itself (below): when the ingest
   // lock was held for all of Finish, they stopped for all of it (about
-  // 40 s at 10M).
+  // 40 s at 10M). A rewrite of the lone bits under way ends first.
+  std::lock_guard refresh(store_.refresh_mu_);
   std::lock_guard merge(store_.merge_mu_);
   std::unique_lock writers(store_.load_mu_);
 

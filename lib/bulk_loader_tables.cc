@@ -128,7 +128,7 @@ Status BulkLoaderImpl::AddRecent(std::vector<Fingerprint> fingerprints,
   // see their prefixes too (recent_prefixes.h). Out of memory here, on the
   // merge thread, fails the merge rather than the process.
   try {
-    store_.recent_.Add(fingerprints);
+    store_.AddRecentPrefixes(fingerprints);
   } catch (const std::exception& e) {
     return Status::IOError(std::string("adding recent prefixes: ") + e.what());
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "recent_prefixes.h"
+
 namespace fpstore::internal {
 
 CrowdedTables::CrowdedTables(const PermutationPlan& plan,
@@ -44,8 +46,9 @@ LoneBits CrowdedTables::BitsOf(Fingerprint permuted0) const {
 
 namespace {
 
+std::atomic<std::uint64_t> refresh_threshold_for_testing{0};
 std::mutex hook_mu;
-std::function<void()> before_rewrite;
+std::function<void(const std::atomic<bool>&)> before_rewrite;
 std::atomic<bool> skip_rewrite{false};
 
 class Rewrite final : public rocksdb::CompactionFilter {
@@ -75,18 +78,28 @@ LoneBitsRewriter::LoneBitsRewriter(const PermutationPlan& plan)
     : tables_(plan.table_count()),
       codec0_(plan.table(0).prefix_bits(), TableKeyCodec::Ids::kKept) {}
 
-void SetBeforeLoneBitsRewriteForTesting(std::function<void()> hook) {
+std::uint64_t LoneBitsRefreshThreshold(std::uint64_t documents) {
+  const std::uint64_t threshold = refresh_threshold_for_testing.load();
+  return threshold != 0 ? threshold : std::max(RecentPrefixesLimit() / 2, documents / 8);
+}
+
+void SetLoneBitsRefreshThresholdForTesting(std::uint64_t threshold) {
+  refresh_threshold_for_testing = threshold;
+}
+
+void SetBeforeLoneBitsRewriteForTesting(std::function<void(const std::atomic<bool>&)> hook) {
   std::lock_guard lock(hook_mu);
   before_rewrite = std::move(hook);
+}
+
+void BeforeLoneBitsRewrite(const std::atomic<bool>& closing) {
+  std::lock_guard lock(hook_mu);
+  if (before_rewrite) before_rewrite(closing);
 }
 
 void SetSkipLoneBitsRewriteForTesting(bool skip) { skip_rewrite = skip; }
 
 void LoneBitsRewriter::Start(std::shared_ptr<const CrowdedTables> crowded) {
-  {
-    std::lock_guard lock(hook_mu);
-    if (before_rewrite) before_rewrite();
-  }
   if (skip_rewrite) return;
   std::lock_guard lock(mu_);
   crowded_ = std::move(crowded);

@@ -2,16 +2,18 @@
 // that skip tables"), so that documents inserted after a bulk load get bits
 // too and the recent prefixes, which grow with every merge, can be cleared.
 //
-// Store::Compact finds, with merges held off, which fingerprints share a
-// prefix with another in each table (CrowdedTables), hands them to the
+// The store finds, at a snapshot, which fingerprints share a prefix with
+// another in each table (CrowdedTables), hands them to the
 // LoneBitsRewriter installed on table 0's family, and compacts table 0:
 // every value the compaction writes gets the fingerprint's bits anew.
+// Merges go on meanwhile (store_lone_bits.cc).
 
 #ifndef FPSTORE_LIB_LONE_BITS_REFRESH_H_
 #define FPSTORE_LIB_LONE_BITS_REFRESH_H_
 
 #include <rocksdb/compaction_filter.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -47,12 +49,14 @@ class CrowdedTables {
 
 // Gives each table-0 entry that a compaction writes the lone bits of
 // `crowded`, between Start and Stop; a compaction that began before Start
-// leaves values as they are. Thread-safe.
+// leaves values as they are. Fingerprints that entered the tables after
+// `crowded` was read are alone everywhere to it, and their neighbours'
+// bits ignore them: the store keeps their prefixes recent until a later
+// rewrite, so that queries trust neither. Thread-safe.
 class LoneBitsRewriter : public rocksdb::CompactionFilterFactory {
  public:
   explicit LoneBitsRewriter(const PermutationPlan& plan);
 
-  // REQUIRES: no fingerprint enters the tables until Stop.
   void Start(std::shared_ptr<const CrowdedTables> crowded);
   void Stop();
 
@@ -70,11 +74,22 @@ class LoneBitsRewriter : public rocksdb::CompactionFilterFactory {
   std::shared_ptr<const CrowdedTables> crowded_;  // null outside Start/Stop
 };
 
-// Runs `hook` in LoneBitsRewriter::Start, before it takes effect: for tests
-// of what may write to the store meanwhile. Empty: nothing. It runs on
-// Compact's thread, merges held off: a hook that waits for a merge (or for
-// room in a full staging index) waits forever.
-void SetBeforeLoneBitsRewriteForTesting(std::function<void()> hook);
+// How many recent fingerprints make a store rewrite its lone bits in the
+// background: half the recent prefixes' limit (RecentPrefixesLimit), or an
+// eighth of the store's `documents` (a rewrite reads the whole store),
+// whichever is more; or what tests set.
+std::uint64_t LoneBitsRefreshThreshold(std::uint64_t documents);
+// 0 restores the default; UINT64_MAX turns the background rewrite off.
+void SetLoneBitsRefreshThresholdForTesting(std::uint64_t threshold);
+
+// Has BeforeLoneBitsRewrite run `hook`: for tests of what may write to the
+// store meanwhile, or of Close. Empty: nothing.
+void SetBeforeLoneBitsRewriteForTesting(std::function<void(const std::atomic<bool>&)> hook);
+// Called by a rewrite of the lone bits on its thread (Compact's, or the
+// store's refresher) right before it starts the rewriter, with no lock held
+// that merges or writers take; `closing` is the store's flag that Close
+// sets.
+void BeforeLoneBitsRewrite(const std::atomic<bool>& closing);
 
 // While set, LoneBitsRewriter::Start takes no effect: compactions keep
 // table 0's values, for tests of a Compact whose read-back finds stale bits.

@@ -1,7 +1,6 @@
 #include "recent_prefixes.h"
 
 #include <algorithm>
-#include <stdexcept>
 
 namespace fpstore::internal {
 
@@ -65,8 +64,24 @@ struct RecentPrefixes::Segment {
   const std::unique_ptr<std::atomic<std::uint64_t>[]> words;
 };
 
+namespace {
+
+// Segments for two sides of the seal that each reach `limit`.
+std::size_t MaxSegments(std::uint64_t limit) {
+  std::size_t side = 1;
+  for (std::uint64_t held = kFirstSegmentFingerprints; held < limit && side < 24; ++side) {
+    held += kFirstSegmentFingerprints << side;
+  }
+  return 2 * side;
+}
+
+}  // namespace
+
 RecentPrefixes::RecentPrefixes(const PermutationPlan& plan, std::uint64_t limit)
-    : plan_(plan), tables_(std::min(plan.table_count(), kMaxTables)), limit_(limit) {
+    : plan_(plan),
+      tables_(std::min(plan.table_count(), kMaxTables)),
+      limit_(limit),
+      max_segments_(MaxSegments(limit)) {
   for (std::size_t t = 0; t < tables_; ++t) salts_[t] = Mix(t + 0x9e3779b97f4a7c15ULL);
 }
 
@@ -77,18 +92,36 @@ std::uint64_t RecentPrefixes::KeyHash(std::size_t t, Fingerprint prefix) const {
 RecentPrefixes::~RecentPrefixes() { Clear(); }
 
 void RecentPrefixes::Clear() {
-  for (std::size_t i = 0; i < segment_count_.load(); ++i) delete segments_[i].exchange(nullptr);
-  segment_count_ = 0;
-  added_ = 0;
-  full_ = false;
+  Seal();
+  DropSealed();
+}
+
+void RecentPrefixes::Seal() {
+  // The sealed side is full before this side stops being: a reader never
+  // sees neither.
+  if (full_.load(std::memory_order_relaxed)) sealed_full_.store(true, std::memory_order_release);
+  full_.store(false, std::memory_order_release);
+  sealed_.fetch_add(added_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
+  first_unsealed_ = segment_count_.load(std::memory_order_relaxed);
   room_ = 0;
+}
+
+void RecentPrefixes::DropSealed() {
+  const std::size_t n = segment_count_.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < first_unsealed_; ++i) delete segments_[i].exchange(nullptr);
+  for (std::size_t i = first_unsealed_; i < n; ++i) {
+    segments_[i - first_unsealed_].store(segments_[i].exchange(nullptr));
+  }
+  segment_count_.store(n - first_unsealed_);
+  first_unsealed_ = 0;
+  sealed_ = 0;
+  sealed_full_ = false;
 }
 
 RecentPrefixes::Segment& RecentPrefixes::Reserve() {
   if (room_ == 0) {
     const std::size_t n = segment_count_.load(std::memory_order_relaxed);
-    if (n == kMaxSegments) throw std::length_error("too many recent fingerprints");
-    const std::uint64_t fingerprints = kFirstSegmentFingerprints << n;
+    const std::uint64_t fingerprints = kFirstSegmentFingerprints << (n - first_unsealed_);
     segments_[n].store(new Segment(fingerprints * tables_), std::memory_order_release);
     segment_count_.store(n + 1, std::memory_order_release);
     room_ = fingerprints;
@@ -99,10 +132,21 @@ RecentPrefixes::Segment& RecentPrefixes::Reserve() {
       std::memory_order_relaxed);
 }
 
+bool RecentPrefixes::HasRoomFor(std::uint64_t fingerprints) const {
+  std::uint64_t room = room_;
+  for (std::size_t n = segment_count_.load(std::memory_order_relaxed); room < fingerprints; ++n) {
+    if (n == max_segments_) return false;
+    room += kFirstSegmentFingerprints << (n - first_unsealed_);
+  }
+  return true;
+}
+
 void RecentPrefixes::Add(Fingerprint fingerprint) { Add(std::span(&fingerprint, 1)); }
 
 void RecentPrefixes::Add(std::span<const Fingerprint> fingerprints) {
-  if (full() || size() + fingerprints.size() > limit_) {
+  if (full_.load(std::memory_order_relaxed) ||
+      added_.load(std::memory_order_relaxed) + fingerprints.size() > limit_ ||
+      !HasRoomFor(fingerprints.size())) {
     // Before the tables hold them, like the prefixes it stands for.
     full_.store(true, std::memory_order_release);
     added_.fetch_add(fingerprints.size(), std::memory_order_relaxed);

@@ -16,6 +16,12 @@
 // and holds every prefix (queries then use no lone bits), until the bits
 // are written anew and it is cleared.
 //
+// A rewrite of the bits runs while merges go on: it seals the fingerprints
+// added before it read the tables, and those added after stay when it
+// drops the sealed ones. Each side has the limit to itself, and both
+// together the segments of two sides (seals without drops, after rewrites
+// that failed, add to the sealed side): memory for twice the limit.
+//
 // Thread safety: Add (one writer at a time) and MayHold may run
 // concurrently. A reader sees an Add made before whatever orders the two
 // (the store's ingest lock: merges add before they ingest).
@@ -53,13 +59,24 @@ class RecentPrefixes {
   // Adds the prefixes `fingerprint` has in each table a lone bit can name.
   void Add(Fingerprint fingerprint);
   void Add(std::span<const Fingerprint> fingerprints);
-  // Forgets every fingerprint added, once the lone bits were written anew
-  // (lone_bits_refresh.h). REQUIRES: no concurrent Add or MayHold.
+  // Forgets every fingerprint added. REQUIRES: no concurrent Add or MayHold.
   void Clear();
-  // Fingerprints added since the last Clear.
-  std::uint64_t size() const { return added_.load(std::memory_order_relaxed); }
-  // More than the limit were added: MayHold holds everything.
-  bool full() const { return full_.load(std::memory_order_acquire); }
+  // Sets the fingerprints added so far apart, for DropSealed; later ones
+  // count against the limit afresh. Sealing again adds to those sealed.
+  // REQUIRES: not concurrent with Add.
+  void Seal();
+  // Forgets the sealed fingerprints, once the lone bits were written anew
+  // (lone_bits_refresh.h). REQUIRES: no concurrent Add or MayHold.
+  void DropSealed();
+  // Fingerprints added since the last Clear or DropSealed.
+  std::uint64_t size() const {
+    return sealed_.load(std::memory_order_relaxed) + added_.load(std::memory_order_relaxed);
+  }
+  // More than the limit were added, before or after the seal: MayHold
+  // holds everything.
+  bool full() const {
+    return full_.load(std::memory_order_acquire) || sealed_full_.load(std::memory_order_acquire);
+  }
   // False only if no fingerprint added has `prefix` (a permuted fingerprint
   // masked by the table's prefix mask) in table t.
   bool MayHold(std::size_t t, Fingerprint prefix) const;
@@ -67,7 +84,11 @@ class RecentPrefixes {
  private:
   struct Segment;
 
+  // Whether the segments left can take that many more fingerprints (many
+  // seals, each starting from a small segment, could use them up).
+  bool HasRoomFor(std::uint64_t fingerprints) const;
   // The segment the next fingerprint goes into, counted as added.
+  // REQUIRES: HasRoomFor(1).
   Segment& Reserve();
   // Where (table t, prefix) goes in a segment.
   std::uint64_t KeyHash(std::size_t t, Fingerprint prefix) const;
@@ -75,14 +96,21 @@ class RecentPrefixes {
   const PermutationPlan& plan_;
   const std::size_t tables_;
   std::array<std::uint64_t, kMaxTables> salts_{};  // per table, for KeyHash
-  // Segments in order of creation; each holds up to twice the fingerprints
-  // of the one before. Published with release, read with acquire.
+  // Segments in order of creation; from the first and from the seal on,
+  // each holds up to twice the fingerprints of the one before. Published
+  // with release, read with acquire.
   static constexpr std::size_t kMaxSegments = 48;
   std::array<std::atomic<Segment*>, kMaxSegments> segments_{};
   std::atomic<std::size_t> segment_count_{0};
   const std::uint64_t limit_;
+  const std::size_t max_segments_;  // <= kMaxSegments
+  // Since the seal: fingerprints added, and whether past the limit.
   std::atomic<std::uint64_t> added_{0};
   std::atomic<bool> full_{false};
+  // Before it, in segments_[0 .. first_unsealed_).
+  std::atomic<std::uint64_t> sealed_{0};
+  std::atomic<bool> sealed_full_{false};
+  std::size_t first_unsealed_ = 0;
   std::uint64_t room_ = 0;  // fingerprints the newest segment takes still
 };
 

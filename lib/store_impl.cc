@@ -24,6 +24,8 @@ Status StoreImpl::CheckOpen() const {
   return closed_ ? Status::InvalidArgument("the store " + path_ + " is closed") : Status::OK();
 }
 
+Status StoreImpl::Closing() const { return Status::Busy("the store " + path_ + " is closing"); }
+
 Status StoreImpl::CheckWritable() const {
   if (Status s = CheckOpen(); !s.ok()) return s;
   if (options_.read_only) {

@@ -6,9 +6,11 @@
 #include <rocksdb/db.h>
 
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -110,6 +112,8 @@ class StoreImpl final : public Store {
             std::shared_ptr<TableCursorPool> cursors, std::shared_ptr<LoneBitsRewriter> lone_bits);
 
   Status CheckOpen() const;
+  // The error of work that Close cut short.
+  Status Closing() const;
   Status CheckWritable() const;
   Status CheckDistance(int k) const;
 
@@ -234,16 +238,37 @@ class StoreImpl final : public Store {
   Status LoadStagingIndex();
   // Rebuilds recent_ from the recent family (at open).
   Status LoadRecentPrefixes();
+  // Adds `fingerprints`, about to enter the tables, to recent_ (and to
+  // unsealed_ while a rewrite of the lone bits runs). REQUIRES: merge_mu_.
+  void AddRecentPrefixes(std::span<const Fingerprint> fingerprints);
   // Compacts table 0 and, from format 5 on, writes every fingerprint's lone
-  // bits anew on the way, then forgets the recent fingerprints. Merges and
-  // bulk loads wait meanwhile.
+  // bits anew on the way (RefreshLoneBits).
   Status CompactTableZero(const ScanOptions& scan);
+  // Writes every fingerprint's lone bits in table 0 anew, from the tables
+  // at one snapshot, while merges go on (docs/design.md, "Hits that skip
+  // tables"), then forgets the recent fingerprints that were merged before
+  // the snapshot. Bulk loads wait meanwhile. REQUIRES: format 5.
+  Status RefreshLoneBits(const ScanOptions& scan);
+  // RefreshLoneBits' work between the seal and its end: the crowded tables
+  // at `snapshot`, table 0 compacted with them, and whether every entry it
+  // holds now has bits no greater than theirs.
+  Result<bool> RewriteLoneBits(const ScanOptions& scan, const rocksdb::Snapshot* snapshot);
   // True if no table-0 entry claims a table that `crowded` says is not
-  // lone: then the recent fingerprints are needed no more.
+  // lone: then the recent fingerprints sealed with it are needed no more.
   Result<bool> LoneBitsMatch(const CrowdedTables& crowded) const;
-  // Deletes the recent family's fingerprints and empties recent_.
-  // REQUIRES: merge_mu_ held.
-  Status ForgetRecent();
+  // Ends a rewrite begun by sealing recent_: if `rewritten`, the recent
+  // family keeps only the fingerprints merged since, and recent_ drops the
+  // sealed ones.
+  Status EndLoneBitsRefresh(bool rewritten);
+  // The background refresher: RefreshLoneBits whenever RefreshDue.
+  void RefreshWhenDue();
+  // Enough fingerprints were merged since the bits were written to rewrite
+  // them: half the recent prefixes' limit, or an eighth of the store (a
+  // rewrite reads the whole store), whichever is more.
+  bool RefreshDue() const;
+  // merge_mu_, taken ahead of the background merger, which under a steady
+  // stream of inserts takes it back to back (a waiter could starve).
+  std::unique_lock<std::mutex> LockMergesAhead();
   // Waits until the staging index has room for more documents.
   Status WaitForStagingRoom();
   // Moves the documents staged so far into the tables: freezes the staging
@@ -274,6 +299,10 @@ class StoreImpl final : public Store {
   // sorted in memory when the store fits scan.memory_bytes, else streamed.
   Status ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run,
                   Runs runs = Runs::kLinkedWithIds) const;
+  // ScanRuns at `snapshot`, which the caller took where no ingestion was
+  // under way (ingest_mu_ or merge_mu_ held).
+  Status ScanRunsAt(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
+                    const RunVisitor& visit_run, Runs runs) const;
   // ScanRuns from every document read once and each table sorted in
   // memory; false, having called nothing, when that needs more than
   // scan.memory_bytes.
@@ -370,7 +399,22 @@ class StoreImpl final : public Store {
   std::vector<DocumentId> merging_ids_;
   // One merge, or bulk ingestion, at a time.
   std::mutex merge_mu_;
-  // Held by Verify (shared) and by Compact while it rewrites the lone bits.
+  // Callers of LockMergesAhead waiting for merge_mu_: the background
+  // merger lets them have it first.
+  std::atomic<int> merge_mu_waiters_{0};
+  // One rewrite of the lone bits at a time, and no bulk load meanwhile: a
+  // load into an empty store writes bits of its own, which the rewrite
+  // would overwrite. Taken before merge_mu_.
+  std::mutex refresh_mu_;
+  // While a rewrite runs: the fingerprints merged since it sealed recent_,
+  // which stay recent when it ends. Guarded by merge_mu_.
+  std::optional<std::vector<Fingerprint>> unsealed_;
+  // RefreshWhenDue's thread, and the recent fingerprints it counts from
+  // (those a rewrite that failed left: it waits for as many again).
+  std::thread refresher_;
+  std::atomic<std::uint64_t> refresh_after_{0};
+  // Held by Verify (shared) and by a rewrite of the lone bits while it
+  // compacts table 0.
   mutable std::shared_mutex lone_bits_mu_;
   // Guards merge_error_ and stopping_; staging_cv_ announces room in the
   // staging index, the end of a merge, and the need for one.
@@ -381,12 +425,15 @@ class StoreImpl final : public Store {
   std::thread merger_;
 
   // The prefixes that lone bits must not be trusted for (recent_prefixes.h).
-  // Add with merge_mu_ held; Clear with merge_mu_ and ingest_mu_ held.
+  // Add (AddRecentPrefixes) and Seal with merge_mu_ held; DropSealed with
+  // merge_mu_ and ingest_mu_ held.
   RecentPrefixes recent_{plan_, RecentPrefixesLimit()};
   // Table 0's compaction filter factory; null before format 5.
   const std::shared_ptr<LoneBitsRewriter> lone_bits_;
 
   bool closed_ = false;
+  // Set by Close: scans and rewrites still running stop early.
+  std::atomic<bool> closing_{false};
 };
 
 }  // namespace fpstore::internal

@@ -151,12 +151,21 @@ void StoreImpl::MergeWhenFull() {
     });
     if (stopping_ || !merge_error_.ok() || staging_->size() < options_.staged_documents) continue;
     lock.unlock();
+    for (int waiters; (waiters = merge_mu_waiters_.load()) != 0;) merge_mu_waiters_.wait(waiters);
     {
       std::lock_guard merge(merge_mu_);
       (void)MergeStaged();  // a failure is kept in merge_error_
     }
     lock.lock();
   }
+}
+
+std::unique_lock<std::mutex> StoreImpl::LockMergesAhead() {
+  merge_mu_waiters_.fetch_add(1);
+  std::unique_lock lock(merge_mu_);
+  merge_mu_waiters_.fetch_sub(1);
+  merge_mu_waiters_.notify_all();
+  return lock;
 }
 
 Status StoreImpl::Flush() {

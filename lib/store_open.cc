@@ -319,7 +319,12 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
       return s;
     }
   }
-  if (!options.read_only) store->merger_ = std::thread([raw = store.get()] { raw->MergeWhenFull(); });
+  if (!options.read_only) {
+    store->merger_ = std::thread([raw = store.get()] { raw->MergeWhenFull(); });
+    if (store->lone_bits_ != nullptr) {
+      store->refresher_ = std::thread([raw = store.get()] { raw->RefreshWhenDue(); });
+    }
+  }
   return std::unique_ptr<Store>(std::move(store));
 }
 
@@ -347,14 +352,15 @@ StoreImpl::~StoreImpl() { (void)Close(); }
 Status StoreImpl::Close() {
   if (closed_) return Status::OK();
   closed_ = true;
-  if (merger_.joinable()) {
-    {
-      std::lock_guard lock(staging_mu_);
-      stopping_ = true;
-    }
-    staging_cv_.notify_all();
-    merger_.join();
+  closing_ = true;
+  closing_.notify_all();
+  {
+    std::lock_guard lock(staging_mu_);
+    stopping_ = true;
   }
+  staging_cv_.notify_all();
+  if (merger_.joinable()) merger_.join();
+  if (refresher_.joinable()) refresher_.join();
   Status result;
   if (!options_.read_only && options_.durability == Durability::kNoSync) {
     result = FromRocks(db_->SyncWAL(), "closing " + path_);

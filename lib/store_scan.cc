@@ -48,11 +48,16 @@ Status StoreImpl::ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run,
   std::shared_lock load(load_mu_);
   std::shared_lock shared(ingest_mu_);
   rocksdb::ManagedSnapshot snapshot(db_.get());
-  Result<std::vector<StagedDocument>> staged = StagedDocuments(snapshot.snapshot());
+  return ScanRunsAt(scan, snapshot.snapshot(), visit_run, runs);
+}
+
+Status StoreImpl::ScanRunsAt(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
+                             const RunVisitor& visit_run, Runs runs) const {
+  Result<std::vector<StagedDocument>> staged = StagedDocuments(snapshot);
   if (!staged.ok()) return staged.status();
-  Result<bool> done = ScanRunsInMemory(scan, snapshot.snapshot(), *staged, visit_run);
+  Result<bool> done = ScanRunsInMemory(scan, snapshot, *staged, visit_run);
   if (!done.ok() || *done) return done.status();
-  return ScanRunsFromTables(scan, snapshot.snapshot(), *staged, visit_run, runs);
+  return ScanRunsFromTables(scan, snapshot, *staged, visit_run, runs);
 }
 
 // Reading a table through RocksDB's iterators costs about 250 ns an entry
@@ -85,6 +90,7 @@ Result<bool> StoreImpl::ScanRunsInMemory(const ScanOptions& scan, const rocksdb:
   std::vector<InMemoryTables> tables(sorters);
   Status s = ForEachInParallel(
       plan_.table_count(), static_cast<int>(sorters), [&](std::size_t t, int worker) {
+        if (closing_) return Closing();
         tables[worker].ForEachRun(docs, plan_, t,
                                   [&](std::span<const TableEntry> run) { visit_run(t, run); });
         progress.Add(docs.size());
@@ -163,6 +169,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
       scan.memory_bytes / ScanThreads(scan.threads, plan_.table_count()) / (4 * sizeof(TableEntry)),
       1024, std::size_t{1} << 20);
   Status s = ForEachInParallel(plan_.table_count(), scan.threads, [&](std::size_t t, int) {
+    if (closing_) return Closing();
     const TablePermutation& perm = plan_.table(t);
     const Fingerprint mask = perm.prefix_mask();
     const TableKeyCodec codec = this->codec(t);

@@ -164,23 +164,16 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
     std::vector<Fingerprint> group;
     std::unique_ptr<rocksdb::Iterator> table0;
     auto check_group = [&]() -> Status {
+      // No member may be marked alone here, unless one of them is recent:
+      // queries then trust no member's bit for this prefix.
       if (group.size() < 2) return Status::OK();
-      // Each member must not be marked alone here if another member that
-      // is not recent shares its prefix.
-      std::size_t others = 0;
-      Fingerprint other = 0;
       for (Fingerprint fp : group) {
-        if (!std::binary_search(recent.begin(), recent.end(), fp)) {
-          ++others;
-          other = fp;
-        }
+        if (std::binary_search(recent.begin(), recent.end(), fp)) return Status::OK();
       }
-      if (others == 0) return Status::OK();
       if (!table0) {
         table0.reset(db_->NewIterator(LookupReadOptions(snapshot.snapshot()), table(0)));
       }
       for (Fingerprint fp : group) {
-        if (others == 1 && fp == other) continue;
         Status s = ForEachIdOf(*table0, fp, [&](DocumentId id, LoneBits lone) {
           if ((lone >> t & 1) != 0) {
             std::lock_guard lock(problem_mu);

@@ -2,8 +2,10 @@
 // tables where it is alone with its prefix, and queries skip those tables
 // once they have found it. Documents that join such a prefix later must be
 // found all the same (their prefixes are recent), after a reopen too; a
-// wrong bit, which would lose matches, is what Verify reports; and Compact
-// writes every document's bits anew and forgets the recent fingerprints.
+// wrong bit, which would lose matches, is what Verify reports; and Compact,
+// or the store in the background once enough were merged, writes every
+// document's bits anew and forgets the recent fingerprints merged before,
+// while merges go on.
 
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
@@ -223,6 +225,71 @@ TEST(RecentPrefixesTest, PastItsLimitHoldsEverythingUntilCleared) {
   EXPECT_TRUE(recent.MayHold(3, plan->table(3).Apply(fps[0]) & plan->table(3).prefix_mask()));
 }
 
+// What a rewrite of the bits seals goes when it drops them; what was added
+// after stays, and each side has the limit to itself.
+TEST(RecentPrefixesTest, DropSealedForgetsOnlyWhatWasSealed) {
+  Result<PermutationPlan> plan = PermutationPlan::Create(6, 3);
+  ASSERT_TRUE(plan.ok());
+  RecentPrefixes recent(*plan, /*limit=*/20000);
+  Random rnd(TestSeed(9));
+  auto batch = [&](int n) {
+    std::vector<Fingerprint> fps;
+    for (int i = 0; i < n; ++i) fps.push_back(rnd.Next());
+    return fps;
+  };
+  // How many of `fps` some table holds the prefix of.
+  auto held = [&](const std::vector<Fingerprint>& fps) {
+    int n = 0;
+    for (Fingerprint fp : fps) {
+      const std::size_t t = fp % plan->table_count();
+      n += recent.MayHold(t, plan->table(t).Apply(fp) & plan->table(t).prefix_mask());
+    }
+    return n;
+  };
+  const std::vector<Fingerprint> before = batch(15000), after = batch(15000);
+  recent.Add(before);
+  recent.Seal();
+  recent.Add(after);  // past the limit together, not apart
+  EXPECT_FALSE(recent.full());
+  EXPECT_EQ(recent.size(), 30000u);
+  EXPECT_EQ(held(before), 15000);
+  EXPECT_EQ(held(after), 15000);
+  recent.DropSealed();
+  EXPECT_EQ(recent.size(), 15000u);
+  EXPECT_EQ(held(after), 15000);
+  EXPECT_LT(held(before), 15000 / 20);  // false positives only
+  // Sealed while full: everything held until the sealed side is dropped,
+  // though the side after it is not full.
+  recent.Add(batch(6000));
+  EXPECT_TRUE(recent.full());
+  recent.Seal();
+  recent.Add(batch(100));
+  EXPECT_TRUE(recent.full());
+  EXPECT_EQ(held(batch(1000)), 1000);
+  recent.DropSealed();
+  EXPECT_FALSE(recent.full());
+  EXPECT_EQ(recent.size(), 100u);
+  EXPECT_LT(held(batch(1000)), 50);
+  // Seals without drops (rewrites that failed) pile onto the sealed side;
+  // past the memory of two full sides, what comes after is not kept.
+  for (int seal = 0; seal < 3; ++seal) {
+    recent.Seal();
+    recent.Add(batch(100));
+    EXPECT_FALSE(recent.full()) << seal;
+  }
+  recent.Seal();
+  recent.Add(batch(100));
+  EXPECT_TRUE(recent.full());
+  // Those stay unkept until the rewrite after the next is done with them.
+  recent.DropSealed();
+  EXPECT_TRUE(recent.full());
+  EXPECT_EQ(recent.size(), 100u);
+  recent.Seal();
+  recent.DropSealed();
+  EXPECT_FALSE(recent.full());
+  EXPECT_EQ(recent.size(), 0u);
+}
+
 TEST(LoneBitsTest, LoadedBitsAreWhatQueriesTrustAndVerifyChecks) {
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -440,8 +507,8 @@ TEST(LoneBitsTest, CompactWritesEveryDocumentsBitsAndForgetsRecent) {
   }
 }
 
-// Inserts and removals while Compact writes the bits: merges wait for it,
-// and every answer stays exact.
+// Inserts and removals while Compact writes the bits: merges go on, and
+// every answer stays exact.
 TEST(LoneBitsTest, WritesDuringCompactAreFound) {
   const std::uint64_t seed = TestSeed(37);
   TempDir dir;
@@ -449,7 +516,7 @@ TEST(LoneBitsTest, WritesDuringCompactAreFound) {
   std::vector<IdFingerprint> docs =
       MakeCorpus(seed, 3000, {Plant{1, 100}, Plant{2, 100}, Plant{3, 100}});
   StoreOptions options;
-  options.staged_documents = 50;  // merges while Compact runs, if it let them
+  options.staged_documents = 50;  // merges while Compact runs
   std::unique_ptr<Store> store = MustOpen(path, options);
   ASSERT_NE(store, nullptr);
   BulkLoad(*store, docs);
@@ -496,8 +563,14 @@ TEST(LoneBitsTest, TooManyRecentFingerprintsStopTheSkipsUntilCompact) {
   std::vector<IdFingerprint> docs = MakeCorpus(seed, 1000, {});
   const auto [copies, queries] = CopiesOfFirst(docs, 300, seed + 1);
   struct Limit {
-    explicit Limit(std::uint64_t n) { internal::SetRecentPrefixesLimitForTesting(n); }
-    ~Limit() { internal::SetRecentPrefixesLimitForTesting(0); }
+    explicit Limit(std::uint64_t n) {
+      internal::SetRecentPrefixesLimitForTesting(n);
+      internal::SetLoneBitsRefreshThresholdForTesting(~std::uint64_t{0});  // no rewrites
+    }
+    ~Limit() {
+      internal::SetRecentPrefixesLimitForTesting(0);
+      internal::SetLoneBitsRefreshThresholdForTesting(0);
+    }
   };
   std::optional<Limit> limit(std::in_place, 100);
   {
@@ -574,34 +647,140 @@ TEST(LoneBitsTest, FingerprintsMergedAfterTheRecentClearingComeBack) {
   ExpectMatchesBruteForce(*store, corpus, seed, "merged after the clearing");
 }
 
-// Compact computes the bits from the tables as they are; a merge landing
-// between that and the rewrite would get bits that ignore its neighbours,
-// and leave its neighbours' bits wrong. Merges wait instead.
-TEST(LoneBitsTest, MergesWaitForCompactsRewrite) {
+// Compact computes the bits from the tables at one snapshot and merges go
+// on while it writes them: a merge landing in between gets bits that ignore
+// its neighbours and leaves its neighbours' bits ignoring it. Its prefixes
+// stay recent, after a reopen too, so that every answer stays exact, until
+// a later rewrite takes it in.
+TEST(LoneBitsTest, MergesDuringTheRewriteStayRecent) {
   const std::uint64_t seed = TestSeed(41);
   TempDir dir;
   const std::string path = dir.Sub("store");
   std::vector<IdFingerprint> docs = MakeCorpus(seed, 1000, {});
-  std::unique_ptr<Store> store = MustOpen(path);
-  ASSERT_NE(store, nullptr);
-  BulkLoad(*store, docs);
   const auto [copies, queries] = CopiesOfFirst(docs, 200, seed + 1);
-  std::thread merger;
-  internal::SetBeforeLoneBitsRewriteForTesting([&] {
-    merger = std::thread([&] {
+  const Result<PermutationPlan> plan = PermutationPlan::Create(6, 3);
+  ASSERT_TRUE(plan.ok());
+  {
+    std::unique_ptr<Store> store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    BulkLoad(*store, docs);
+    // Lands before the compaction that writes the bits, which takes it in.
+    internal::SetBeforeLoneBitsRewriteForTesting([&, &copies = copies](const auto&) {
       Insert(*store, copies);
       EXPECT_TRUE(store->Flush().ok());
     });
-    // Time for the merge to land here, were it not held off (a pace, not
-    // a check: held off, it lands after Compact whatever the timing).
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  });
-  const Status compacted = store->Compact();
-  internal::SetBeforeLoneBitsRewriteForTesting({});
-  if (merger.joinable()) merger.join();
-  ASSERT_TRUE(compacted.ok()) << compacted.ToString();
+    const Status compacted = store->Compact();
+    internal::SetBeforeLoneBitsRewriteForTesting({});
+    ASSERT_TRUE(compacted.ok()) << compacted.ToString();
+    EXPECT_EQ(RecentCount(*store), DistinctFingerprints(copies));
+    docs.insert(docs.end(), copies.begin(), copies.end());
+    ExpectExact(*store, docs, queries, "merged during the rewrite");
+    EXPECT_TRUE(store->Verify().ok());
+  }
+  // The premise: copies are marked alone where their originals are.
+  const std::map<DocumentId, LoneBits> stored = StoredBits(path, *plan);
+  const std::map<DocumentId, LoneBits> exact = ExpectedBits(*plan, docs);
+  int wrong_without_recent = 0;
+  for (const auto& [id, bits] : stored) wrong_without_recent += (bits & ~exact.at(id)) != 0;
+  EXPECT_GT(wrong_without_recent, 0);
+  std::unique_ptr<Store> store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RecentCount(*store), DistinctFingerprints(copies));
+  ExpectExact(*store, docs, queries, "reopened");
+  ASSERT_TRUE(store->Compact().ok());
+  EXPECT_EQ(RecentCount(*store), 0u);
+  store.reset();
+  EXPECT_EQ(StoredBits(path, *plan), exact);
+}
+
+// Past its threshold of recent fingerprints a store writes the bits anew by
+// itself, while inserts and merges go on; every answer stays exact
+// throughout, and once the inserts stop the bits are exact again.
+TEST(LoneBitsTest, TheStoreRewritesTheBitsInTheBackground) {
+  const std::uint64_t seed = TestSeed(59);
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  std::vector<IdFingerprint> docs =
+      MakeCorpus(seed, 1000, {Plant{1, 50}, Plant{2, 50}, Plant{3, 50}});
+  const Result<PermutationPlan> plan = PermutationPlan::Create(6, 3);
+  ASSERT_TRUE(plan.ok());
+  struct Threshold {
+    Threshold() { internal::SetLoneBitsRefreshThresholdForTesting(60); }
+    ~Threshold() { internal::SetLoneBitsRefreshThresholdForTesting(0); }
+  } threshold;
+  StoreOptions options;
+  options.staged_documents = 40;  // merges all along
+  std::unique_ptr<Store> store = MustOpen(path, options);
+  ASSERT_NE(store, nullptr);
+  BulkLoad(*store, docs);
+  const auto [copies, queries] = CopiesOfFirst(docs, 300, seed + 1);
+  const std::vector<Fingerprint> probes(queries.begin(), queries.begin() + 60);
+  for (std::size_t i = 0; i < copies.size(); i += 30) {
+    const std::vector<IdFingerprint> batch(copies.begin() + i, copies.begin() + i + 30);
+    Insert(*store, batch);
+    docs.insert(docs.end(), batch.begin(), batch.end());
+    if (i % 90 == 0) ExpectExact(*store, docs, probes, "while inserting");
+  }
+  ASSERT_TRUE(store->Flush().ok());
+  // The last rewrite may still be running, or wait for the refresher.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (RecentCount(*store) >= 60 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_LT(RecentCount(*store), 60u);
+  ExpectExact(*store, docs, queries, "rewritten in the background");
+  EXPECT_TRUE(store->Verify().ok());
+  store.reset();
+  store = MustOpen(path, options);
+  ASSERT_NE(store, nullptr);
+  ExpectExact(*store, docs, probes, "reopened");
+  // Nothing recent once a last rewrite has nothing merged beside it.
+  ASSERT_TRUE(store->Compact().ok());
+  EXPECT_EQ(RecentCount(*store), 0u);
+  store.reset();
+  EXPECT_EQ(StoredBits(path, *plan), ExpectedBits(*plan, docs));
+}
+
+// Close stops a rewrite under way; what it leaves is a store whose recent
+// fingerprints still cover the old bits.
+TEST(LoneBitsTest, CloseStopsARewriteUnderWay) {
+  const std::uint64_t seed = TestSeed(61);
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  std::vector<IdFingerprint> docs = MakeCorpus(seed, 1000, {});
+  const auto [copies, queries] = CopiesOfFirst(docs, 200, seed + 1);
+  {
+    // Outlives the store, whose Close lets the hook return.
+    struct Reset {
+      ~Reset() {
+        internal::SetLoneBitsRefreshThresholdForTesting(0);
+        internal::SetBeforeLoneBitsRewriteForTesting({});
+      }
+    } reset;
+    std::unique_ptr<Store> store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    BulkLoad(*store, docs);
+    Insert(*store, copies);
+    ASSERT_TRUE(store->Flush().ok());
+    std::atomic<bool> rewriting{false};
+    // The rewrite goes on once Close has begun (and Close waits for it).
+    internal::SetBeforeLoneBitsRewriteForTesting([&](const std::atomic<bool>& closing) {
+      rewriting = true;
+      closing.wait(false);
+    });
+    internal::SetLoneBitsRefreshThresholdForTesting(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!rewriting && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(rewriting) << "no rewrite began in the background";
+    ASSERT_TRUE(store->Close().ok());
+  }
   docs.insert(docs.end(), copies.begin(), copies.end());
-  ExpectExact(*store, docs, queries, "merged during compaction");
+  std::unique_ptr<Store> store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RecentCount(*store), DistinctFingerprints(copies));
+  ExpectExact(*store, docs, queries, "reopened");
   EXPECT_TRUE(store->Verify().ok());
 }
 

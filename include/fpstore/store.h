@@ -86,9 +86,13 @@ struct StoreStats {
   std::vector<std::uint64_t> table_bytes;      // table files' bytes, per table
   std::uint64_t bytes_on_disk = 0;             // live SST and WAL files
   // Format 5: fingerprints merged, or loaded into a store that was not
-  // empty, since the lone bits were last written (Compact writes them
-  // anew). Queries use lone bits while there are at most about 4 million;
-  // past that, and after a reopen, this counts up to where they stopped.
+  // empty, since the lone bits were last written. A writable store writes
+  // them anew in the background once these reach about 2 million or an
+  // eighth of its documents, whichever is more; Compact does too. Queries
+  // use lone bits while there are at most about 4 million from before the
+  // rewrite under way and 4 million since it began (docs/design.md, "Hits
+  // that skip tables"); past that, and after a reopen, this counts up to
+  // where they stopped.
   std::uint64_t recent_fingerprints = 0;
   bool lone_bits_used = false;
 };
@@ -202,8 +206,8 @@ class Store {
   // families. From format 5 on, table 0's compaction also writes every
   // document's lone bits anew (a scan like FindAll's), so that queries skip
   // tables for documents inserted since the bulk load too, and forgets the
-  // recent fingerprints (Stats); merges wait while it runs, and inserts
-  // wait once twice options.staged_documents are staged.
+  // recent fingerprints (Stats) merged before its scan; merges go on, bulk
+  // loads wait.
   virtual Status Compact(const ScanOptions& scan = {}) = 0;
 
   virtual Result<StoreStats> Stats() const = 0;

@@ -203,11 +203,11 @@ class StatsCommand final : public Command {
     std::fprintf(out(), "staged documents:   %s (not yet merged into the tables)\n",
                  WithCommas(stats.staged_documents).c_str());
     if (stats.format_version >= 5) {
-      std::fprintf(out(), "recent:             %s%s fingerprints since the lone bits (%s)\n",
-                   stats.lone_bits_used ? "" : "at least ",
-                   WithCommas(stats.recent_fingerprints).c_str(),
-                   stats.lone_bits_used ? "compact rewrites them"
-                                        : "too many: queries use none until compact");
+      std::fprintf(
+          out(), "recent:             %s%s fingerprints since the lone bits (%s)\n",
+          stats.lone_bits_used ? "" : "at least ", WithCommas(stats.recent_fingerprints).c_str(),
+          stats.lone_bits_used ? "rewritten in the background past a threshold, or by compact"
+                               : "too many: queries use none until they are rewritten");
     }
     std::fprintf(out(), "bytes on disk:      %s (%s MB)\n", WithCommas(stats.bytes_on_disk).c_str(),
                  Fixed(static_cast<double>(stats.bytes_on_disk) / 1e6, 1).c_str());

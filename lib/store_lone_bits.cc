@@ -1,0 +1,192 @@
+// Rewriting table 0's lone bits while merges go on, by Compact or in the
+// background once enough fingerprints were merged (lone_bits_refresh.h,
+// docs/design.md, "Hits that skip tables").
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "rocks_status.h"
+#include "scan_support.h"
+#include "store_impl.h"
+
+namespace fpstore::internal {
+
+void StoreImpl::AddRecentPrefixes(std::span<const Fingerprint> fingerprints) {
+  recent_.Add(fingerprints);
+  if (unsealed_) unsealed_->insert(unsealed_->end(), fingerprints.begin(), fingerprints.end());
+}
+
+Status StoreImpl::RefreshLoneBits(const ScanOptions& scan) {
+  const auto start = std::chrono::steady_clock::now();
+  std::lock_guard refresh(refresh_mu_);
+  const rocksdb::Snapshot* at = nullptr;
+  std::uint64_t sealed = 0;
+  {
+    // With no merge under way, the snapshot shows whole merges, and the
+    // fingerprints sealed are exactly the recent ones it shows.
+    std::unique_lock merge = LockMergesAhead();
+    at = db_->GetSnapshot();
+    recent_.Seal();
+    unsealed_.emplace();
+    sealed = recent_.size();
+  }
+  rocksdb::ManagedSnapshot snapshot(db_.get(), at);
+  Result<bool> rewritten = RewriteLoneBits(scan, snapshot.snapshot());
+  const Status ended = EndLoneBitsRefresh(rewritten.ok() && *rewritten);
+  const Status s = !rewritten.ok() ? rewritten.status() : ended;
+  rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, db_->GetDBOptions().info_log.get(),
+               "fpstore: lone bits %s after %llu recent fingerprints, in %.1f s%s%s",
+               s.ok() && *rewritten ? "rewritten" : "not rewritten",
+               static_cast<unsigned long long>(sealed),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+               s.ok() ? "" : ": ", s.ok() ? "" : s.ToString().c_str());
+  return s;
+}
+
+Result<bool> StoreImpl::RewriteLoneBits(const ScanOptions& scan,
+                                        const rocksdb::Snapshot* snapshot) {
+  rocksdb::Logger* const log = db_->GetDBOptions().info_log.get();
+  auto start = std::chrono::steady_clock::now();
+  auto seconds = [&start] {
+    const auto now = std::chrono::steady_clock::now();
+    return std::chrono::duration<double>(now - std::exchange(start, now)).count();
+  };
+  const std::size_t tables = std::min(plan_.table_count(), RecentPrefixes::kMaxTables);
+  std::vector<std::vector<Fingerprint>> crowded(tables);
+  std::atomic<bool> out_of_memory{false};
+  ScanOptions runs_scan = scan;
+  runs_scan.progress = nullptr;  // Compact reports families
+  Status s = ScanRunsAt(
+      runs_scan, snapshot,
+      [&](std::size_t t, std::span<const TableEntry> run) {
+        if (t >= tables || run.front().permuted == run.back().permuted) return;
+        const TablePermutation& perm = plan_.table(t);
+        // On a scan thread: out of memory fails the rewrite, not the process.
+        try {
+          for (const TableEntry& e : run) crowded[t].push_back(perm.Invert(e.permuted));
+        } catch (const std::bad_alloc&) {
+          out_of_memory = true;
+        }
+      },
+      Runs::kEvery);
+  if (!s.ok()) return s;
+  std::shared_ptr<const CrowdedTables> bits;
+  try {
+    if (!out_of_memory) bits = std::make_shared<const CrowdedTables>(plan_, std::move(crowded));
+  } catch (const std::bad_alloc&) {
+  }
+  if (bits == nullptr) return Status::IOError("rewriting lone bits: out of memory");
+  rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, log,
+               "fpstore: lone bits: %zu fingerprints crowded, found in %.1f s", bits->size(),
+               seconds());
+
+  // Verify's snapshot would see the rewritten values (compaction filters
+  // ignore snapshots) beside tables older than the bits.
+  std::unique_lock rewrite(lone_bits_mu_);
+  rocksdb::CompactRangeOptions cro;
+  // kForce compacts again even the bottom files this compaction wrote, so
+  // that those of a compaction already running (without the rewriter) are
+  // rewritten too.
+  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  // Flushes and the other families' compactions go on: inserts need them.
+  cro.exclusive_manual_compaction = false;
+  cro.canceled = &closing_;
+  // Fingerprints merged from now on get bits that ignore their neighbours,
+  // and their neighbours' bits ignore them; their prefixes are recent and
+  // stay so, which makes both harmless (lone_bits_refresh.h).
+  BeforeLoneBitsRewrite(closing_);
+  lone_bits_->Start(bits);
+  const rocksdb::Status rs = db_->CompactRange(cro, table(0), nullptr, nullptr);
+  lone_bits_->Stop();
+  rewrite.unlock();
+  if (closing_) return Closing();
+  if (!rs.ok()) return FromRocks(rs, "compacting " + TableFamilyName(0));
+  rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, log, "fpstore: lone bits: %s compacted in %.1f s",
+               TableFamilyName(0).c_str(), seconds());
+  // Checked rather than assumed of RocksDB: an entry the compaction did not
+  // rewrite may have bits that only the sealed prefixes make safe.
+  return LoneBitsMatch(*bits);
+}
+
+Result<bool> StoreImpl::LoneBitsMatch(const CrowdedTables& crowded) const {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ScanReadOptions(nullptr), table(0)));
+  std::string expected;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (!lone_bits_->ValueFor(crowded, it->key(), &expected) ||
+        (DecodeLoneBits(it->value().ToStringView()) & ~DecodeLoneBits(expected)) != 0) {
+      return false;
+    }
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "scanning " + TableFamilyName(0));
+  return true;
+}
+
+Status StoreImpl::EndLoneBitsRefresh(bool rewritten) {
+  std::unique_lock merge = LockMergesAhead();
+  std::vector<Fingerprint> unsealed = std::move(*unsealed_);
+  unsealed_.reset();
+  // Unless all goes well, the background refresher waits for as many new
+  // fingerprints again before it tries anew.
+  refresh_after_ = recent_.size();
+  if (!rewritten) return Status::OK();
+  // The family keeps only the fingerprints merged since the seal, in one
+  // atomic batch: a range deletion (a delete per fingerprint, millions
+  // after a long run of inserts, flushed the family's memtable over and
+  // over, and its level-0 files stopped all writes) and their keys again.
+  // merge_mu_ is held, so nothing enters the family meanwhile. A crash may
+  // lose the batch: fingerprints that stay recent only cost skips.
+  std::sort(unsealed.begin(), unsealed.end());
+  unsealed.erase(std::unique(unsealed.begin(), unsealed.end()), unsealed.end());
+  rocksdb::WriteBatch batch;
+  const std::string end(9, '\xff');  // past every 8-byte key
+  rocksdb::Status rs = batch.DeleteRange(recent_family(), rocksdb::Slice(), end);
+  for (Fingerprint fp : unsealed) {
+    if (!rs.ok()) break;
+    char key[8];
+    PutBigEndian64(key, fp);
+    rs = batch.Put(recent_family(), rocksdb::Slice(key, 8), rocksdb::Slice());
+  }
+  if (rs.ok()) rs = db_->Write(rocksdb::WriteOptions(), &batch);
+  if (!rs.ok()) return FromRocks(rs, "clearing the recent family");
+  std::unique_lock exclusive(ingest_mu_);
+  recent_.DropSealed();
+  refresh_after_ = 0;
+  return Status::OK();
+}
+
+bool StoreImpl::RefreshDue() const {
+  std::uint64_t recent = recent_.size();
+  // An open stops reading the recent family once the filter is full: the
+  // family knows better how many there are.
+  if (recent_.full()) {
+    std::uint64_t in_family = 0;
+    db_->GetIntProperty(recent_family(), rocksdb::DB::Properties::kEstimateNumKeys, &in_family);
+    recent = std::max(recent, in_family);
+  }
+  const std::uint64_t after = refresh_after_;
+  // Checked before the store's size is asked for: this runs on every wake.
+  if (recent <= after || recent - after < LoneBitsRefreshThreshold(0)) return false;
+  std::uint64_t documents = 0;
+  db_->GetIntProperty(table(0), rocksdb::DB::Properties::kEstimateNumKeys, &documents);
+  return recent - after >= LoneBitsRefreshThreshold(documents);
+}
+
+void StoreImpl::RefreshWhenDue() {
+  std::unique_lock lock(staging_mu_);
+  while (!stopping_) {
+    // Merges announce their end on staging_cv_; the timeout covers one
+    // sent between the check and the wait.
+    staging_cv_.wait_for(lock, std::chrono::seconds(1),
+                         [&] { return stopping_ || (merge_error_.ok() && RefreshDue()); });
+    if (stopping_ || !merge_error_.ok() || !RefreshDue()) continue;
+    lock.unlock();
+    // One thread: the other core is the inserts' and queries'.
+    ScanOptions scan;
+    scan.threads = 1;
+    (void)RefreshLoneBits(scan);  // logged; refresh_after_ holds off a retry
+    lock.lock();
+  }
+}
+
+}  // namespace fpstore::internal
