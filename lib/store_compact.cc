@@ -47,7 +47,7 @@ Status StoreImpl::Compact(const ScanOptions& scan) {
 }
 
 Status StoreImpl::CompactTableZero(const ScanOptions& scan) {
-  if (lone_bits_ != nullptr) return RefreshLoneBits(scan);
+  if (lone_bits_ != nullptr) return RefreshLoneBits(scan, /*in_background=*/false);
   rocksdb::CompactRangeOptions cro;
   cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
   return FromRocks(db_->CompactRange(cro, table(0), nullptr, nullptr),

@@ -247,12 +247,14 @@ class StoreImpl final : public Store {
   // Writes every fingerprint's lone bits in table 0 anew, from the tables
   // at one snapshot, while merges go on (docs/design.md, "Hits that skip
   // tables"), then forgets the recent fingerprints that were merged before
-  // the snapshot. Bulk loads wait meanwhile. REQUIRES: format 5.
-  Status RefreshLoneBits(const ScanOptions& scan);
+  // the snapshot. Bulk loads wait meanwhile. `in_background`: its scans run
+  // at the lowest CPU priority. REQUIRES: format 5.
+  Status RefreshLoneBits(const ScanOptions& scan, bool in_background);
   // RefreshLoneBits' work between the seal and its end: the crowded tables
   // at `snapshot`, table 0 compacted with them, and whether every entry it
   // holds now has bits no greater than theirs.
-  Result<bool> RewriteLoneBits(const ScanOptions& scan, const rocksdb::Snapshot* snapshot);
+  Result<bool> RewriteLoneBits(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
+                               bool in_background);
   // True if no table-0 entry claims a table that `crowded` says is not
   // lone: then the recent fingerprints sealed with it are needed no more.
   Result<bool> LoneBitsMatch(const CrowdedTables& crowded) const;

@@ -2,8 +2,13 @@
 // background once enough fingerprints were merged (lone_bits_refresh.h,
 // docs/design.md, "Hits that skip tables").
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <thread>
 #include <utility>
 
 #include "rocks_status.h"
@@ -17,7 +22,26 @@ void StoreImpl::AddRecentPrefixes(std::span<const Fingerprint> fingerprints) {
   if (unsealed_) unsealed_->insert(unsealed_->end(), fingerprints.begin(), fingerprints.end());
 }
 
-Status StoreImpl::RefreshLoneBits(const ScanOptions& scan) {
+namespace {
+
+// Runs `work` on a thread of the lowest CPU priority when `low` (a rewrite
+// in the background then takes only the CPU that inserts, queries and
+// compactions leave), else on this thread. No lock that they wait for may
+// be held meanwhile: nothing would hurry the holder.
+Status AtLowPriority(bool low, const std::function<Status()>& work) {
+  if (!low) return work();
+  Status s;
+  std::thread([&] {
+    // On Linux a thread's own nice value; a failure only costs the effect.
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+    s = work();
+  }).join();
+  return s;
+}
+
+}  // namespace
+
+Status StoreImpl::RefreshLoneBits(const ScanOptions& scan, bool in_background) {
   const auto start = std::chrono::steady_clock::now();
   std::lock_guard refresh(refresh_mu_);
   const rocksdb::Snapshot* at = nullptr;
@@ -32,7 +56,7 @@ Status StoreImpl::RefreshLoneBits(const ScanOptions& scan) {
     sealed = recent_.size();
   }
   rocksdb::ManagedSnapshot snapshot(db_.get(), at);
-  Result<bool> rewritten = RewriteLoneBits(scan, snapshot.snapshot());
+  Result<bool> rewritten = RewriteLoneBits(scan, snapshot.snapshot(), in_background);
   const Status ended = EndLoneBitsRefresh(rewritten.ok() && *rewritten);
   const Status s = !rewritten.ok() ? rewritten.status() : ended;
   rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, db_->GetDBOptions().info_log.get(),
@@ -44,8 +68,8 @@ Status StoreImpl::RefreshLoneBits(const ScanOptions& scan) {
   return s;
 }
 
-Result<bool> StoreImpl::RewriteLoneBits(const ScanOptions& scan,
-                                        const rocksdb::Snapshot* snapshot) {
+Result<bool> StoreImpl::RewriteLoneBits(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
+                                        bool in_background) {
   rocksdb::Logger* const log = db_->GetDBOptions().info_log.get();
   auto start = std::chrono::steady_clock::now();
   auto seconds = [&start] {
@@ -53,30 +77,33 @@ Result<bool> StoreImpl::RewriteLoneBits(const ScanOptions& scan,
     return std::chrono::duration<double>(now - std::exchange(start, now)).count();
   };
   const std::size_t tables = std::min(plan_.table_count(), RecentPrefixes::kMaxTables);
-  std::vector<std::vector<Fingerprint>> crowded(tables);
-  std::atomic<bool> out_of_memory{false};
-  ScanOptions runs_scan = scan;
-  runs_scan.progress = nullptr;  // Compact reports families
-  Status s = ScanRunsAt(
-      runs_scan, snapshot,
-      [&](std::size_t t, std::span<const TableEntry> run) {
-        if (t >= tables || run.front().permuted == run.back().permuted) return;
-        const TablePermutation& perm = plan_.table(t);
-        // On a scan thread: out of memory fails the rewrite, not the process.
-        try {
-          for (const TableEntry& e : run) crowded[t].push_back(perm.Invert(e.permuted));
-        } catch (const std::bad_alloc&) {
-          out_of_memory = true;
-        }
-      },
-      Runs::kEvery);
-  if (!s.ok()) return s;
   std::shared_ptr<const CrowdedTables> bits;
-  try {
-    if (!out_of_memory) bits = std::make_shared<const CrowdedTables>(plan_, std::move(crowded));
-  } catch (const std::bad_alloc&) {
-  }
-  if (bits == nullptr) return Status::IOError("rewriting lone bits: out of memory");
+  Status s = AtLowPriority(in_background, [&] {
+    std::vector<std::vector<Fingerprint>> crowded(tables);
+    std::atomic<bool> out_of_memory{false};
+    ScanOptions runs_scan = scan;
+    runs_scan.progress = nullptr;  // Compact reports families
+    Status scanned = ScanRunsAt(
+        runs_scan, snapshot,
+        [&](std::size_t t, std::span<const TableEntry> run) {
+          if (t >= tables || run.front().permuted == run.back().permuted) return;
+          const TablePermutation& perm = plan_.table(t);
+          // On a scan thread: out of memory fails the rewrite, not the process.
+          try {
+            for (const TableEntry& e : run) crowded[t].push_back(perm.Invert(e.permuted));
+          } catch (const std::bad_alloc&) {
+            out_of_memory = true;
+          }
+        },
+        Runs::kEvery);
+    if (!scanned.ok()) return scanned;
+    try {
+      if (!out_of_memory) bits = std::make_shared<const CrowdedTables>(plan_, std::move(crowded));
+    } catch (const std::bad_alloc&) {
+    }
+    return bits != nullptr ? Status::OK() : Status::IOError("rewriting lone bits: out of memory");
+  });
+  if (!s.ok()) return s;
   rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, log,
                "fpstore: lone bits: %zu fingerprints crowded, found in %.1f s", bits->size(),
                seconds());
@@ -85,10 +112,11 @@ Result<bool> StoreImpl::RewriteLoneBits(const ScanOptions& scan,
   // ignore snapshots) beside tables older than the bits.
   std::unique_lock rewrite(lone_bits_mu_);
   rocksdb::CompactRangeOptions cro;
-  // kForce compacts again even the bottom files this compaction wrote, so
-  // that those of a compaction already running (without the rewriter) are
-  // rewritten too.
-  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  // The bottom level's files too, but for those this compaction wrote
+  // (kForce wrote table 0 twice). Those of a compaction that began without
+  // the rewriter and ended during this one are not among them; an entry
+  // left unwritten anyway is what the check below finds.
+  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
   // Flushes and the other families' compactions go on: inserts need them.
   cro.exclusive_manual_compaction = false;
   cro.canceled = &closing_;
@@ -106,7 +134,12 @@ Result<bool> StoreImpl::RewriteLoneBits(const ScanOptions& scan,
                TableFamilyName(0).c_str(), seconds());
   // Checked rather than assumed of RocksDB: an entry the compaction did not
   // rewrite may have bits that only the sealed prefixes make safe.
-  return LoneBitsMatch(*bits);
+  Result<bool> matched = false;
+  (void)AtLowPriority(in_background, [&] {
+    matched = LoneBitsMatch(*bits);
+    return matched.status();
+  });
+  return matched;
 }
 
 Result<bool> StoreImpl::LoneBitsMatch(const CrowdedTables& crowded) const {
@@ -184,7 +217,8 @@ void StoreImpl::RefreshWhenDue() {
     // One thread: the other core is the inserts' and queries'.
     ScanOptions scan;
     scan.threads = 1;
-    (void)RefreshLoneBits(scan);  // logged; refresh_after_ holds off a retry
+    (void)RefreshLoneBits(scan,
+                          /*in_background=*/true);  // logged; refresh_after_ holds off a retry
     lock.lock();
   }
 }
