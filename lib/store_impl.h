@@ -265,8 +265,7 @@ class StoreImpl final : public Store {
   // The background refresher: RefreshLoneBits whenever RefreshDue.
   void RefreshWhenDue();
   // Enough fingerprints were merged since the bits were written to rewrite
-  // them: half the recent prefixes' limit, or an eighth of the store (a
-  // rewrite reads the whole store), whichever is more.
+  // them (LoneBitsRefreshThreshold), and one merge at least since the open.
   bool RefreshDue() const;
   // merge_mu_, taken ahead of the background merger, which under a steady
   // stream of inserts takes it back to back (a waiter could starve).
@@ -436,6 +435,11 @@ class StoreImpl final : public Store {
   bool closed_ = false;
   // Set by Close: scans and rewrites still running stop early.
   std::atomic<bool> closing_{false};
+  // A merge moved documents into the tables since the store was opened.
+  // Until then no rewrite of the lone bits runs in the background: a
+  // process that only queries, or inserts a few documents and closes, does
+  // not pay for one.
+  std::atomic<bool> merged_since_open_{false};
 };
 
 }  // namespace fpstore::internal

@@ -189,6 +189,7 @@ Status StoreImpl::EndLoneBitsRefresh(bool rewritten) {
 }
 
 bool StoreImpl::RefreshDue() const {
+  if (!merged_since_open_) return false;
   std::uint64_t recent = recent_.size();
   // An open stops reading the recent family once the filter is full: the
   // family knows better how many there are.

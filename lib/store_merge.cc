@@ -132,6 +132,7 @@ Status StoreImpl::MergeStaged() {
     if (s.ok()) {
       merging_.reset();
       merging_ids_.clear();
+      merged_since_open_ = true;
     } else {
       // The staged documents stay staged and found; writes stop, as after
       // any background error, until the store is reopened.

@@ -132,7 +132,10 @@ Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
                                   it->key().ToString(true));
       }
       docs.push_back({e.id, perm.Invert(e.permuted)});
-      if ((docs.size() & 4095) == 0 && total.fetch_add(4096) + 4096 > limit) over = true;
+      if ((docs.size() & 4095) == 0) {
+        if (closing_) return Closing();
+        if (total.fetch_add(4096) + 4096 > limit) over = true;
+      }
     }
     return FromRocks(it->status(), "scanning " + TableFamilyName(0));
   });
@@ -279,6 +282,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
       if (++unreported == 4096) {
         progress.Add(unreported);
         unreported = 0;
+        if (closing_) status = Closing();
       }
     };
     for (it->SeekToFirst(); it->Valid() && status.ok(); it->Next()) {
