@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -31,11 +32,17 @@ namespace {
 Status AtLowPriority(bool low, const std::function<Status()>& work) {
   if (!low) return work();
   Status s;
-  std::thread([&] {
-    // On Linux a thread's own nice value; a failure only costs the effect.
-    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
-    s = work();
-  }).join();
+  std::thread thread;
+  try {
+    thread = std::thread([&] {
+      // On Linux a thread's own nice value; a failure only costs the effect.
+      (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+      s = work();
+    });
+  } catch (const std::system_error&) {
+    return work();  // no thread to be had: at this thread's priority
+  }
+  thread.join();
   return s;
 }
 
