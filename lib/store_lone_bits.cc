@@ -225,8 +225,8 @@ void StoreImpl::RefreshWhenDue() {
     // One thread: the other core is the inserts' and queries'.
     ScanOptions scan;
     scan.threads = 1;
-    (void)RefreshLoneBits(scan,
-                          /*in_background=*/true);  // logged; refresh_after_ holds off a retry
+    // A failure is logged, and refresh_after_ holds off a retry.
+    (void)RefreshLoneBits(scan, /*in_background=*/true);
     lock.lock();
   }
 }

@@ -89,11 +89,10 @@ struct StoreStats {
   // empty, since the lone bits were last written. A writable store writes
   // them anew in the background once these reach about 2 million or an
   // eighth of its documents, whichever is more, and it has merged since
-  // its open; Compact does too. Queries
-  // use lone bits while there are at most about 4 million from before the
-  // rewrite under way and 4 million since it began (docs/design.md, "Hits
-  // that skip tables"); past that, and after a reopen, this counts up to
-  // where they stopped.
+  // its open; Compact does too. Queries use lone bits while there are at
+  // most about 4 million from before the rewrite under way and 4 million
+  // since it began (docs/design.md, "Hits that skip tables"); past that,
+  // and after a reopen, this counts up to where they stopped.
   std::uint64_t recent_fingerprints = 0;
   bool lone_bits_used = false;
 };
