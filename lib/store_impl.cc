@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <set>
 
 #include "bulk_loader.h"
 #include "rocks_status.h"
@@ -42,10 +41,6 @@ Status StoreImpl::CheckDistance(int k) const {
                                    ", the distance this store was planned for");
   }
   return Status::OK();
-}
-
-std::mutex& StoreImpl::StripeFor(DocumentId id) const {
-  return stripes_[(id * 0x9e3779b97f4a7c15ULL) >> 58];
 }
 
 Result<std::optional<Fingerprint>> StoreImpl::CurrentFingerprint(DocumentId id) const {
@@ -251,16 +246,13 @@ Status StoreImpl::Insert(DocumentId id, Fingerprint fingerprint, std::string_vie
 Result<StoreImpl::WriteLocks> StoreImpl::LockForWrite(std::span<const DocumentId> ids) {
   if (Status s = WaitForStagingRoom(); !s.ok()) return s;
   while (true) {
-    WriteLocks locks{std::shared_lock(load_mu_), std::shared_lock(ingest_mu_), {}, {}};
-    // Stripes in address order, so that batches cannot deadlock each other.
-    std::set<std::mutex*> stripes;
-    for (DocumentId id : ids) stripes.insert(&StripeFor(id));
-    for (std::mutex* m : stripes) locks.stripes.emplace_back(*m);
+    WriteLocks locks{
+        std::shared_lock(load_mu_), std::shared_lock(ingest_mu_), id_locks_.Lock(ids), {}};
     const bool merging = merging_ && std::any_of(ids.begin(), ids.end(), [&](DocumentId id) {
                            return std::binary_search(merging_ids_.begin(), merging_ids_.end(), id);
                          });
     if (!merging) return locks;
-    locks.stripes.clear();
+    locks.ids = {};
     locks.ingest.unlock();
     locks.load.unlock();
     std::unique_lock lock(staging_mu_);

@@ -5,7 +5,6 @@
 
 #include <rocksdb/db.h>
 
-#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -18,6 +17,7 @@
 
 #include "fpstore/store.h"
 #include "group_commit.h"
+#include "id_locks.h"
 #include "key_codec.h"
 #include "lone_bits_refresh.h"
 #include "pair_finder.h"
@@ -130,12 +130,12 @@ class StoreImpl final : public Store {
     std::optional<StoredVersion> old;
   };
 
-  // The locks a write holds: the load and ingest locks shared and its ids'
-  // stripes; and table_deletes_mu_ once it deletes from tables without ids.
+  // The locks a write holds: the load and ingest locks shared and its ids;
+  // and table_deletes_mu_ once it deletes from tables without ids.
   struct WriteLocks {
     std::shared_lock<std::shared_mutex> load;
     std::shared_lock<std::shared_mutex> ingest;
-    std::vector<std::unique_lock<std::mutex>> stripes;
+    IdLocks::Held ids;
     std::unique_lock<std::mutex> table_deletes;
   };
 
@@ -327,8 +327,6 @@ class StoreImpl final : public Store {
   void FingerprintTableProblems(std::size_t t, const rocksdb::Snapshot* snapshot,
                                 const std::function<void(std::string)>& problem) const;
 
-  std::mutex& StripeFor(DocumentId id) const;
-
   // Table t's key layout: up to format 3 every table keeps ids; from
   // format 4 only table 0 does, and the others hold each fingerprint once
   // (docs/format.md).
@@ -372,8 +370,8 @@ class StoreImpl final : public Store {
   // Reads a query's tables side by side once it waits on the device.
   mutable ReadPool read_pool_{kReadThreads};
 
-  // Writers to one id take its stripe so that read-old-then-write is atomic.
-  mutable std::array<std::mutex, 64> stripes_;
+  // Writers hold their ids so that read-old-then-write is atomic.
+  IdLocks id_locks_;
   // Shared by every read and write, exclusive while a bulk load ingests:
   // RocksDB installs ingested files family by family, and no reader may
   // see some tables with them and some without.
