@@ -17,6 +17,7 @@
 #include "fpstore/bulk_loader.h"
 #include "key_codec.h"
 #include "pair_finder.h"
+#include "sst_sink.h"
 
 namespace fpstore::internal {
 
@@ -65,14 +66,14 @@ class BulkLoaderImpl final : public BulkLoader {
   // calls before_writing(), if set, once its ops are sorted.
   Status WriteTable(std::size_t t, const Changes& changes, std::span<const Fingerprint> dropped,
                     std::size_t max_ops, SortBuffers& buffers, std::atomic<LoneBits>* crowded,
-                    const std::function<void()>& before_writing,
+                    const std::function<void()>& before_writing, WrittenPages pages,
                     rocksdb::IngestExternalFileArg& arg) const;
   // Writes every table's SST from `changes`, tables spread over
   // threads; calls table_done() after each table. Appends them to `args`.
   // `crowded`: as WriteTable takes it; table 0 is then written last.
   Status WriteTables(const Changes& changes, std::span<const Fingerprint> dropped,
                      const std::function<Status()>& table_done, std::atomic<LoneBits>* crowded,
-                     std::vector<rocksdb::IngestExternalFileArg>& args) const;
+                     WrittenPages pages, std::vector<rocksdb::IngestExternalFileArg>& args) const;
   // Adds `fingerprints` to the store's RecentPrefixes and, as a file of its
   // recent family, to `args`. Nothing in a store before format 5.
   Status AddRecent(std::vector<Fingerprint> fingerprints,

@@ -28,12 +28,21 @@ inline rocksdb::Options WriterOptions(rocksdb::DB& db, rocksdb::ColumnFamilyHand
   return options;
 }
 
+// Whether a file's pages stay in the OS page cache once written. A bulk
+// load drops them: it writes gigabytes, and keeping them cost system time
+// for no faster load. A merge keeps them: queries read its small files
+// right away, and the compaction of level 0 soon after.
+enum class WrittenPages { kDrop, kKeep };
+
 // Writes one sorted SST for a column family; skips the file if it stays
 // empty (RocksDB cannot ingest an empty file).
 class SstSink {
  public:
-  SstSink(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, std::string path)
-      : writer_(rocksdb::EnvOptions(), WriterOptions(db, family), family), path_(std::move(path)) {}
+  SstSink(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, std::string path,
+          WrittenPages pages = WrittenPages::kDrop)
+      : writer_(rocksdb::EnvOptions(), WriterOptions(db, family), family,
+                /*invalidate_page_cache=*/pages == WrittenPages::kDrop),
+        path_(std::move(path)) {}
 
   Status Put(rocksdb::Slice key, rocksdb::Slice value) {
     if (Status s = OpenOnce(); !s.ok()) return s;
