@@ -24,17 +24,32 @@ void IdLocks::Held::Release() {
   ids_.clear();
 }
 
+bool IdLocks::Free(std::span<const DocumentId> ids, const Waiter* self) const {
+  for (DocumentId id : ids) {
+    if (held_.contains(id)) return false;
+  }
+  // Nor wanted by a batch that waits longer: else a stream of small writes
+  // could keep a large batch out for ever.
+  for (const Waiter* w : waiting_) {
+    if (w == self) break;
+    for (DocumentId id : ids) {
+      if (std::binary_search(w->sorted_ids.begin(), w->sorted_ids.end(), id)) return false;
+    }
+  }
+  return true;
+}
+
 IdLocks::Held IdLocks::Lock(std::span<const DocumentId> ids) {
   std::vector<DocumentId> taken(ids.begin(), ids.end());
   std::unique_lock lock(mu_);
-  const auto free = [&] {
-    return std::none_of(taken.begin(), taken.end(),
-                        [&](DocumentId id) { return held_.contains(id); });
-  };
-  if (!free()) {
-    ++waiters_;
-    released_.wait(lock, free);
-    --waiters_;
+  if (!Free(taken, nullptr)) {
+    Waiter self{std::vector<DocumentId>(taken)};
+    std::sort(self.sorted_ids.begin(), self.sorted_ids.end());
+    waiting_.push_back(&self);
+    released_.wait(lock, [&] { return Free(taken, &self); });
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &self));
+    // Batches behind this one may have waited only for its place.
+    released_.notify_all();
   }
   try {
     held_.insert(taken.begin(), taken.end());
@@ -51,7 +66,7 @@ void IdLocks::Unlock(std::span<const DocumentId> ids) {
   {
     std::lock_guard lock(mu_);
     for (DocumentId id : ids) held_.erase(id);
-    wake = waiters_ > 0;
+    wake = !waiting_.empty();
   }
   if (wake) released_.notify_all();
 }
@@ -59,6 +74,11 @@ void IdLocks::Unlock(std::span<const DocumentId> ids) {
 std::size_t IdLocks::held_count() const {
   std::lock_guard lock(mu_);
   return held_.size();
+}
+
+std::size_t IdLocks::waiting_count() const {
+  std::lock_guard lock(mu_);
+  return waiting_.size();
 }
 
 }  // namespace fpstore::internal

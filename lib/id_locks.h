@@ -17,6 +17,8 @@ namespace fpstore::internal {
 
 // A writer holds every id of its batch or none, so writers cannot deadlock
 // each other, and two batches wait for each other only if they share an id.
+// Batches that wait go in turn: a batch does not take an id that one
+// waiting before it wants.
 // (Striped mutexes made every batch of 1,000 random ids take nearly all the
 // stripes, so batches of different documents took turns.)
 //
@@ -41,19 +43,27 @@ class IdLocks {
     std::vector<DocumentId> ids_;
   };
 
-  // Waits until no other holder has any of `ids` (without repeats), then
-  // holds them all.
+  // Waits until no other holder has any of `ids` (without repeats), and no
+  // batch that waited first wants one, then holds them all.
   Held Lock(std::span<const DocumentId> ids);
 
-  // Ids held now: for tests.
+  // Ids held now, and batches waiting: for tests.
   std::size_t held_count() const;
+  std::size_t waiting_count() const;
 
  private:
+  struct Waiter {
+    std::vector<DocumentId> sorted_ids;
+  };
+
+  // Whether `ids` are neither held nor wanted by a batch waiting before
+  // `self` (nullptr: a batch that has not waited, so behind every waiter).
+  bool Free(std::span<const DocumentId> ids, const Waiter* self) const;
   void Unlock(std::span<const DocumentId> ids);
 
   mutable std::mutex mu_;
   std::condition_variable released_;
-  std::size_t waiters_ = 0;
+  std::vector<const Waiter*> waiting_;  // in the order they began to wait
   std::unordered_set<DocumentId> held_;
 };
 

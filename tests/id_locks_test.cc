@@ -29,23 +29,66 @@ TEST(IdLocksTest, BatchesOfOtherIdsAreHeldAtOnce) {
   EXPECT_EQ(locks.held_count(), 0u);
 }
 
+// Spins until `done` holds; false after 30 s.
+template <typename F>
+bool Eventually(F done) {
+  const auto until = std::chrono::steady_clock::now() + seconds(30);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
 TEST(IdLocksTest, ABatchWaitsForAnIdItSharesAndHoldsNoneMeanwhile) {
   IdLocks locks;
   const std::vector<DocumentId> first = {1, 2};
-  const std::vector<DocumentId> second = {2, 3};
+  const std::vector<DocumentId> second = {0, 2};  // 0 is free: it must not be taken alone
   IdLocks::Held held = locks.Lock(first);
   std::atomic<bool> took{false};
   std::thread waiter([&] {
     IdLocks::Held h = locks.Lock(second);
     took = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const bool waits = Eventually([&] { return locks.waiting_count() == 1; });
+  EXPECT_TRUE(waits);
   EXPECT_FALSE(took);
   EXPECT_EQ(locks.held_count(), 2u) << "the waiting batch holds some of its ids";
   held = {};
   waiter.join();
   EXPECT_TRUE(took);
   EXPECT_EQ(locks.held_count(), 0u);
+}
+
+TEST(IdLocksTest, ALaterBatchDoesNotTakeAnIdThatAnEarlierWaiterWants) {
+  IdLocks locks;
+  const std::vector<DocumentId> one = {1};
+  const std::vector<DocumentId> batch = {1, 2};
+  const std::vector<DocumentId> two = {2};
+  IdLocks::Held held = locks.Lock(one);
+  std::atomic<int> order{0};
+  int batch_took = 0;
+  int two_took = 0;
+  std::thread batch_writer([&] {
+    IdLocks::Held h = locks.Lock(batch);
+    batch_took = ++order;
+  });
+  ASSERT_TRUE(Eventually([&] { return locks.waiting_count() == 1; }));
+  // 2 is free, but the batch waiting before wants it.
+  std::thread small_writer([&] {
+    IdLocks::Held h = locks.Lock(two);
+    two_took = ++order;
+  });
+  const bool waits = Eventually([&] { return locks.waiting_count() == 2 || order > 0; });
+  EXPECT_TRUE(waits);
+  EXPECT_EQ(order, 0) << "the later write took an id the waiting batch wants";
+  held = {};
+  batch_writer.join();
+  small_writer.join();
+  EXPECT_EQ(batch_took, 1);
+  EXPECT_EQ(two_took, 2);
+  EXPECT_EQ(locks.held_count(), 0u);
+  EXPECT_EQ(locks.waiting_count(), 0u);
 }
 
 TEST(IdLocksTest, AHoldReleasesOnceWhenMovedOrAssignedOver) {
@@ -62,6 +105,9 @@ TEST(IdLocksTest, AHoldReleasesOnceWhenMovedOrAssignedOver) {
   EXPECT_EQ(locks.held_count(), 2u);
   b = std::move(a);
   EXPECT_EQ(locks.held_count(), 1u);
+  IdLocks::Held& same = b;
+  b = std::move(same);
+  EXPECT_EQ(locks.held_count(), 1u) << "moving a hold onto itself let its ids go";
   b = {};
   EXPECT_EQ(locks.held_count(), 0u);
 }
