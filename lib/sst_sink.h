@@ -30,8 +30,8 @@ inline rocksdb::Options WriterOptions(rocksdb::DB& db, rocksdb::ColumnFamilyHand
 
 // Whether a file's pages stay in the OS page cache once written. A bulk
 // load drops them: it writes gigabytes, and keeping them cost system time
-// for no faster load. A merge keeps them: queries read its small files
-// right away, and the compaction of level 0 soon after.
+// for no faster load. A merge keeps its table files': a few MB a table,
+// which queries read right after the merge (docs/performance.md).
 enum class WrittenPages { kDrop, kKeep };
 
 // Writes one sorted SST for a column family; skips the file if it stays
