@@ -372,9 +372,10 @@ class StoreImpl final : public Store {
 
   // Writers hold their ids so that read-old-then-write is atomic.
   IdLocks id_locks_;
-  // Shared by every read and write, exclusive while a bulk load ingests:
-  // RocksDB installs ingested files family by family, and no reader may
-  // see some tables with them and some without.
+  // Shared by every read and write, exclusive while a bulk load or a merge
+  // ingests: RocksDB installs ingested files family by family, and no reader
+  // may see some tables with them and some without. Scans hold it only to
+  // take their snapshot, as their sinks may insert (store_scan.cc).
   mutable std::shared_mutex ingest_mu_;
   // Shared by every write, exclusive for a bulk load's whole Finish: the
   // stored versions it matches its documents against must stay current

@@ -44,10 +44,17 @@ class DisjointSets {
 Status StoreImpl::ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run, Runs runs) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
   // A scan's sinks and progress may write to the store: the load lock
-  // first, as writers take it.
+  // first, as writers take it. The ingest lock only while the snapshot is
+  // taken (not in the middle of a merge's ingestion), not for the scan: a
+  // sink that inserts past the staging index's room waits for a merge,
+  // which takes it exclusively.
   std::shared_lock load(load_mu_);
-  std::shared_lock shared(ingest_mu_);
-  rocksdb::ManagedSnapshot snapshot(db_.get());
+  const rocksdb::Snapshot* at;
+  {
+    std::shared_lock ingest(ingest_mu_);
+    at = db_->GetSnapshot();
+  }
+  rocksdb::ManagedSnapshot snapshot(db_.get(), at);
   return ScanRunsAt(scan, snapshot.snapshot(), visit_run, runs);
 }
 
@@ -310,8 +317,9 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
 Status StoreImpl::ForEachDocument(const std::function<void(const Document&)>& sink,
                                   const ScanOptions& scan) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
-  std::shared_lock load(load_mu_);  // the sink may write (ScanRuns)
-  std::shared_lock shared(ingest_mu_);
+  // The sink may write (ScanRuns). Only bulk loads, which the load lock
+  // keeps out, ingest into the families read here.
+  std::shared_lock load(load_mu_);
   rocksdb::ManagedSnapshot snapshot(db_.get());
   std::string count;
   rocksdb::ReadOptions ro;

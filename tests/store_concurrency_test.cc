@@ -16,6 +16,10 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
 #include <latch>
 #include <map>
 #include <mutex>
@@ -476,6 +480,56 @@ INSTANTIATE_TEST_SUITE_P(
                                "IfNoMatchGroupCommit"},
                       RaceCase{InsertPolicy::kAlways, Durability::kSync, 30, "AlwaysSync"}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// A scan's sink may write: one that inserts past the staging index's room
+// waits for a background merge, which must not wait for the scan.
+TEST(StoreScanSinkTest, SinksThatInsertManyDocumentsFinish) {
+  TempDir dir;
+  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"), Durability::kNoSync);
+  ASSERT_NE(store, nullptr);
+  const std::vector<IdFingerprint> docs = MakeCorpus(TestSeed(19), 200, {{1, 100}});
+  for (const IdFingerprint& d : docs) ASSERT_TRUE(store->Insert(d.id, d.fingerprint).ok());
+  ASSERT_TRUE(store->Flush().ok());
+  const std::size_t pairs = BruteForcePairs(docs, kDistance).size();
+  ASSERT_GT(pairs, 0u);
+
+  // Each call inserts a few documents: far more than twice the staged
+  // documents (64) in all. A regression hangs; end the process instead.
+  Random rnd(TestSeed(19) + 1);
+  DocumentId next = 1'000'000;
+  const auto insert_some = [&] {
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_TRUE(store->Insert(next++, rnd.Next()).ok());
+    }
+  };
+  std::size_t seen_pairs = 0;
+  std::size_t seen_documents = 0;
+  std::future<void> scans = std::async(std::launch::async, [&] {
+    EXPECT_TRUE(store
+                    ->FindAll(kDistance,
+                              [&](const NearPair&) {
+                                ++seen_pairs;
+                                insert_some();
+                              })
+                    .ok());
+    EXPECT_TRUE(store
+                    ->ForEachDocument([&](const Document&) {
+                      ++seen_documents;
+                      insert_some();
+                    })
+                    .ok());
+  });
+  if (scans.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
+    ADD_FAILURE() << "a scan whose sink inserts did not finish";
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }
+  scans.get();
+  // Each scan saw the store as it was when it began.
+  EXPECT_EQ(seen_pairs, pairs);
+  EXPECT_EQ(seen_documents, docs.size() + 4 * pairs);
+  EXPECT_GT(next - 1'000'000, 2 * 64u);
+}
 
 }  // namespace
 }  // namespace fpstore

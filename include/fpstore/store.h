@@ -185,6 +185,10 @@ class Store {
 
   // Calls `sink` for every stored document in ascending id order, all seen
   // at one snapshot, from one thread.
+  //
+  // The sinks of FindAll, Clusters and ForEachDocument may insert and remove
+  // documents; the scan does not see what they write. They must not finish
+  // a bulk load or close the store.
   virtual Status ForEachDocument(const std::function<void(const Document&)>& sink,
                                  const ScanOptions& scan = {}) const = 0;
 
