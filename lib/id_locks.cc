@@ -33,7 +33,7 @@ bool IdLocks::Free(std::span<const DocumentId> ids, const Waiter* self) const {
   for (const Waiter* w : waiting_) {
     if (w == self) break;
     for (DocumentId id : ids) {
-      if (std::binary_search(w->sorted_ids.begin(), w->sorted_ids.end(), id)) return false;
+      if (std::binary_search(w->begin(), w->end(), id)) return false;
     }
   }
   return true;
@@ -43,11 +43,11 @@ IdLocks::Held IdLocks::Lock(std::span<const DocumentId> ids) {
   std::vector<DocumentId> taken(ids.begin(), ids.end());
   std::unique_lock lock(mu_);
   if (!Free(taken, nullptr)) {
-    Waiter self{std::vector<DocumentId>(taken)};
-    std::sort(self.sorted_ids.begin(), self.sorted_ids.end());
-    waiting_.push_back(&self);
-    released_.wait(lock, [&] { return Free(taken, &self); });
-    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &self));
+    // Sorted, for the batches that come later to search.
+    std::sort(taken.begin(), taken.end());
+    waiting_.push_back(&taken);
+    released_.wait(lock, [&] { return Free(taken, &taken); });
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &taken));
     // Batches behind this one may have waited only for its place.
     released_.notify_all();
   }

@@ -52,9 +52,8 @@ class IdLocks {
   std::size_t waiting_count() const;
 
  private:
-  struct Waiter {
-    std::vector<DocumentId> sorted_ids;
-  };
+  // A waiting batch's ids, sorted.
+  using Waiter = std::vector<DocumentId>;
 
   // Whether `ids` are neither held nor wanted by a batch waiting before
   // `self` (nullptr: a batch that has not waited, so behind every waiter).
