@@ -296,6 +296,12 @@ class StoreImpl final : public Store {
   // holds. The scan in memory always visits every run, with ids.
   enum class Runs { kLinkedWithIds, kEvery };
 
+  // A snapshot taken outside any ingestion: every table, the staging and
+  // the documents as one state. Reads at it stay put while merges and bulk
+  // loads go on (ingestion gives files a sequence number past the live
+  // snapshots), so scans need hold no lock after it: their sinks and
+  // progress callbacks may write. The caller releases it.
+  const rocksdb::Snapshot* WholeSnapshot() const;
   // Every table's runs, tables spread over threads, all at one snapshot:
   // sorted in memory when the store fits scan.memory_bytes, else streamed.
   Status ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run,
@@ -379,9 +385,8 @@ class StoreImpl final : public Store {
   mutable std::shared_mutex ingest_mu_;
   // Shared by every write, exclusive for a bulk load's whole Finish: the
   // stored versions it matches its documents against must stay current
-  // until its files are in. Queries go on meanwhile; they wait for
-  // ingest_mu_ only. Taken before ingest_mu_, also by the scans, whose
-  // sinks and progress callbacks may write. (Shared locks of
+  // until its files are in. Queries and scans go on meanwhile; they wait
+  // for ingest_mu_ only. Taken before ingest_mu_. (Shared locks of
   // std::shared_mutex let new readers pass a waiting writer on glibc: a
   // stream of queries can delay an ingestion, and with it, here, writers.)
   mutable std::shared_mutex load_mu_;

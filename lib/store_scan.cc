@@ -41,20 +41,14 @@ class DisjointSets {
 
 }  // namespace
 
+const rocksdb::Snapshot* StoreImpl::WholeSnapshot() const {
+  std::shared_lock ingest(ingest_mu_);
+  return db_->GetSnapshot();
+}
+
 Status StoreImpl::ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run, Runs runs) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
-  // A scan's sinks and progress may write to the store: the load lock
-  // first, as writers take it. The ingest lock only while the snapshot is
-  // taken (not in the middle of a merge's ingestion), not for the scan: a
-  // sink that inserts past the staging index's room waits for a merge,
-  // which takes it exclusively.
-  std::shared_lock load(load_mu_);
-  const rocksdb::Snapshot* at;
-  {
-    std::shared_lock ingest(ingest_mu_);
-    at = db_->GetSnapshot();
-  }
-  rocksdb::ManagedSnapshot snapshot(db_.get(), at);
+  rocksdb::ManagedSnapshot snapshot(db_.get(), WholeSnapshot());
   return ScanRunsAt(scan, snapshot.snapshot(), visit_run, runs);
 }
 
@@ -317,10 +311,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
 Status StoreImpl::ForEachDocument(const std::function<void(const Document&)>& sink,
                                   const ScanOptions& scan) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
-  // The sink may write (ScanRuns). Only bulk loads, which the load lock
-  // keeps out, ingest into the families read here.
-  std::shared_lock load(load_mu_);
-  rocksdb::ManagedSnapshot snapshot(db_.get());
+  rocksdb::ManagedSnapshot snapshot(db_.get(), WholeSnapshot());
   std::string count;
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot.snapshot();

@@ -77,9 +77,7 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
     return Status::Corruption(s.message());
   }
   std::shared_lock lone_bits(lone_bits_mu_);  // not while Compact rewrites them
-  std::shared_lock load(load_mu_);            // progress may write (ScanRuns)
-  std::shared_lock shared(ingest_mu_);
-  rocksdb::ManagedSnapshot snapshot(db_.get());
+  rocksdb::ManagedSnapshot snapshot(db_.get(), WholeSnapshot());
   const std::size_t tables = plan_.table_count();
   std::vector<std::string> problems;
   auto problem = [&](std::string what) {

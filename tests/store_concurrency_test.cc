@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "brute_force.h"
+#include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
 #include "temp_dir.h"
 
@@ -481,54 +482,117 @@ INSTANTIATE_TEST_SUITE_P(
                       RaceCase{InsertPolicy::kAlways, Durability::kSync, 30, "AlwaysSync"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// Scans whose sinks or progress write, or beside a bulk load: 200
+// documents in the tables, with near-duplicate pairs among them.
+class StoreScanSinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = MustOpen(dir_.Sub("store"), Durability::kNoSync);
+    ASSERT_NE(store_, nullptr);
+    docs_ = MakeCorpus(TestSeed(19), 200, {{1, 100}});
+    for (const IdFingerprint& d : docs_) ASSERT_TRUE(store_->Insert(d.id, d.fingerprint).ok());
+    ASSERT_TRUE(store_->Flush().ok());
+    pairs_ = BruteForcePairs(docs_, kDistance).size();
+    ASSERT_GT(pairs_, 0u);
+  }
+
+  // Inserts `n` random documents under fresh ids.
+  void InsertSome(int n) {
+    for (int i = 0; i < n; ++i) EXPECT_TRUE(store_->Insert(next_id_++, rnd_.Next()).ok());
+  }
+
+  // Waits for `scans`; a regression hangs, so the process ends instead.
+  static void FinishesOrExit(std::future<void>& scans) {
+    if (scans.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
+      ADD_FAILURE() << "the scans did not finish";
+      std::fflush(nullptr);
+      std::_Exit(1);
+    }
+    scans.get();
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Store> store_;
+  std::vector<IdFingerprint> docs_;
+  std::size_t pairs_ = 0;
+  Random rnd_{TestSeed(19) + 1};
+  DocumentId next_id_ = 1'000'000;
+};
+
 // A scan's sink may write: one that inserts past the staging index's room
 // waits for a background merge, which must not wait for the scan.
-TEST(StoreScanSinkTest, SinksThatInsertManyDocumentsFinish) {
-  TempDir dir;
-  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"), Durability::kNoSync);
-  ASSERT_NE(store, nullptr);
-  const std::vector<IdFingerprint> docs = MakeCorpus(TestSeed(19), 200, {{1, 100}});
-  for (const IdFingerprint& d : docs) ASSERT_TRUE(store->Insert(d.id, d.fingerprint).ok());
-  ASSERT_TRUE(store->Flush().ok());
-  const std::size_t pairs = BruteForcePairs(docs, kDistance).size();
-  ASSERT_GT(pairs, 0u);
-
+TEST_F(StoreScanSinkTest, SinksThatInsertManyDocumentsFinish) {
   // Each call inserts a few documents: far more than twice the staged
-  // documents (64) in all. A regression hangs; end the process instead.
-  Random rnd(TestSeed(19) + 1);
-  DocumentId next = 1'000'000;
-  const auto insert_some = [&] {
-    for (int i = 0; i < 4; ++i) {
-      EXPECT_TRUE(store->Insert(next++, rnd.Next()).ok());
-    }
-  };
+  // documents (64) in all.
   std::size_t seen_pairs = 0;
   std::size_t seen_documents = 0;
   std::future<void> scans = std::async(std::launch::async, [&] {
-    EXPECT_TRUE(store
+    EXPECT_TRUE(store_
                     ->FindAll(kDistance,
                               [&](const NearPair&) {
                                 ++seen_pairs;
-                                insert_some();
+                                InsertSome(4);
                               })
                     .ok());
-    EXPECT_TRUE(store
+    EXPECT_TRUE(store_
                     ->ForEachDocument([&](const Document&) {
                       ++seen_documents;
-                      insert_some();
+                      InsertSome(4);
                     })
                     .ok());
   });
-  if (scans.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
-    ADD_FAILURE() << "a scan whose sink inserts did not finish";
-    std::fflush(nullptr);
-    std::_Exit(1);
-  }
-  scans.get();
+  FinishesOrExit(scans);
   // Each scan saw the store as it was when it began.
-  EXPECT_EQ(seen_pairs, pairs);
-  EXPECT_EQ(seen_documents, docs.size() + 4 * pairs);
-  EXPECT_GT(next - 1'000'000, 2 * 64u);
+  EXPECT_EQ(seen_pairs, pairs_);
+  EXPECT_EQ(seen_documents, docs_.size() + 4 * pairs_);
+  EXPECT_GT(next_id_ - 1'000'000, 2 * 64u);
+}
+
+// A scan holds no lock while it calls its sink or its progress: another
+// thread may finish a bulk load meanwhile (the sink waits for it here), and
+// Verify's progress may insert past the staging index's room. Either hung
+// when scans held the store's locks. The scans see their snapshot only.
+TEST_F(StoreScanSinkTest, BulkLoadsAndInsertsDuringScansFinish) {
+  // Near-duplicates of the first 50 stored documents: new pairs, had the
+  // scan seen them.
+  std::vector<IdFingerprint> loaded;
+  for (std::size_t i = 0; i < 50; ++i) {
+    loaded.push_back({2'000'000 + i, docs_[i].fingerprint ^ 1});
+  }
+  const auto bulk_load = [&] {
+    Result<std::unique_ptr<BulkLoader>> loader = store_->NewBulkLoader();
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    for (const IdFingerprint& d : loaded) ASSERT_TRUE((*loader)->Add(d.id, d.fingerprint).ok());
+    Result<BulkLoadStats> stats = (*loader)->Finish();
+    EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+  };
+  std::size_t seen_pairs = 0;
+  int progress_calls = 0;
+  std::future<void> scans = std::async(std::launch::async, [&] {
+    EXPECT_TRUE(store_
+                    ->FindAll(kDistance,
+                              [&](const NearPair&) {
+                                if (seen_pairs++ == 0)
+                                  std::async(std::launch::async, bulk_load).get();
+                              })
+                    .ok());
+    ScanOptions scan;
+    scan.progress = [&](std::uint64_t, std::uint64_t) {
+      ++progress_calls;
+      InsertSome(3 * 64);
+    };
+    const Status verified = store_->Verify(scan);
+    EXPECT_TRUE(verified.ok()) << verified.ToString();
+  });
+  FinishesOrExit(scans);
+  EXPECT_EQ(seen_pairs, pairs_);
+  EXPECT_GT(progress_calls, 0);
+  // What was written meanwhile is all there.
+  const Status verified = store_->Verify();
+  EXPECT_TRUE(verified.ok()) << verified.ToString();
+  std::size_t pairs_now = 0;
+  ASSERT_TRUE(store_->FindAll(kDistance, [&](const NearPair&) { ++pairs_now; }).ok());
+  EXPECT_GE(pairs_now, pairs_ + loaded.size());
 }
 
 }  // namespace

@@ -15,9 +15,9 @@
 //   Result<BulkLoadStats> stats = (*loader)->Finish();
 //
 // Thread safety: a BulkLoader is not thread-safe; use it from one thread.
-// Other threads may query the store meanwhile: a query waits only while
-// Finish ingests its files, at its very end. Writes to the store wait for
-// the whole of Finish.
+// Other threads may query and scan the store meanwhile: a query, or a scan
+// taking its snapshot, waits only while Finish ingests its files, at its
+// very end. Writes to the store wait for the whole of Finish.
 
 #ifndef FPSTORE_BULK_LOADER_H_
 #define FPSTORE_BULK_LOADER_H_

@@ -187,8 +187,9 @@ class Store {
   // at one snapshot, from one thread.
   //
   // The sinks of FindAll, Clusters and ForEachDocument may insert and remove
-  // documents; the scan does not see what they write. They must not finish
-  // a bulk load or close the store.
+  // documents and wait for bulk loads that other threads finish meanwhile;
+  // the scan does not see what they write. Verify's progress callback may
+  // insert and remove. None of them may close the store.
   virtual Status ForEachDocument(const std::function<void(const Document&)>& sink,
                                  const ScanOptions& scan = {}) const = 0;
 
