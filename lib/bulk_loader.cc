@@ -239,7 +239,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     crowded = std::vector<std::atomic<LoneBits>>(change_count);
   }
   if (Status s = WriteTables(Changes::InFile(changes_path, change_count), *dropped, table_done,
-                             crowded.empty() ? nullptr : crowded.data(), WrittenPages::kDrop, args);
+                             crowded.empty() ? nullptr : crowded.data(), SstUse::kLoad, args);
       !s.ok()) {
     return s;
   }

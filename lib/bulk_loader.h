@@ -63,19 +63,19 @@ class BulkLoaderImpl final : public BulkLoader {
   // changes' order; puts only), sets bit t of each change whose
   // fingerprint shares its prefix here with another, and table 0 writes
   // the other bits as lone bits, so it must come after the others: it
-  // calls before_writing(), if set, once its ops are sorted. `pages`: whether
-  // the file stays in the page cache (sst_sink.h).
+  // calls before_writing(), if set, once its ops are sorted. `use`: how the
+  // file is written (sst_sink.h).
   Status WriteTable(std::size_t t, const Changes& changes, std::span<const Fingerprint> dropped,
                     std::size_t max_ops, SortBuffers& buffers, std::atomic<LoneBits>* crowded,
-                    const std::function<void()>& before_writing, WrittenPages pages,
+                    const std::function<void()>& before_writing, SstUse use,
                     rocksdb::IngestExternalFileArg& arg) const;
   // Writes every table's SST from `changes`, tables spread over
   // threads; calls table_done() after each table. Appends them to `args`.
-  // `crowded` and `pages`: as WriteTable takes them (with `crowded`, table
+  // `crowded` and `use`: as WriteTable takes them (with `crowded`, table
   // 0 is written last).
   Status WriteTables(const Changes& changes, std::span<const Fingerprint> dropped,
                      const std::function<Status()>& table_done, std::atomic<LoneBits>* crowded,
-                     WrittenPages pages, std::vector<rocksdb::IngestExternalFileArg>& args) const;
+                     SstUse use, std::vector<rocksdb::IngestExternalFileArg>& args) const;
   // Adds `fingerprints` to the store's RecentPrefixes and, as a file of its
   // recent family, to `args`. Nothing in a store before format 5.
   Status AddRecent(std::vector<Fingerprint> fingerprints,

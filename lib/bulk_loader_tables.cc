@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 Status BulkLoaderImpl::WriteTables(const Changes& changes, std::span<const Fingerprint> dropped,
                                    const std::function<Status()>& table_done,
-                                   std::atomic<LoneBits>* crowded, WrittenPages pages,
+                                   std::atomic<LoneBits>* crowded, SstUse use,
                                    std::vector<rocksdb::IngestExternalFileArg>& args) const {
   const PermutationPlan& plan = store_.plan_;
   const std::size_t tables = plan.table_count();
@@ -66,7 +66,7 @@ Status BulkLoaderImpl::WriteTables(const Changes& changes, std::span<const Finge
           failures[w] =
               WriteTable(t, changes, dropped, max_ops, buffers, crowded,
                          crowded != nullptr && t == 0 ? wait_for_others : std::function<void()>(),
-                         pages, table_args[t]);
+                         use, table_args[t]);
           if (failures[w].ok()) failures[w] = table_done();
         } catch (const std::exception& e) {
           failures[w] = Status::IOError(std::string("writing the tables: ") + e.what());
@@ -110,7 +110,7 @@ Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
   if (!arg.external_files.empty()) args.push_back(std::move(arg));
   if (Status s = AddRecent(std::move(recent), args); !s.ok()) return s;
   return WriteTables(
-      Changes::Staged(staged), {}, [] { return Status::OK(); }, nullptr, WrittenPages::kKeep, args);
+      Changes::Staged(staged), {}, [] { return Status::OK(); }, nullptr, SstUse::kMerge, args);
 }
 
 Status BulkLoaderImpl::AddRecent(std::vector<Fingerprint> fingerprints,
@@ -143,12 +143,12 @@ Status BulkLoaderImpl::AddRecent(std::vector<Fingerprint> fingerprints,
 Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
                                   std::span<const Fingerprint> dropped, std::size_t max_ops,
                                   SortBuffers& buffers, std::atomic<LoneBits>* crowded,
-                                  const std::function<void()>& before_writing, WrittenPages pages,
+                                  const std::function<void()>& before_writing, SstUse use,
                                   rocksdb::IngestExternalFileArg& arg) const {
   const TablePermutation& perm = store_.plan_.table(t);
   const TableKeyCodec codec = store_.codec(t);
   const std::string name = "table-" + std::to_string(t);
-  SstSink sink(*store_.db_, store_.table(t), TempPath(name + ".sst"), pages);
+  SstSink sink(*store_.db_, store_.table(t), TempPath(name + ".sst"), use);
   // Both buffers at their final size up front: growth by doubling would
   // overshoot the memory budget.
   const std::size_t capacity = std::min<std::size_t>(max_ops, 2 * changes.count());

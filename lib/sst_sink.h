@@ -15,33 +15,46 @@
 
 namespace fpstore::internal {
 
-// The family's options, except that files are compressed with ZSTD's fast
-// level -1 rather than the family's bottom-level default (3): on 1M
-// fingerprints it took 30% less CPU for 3% more bytes. LZ4 is no faster here
-// and leaves files 27% larger (table keys sort into long shared runs that
-// ZSTD's entropy coding exploits and LZ4's does not).
-inline rocksdb::Options WriterOptions(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family) {
+// What a file is written for, which decides how it is written.
+enum class SstUse {
+  // A bulk load's files, there to stay: compressed with ZSTD's fast level
+  // -1 rather than the family's bottom-level default (3), which on 1M
+  // fingerprints took 30% less CPU for 3% more bytes (LZ4 was no faster
+  // here and left files 27% larger: table keys sort into long shared runs
+  // that ZSTD's entropy coding exploits and LZ4's does not). Their pages
+  // leave the OS page cache: a load writes gigabytes, and keeping them cost
+  // system time for no faster load.
+  kLoad,
+  // A merge's table files: a few MB a table, which queries read right
+  // after the merge and a level-0 compaction soon rewrites. Kept in the
+  // page cache, and not compressed: the compression was work thrown away,
+  // and merges of 2 s of inserts ran 8-16% faster without it
+  // (docs/performance.md).
+  kMerge,
+};
+
+// The family's options, but for the compression `use` asks for.
+inline rocksdb::Options WriterOptions(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family,
+                                      SstUse use) {
   rocksdb::Options options = db.GetOptions(family);
-  options.compression = rocksdb::kZSTD;
-  options.compression_opts.level = -1;
+  if (use == SstUse::kLoad) {
+    options.compression = rocksdb::kZSTD;
+    options.compression_opts.level = -1;
+  } else {
+    options.compression = rocksdb::kNoCompression;
+  }
   options.bottommost_compression = rocksdb::kDisableCompressionOption;
   return options;
 }
-
-// Whether a file's pages stay in the OS page cache once written. A bulk
-// load drops them: it writes gigabytes, and keeping them cost system time
-// for no faster load. A merge keeps its table files': a few MB a table,
-// which queries read right after the merge (docs/performance.md).
-enum class WrittenPages { kDrop, kKeep };
 
 // Writes one sorted SST for a column family; skips the file if it stays
 // empty (RocksDB cannot ingest an empty file).
 class SstSink {
  public:
   SstSink(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, std::string path,
-          WrittenPages pages = WrittenPages::kDrop)
-      : writer_(rocksdb::EnvOptions(), WriterOptions(db, family), family,
-                /*invalidate_page_cache=*/pages == WrittenPages::kDrop),
+          SstUse use = SstUse::kLoad)
+      : writer_(rocksdb::EnvOptions(), WriterOptions(db, family, use), family,
+                /*invalidate_page_cache=*/use == SstUse::kLoad),
         path_(std::move(path)) {}
 
   Status Put(rocksdb::Slice key, rocksdb::Slice value) {
