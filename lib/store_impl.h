@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -225,8 +226,10 @@ class StoreImpl final : public Store {
   // staging family has them at `snapshot`. REQUIRES: ingest_mu_ held.
   Status FindStaged(std::span<const Fingerprint> queries, int k, const rocksdb::Snapshot* snapshot,
                     std::vector<std::vector<Hit>>& hits) const;
-  // Every staged document at `snapshot`, by id.
-  Result<std::vector<StagedDocument>> StagedDocuments(const rocksdb::Snapshot* snapshot) const;
+  // Every staged document at `snapshot`, by id; with `ids`, only those
+  // from ids.front() to ids.back() (ids sorted, not empty).
+  Result<std::vector<StagedDocument>> StagedDocuments(const rocksdb::Snapshot* snapshot,
+                                                      std::span<const DocumentId> ids = {}) const;
   // Looks up `ids` (sorted) in `family` at `snapshot` (null: the latest
   // state) in one batched read, so that RocksDB reads each block once for
   // all its keys; calls found(i, value) for each id present.

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
+#include <span>
 
 #include "bulk_loader.h"
 #include "rocks_status.h"
@@ -51,13 +53,27 @@ Status StoreImpl::LoadRecentPrefixes() {
 }
 
 Result<std::vector<StagedDocument>> StoreImpl::StagedDocuments(
-    const rocksdb::Snapshot* snapshot) const {
+    const rocksdb::Snapshot* snapshot, std::span<const DocumentId> ids) const {
   if (staging_family() == nullptr) return std::vector<StagedDocument>();
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
+  char first[8], past_last[8];
+  rocksdb::Slice upper_bound(past_last, 8);
+  if (!ids.empty()) {
+    PutBigEndian64(first, ids.front());
+    if (ids.back() != std::numeric_limits<DocumentId>::max()) {
+      PutBigEndian64(past_last, ids.back() + 1);
+      ro.iterate_upper_bound = &upper_bound;
+    }
+  }
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, staging_family()));
   std::vector<StagedDocument> staged;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+  if (ids.empty()) {
+    it->SeekToFirst();
+  } else {
+    it->Seek(rocksdb::Slice(first, 8));
+  }
+  for (; it->Valid(); it->Next()) {
     if (it->key().size() != 8 || it->value().size() != 8) {
       return Status::Corruption("staging: malformed mark with key " + it->key().ToString(true));
     }
@@ -98,9 +114,14 @@ Status StoreImpl::MergeStaged() {
   // Writers to these ids wait until the merge ends (LockForWrite), so the
   // staged versions read here stay current until they are in the tables.
   // One pass over the marks, joined with the sorted ids, beats a lookup per
-  // id (in perf, MultiGet took a fifth of a merge).
+  // id (in perf, MultiGet took a fifth of a merge). The pass spans only the
+  // ids merged: earlier merges leave their marks' deletions behind until a
+  // compaction drops them, and the family's compactions queue behind the
+  // tables'. Where ids grow, those deletions lie below the range; reading
+  // from the first mark skipped them all, a tenth of the CPU of 60 s of
+  // inserts.
   std::vector<StagedDocument> docs;
-  Result<std::vector<StagedDocument>> staged = StagedDocuments(nullptr);
+  Result<std::vector<StagedDocument>> staged = StagedDocuments(nullptr, merging_ids_);
   Status s = staged.status();
   if (staged.ok()) {
     auto id = merging_ids_.begin();

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -151,6 +152,37 @@ TEST(StoreTest, DocumentWithoutMetadata) {
   ASSERT_TRUE(matches.ok());
   ASSERT_EQ(matches->size(), 1u);
   EXPECT_EQ((*matches)[0].metadata, "");
+}
+
+// A merge reads the staged marks of its ids' range only (store_merge.cc):
+// the smallest and the largest ids must be among them, also behind the
+// deletions an earlier merge left.
+TEST(StoreTest, MergesMoveTheSmallestAndLargestIds) {
+  TempDir dir;
+  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"));
+  ASSERT_NE(store, nullptr);
+  constexpr DocumentId kMax = std::numeric_limits<DocumentId>::max();
+  const std::vector<std::vector<NewDocument>> merges = {
+      {{5, 0x1111, {}}, {6, 0x2222, {}}},
+      {{0, 0x3333, {}}, {kMax - 1, 0x4444, {}}, {kMax, 0x5555, {}}},
+      {{7, 0x6666, {}}, {kMax, 0x7777, {}}}};
+  std::map<DocumentId, Fingerprint> stored;
+  for (const std::vector<NewDocument>& batch : merges) {
+    ASSERT_TRUE(store->InsertBatch(batch).ok());
+    ASSERT_TRUE(store->Flush().ok());
+    for (const NewDocument& d : batch) stored[d.id] = d.fingerprint;
+    Result<StoreStats> stats = store->Stats();
+    ASSERT_TRUE(stats.ok());
+    EXPECT_EQ(stats->staged_documents, 0u);
+  }
+  for (const auto& [id, fp] : stored) {
+    Result<std::vector<Match>> found = store->Query(fp, 0);
+    ASSERT_TRUE(found.ok());
+    ASSERT_EQ(found->size(), 1u) << "document " << id;
+    EXPECT_EQ((*found)[0].id, id);
+  }
+  const Status verified = store->Verify();
+  EXPECT_TRUE(verified.ok()) << verified.ToString();
 }
 
 // A crawl holds thousands of identical pages (empty, redirect stubs). Every
