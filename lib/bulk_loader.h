@@ -64,7 +64,8 @@ class BulkLoaderImpl final : public BulkLoader {
   // fingerprint shares its prefix here with another, and table 0 writes
   // the other bits as lone bits, so it must come after the others: it
   // calls before_writing(), if set, once its ops are sorted. `use`: how the
-  // file is written (sst_sink.h).
+  // file is written (sst_sink.h): kLoad, or for a merge either merge use,
+  // which it picks by whether the table has files.
   Status WriteTable(std::size_t t, const Changes& changes, std::span<const Fingerprint> dropped,
                     std::size_t max_ops, SortBuffers& buffers, std::atomic<LoneBits>* crowded,
                     const std::function<void()>& before_writing, SstUse use,

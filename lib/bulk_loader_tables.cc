@@ -109,8 +109,10 @@ Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
   if (Status s = marks.Finish(arg.external_files); !s.ok()) return s;
   if (!arg.external_files.empty()) args.push_back(std::move(arg));
   if (Status s = AddRecent(std::move(recent), args); !s.ok()) return s;
+  // WriteTable turns this into kMergeIntoEmpty for a table without files.
   return WriteTables(
-      Changes::Staged(staged), {}, [] { return Status::OK(); }, nullptr, SstUse::kMerge, args);
+      Changes::Staged(staged), {}, [] { return Status::OK(); }, nullptr, SstUse::kMergeIntoLevel0,
+      args);
 }
 
 Status BulkLoaderImpl::AddRecent(std::vector<Fingerprint> fingerprints,
@@ -148,6 +150,13 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
   const TablePermutation& perm = store_.plan_.table(t);
   const TableKeyCodec codec = store_.codec(t);
   const std::string name = "table-" + std::to_string(t);
+  if (use != SstUse::kLoad) {
+    // Merges and bulk loads, one at a time, are what give a table files;
+    // were the guess wrong it would cost bytes or time, not answers.
+    rocksdb::ColumnFamilyMetaData family;
+    store_.db_->GetColumnFamilyMetaData(store_.table(t), &family);
+    use = family.file_count == 0 ? SstUse::kMergeIntoEmpty : SstUse::kMergeIntoLevel0;
+  }
   SstSink sink(*store_.db_, store_.table(t), TempPath(name + ".sst"), use);
   // Both buffers at their final size up front: growth by doubling would
   // overshoot the memory budget.

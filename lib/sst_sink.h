@@ -25,23 +25,27 @@ enum class SstUse {
   // leave the OS page cache: a load writes gigabytes, and keeping them cost
   // system time for no faster load.
   kLoad,
-  // A merge's table files: a few MB a table, which queries read right
+  // A merge's table file for a table that has files: a few MB, ingested
+  // into level 0 (its keys span the table's), which queries read right
   // after the merge and a level-0 compaction soon rewrites. Kept in the
   // page cache, and not compressed: the compression was work thrown away,
   // and merges of 2 s of inserts ran 8-16% faster without it
   // (docs/performance.md).
-  kMerge,
+  kMergeIntoLevel0,
+  // A merge's table file for an empty table: ingested at the bottom level,
+  // where it stays. Kept in the page cache, and compressed as kLoad.
+  kMergeIntoEmpty,
 };
 
 // The family's options, but for the compression `use` asks for.
 inline rocksdb::Options WriterOptions(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family,
                                       SstUse use) {
   rocksdb::Options options = db.GetOptions(family);
-  if (use == SstUse::kLoad) {
+  if (use == SstUse::kMergeIntoLevel0) {
+    options.compression = rocksdb::kNoCompression;
+  } else {
     options.compression = rocksdb::kZSTD;
     options.compression_opts.level = -1;
-  } else {
-    options.compression = rocksdb::kNoCompression;
   }
   options.bottommost_compression = rocksdb::kDisableCompressionOption;
   return options;

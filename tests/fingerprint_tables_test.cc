@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
+#include <rocksdb/table_properties.h>
 
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "brute_force.h"
@@ -260,6 +263,66 @@ TEST(FingerprintTablesTest, VerifyFindsStrayAndMissingFingerprints) {
   Result<std::vector<Match>> stray_found = store->Query(probe, 3);
   ASSERT_FALSE(stray_found.ok());
   EXPECT_TRUE(stray_found.status().IsCorruption()) << stray_found.status().ToString();
+}
+
+// A merge's table files are compressed where they stay: at the bottom of
+// an empty table. Where the table has files they go to level 0, for a
+// compaction to rewrite, and are written uncompressed (sst_sink.h).
+TEST(StoreTest, MergedTableFilesAreCompressedWhereTheyStay) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  Random rnd(TestSeed(21));
+  const auto insert_and_flush = [&] {
+    std::unique_ptr<Store> store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    std::vector<NewDocument> batch;
+    for (int i = 0; i < 1000; ++i) batch.push_back({rnd.Next(), rnd.Next(), {}});
+    ASSERT_TRUE(store->InsertBatch(batch).ok());
+    ASSERT_TRUE(store->Flush().ok());
+    ASSERT_TRUE(store->Close().ok());
+  };
+  // Every table file's level and compression.
+  const auto table_files = [&] {
+    std::vector<std::pair<int, std::string>> files;
+    std::vector<std::string> names;
+    EXPECT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
+    testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
+      for (const std::string& name : names) {
+        if (!name.starts_with("table-")) continue;
+        rocksdb::TablePropertiesCollection properties;
+        ASSERT_TRUE(db.GetPropertiesOfAllTables(family(name), &properties).ok());
+        rocksdb::ColumnFamilyMetaData meta;
+        db.GetColumnFamilyMetaData(family(name), &meta);
+        for (const rocksdb::LevelMetaData& level : meta.levels) {
+          for (const rocksdb::SstFileMetaData& file : level.files) {
+            for (const auto& [file_path, table] : properties) {
+              if (file_path.ends_with("/" + file.relative_filename)) {
+                files.emplace_back(level.level, table->compression_name);
+              }
+            }
+          }
+        }
+      }
+    });
+    return files;
+  };
+
+  insert_and_flush();
+  const std::vector<std::pair<int, std::string>> first = table_files();
+  ASSERT_FALSE(first.empty());
+  for (const auto& [level, compression] : first) {
+    EXPECT_GT(level, 0);
+    EXPECT_EQ(compression, "ZSTD");
+  }
+  insert_and_flush();
+  const std::vector<std::pair<int, std::string>> second = table_files();
+  ASSERT_EQ(second.size(), 2 * first.size());
+  std::size_t in_level0 = 0;
+  for (const auto& [level, compression] : second) {
+    in_level0 += level == 0;
+    EXPECT_EQ(compression, level == 0 ? "NoCompression" : "ZSTD") << "level " << level;
+  }
+  EXPECT_EQ(in_level0, first.size());
 }
 
 }  // namespace
