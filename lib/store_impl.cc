@@ -43,13 +43,6 @@ Status StoreImpl::CheckDistance(int k) const {
   return Status::OK();
 }
 
-Result<std::optional<Fingerprint>> StoreImpl::CurrentFingerprint(DocumentId id) const {
-  Result<std::vector<std::optional<StoredVersion>>> one = CurrentVersions(std::span(&id, 1));
-  if (!one.ok()) return one.status();
-  if (!(*one)[0]) return std::optional<Fingerprint>();
-  return std::optional<Fingerprint>((*one)[0]->fingerprint);
-}
-
 Status MalformedStagingMark(DocumentId id) {
   return Status::Corruption("document " + std::to_string(id) + " has a malformed staging mark");
 }

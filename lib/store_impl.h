@@ -162,8 +162,6 @@ class StoreImpl final : public Store {
   // The current version of each of `ids` (sorted), reading the latest state.
   Result<std::vector<std::optional<StoredVersion>>> CurrentVersions(
       std::span<const DocumentId> ids) const;
-  // The fingerprint document `id` has now, or nullopt.
-  Result<std::optional<Fingerprint>> CurrentFingerprint(DocumentId id) const;
 
   // Writes `batch` to the log and memtables without waiting for the disk.
   // Other writers may see it at once; it is in the log before anything they
@@ -389,7 +387,8 @@ class StoreImpl final : public Store {
   // Shared by every write, exclusive for a bulk load's whole Finish: the
   // stored versions it matches its documents against must stay current
   // until its files are in. Queries and scans go on meanwhile; they wait
-  // for ingest_mu_ only. Taken before ingest_mu_. (Shared locks of
+  // for ingest_mu_ only (Verify also for lone_bits_mu_). Taken before
+  // ingest_mu_. (Shared locks of
   // std::shared_mutex let new readers pass a waiting writer on glibc: a
   // stream of queries can delay an ingestion, and with it, here, writers.)
   mutable std::shared_mutex load_mu_;

@@ -257,8 +257,15 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
         problem(TableFamilyName(t) + ": document " + std::to_string(e.id) +
                 " has more than one entry");
       }
-      Result<std::optional<Fingerprint>> fp = CurrentFingerprint(e.id);
-      if (fp.ok() && *fp && plan_.table(t).Apply(**fp) != e.permuted) {
+      // At the snapshot: writers may have changed the document since.
+      std::optional<Fingerprint> fp;
+      const Status read = MultiGetIds(documents_family(), snapshot.snapshot(), std::span(&e.id, 1),
+                                      [&](std::size_t, std::string_view v) {
+                                        Fingerprint stored;
+                                        if (DecodeDocumentValue(v, &stored, nullptr)) fp = stored;
+                                        return Status::OK();
+                                      });
+      if (read.ok() && fp && plan_.table(t).Apply(*fp) != e.permuted) {
         ++wrong;
         problem(TableFamilyName(t) + ": entry for document " + std::to_string(e.id) +
                 " does not match its fingerprint");

@@ -189,7 +189,9 @@ class Store {
   // The sinks of FindAll, Clusters and ForEachDocument may insert and remove
   // documents and wait for bulk loads that other threads finish meanwhile;
   // the scan does not see what they write. Verify's progress callback may
-  // insert and remove. None of them may close the store.
+  // insert and remove, but not wait for a bulk load or call Compact (a
+  // rewrite of the lone bits waits for Verify). None of them may close the
+  // store.
   virtual Status ForEachDocument(const std::function<void(const Document&)>& sink,
                                  const ScanOptions& scan = {}) const = 0;
 
