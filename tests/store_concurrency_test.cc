@@ -553,29 +553,66 @@ TEST_F(StoreScanSinkTest, SinksThatInsertManyDocumentsFinish) {
 // Verify's progress may insert past the staging index's room. Either hung
 // when scans held the store's locks. The scans see their snapshot only.
 TEST_F(StoreScanSinkTest, BulkLoadsAndInsertsDuringScansFinish) {
-  // Near-duplicates of the first 50 stored documents: new pairs, had the
-  // scan seen them.
-  std::vector<IdFingerprint> loaded;
-  for (std::size_t i = 0; i < 50; ++i) {
-    loaded.push_back({2'000'000 + i, docs_[i].fingerprint ^ 1});
-  }
+  // Each bulk load: near-duplicates of 50 other stored documents, new
+  // pairs and fewer clusters, had a scan seen them.
+  int loads = 0;
   const auto bulk_load = [&] {
     Result<std::unique_ptr<BulkLoader>> loader = store_->NewBulkLoader();
     ASSERT_TRUE(loader.ok()) << loader.status().ToString();
-    for (const IdFingerprint& d : loaded) ASSERT_TRUE((*loader)->Add(d.id, d.fingerprint).ok());
+    for (int i = 0; i < 50; ++i) {
+      const IdFingerprint& near = docs_[50 * loads + i];
+      ASSERT_TRUE((*loader)->Add(2'000'000 + 50 * loads + i, near.fingerprint ^ 1).ok());
+    }
     Result<BulkLoadStats> stats = (*loader)->Finish();
     EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+    ++loads;
   };
-  std::size_t seen_pairs = 0;
-  int progress_calls = 0;
-  std::future<void> scans = std::async(std::launch::async, [&] {
+  // Each scan counts what it sees (pairs, clustered documents, documents),
+  // its sink waiting on the first call for a bulk load that another thread
+  // finishes.
+  const auto pairs = [&](bool beside_load) {
+    std::size_t n = 0;
     EXPECT_TRUE(store_
                     ->FindAll(kDistance,
                               [&](const NearPair&) {
-                                if (seen_pairs++ == 0)
+                                if (n++ == 0 && beside_load) {
                                   std::async(std::launch::async, bulk_load).get();
+                                }
                               })
                     .ok());
+    return n;
+  };
+  const auto clustered = [&](bool beside_load) {
+    std::size_t n = 0;
+    EXPECT_TRUE(store_
+                    ->Clusters(kDistance,
+                               [&](std::span<const DocumentId> cluster) {
+                                 if (n == 0 && beside_load) {
+                                   std::async(std::launch::async, bulk_load).get();
+                                 }
+                                 n += cluster.size();
+                               })
+                    .ok());
+    return n;
+  };
+  const auto documents = [&](bool beside_load) {
+    std::size_t n = 0;
+    EXPECT_TRUE(store_
+                    ->ForEachDocument([&](const Document&) {
+                      if (n++ == 0 && beside_load) std::async(std::launch::async, bulk_load).get();
+                    })
+                    .ok());
+    return n;
+  };
+  std::size_t before[3] = {}, beside[3] = {};
+  int progress_calls = 0;
+  std::future<void> scans = std::async(std::launch::async, [&] {
+    before[0] = pairs(false);
+    beside[0] = pairs(true);
+    before[1] = clustered(false);
+    beside[1] = clustered(true);
+    before[2] = documents(false);
+    beside[2] = documents(true);
     ScanOptions scan;
     scan.progress = [&](std::uint64_t, std::uint64_t) {
       ++progress_calls;
@@ -585,14 +622,19 @@ TEST_F(StoreScanSinkTest, BulkLoadsAndInsertsDuringScansFinish) {
     EXPECT_TRUE(verified.ok()) << verified.ToString();
   });
   FinishesOrExit(scans);
-  EXPECT_EQ(seen_pairs, pairs_);
+  EXPECT_EQ(before[0], pairs_);
+  for (int scan = 0; scan < 3; ++scan) EXPECT_EQ(beside[scan], before[scan]) << "scan " << scan;
+  EXPECT_EQ(loads, 3);
   EXPECT_GT(progress_calls, 0);
   // What was written meanwhile is all there.
   const Status verified = store_->Verify();
   EXPECT_TRUE(verified.ok()) << verified.ToString();
   std::size_t pairs_now = 0;
   ASSERT_TRUE(store_->FindAll(kDistance, [&](const NearPair&) { ++pairs_now; }).ok());
-  EXPECT_GE(pairs_now, pairs_ + loaded.size());
+  EXPECT_GE(pairs_now, pairs_ + 3 * 50);
+  Result<StoreStats> stats = store_->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->documents, docs_.size() + 3 * 50 + (next_id_ - 1'000'000));
 }
 
 }  // namespace
