@@ -79,7 +79,8 @@ struct StoreOptions {
   // others. Default: 512 Ki.
   static constexpr std::size_t kMaxStagedDocuments = std::size_t{1} << 30;
   std::size_t staged_documents = std::size_t{1} << 19;
-  // Background threads for flushes and compactions. Default: 2.
+  // Background threads for compactions, at least 2; flushes have one
+  // more of their own. Default: 2.
   int background_threads = 2;
 };
 
