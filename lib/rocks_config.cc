@@ -95,11 +95,13 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   db.create_if_missing = options.create_if_missing;
   // A new store creates its families explicitly; an existing one must have them all.
   db.create_missing_column_families = false;
-  // RocksDB gives a quarter of its jobs, at least one, to flushes: with
-  // jobs = threads it ran one compaction at a time at the default 2, and
-  // under sustained inserts the tables' compactions, one core's worth, set
-  // the pace while the other core waited (docs/performance.md). Flushes
-  // get the extra one.
+  // RocksDB gives a quarter of its jobs, at least one, to flushes, and
+  // runs more than one compaction only when compaction falls behind (a
+  // family with 8 level-0 files, or writes delayed). With jobs = threads
+  // it ran one at the default 2, and under sustained inserts the tables'
+  // compactions, one core's worth, set the pace while the other core
+  // waited (docs/performance.md). One more job: up to 6 threads, the
+  // flushes' one.
   db.max_background_jobs = std::max(2, options.background_threads) + 1;
   db.write_buffer_manager =
       std::make_shared<rocksdb::WriteBufferManager>(options.write_buffer_bytes);

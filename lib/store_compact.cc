@@ -24,7 +24,7 @@ Status StoreImpl::Compact(const ScanOptions& scan) {
     if (h != table(0)) others.push_back(h);
   }
   // The others a few at a time: one compaction runs on one thread, and
-  // RocksDB's pool of them holds as many as it runs by itself (one, at
+  // RocksDB's pool of them holds as many as it runs by itself (two, at
   // two background threads). Unless told, no more than the background
   // threads: each compaction needs room on disk for the family it rewrites.
   const int threads = ScanThreads(

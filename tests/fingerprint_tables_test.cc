@@ -268,7 +268,7 @@ TEST(FingerprintTablesTest, VerifyFindsStrayAndMissingFingerprints) {
 // A merge's table files are compressed where they stay: at the bottom of
 // an empty table. Where the table has files they go to level 0, for a
 // compaction to rewrite, and are written uncompressed (sst_sink.h).
-TEST(StoreTest, MergedTableFilesAreCompressedWhereTheyStay) {
+TEST(FingerprintTablesTest, MergedTableFilesAreCompressedWhereTheyStay) {
   TempDir dir;
   const std::string path = dir.Sub("store");
   Random rnd(TestSeed(21));

@@ -79,8 +79,9 @@ struct StoreOptions {
   // others. Default: 512 Ki.
   static constexpr std::size_t kMaxStagedDocuments = std::size_t{1} << 30;
   std::size_t staged_documents = std::size_t{1} << 19;
-  // Background threads for compactions, at least 2; flushes have one
-  // more of their own. Default: 2.
+  // Background threads for compactions when they fall behind, at least 2;
+  // flushes have one more of their own (up to 6; beyond, RocksDB gives
+  // flushes a quarter of them all). Default: 2.
   int background_threads = 2;
 };
 
