@@ -236,15 +236,20 @@ Status StoreImpl::Insert(DocumentId id, Fingerprint fingerprint, std::string_vie
   return InsertBatch(std::span(&doc, 1));
 }
 
-Result<StoreImpl::WriteLocks> StoreImpl::LockForWrite(std::span<const DocumentId> ids) {
-  if (Status s = WaitForStagingRoom(); !s.ok()) return s;
+Result<StoreImpl::WriteLocks> StoreImpl::LockForWrite(std::span<const DocumentId> ids,
+                                                      std::size_t staged) {
+  Result<StagingRoom> room = ReserveStagingRoom(staged);
+  if (!room.ok()) return room.status();
   while (true) {
     WriteLocks locks{
-        std::shared_lock(load_mu_), std::shared_lock(ingest_mu_), id_locks_.Lock(ids), {}};
+        {}, std::shared_lock(load_mu_), std::shared_lock(ingest_mu_), id_locks_.Lock(ids), {}};
     const bool merging = merging_ && std::any_of(ids.begin(), ids.end(), [&](DocumentId id) {
                            return std::binary_search(merging_ids_.begin(), merging_ids_.end(), id);
                          });
-    if (!merging) return locks;
+    if (!merging) {
+      locks.room = *std::move(room);
+      return locks;
+    }
     locks.ids = {};
     locks.ingest.unlock();
     locks.load.unlock();
@@ -264,7 +269,7 @@ Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
   ids.reserve(latest.size());
   for (const auto& [id, doc] : latest) ids.push_back(id);
   {
-    Result<WriteLocks> locks = LockForWrite(ids);
+    Result<WriteLocks> locks = LockForWrite(ids, ids.size());
     if (!locks.ok()) return locks.status();
     Result<std::vector<std::optional<StoredVersion>>> old = CurrentVersions(ids);
     if (!old.ok()) return old.status();
@@ -284,7 +289,7 @@ Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
 
 Status StoreImpl::Remove(DocumentId id) {
   if (Status s = CheckWritable(); !s.ok()) return s;
-  Result<WriteLocks> locks = LockForWrite(std::span(&id, 1));
+  Result<WriteLocks> locks = LockForWrite(std::span(&id, 1), 0);
   if (!locks.ok()) return locks.status();
   Result<std::vector<std::optional<StoredVersion>>> old = CurrentVersions(std::span(&id, 1));
   if (!old.ok()) return old.status();
@@ -332,7 +337,7 @@ Result<CheckResult> StoreImpl::CheckAndInsert(DocumentId id, Fingerprint fingerp
   rocksdb::WriteBatch batch;
   {
     std::lock_guard check(check_mu_);
-    Result<WriteLocks> locks = LockForWrite(std::span(&id, 1));
+    Result<WriteLocks> locks = LockForWrite(std::span(&id, 1), 1);
     if (!locks.ok()) return locks.status();
     Result<std::vector<std::vector<Match>>> matches =
         QueryBatchLocked(std::span(&fingerprint, 1), plan_.distance());

@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "fpstore/store.h"
@@ -133,17 +134,38 @@ class StoreImpl final : public Store {
 
   // The locks a write holds: the load and ingest locks shared and its ids;
   // and table_deletes_mu_ once it deletes from tables without ids.
+  // Entries a writer may add to the staging index, held from before its
+  // locks until they are in: writers together stay within the index's room,
+  // so it never grows (rehashing under its lock) for want of it.
+  class StagingRoom {
+   public:
+    StagingRoom() = default;
+    StagingRoom(StoreImpl* store, std::size_t entries) : store_(store), entries_(entries) {}
+    StagingRoom(StagingRoom&& other) noexcept
+        : store_(std::exchange(other.store_, nullptr)), entries_(other.entries_) {}
+    StagingRoom& operator=(StagingRoom&& other) noexcept;
+    ~StagingRoom() { Release(); }
+
+   private:
+    void Release();
+    StoreImpl* store_ = nullptr;
+    std::size_t entries_ = 0;
+  };
+
+  // Released in reverse: the room last, once the entries are in.
   struct WriteLocks {
+    StagingRoom room;
     std::shared_lock<std::shared_mutex> load;
     std::shared_lock<std::shared_mutex> ingest;
     IdLocks::Held ids;
     std::unique_lock<std::mutex> table_deletes;
   };
 
-  // Takes the locks for a write to `ids` (sorted, unique), once the staging
-  // index has room and no id is in a running merge (its staged version is
-  // being copied into the tables, and must not change until it is there).
-  Result<WriteLocks> LockForWrite(std::span<const DocumentId> ids);
+  // Takes the locks for a write to `ids` (sorted, unique) that stages up to
+  // `staged` entries, once the staging index has room for them and no id is
+  // in a running merge (its staged version is being copied into the tables,
+  // and must not change until it is there).
+  Result<WriteLocks> LockForWrite(std::span<const DocumentId> ids, std::size_t staged);
 
   // Adds to `batch` what it takes to make each document current: its record
   // and its staging mark, or (when a replaced version is in the tables with
@@ -271,8 +293,10 @@ class StoreImpl final : public Store {
   // merge_mu_, taken ahead of the background merger, which under a steady
   // stream of inserts takes it back to back (a waiter could starve).
   std::unique_lock<std::mutex> LockMergesAhead();
-  // Waits until the staging index has room for more documents.
-  Status WaitForStagingRoom();
+  // Waits until the staging index has room for `entries` more beside those
+  // other writers hold, and holds it. A batch larger than the room goes
+  // alone, before a merge is due, and grows the index.
+  Result<StagingRoom> ReserveStagingRoom(std::size_t entries);
   // Moves the documents staged so far into the tables: freezes the staging
   // index, writes their table entries as sorted files and ingests them,
   // with the deletion of their staging marks, in one atomic step.
@@ -423,10 +447,11 @@ class StoreImpl final : public Store {
   // Held by Verify (shared) and by a rewrite of the lone bits while it
   // compacts table 0.
   mutable std::shared_mutex lone_bits_mu_;
-  // Guards merge_error_ and stopping_; staging_cv_ announces room in the
+  // Guards merge_error_, stopping_ and staging_reserved_; staging_cv_ announces room in the
   // staging index, the end of a merge, and the need for one.
   std::mutex staging_mu_;
   std::condition_variable staging_cv_;
+  std::size_t staging_reserved_ = 0;  // entries writers hold room for
   Status merge_error_;
   bool stopping_ = false;
   std::thread merger_;

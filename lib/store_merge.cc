@@ -3,14 +3,38 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <limits>
+#include <mutex>
 #include <span>
 
 #include "bulk_loader.h"
+#include "merge_hooks.h"
 #include "rocks_status.h"
 #include "store_impl.h"
 
 namespace fpstore::internal {
+
+namespace {
+
+std::mutex during_merge_mu;
+std::function<void()> during_merge;
+
+void DuringMerge() {
+  std::function<void()> hook;
+  {
+    std::lock_guard lock(during_merge_mu);
+    hook = during_merge;
+  }
+  if (hook) hook();
+}
+
+}  // namespace
+
+void SetDuringMergeForTesting(std::function<void()> hook) {
+  std::lock_guard lock(during_merge_mu);
+  during_merge = std::move(hook);
+}
 
 Status StoreImpl::LoadStagingIndex() {
   // Room for what is staged only: a store opened to be queried need not
@@ -83,13 +107,41 @@ Result<std::vector<StagedDocument>> StoreImpl::StagedDocuments(
   return staged;
 }
 
-Status StoreImpl::WaitForStagingRoom() {
+Result<StoreImpl::StagingRoom> StoreImpl::ReserveStagingRoom(std::size_t entries) {
+  // Twice the merge threshold: room for inserts while a merge runs, which
+  // the index that follows a merge reserves. Counting only what was staged,
+  // writers admitted just below it went past it, and the index grew and
+  // rehashed under its lock: queries waited up to 0.9 s, once a merge.
+  const std::size_t room = 2 * options_.staged_documents;
   std::unique_lock lock(staging_mu_);
-  // Twice the merge threshold: room for inserts while a merge runs.
   staging_cv_.wait(lock, [&] {
-    return !merge_error_.ok() || stopping_ || staging_->size() < 2 * options_.staged_documents;
+    if (!merge_error_.ok() || stopping_) return true;
+    const std::size_t staged = staging_->size();
+    return staged + staging_reserved_ + entries <= room ||
+           (staging_reserved_ == 0 && staged < options_.staged_documents);
   });
-  return merge_error_;
+  if (!merge_error_.ok()) return merge_error_;
+  staging_reserved_ += entries;
+  return StagingRoom(this, entries);
+}
+
+StoreImpl::StagingRoom& StoreImpl::StagingRoom::operator=(StagingRoom&& other) noexcept {
+  if (this != &other) {
+    Release();
+    store_ = std::exchange(other.store_, nullptr);
+    entries_ = other.entries_;
+  }
+  return *this;
+}
+
+void StoreImpl::StagingRoom::Release() {
+  if (store_ == nullptr) return;
+  {
+    std::lock_guard lock(store_->staging_mu_);
+    store_->staging_reserved_ -= entries_;
+  }
+  store_->staging_cv_.notify_all();
+  store_ = nullptr;
 }
 
 Status StoreImpl::MergeStaged() {
@@ -110,6 +162,7 @@ Status StoreImpl::MergeStaged() {
     merging_ids_ = merging_->SortedIds();
   }
   staging_cv_.notify_all();  // room for writers again
+  DuringMerge();
 
   // Writers to these ids wait until the merge ends (LockForWrite), so the
   // staged versions read here stay current until they are in the tables.

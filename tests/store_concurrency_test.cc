@@ -17,8 +17,10 @@
 #include <atomic>
 #include <barrier>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <future>
 #include <latch>
 #include <map>
@@ -33,6 +35,7 @@
 #include "brute_force.h"
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
+#include "merge_hooks.h"
 #include "temp_dir.h"
 
 namespace fpstore {
@@ -637,6 +640,111 @@ TEST_F(StoreScanSinkTest, BulkLoadsAndInsertsDuringScansFinish) {
   Result<StoreStats> stats = store_->Stats();
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->documents, docs_.size() + 3 * 50 + (next_id_ - 1'000'000));
+}
+
+// ---- Writers while a merge runs ----
+
+// A merge frees its staging index only when it ends; meanwhile a fresh one
+// takes inserts, and writers it has no room for wait, while queries go on.
+// Writers admitted by what was staged alone went one batch past the room,
+// and the index grew and rehashed under the lock that queries take (up to
+// 0.9 s a merge at the default sizes).
+TEST(StoreStagingRoomTest, WritersWaitForRoomWhileAMergeRuns) {
+  TempDir dir;
+  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"), Durability::kNoSync);
+  ASSERT_NE(store, nullptr);
+  constexpr std::size_t kBatch = 24;  // room for 2 * 64 staged: five batches, not six
+  Random rnd(TestSeed(23));
+  std::vector<NewDocument> all;
+  const auto insert_batch = [&](DocumentId first) {
+    std::vector<NewDocument> batch;
+    for (std::size_t i = 0; i < kBatch; ++i) batch.push_back({first + i, rnd.Next(), {}});
+    Status s = store->InsertBatch(batch);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return batch;
+  };
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool merging = false;
+  bool release = false;
+  internal::SetDuringMergeForTesting([&] {
+    std::unique_lock lock(mu);
+    merging = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  });
+  std::atomic<int> written{0};
+  std::thread writer;
+  const auto end_merge = [&] {
+    {
+      std::lock_guard lock(mu);
+      release = true;
+    }
+    cv.notify_all();
+    if (writer.joinable()) writer.join();
+    internal::SetDuringMergeForTesting({});
+  };
+  // On every way out: a writer left waiting would never be joined.
+  struct AtExit {
+    std::function<void()> run;
+    ~AtExit() { run(); }
+  } at_exit{end_merge};
+
+  // Three batches pass 64 staged: the merge freezes all 72 and waits.
+  for (DocumentId b = 0; b < 3; ++b) {
+    for (const NewDocument& d : insert_batch(b * kBatch)) all.push_back(d);
+  }
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return merging; }))
+        << "no merge started";
+  }
+  std::vector<NewDocument> later;
+  writer = std::thread([&] {
+    for (DocumentId b = 0; b < 7; ++b) {
+      std::vector<NewDocument> batch = insert_batch(1000 + b * kBatch);
+      {
+        std::lock_guard lock(mu);
+        later.insert(later.end(), batch.begin(), batch.end());
+      }
+      written.fetch_add(1);
+    }
+  });
+  for (int waited = 0; written.load() < 5 && waited < 600; ++waited) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(written.load(), 5);  // 120 staged; a sixth would make 144
+  // The writer waits without holding up queries: both indexes answer.
+  {
+    std::vector<NewDocument> staged;
+    {
+      std::lock_guard lock(mu);
+      staged = later;
+    }
+    for (const NewDocument& d : {all.front(), staged.empty() ? all.back() : staged.back()}) {
+      Result<std::vector<Match>> found = store->Query(d.fingerprint, 0);
+      ASSERT_TRUE(found.ok()) << found.status().ToString();
+      EXPECT_TRUE(
+          std::any_of(found->begin(), found->end(), [&](const Match& m) { return m.id == d.id; }))
+          << "document " << d.id;
+    }
+  }
+  end_merge();
+  EXPECT_EQ(written.load(), 7);
+  all.insert(all.end(), later.begin(), later.end());
+  ASSERT_TRUE(store->Flush().ok());
+  Result<StoreStats> stats = store->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->documents, all.size());
+  for (const NewDocument& d : all) {
+    Result<std::vector<Match>> found = store->Query(d.fingerprint, 0);
+    ASSERT_TRUE(found.ok());
+    EXPECT_TRUE(
+        std::any_of(found->begin(), found->end(), [&](const Match& m) { return m.id == d.id; }))
+        << "document " << d.id;
+  }
 }
 
 }  // namespace

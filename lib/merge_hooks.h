@@ -1,0 +1,17 @@
+// A hook for tests of what writers and queries meet while a merge runs.
+
+#ifndef FPSTORE_LIB_MERGE_HOOKS_H_
+#define FPSTORE_LIB_MERGE_HOOKS_H_
+
+#include <functional>
+
+namespace fpstore::internal {
+
+// Has every merge call `hook` on its thread once it has frozen the staging
+// index it moves (a fresh one takes inserts), before it writes the tables'
+// files, with no lock held. Empty: nothing.
+void SetDuringMergeForTesting(std::function<void()> hook);
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_MERGE_HOOKS_H_
