@@ -9,7 +9,8 @@ namespace fpstore::internal {
 
 // Has every merge call `hook` on its thread once it has frozen the staging
 // index it moves (a fresh one takes inserts), before it writes the tables'
-// files, with no lock held. Empty: nothing.
+// files, holding only the store's merge lock (the hook must not Flush).
+// Empty: nothing.
 void SetDuringMergeForTesting(std::function<void()> hook);
 
 }  // namespace fpstore::internal

@@ -132,8 +132,6 @@ class StoreImpl final : public Store {
     std::optional<StoredVersion> old;
   };
 
-  // The locks a write holds: the load and ingest locks shared and its ids;
-  // and table_deletes_mu_ once it deletes from tables without ids.
   // Entries a writer may add to the staging index, held from before its
   // locks until they are in: writers together stay within the index's room,
   // so it never grows (rehashing under its lock) for want of it.
@@ -152,7 +150,9 @@ class StoreImpl final : public Store {
     std::size_t entries_ = 0;
   };
 
-  // Released in reverse: the room last, once the entries are in.
+  // The locks a write holds: its staging room, the load and ingest locks
+  // shared and its ids; and table_deletes_mu_ once it deletes from tables
+  // without ids. Released in reverse: the room last, once the entries are in.
   struct WriteLocks {
     StagingRoom room;
     std::shared_lock<std::shared_mutex> load;
@@ -294,8 +294,8 @@ class StoreImpl final : public Store {
   // stream of inserts takes it back to back (a waiter could starve).
   std::unique_lock<std::mutex> LockMergesAhead();
   // Waits until the staging index has room for `entries` more beside those
-  // other writers hold, and holds it. A batch larger than the room goes
-  // alone, before a merge is due, and grows the index.
+  // other writers hold, and holds it. A batch that cannot fit goes alone
+  // once fewer than staged_documents are staged, and may grow the index.
   Result<StagingRoom> ReserveStagingRoom(std::size_t entries);
   // Moves the documents staged so far into the tables: freezes the staging
   // index, writes their table entries as sorted files and ingests them,

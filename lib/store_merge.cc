@@ -37,11 +37,15 @@ void SetDuringMergeForTesting(std::function<void()> hook) {
 }
 
 Status StoreImpl::LoadStagingIndex() {
-  // Room for what is staged only: a store opened to be queried need not
-  // pay for a merge's worth; the index that follows a merge has it.
+  // A store opened to write gets the room a merge leaves, so that its
+  // first inserts do not grow the index (rehashing under its lock, nine
+  // times before the first merge at the defaults); one opened only to be
+  // queried, room for what is staged.
   Result<std::vector<StagedDocument>> staged = StagedDocuments(nullptr);
   if (!staged.ok()) return staged.status();
-  staging_ = std::make_shared<StagingIndex>(plan_.distance(), staged->size());
+  const std::size_t room =
+      options_.read_only ? staged->size() : std::max(staged->size(), 2 * options_.staged_documents);
+  staging_ = std::make_shared<StagingIndex>(plan_.distance(), room);
   std::vector<StagingIndex::Entry> entries;
   entries.reserve(staged->size());
   for (const StagedDocument& doc : *staged) entries.push_back({doc.id, doc.fingerprint});
@@ -108,6 +112,7 @@ Result<std::vector<StagedDocument>> StoreImpl::StagedDocuments(
 }
 
 Result<StoreImpl::StagingRoom> StoreImpl::ReserveStagingRoom(std::size_t entries) {
+  if (entries == 0) return StagingRoom();
   // Twice the merge threshold: room for inserts while a merge runs, which
   // the index that follows a merge reserves. Counting only what was staged,
   // writers admitted just below it went past it, and the index grew and
@@ -156,9 +161,11 @@ Status StoreImpl::MergeStaged() {
     std::unique_lock exclusive(ingest_mu_);
     std::lock_guard lock(staging_mu_);
     if (!merge_error_.ok()) return merge_error_;
-    if (staging_->size() == 0) return Status::OK();
+    // Nothing was staged when `next` was (not) made: what came since waits
+    // for the next merge rather than go to an index without room.
+    if (!next) return Status::OK();
     merging_ = std::move(staging_);
-    staging_ = next ? std::move(next) : std::make_shared<StagingIndex>(plan_.distance(), 0);
+    staging_ = std::move(next);
     merging_ids_ = merging_->SortedIds();
   }
   staging_cv_.notify_all();  // room for writers again

@@ -675,17 +675,27 @@ TEST(StoreStagingRoomTest, WritersWaitForRoomWhileAMergeRuns) {
     cv.wait(lock, [&] { return release; });
   });
   std::atomic<int> written{0};
-  std::thread writer;
+  std::future<void> writer;
   const auto end_merge = [&] {
     {
       std::lock_guard lock(mu);
       release = true;
     }
     cv.notify_all();
-    if (writer.joinable()) writer.join();
+    // A writer that never gets room hangs: the process ends instead.
+    if (writer.valid()) {
+      if (writer.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
+        ADD_FAILURE() << "the writer still waits after the merge";
+        std::fflush(nullptr);
+        std::_Exit(1);
+      }
+      writer.get();
+    }
     internal::SetDuringMergeForTesting({});
+    // Waits for a merge that may still be in the hook, which uses mu and cv.
+    EXPECT_TRUE(store->Flush().ok());
   };
-  // On every way out: a writer left waiting would never be joined.
+  // On every way out: the merge and the writer must end before mu and cv.
   struct AtExit {
     std::function<void()> run;
     ~AtExit() { run(); }
@@ -701,7 +711,7 @@ TEST(StoreStagingRoomTest, WritersWaitForRoomWhileAMergeRuns) {
         << "no merge started";
   }
   std::vector<NewDocument> later;
-  writer = std::thread([&] {
+  writer = std::async(std::launch::async, [&] {
     for (DocumentId b = 0; b < 7; ++b) {
       std::vector<NewDocument> batch = insert_batch(1000 + b * kBatch);
       {

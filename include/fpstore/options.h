@@ -68,15 +68,15 @@ struct StoreOptions {
   // this. Default: 256 MiB.
   std::size_t write_buffer_bytes = std::size_t{256} << 20;
 
-  // Inserted documents wait in a staging family and an in-memory index,
-  // which queries probe too, until this many have gathered; a background
-  // merge then moves them into the tables as sorted files, the bulk
-  // loader's way, instead of writing every table's memtable per insert.
-  // An insert waits while its batch would take more than twice this many
-  // staged (a larger batch waits until fewer than this many are). After
-  // each merge the index reserves room for twice this many (up to 2 Mi;
-  // 64 MiB at the default and distance 3), so that it need not rehash
-  // under its lock, plus 16 bytes a staged document. From 1 to kMaxStagedDocuments; Open refuses
+  // Inserted documents wait in a staging family and an in-memory index, which
+  // queries probe too, until this many have gathered; a background merge then
+  // moves them into the tables as sorted files, the bulk loader's way,
+  // instead of writing every table's memtable per insert. An insert waits
+  // while its batch would take more than twice this many staged (a batch that
+  // cannot fit waits until fewer than this many are). A store opened to write
+  // keeps room in the index for twice this many (up to 2 Mi; 64 MiB at the
+  // default and distance 3), so that it need not rehash under its lock, plus
+  // 16 bytes a staged document. From 1 to kMaxStagedDocuments; Open refuses
   // others. Default: 512 Ki.
   static constexpr std::size_t kMaxStagedDocuments = std::size_t{1} << 30;
   std::size_t staged_documents = std::size_t{1} << 19;
