@@ -58,6 +58,7 @@ struct Config {
   std::size_t jsonl_docs = 100'000;
   double insert_seconds = 2.0;
   double sustained_seconds = 30.0;
+  double sustained_queries_per_second = 1000;
   bool keep = false;
 };
 
@@ -324,14 +325,42 @@ double BruteForceSecondsPerQuery(const std::vector<IdFingerprint>& docs,
   return seconds / count;
 }
 
+// Queries asked at a steady rate on a thread of their own while inserts
+// run, as a crawler asks before it inserts.
+struct QueriesBeside {
+  const std::vector<Fingerprint>* queries = nullptr;  // asked in turn
+  double per_second = 0;
+  int k = 0;
+  Latencies* latencies = nullptr;  // out
+};
+
 // Inserts fresh documents for `seconds`, then flushes what is staged into
 // the tables; returns documents per second over both, so that the rate is
 // one the store can sustain, not just how fast staging fills.
 double TimeInserts(Store& store, int threads, std::size_t batch, double seconds,
-                   std::atomic<DocumentId>& next_id) {
+                   std::atomic<DocumentId>& next_id, const QueriesBeside& beside = {}) {
   std::atomic<std::uint64_t> inserted{0};
   const Clock::time_point start = Clock::now();
   std::vector<std::thread> workers;
+  if (beside.latencies != nullptr && !beside.queries->empty()) {
+    workers.emplace_back([&] {
+      const std::chrono::duration<double> interval(1 / beside.per_second);
+      for (std::size_t i = 0;; ++i) {
+        // Timed from when it was due, not from when it began: the queries
+        // behind a stalled one count their wait too.
+        const auto due = start + std::chrono::duration_cast<Clock::duration>(interval * i);
+        if (due - start >= std::chrono::duration<double>(seconds)) break;
+        std::this_thread::sleep_until(due);
+        Result<std::vector<Match>> r =
+            store.Query((*beside.queries)[i % beside.queries->size()], beside.k);
+        beside.latencies->micros.push_back(
+            std::chrono::duration<double, std::micro>(Clock::now() - due).count());
+        if (!r.ok()) Die("query: " + r.status().ToString());
+      }
+      beside.latencies->wall_seconds = SecondsSince(start);
+      std::sort(beside.latencies->micros.begin(), beside.latencies->micros.end());
+    });
+  }
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
       Random rnd(next_id.load() + t);
@@ -504,16 +533,36 @@ void Run(const Config& c) {
 
   // A crawler inserts without pause and queries meanwhile. The short runs
   // above end before compactions catch up; this one runs long enough for
-  // them to matter, then times queries on the store as it is left (merged
-  // files waiting in level 0, compactions running) and again after a full
-  // compaction.
+  // them to matter, with queries at a steady rate beside it, then times
+  // queries on the store as it is left (merged files waiting in level 0,
+  // compactions running) and again after a full compaction.
   if (c.sustained_seconds > 0) {
     std::cerr << "fpstore-bench: sustained inserts\n";
     store = OpenStore(store_path, Durability::kGroupCommit);
-    const double rate = TimeInserts(*store, 2, 1000, c.sustained_seconds, next_id);
-    const std::string sustained = "sustained " + Fixed(c.sustained_seconds, 0) + " s";
+    // Hits and misses in turn.
+    std::vector<Fingerprint> mixed;
+    for (std::size_t i = 0; i < std::min(queries.hits.size(), queries.misses.size()); ++i) {
+      mixed.push_back(queries.hits[i]);
+      mixed.push_back(queries.misses[i]);
+    }
+    Latencies beside_latencies;
+    QueriesBeside beside;
+    if (c.sustained_queries_per_second > 0) {
+      beside = {&mixed, c.sustained_queries_per_second, k, &beside_latencies};
+    }
+    const double rate = TimeInserts(*store, 2, 1000, c.sustained_seconds, next_id, beside);
+    std::string sustained = "sustained " + Fixed(c.sustained_seconds, 0) + " s";
+    if (!beside_latencies.micros.empty()) {
+      sustained += ", " + Grouped(c.sustained_queries_per_second) + " queries/s beside";
+    }
     report.Add("insert, group commit, batches of 1,000, 2 threads, " + sustained,
                Grouped(rate) + " fingerprints/s");
+    if (!beside_latencies.micros.empty()) {
+      report.Add("query, hits and misses in turn, " + Grouped(c.sustained_queries_per_second) +
+                     "/s on a third thread, beside them, from when each was due",
+                 beside_latencies.Summary() + ", slowest " +
+                     Fixed(beside_latencies.Percentile(1), 0) + " µs");
+    }
     const auto time_queries = [&](const std::string& when) {
       report.Add("query, hits, 2 threads, " + when,
                  TimeQueries(*store, queries.hits, k, 2).Summary());
@@ -543,6 +592,7 @@ void Run(const Config& c) {
 int main(int argc, char** argv) {
   fpstore::bench::Config c;
   po::options_description options("fpstore-bench: times every path of the store (docs/performance.md)");
+  // clang-format off
   options.add_options()
       ("help,h", "Print this help.")
       ("n", po::value(&c.n)->default_value(c.n), "Fingerprints in the store.")
@@ -559,9 +609,13 @@ int main(int argc, char** argv) {
        "Seconds per insert configuration.")
       ("sustained-seconds", po::value(&c.sustained_seconds)->default_value(c.sustained_seconds),
        "Seconds of inserts on 2 threads before querying a store that takes inserts (0: skip).")
+      ("sustained-queries-per-second",
+       po::value(&c.sustained_queries_per_second)->default_value(c.sustained_queries_per_second),
+       "Queries a second on a third thread during the sustained inserts (0: none).")
       ("keep", po::bool_switch(&c.keep), "Keep the working directory.")
       ("load-tool", po::value(&c.load_tool)->default_value(FPSTORE_LOAD_TOOL),
        "The fpstore-load binary.");
+  // clang-format on
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, options), vm);
