@@ -58,7 +58,9 @@ struct Config {
   std::size_t jsonl_docs = 100'000;
   double insert_seconds = 2.0;
   double sustained_seconds = 30.0;
-  double sustained_queries_per_second = 1000;
+  // Beside the sustained inserts on 2 cores, 1,000 a second fell behind
+  // (half of them waited 2 s from when they were due).
+  double sustained_queries_per_second = 200;
   bool keep = false;
 };
 
