@@ -447,11 +447,13 @@ class StoreImpl final : public Store {
   // Held by Verify (shared) and by a rewrite of the lone bits while it
   // compacts table 0.
   mutable std::shared_mutex lone_bits_mu_;
-  // Guards merge_error_, stopping_ and staging_reserved_; staging_cv_ announces room in the
-  // staging index, the end of a merge, and the need for one.
+  // Guards merge_error_, stopping_ and the staging room's counts;
+  // staging_cv_ announces room in the staging index, the end of a merge,
+  // and the need for one.
   std::mutex staging_mu_;
   std::condition_variable staging_cv_;
-  std::size_t staging_reserved_ = 0;  // entries writers hold room for
+  std::size_t staging_reserved_ = 0;      // entries writers hold room for
+  std::size_t staging_room_waiters_ = 0;  // writers waiting for room
   Status merge_error_;
   bool stopping_ = false;
   std::thread merger_;

@@ -119,12 +119,14 @@ Result<StoreImpl::StagingRoom> StoreImpl::ReserveStagingRoom(std::size_t entries
   // rehashed under its lock: queries waited up to 0.9 s, once a merge.
   const std::size_t room = 2 * options_.staged_documents;
   std::unique_lock lock(staging_mu_);
+  ++staging_room_waiters_;
   staging_cv_.wait(lock, [&] {
     if (!merge_error_.ok() || stopping_) return true;
     const std::size_t staged = staging_->size();
     return staged + staging_reserved_ + entries <= room ||
            (staging_reserved_ == 0 && staged < options_.staged_documents);
   });
+  --staging_room_waiters_;
   if (!merge_error_.ok()) return merge_error_;
   staging_reserved_ += entries;
   return StagingRoom(this, entries);
@@ -141,11 +143,15 @@ StoreImpl::StagingRoom& StoreImpl::StagingRoom::operator=(StagingRoom&& other) n
 
 void StoreImpl::StagingRoom::Release() {
   if (store_ == nullptr) return;
+  bool waiters = false;
   {
     std::lock_guard lock(store_->staging_mu_);
     store_->staging_reserved_ -= entries_;
+    waiters = store_->staging_room_waiters_ > 0;
   }
-  store_->staging_cv_.notify_all();
+  // Only writers wait for room: waking the merger and the refresher on
+  // every insert halved the rate of single inserts.
+  if (waiters) store_->staging_cv_.notify_all();
   store_ = nullptr;
 }
 
