@@ -43,8 +43,9 @@ Status StoreImpl::LoadStagingIndex() {
   // queried, room for what is staged.
   Result<std::vector<StagedDocument>> staged = StagedDocuments(nullptr);
   if (!staged.ok()) return staged.status();
+  const bool stages = !options_.read_only && staging_family() != nullptr;
   const std::size_t room =
-      options_.read_only ? staged->size() : std::max(staged->size(), 2 * options_.staged_documents);
+      stages ? std::max(staged->size(), 2 * options_.staged_documents) : staged->size();
   staging_ = std::make_shared<StagingIndex>(plan_.distance(), room);
   std::vector<StagingIndex::Entry> entries;
   entries.reserve(staged->size());
