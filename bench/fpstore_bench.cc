@@ -351,7 +351,12 @@ double TimeInserts(Store& store, int threads, std::size_t batch, double seconds,
         // Timed from when it was due, not from when it began: the queries
         // behind a stalled one count their wait too.
         const auto due = start + std::chrono::duration_cast<Clock::duration>(interval * i);
-        if (due - start >= std::chrono::duration<double>(seconds)) break;
+        // Queries still due when the inserts end are dropped: asked after,
+        // they would lengthen the inserts' time and meet a quieter store.
+        if (due - start >= std::chrono::duration<double>(seconds) ||
+            SecondsSince(start) >= seconds) {
+          break;
+        }
         std::this_thread::sleep_until(due);
         Result<std::vector<Match>> r =
             store.Query((*beside.queries)[i % beside.queries->size()], beside.k);
@@ -549,7 +554,7 @@ void Run(const Config& c) {
     }
     Latencies beside_latencies;
     QueriesBeside beside;
-    if (c.sustained_queries_per_second > 0) {
+    if (c.sustained_queries_per_second > 0 && std::isfinite(c.sustained_queries_per_second)) {
       beside = {&mixed, c.sustained_queries_per_second, k, &beside_latencies};
     }
     const double rate = TimeInserts(*store, 2, 1000, c.sustained_seconds, next_id, beside);
