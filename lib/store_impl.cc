@@ -269,8 +269,7 @@ Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
   ids.reserve(latest.size());
   for (const auto& [id, doc] : latest) ids.push_back(id);
   {
-    // Format 2 writes table entries directly and stages nothing.
-    Result<WriteLocks> locks = LockForWrite(ids, staging_family() != nullptr ? ids.size() : 0);
+    Result<WriteLocks> locks = LockForWrite(ids, ids.size());
     if (!locks.ok()) return locks.status();
     Result<std::vector<std::optional<StoredVersion>>> old = CurrentVersions(ids);
     if (!old.ok()) return old.status();

@@ -293,6 +293,9 @@ class StoreImpl final : public Store {
   // merge_mu_, taken ahead of the background merger, which under a steady
   // stream of inserts takes it back to back (a waiter could starve).
   std::unique_lock<std::mutex> LockMergesAhead();
+  // Entries a staging index of a store that takes writes has room for:
+  // twice the merge threshold, so that inserts go on while a merge runs.
+  std::size_t StagingRoomEntries() const { return 2 * options_.staged_documents; }
   // Waits until the staging index has room for `entries` more beside those
   // other writers hold, and holds it. A batch that cannot fit goes alone
   // once fewer than staged_documents are staged, and may grow the index.

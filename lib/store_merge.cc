@@ -38,14 +38,13 @@ void SetDuringMergeForTesting(std::function<void()> hook) {
 
 Status StoreImpl::LoadStagingIndex() {
   // A store opened to write gets the room a merge leaves, so that its
-  // first inserts do not grow the index (rehashing under its lock, nine
-  // times before the first merge at the defaults); one opened only to be
-  // queried, room for what is staged.
+  // first inserts do not grow the index (rehashing under its lock, about
+  // ten times before the first merge at the defaults); one opened only to
+  // be queried, room for what is staged.
   Result<std::vector<StagedDocument>> staged = StagedDocuments(nullptr);
   if (!staged.ok()) return staged.status();
   const bool stages = !options_.read_only && staging_family() != nullptr;
-  const std::size_t room =
-      stages ? std::max(staged->size(), 2 * options_.staged_documents) : staged->size();
+  const std::size_t room = stages ? std::max(staged->size(), StagingRoomEntries()) : staged->size();
   staging_ = std::make_shared<StagingIndex>(plan_.distance(), room);
   std::vector<StagingIndex::Entry> entries;
   entries.reserve(staged->size());
@@ -113,12 +112,12 @@ Result<std::vector<StagedDocument>> StoreImpl::StagedDocuments(
 }
 
 Result<StoreImpl::StagingRoom> StoreImpl::ReserveStagingRoom(std::size_t entries) {
-  if (entries == 0) return StagingRoom();
-  // Twice the merge threshold: room for inserts while a merge runs, which
-  // the index that follows a merge reserves. Counting only what was staged,
-  // writers admitted just below it went past it, and the index grew and
-  // rehashed under its lock: queries waited up to 0.9 s, once a merge.
-  const std::size_t room = 2 * options_.staged_documents;
+  // Format 2 writes table entries directly and stages nothing.
+  if (entries == 0 || staging_family() == nullptr) return StagingRoom();
+  // Counting only what was staged, writers admitted just below the room
+  // went past it, and the index grew and rehashed under its lock: queries
+  // waited up to a second, once a merge.
+  const std::size_t room = StagingRoomEntries();
   std::unique_lock lock(staging_mu_);
   ++staging_room_waiters_;
   staging_cv_.wait(lock, [&] {
@@ -162,7 +161,7 @@ Status StoreImpl::MergeStaged() {
   // defaults) would hold up queries. Only this function, under merge_mu_, replaces staging_.
   std::shared_ptr<StagingIndex> next;
   if (staging_->size() > 0) {
-    next = std::make_shared<StagingIndex>(plan_.distance(), 2 * options_.staged_documents);
+    next = std::make_shared<StagingIndex>(plan_.distance(), StagingRoomEntries());
   }
   {
     std::unique_lock exclusive(ingest_mu_);
