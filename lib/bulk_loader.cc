@@ -246,9 +246,9 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
 
   if (!args.empty()) {
     std::unique_lock exclusive(store_.ingest_mu_);
-    if (Status s = FromRocks(db.IngestExternalFiles(args), "ingesting the bulk load"); !s.ok()) {
-      return s;
-    }
+    const Status s = FromRocks(db.IngestExternalFiles(args), "ingesting the bulk load");
+    store_.RefreshMemberFilters(args);
+    if (!s.ok()) return s;
   }
   return stats;
 }

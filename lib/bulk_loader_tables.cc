@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "bulk_loader.h"
+#include "group_writer.h"
 #include "huge_pages.h"
 #include "record_file.h"
 #include "sst_sink.h"
@@ -150,14 +151,21 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
   const TablePermutation& perm = store_.plan_.table(t);
   const TableKeyCodec codec = store_.codec(t);
   const std::string name = "table-" + std::to_string(t);
+  // Merges and bulk loads, one at a time, are what give a table files, and
+  // members: a packed table with no files has none, and its groups are
+  // written whole rather than as operands.
+  rocksdb::ColumnFamilyMetaData family;
+  store_.db_->GetColumnFamilyMetaData(store_.table(t), &family);
   if (use != SstUse::kLoad) {
-    // Merges and bulk loads, one at a time, are what give a table files;
-    // were the guess wrong it would cost bytes or time, not answers.
-    rocksdb::ColumnFamilyMetaData family;
-    store_.db_->GetColumnFamilyMetaData(store_.table(t), &family);
+    // Were the guess wrong it would cost bytes or time, not answers.
     use = family.file_count == 0 ? SstUse::kMergeIntoEmpty : SstUse::kMergeIntoLevel0;
   }
   SstSink sink(*store_.db_, store_.table(t), TempPath(name + ".sst"), use);
+  std::optional<GroupWriter> groups;
+  if (store_.packed(t)) {
+    groups.emplace(sink, GroupLayout(perm.prefix_bits()),
+                   family.file_count == 0 ? GroupWriter::kWhole : GroupWriter::kOperands);
+  }
   // Both buffers at their final size up front: growth by doubling would
   // overshoot the memory budget.
   const std::size_t capacity = std::min<std::size_t>(max_ops, 2 * changes.count());
@@ -194,6 +202,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
                         : Status::OK();
     }
     last = op;
+    if (groups) return groups->Add(op.permuted, op.put);
     const TableKey key = codec.Encode(op.permuted, op.id);
     if (!op.put) return sink.Delete(AsSlice(key));
     if (crowded != nullptr && t == 0) {
@@ -298,6 +307,9 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     for (const std::string& path : spills) fs::remove(path);
   }
   mark_crowded();  // before table 0 reads them
+  if (groups) {
+    if (Status s = groups->Finish(); !s.ok()) return s;
+  }
   arg.column_family = store_.table(t);
   arg.options.move_files = true;
   return sink.Finish(arg.external_files);

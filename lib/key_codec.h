@@ -29,6 +29,17 @@ inline std::uint64_t GetBigEndian64(const char* in) {
   return v;
 }
 
+// The low `bytes` bytes of v, big-endian.
+inline void PutBigEndianBytes(char* out, std::uint64_t v, std::size_t bytes) {
+  for (std::size_t i = bytes; i-- > 0; v >>= 8) out[i] = static_cast<char>(v & 0xff);
+}
+
+inline std::uint64_t GetBigEndianBytes(const char* in, std::size_t bytes) {
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
+  return v;
+}
+
 struct TableEntry {
   Fingerprint permuted;
   DocumentId id;
@@ -85,10 +96,11 @@ class TableKeyCodec {
     char* out = key.bytes_.data();
     // Each part shifted up to its byte boundary, then written big-endian.
     const int rest_bits = 64 - prefix_bits_;
-    PutBits(out, permuted >> rest_bits << (8 * prefix_bytes_ - prefix_bits_), prefix_bytes_);
+    PutBigEndianBytes(out, permuted >> rest_bits << (8 * prefix_bytes_ - prefix_bits_),
+                      prefix_bytes_);
     if (rest_bits > 0) {
       const Fingerprint rest = permuted & (~Fingerprint{0} >> prefix_bits_);
-      PutBits(out + prefix_bytes_, rest << (8 * rest_bytes_ - rest_bits), rest_bytes_);
+      PutBigEndianBytes(out + prefix_bytes_, rest << (8 * rest_bytes_ - rest_bits), rest_bytes_);
     }
     if (keeps_ids()) PutBigEndian64(out + prefix_bytes_ + rest_bytes_, id);
     return key;
@@ -99,12 +111,12 @@ class TableKeyCodec {
   bool Decode(std::string_view key, TableEntry* entry) const {
     if (key.size() != size()) return false;
     const int rest_bits = 64 - prefix_bits_;
-    const std::uint64_t prefix = GetBits(key.data(), prefix_bytes_);
+    const std::uint64_t prefix = GetBigEndianBytes(key.data(), prefix_bytes_);
     const int prefix_pad = static_cast<int>(8 * prefix_bytes_) - prefix_bits_;
     if ((prefix & ((std::uint64_t{1} << prefix_pad) - 1)) != 0) return false;
     Fingerprint permuted = (prefix >> prefix_pad) << rest_bits;
     if (rest_bits > 0) {
-      const std::uint64_t rest = GetBits(key.data() + prefix_bytes_, rest_bytes_);
+      const std::uint64_t rest = GetBigEndianBytes(key.data() + prefix_bytes_, rest_bytes_);
       const int rest_pad = static_cast<int>(8 * rest_bytes_) - rest_bits;
       if ((rest & ((std::uint64_t{1} << rest_pad) - 1)) != 0) return false;
       permuted |= rest >> rest_pad;
@@ -115,19 +127,6 @@ class TableKeyCodec {
   }
 
  private:
-  // The low `bytes` bytes of v, big-endian.
-  static void PutBits(char* out, std::uint64_t v, std::size_t bytes) {
-    for (std::size_t i = bytes; i-- > 0;) {
-      out[i] = static_cast<char>(v & 0xff);
-      v >>= 8;
-    }
-  }
-  static std::uint64_t GetBits(const char* in, std::size_t bytes) {
-    std::uint64_t v = 0;
-    for (std::size_t i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
-    return v;
-  }
-
   int prefix_bits_;
   std::size_t prefix_bytes_;
   std::size_t rest_bytes_;

@@ -11,7 +11,9 @@
 #include <cstring>
 
 #include "block_cache_allocator.h"
+#include "member_filters.h"
 #include "store_impl.h"
+#include "table_groups.h"
 
 namespace fpstore::internal {
 
@@ -72,6 +74,27 @@ void SetCompression(rocksdb::ColumnFamilyOptions& cf) {
   cf.bottommost_compression_opts.level = -1;
 }
 
+// A packed table (table_groups.h): point lookups of a group, read only
+// when a file's member filter passes (member_filters.h), so no RocksDB
+// filter, which would see group keys only and pass nearly every probe;
+// members are random bits, so no compression; a merge operator folds
+// merges' and removals' operands into their groups.
+rocksdb::ColumnFamilyOptions PackedTableOptions(const std::shared_ptr<rocksdb::Cache>& cache,
+                                                int prefix_bits, std::size_t memtable_bytes) {
+  rocksdb::BlockBasedTableOptions bt = LookupTableOptions(cache);
+  bt.filter_policy.reset();
+  bt.block_size = 4096;
+  rocksdb::ColumnFamilyOptions cf;
+  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(bt));
+  cf.compression = rocksdb::kNoCompression;
+  cf.bottommost_compression = rocksdb::kDisableCompressionOption;
+  cf.merge_operator = std::make_shared<GroupMergeOperator>(GroupLayout(prefix_bits));
+  cf.table_properties_collector_factories = {NewMemberFilterCollectorFactory(prefix_bits)};
+  cf.write_buffer_size = memtable_bytes;
+  cf.level_compaction_dynamic_level_bytes = true;
+  return cf;
+}
+
 // For families that queries seldom or never read. Their compactions queue
 // behind the tables', one at a time, and RocksDB slows and then stops all
 // writes when any family has 20 and 36 level-0 files.
@@ -116,6 +139,7 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   cache_options.capacity = options.block_cache_bytes;
   cache_options.memory_allocator = NewBlockCacheAllocator();
   const std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(cache_options);
+  config.block_cache = cache;
   // Each family's memtable gets its share of the budget, so families flush
   // on their own size; the write-buffer manager is the backstop (and the
   // limit, for budgets so small that the shares' 4 MiB floor adds up to
@@ -176,6 +200,12 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   // whole bytes. A prefix bloom filter on them lets most probes that find
   // nothing (the common case for a crawler) skip the data blocks.
   for (std::size_t t = 0; t < plan.table_count(); ++t) {
+    if (IsPackedTable(format_version, t)) {
+      config.families.emplace_back(
+          TableFamilyName(t),
+          PackedTableOptions(cache, plan.table(t).prefix_bits(), memtable_bytes));
+      continue;
+    }
     rocksdb::BlockBasedTableOptions bt = LookupTableOptions(cache);
     bt.whole_key_filtering = false;
     // A hit reads a data block in each of about ten tables; halving the
@@ -209,12 +239,23 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   return config;
 }
 
-RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names) {
+RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
+                                 const PermutationPlan* plan) {
   RocksConfig config;
   for (const std::string& name : family_names) {
-    config.families.emplace_back(name, name == rocksdb::kDefaultColumnFamilyName
-                                           ? MetadataFamilyOptions()
-                                           : rocksdb::ColumnFamilyOptions());
+    rocksdb::ColumnFamilyOptions cf = name == rocksdb::kDefaultColumnFamilyName
+                                          ? MetadataFamilyOptions()
+                                          : rocksdb::ColumnFamilyOptions();
+    // A packed table's merge operands (removals, and merges into tables
+    // with files) need its operator, whose layout comes from the plan.
+    // Tables that keep a key each never meet it.
+    for (std::size_t t = 0; plan != nullptr && t < plan->table_count(); ++t) {
+      if (name == TableFamilyName(t) && t > 0) {
+        cf.merge_operator =
+            std::make_shared<GroupMergeOperator>(GroupLayout(plan->table(t).prefix_bits()));
+      }
+    }
+    config.families.emplace_back(name, cf);
   }
   return config;
 }

@@ -23,14 +23,17 @@ struct RocksConfig {
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   // Table 0's compaction filter factory, from format 5 on (else null).
   std::shared_ptr<LoneBitsRewriter> lone_bits;
+  // The block cache every family shares (null for inspection).
+  std::shared_ptr<rocksdb::Cache> block_cache;
 };
 
 RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan,
                             int format_version);
 
 // Options good enough to read the metadata of a store whose plan is not yet
-// known. Reading only: nothing is created or written.
-RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names);
+// known, or with `plan`, its tables too. Reading only: nothing is created.
+RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
+                                 const PermutationPlan* plan = nullptr);
 
 }  // namespace fpstore::internal
 

@@ -41,6 +41,12 @@ enum class SstUse {
 inline rocksdb::Options WriterOptions(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family,
                                       SstUse use) {
   rocksdb::Options options = db.GetOptions(family);
+  // A family that compresses nothing (packed tables: random bits) gets
+  // files that are not compressed either.
+  if (options.compression == rocksdb::kNoCompression &&
+      options.bottommost_compression == rocksdb::kDisableCompressionOption) {
+    return options;
+  }
   if (use == SstUse::kMergeIntoLevel0) {
     options.compression = rocksdb::kNoCompression;
   } else {

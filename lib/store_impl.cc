@@ -162,9 +162,23 @@ Status StoreImpl::DeleteTableEntries(rocksdb::WriteBatch& batch,
   }
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
     const TableKeyCodec table_codec = codec(t);
+    const TableLayout table_layout = layout(t);
     for (std::size_t i = 0; i < leaving.size(); ++i) {
       if (!table_codec.keeps_ids() &&
           std::binary_search(kept.begin(), kept.end(), leaving[i].fingerprint)) {
+        continue;
+      }
+      if (table_layout.groups) {
+        // An operand that removes the member; a compaction folds it in.
+        const GroupLayout& g = *table_layout.groups;
+        const Fingerprint permuted = plan_.table(t).Apply(leaving[i].fingerprint);
+        GroupChange change;
+        change.removes.push_back(g.MemberBits(permuted));
+        const GroupLayout::Key key = g.KeyOf(permuted);
+        batch
+            .Merge(table(t), rocksdb::Slice(key.data(), g.key_bytes()),
+                   EncodeGroupOperand(g, change))
+            .PermitUncheckedError();
         continue;
       }
       const TableKey key =
@@ -209,9 +223,11 @@ void StageCountChange(rocksdb::WriteBatch& batch, rocksdb::ColumnFamilyHandle* m
 
 Status StoreImpl::WriteUnsynced(rocksdb::WriteBatch& batch) {
   // Table entries change by deletions (removals and replacements; the
-  // removal of a staged document counts too, harmlessly) and, in format 2,
-  // by puts; staged inserts only put records and marks. Queries rely on
-  // this count (table_cursors.h): any other write to a table must join it.
+  // removal of a staged document counts too, harmlessly), in format 2 by
+  // puts, and in packed tables by merges, which always come with table 0's
+  // deletion; staged inserts only put records and marks (and merge the
+  // document count). Queries rely on this count (table_cursors.h): any
+  // other write to a table must join it.
   const bool changes_tables = batch.HasDelete() || staging_family() == nullptr;
   if (changes_tables) table_writes_.Begin();
   const rocksdb::Status rs = db_->Write(rocksdb::WriteOptions(), &batch);
@@ -426,8 +442,9 @@ Result<StoreStats> StoreImpl::Stats() const {
   stats.recent_fingerprints = recent_.size();
   stats.lone_bits_used = recent_family() != nullptr && !recent_.full();
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
+    // A packed table's keys are groups: its entries are about table 0's.
     std::uint64_t n = 0;
-    db_->GetIntProperty(table(t), rocksdb::DB::Properties::kEstimateNumKeys, &n);
+    db_->GetIntProperty(table(packed(t) ? 0 : t), rocksdb::DB::Properties::kEstimateNumKeys, &n);
     stats.table_entries.push_back(n);
     rocksdb::ColumnFamilyMetaData family;
     db_->GetColumnFamilyMetaData(table(t), &family);

@@ -22,11 +22,13 @@
 #include "id_locks.h"
 #include "key_codec.h"
 #include "lone_bits_refresh.h"
+#include "member_filters.h"
 #include "pair_finder.h"
 #include "read_pool.h"
 #include "recent_prefixes.h"
 #include "staging_index.h"
 #include "table_cursors.h"
+#include "table_entries.h"
 
 namespace fpstore::internal {
 
@@ -111,9 +113,15 @@ class StoreImpl final : public Store {
   StoreImpl(std::string path, StoreOptions options, int format_version, PermutationPlan plan,
             Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
             std::vector<rocksdb::ColumnFamilyHandle*> handles,
-            std::shared_ptr<TableCursorPool> cursors, std::shared_ptr<LoneBitsRewriter> lone_bits);
+            std::shared_ptr<TableCursorPool> cursors, std::shared_ptr<LoneBitsRewriter> lone_bits,
+            std::shared_ptr<MemberFilters> member_filters);
 
   Status CheckOpen() const;
+  // Flushes the packed tables' memtables, whose removals would otherwise
+  // stay in the log: a build older than format 6 replays the log to read
+  // the format version, and RocksDB refuses their merge operands without
+  // the tables' merge operator (Corruption instead of NotSupported).
+  Status FlushPackedTables();
   // The error of work that Close cut short.
   Status Closing() const;
   Status CheckWritable() const;
@@ -202,14 +210,16 @@ class StoreImpl final : public Store {
   // Finds the hits of each of `fingerprints` in table `t` through its
   // iterator `it`, adding them to hits[i] for fingerprints[i]; skips those
   // whose skip[i] has bit t set (MarkSkippable).
-  Status ProbeTable(rocksdb::Iterator& it, std::size_t t, std::span<const Fingerprint> fingerprints,
-                    int k, std::span<const LoneBits> skip,
-                    std::vector<std::vector<Hit>>& hits) const;
+  // `filter`: a packed table's member filters, else null.
+  Status ProbeTable(rocksdb::Iterator& it, const TableMemberFilter* filter, std::size_t t,
+                    std::span<const Fingerprint> fingerprints, int k,
+                    std::span<const LoneBits> skip, std::vector<std::vector<Hit>>& hits) const;
   // ProbeTable for every table from `first` on, side by side on read_pool_,
   // while the calling thread, which takes the pool's first task, reads the
   // records of the documents in `hits` so far into the block cache
   // (WarmRecordsOf). REQUIRES: first > 0.
   Status ProbeTablesInParallel(std::size_t first, const TableCursors& tables,
+                               const MemberFilters::View& filters,
                                std::span<const Fingerprint> fingerprints, int k,
                                std::span<const LoneBits> skip, const rocksdb::Snapshot* snapshot,
                                std::vector<std::vector<Hit>>& hits) const;
@@ -222,7 +232,15 @@ class StoreImpl final : public Store {
   // Finds the hits of `query` in table `t` through its iterator `it`; each
   // document is found in exactly one table. A table without
   // ids adds one hit by fingerprint for all the documents that have it.
-  Status ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint query, int k,
+  Status ScanTable(rocksdb::Iterator& it, const TableMemberFilter* filter, std::size_t t,
+                   Fingerprint query, int k, std::vector<Hit>& hits) const;
+  // After an ingestion of `args`, failed or not, with ingest_mu_ held
+  // exclusively: the ingested packed tables' filters anew (member_filters.h).
+  void RefreshMemberFilters(std::span<const rocksdb::IngestExternalFileArg> args) const;
+  // ScanTable for a packed table: reads the query's group if one of its
+  // files' member filters passes.
+  Status ScanGroup(rocksdb::Iterator& it, const TableMemberFilter& filter, std::size_t t,
+                   Fingerprint query, int k,
                    std::vector<Hit>& hits) const;
   // Replaces each hit found by fingerprint by one hit per document that
   // table 0 holds with that fingerprint.
@@ -329,7 +347,9 @@ class StoreImpl final : public Store {
   // loads go on (ingestion gives files a sequence number past the live
   // snapshots), so scans need hold no lock after it: their sinks and
   // progress callbacks may write. The caller releases it.
-  const rocksdb::Snapshot* WholeSnapshot() const;
+  // With `filters`, also the member filters of that moment, which cover
+  // every member at the snapshot.
+  const rocksdb::Snapshot* WholeSnapshot(MemberFilters::View* filters = nullptr) const;
   // Every table's runs, tables spread over threads, all at one snapshot:
   // sorted in memory when the store fits scan.memory_bytes, else streamed.
   Status ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run,
@@ -368,6 +388,13 @@ class StoreImpl final : public Store {
     return TableKeyCodec(plan_.table(t).prefix_bits(), format_version_ < 4 || t == 0
                                                            ? TableKeyCodec::Ids::kKept
                                                            : TableKeyCodec::Ids::kNone);
+  }
+  // From format 6, tables 1 and up keep packed groups (table_groups.h).
+  bool packed(std::size_t t) const { return IsPackedTable(format_version_, t); }
+  TableLayout layout(std::size_t t) const {
+    TableLayout l{codec(t), std::nullopt};
+    if (packed(t)) l.groups.emplace(plan_.table(t).prefix_bits());
+    return l;
   }
 
   rocksdb::ColumnFamilyHandle* documents_family() const { return handles_[1]; }
@@ -467,6 +494,10 @@ class StoreImpl final : public Store {
   RecentPrefixes recent_{plan_, RecentPrefixesLimit()};
   // Table 0's compaction filter factory; null before format 5.
   const std::shared_ptr<LoneBitsRewriter> lone_bits_;
+  // The packed tables' filters (member_filters.h): refreshed after each
+  // ingestion with ingest_mu_ held exclusively, so that a query, which
+  // holds it shared, never meets a file its view lacks.
+  const std::shared_ptr<MemberFilters> member_filters_;
 
   bool closed_ = false;
   // Set by Close: scans and rewrites still running stop early.

@@ -214,6 +214,7 @@ Status StoreImpl::MergeStaged() {
     std::unique_lock exclusive(ingest_mu_);
     if (s.ok() && !args.empty()) {
       s = FromRocks(db_->IngestExternalFiles(args), "merging staged documents into the tables");
+      RefreshMemberFilters(args);
     }
     std::lock_guard lock(staging_mu_);
     if (s.ok()) {
@@ -228,6 +229,12 @@ Status StoreImpl::MergeStaged() {
   }
   staging_cv_.notify_all();
   return s;
+}
+
+void StoreImpl::RefreshMemberFilters(std::span<const rocksdb::IngestExternalFileArg> args) const {
+  std::vector<rocksdb::ColumnFamilyHandle*> families;
+  for (const rocksdb::IngestExternalFileArg& arg : args) families.push_back(arg.column_family);
+  member_filters_->Refresh(families);
 }
 
 void StoreImpl::MergeWhenFull() {

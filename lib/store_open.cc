@@ -52,7 +52,10 @@ Result<Metadata> ReadMetadata(const std::string& path) {
   std::vector<std::string> names;
   rocksdb::Status rs = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names);
   if (!rs.ok()) return FromRocks(rs, "reading " + path);
-  RocksConfig config = MakeInspectionConfig(names);
+  // The metadata's family alone: the log's records for the others are
+  // passed over, so their options (a packed table's merge operator needs
+  // the plan) do not matter.
+  RocksConfig config = MakeInspectionConfig({rocksdb::kDefaultColumnFamilyName});
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   rs = rocksdb::DB::OpenForReadOnly(config.db, path, config.families, &handles, &raw);
@@ -261,6 +264,10 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   RocksConfig config = MakeRocksConfig(options, *plan, meta.format_version);
   auto cursors = std::make_shared<TableCursorPool>(/*refresh=*/!options.read_only);
   config.db.listeners.push_back(TableCursorPool::MakeListener(cursors));
+  std::vector<bool> packed(plan->table_count());
+  for (std::size_t t = 0; t < packed.size(); ++t) packed[t] = IsPackedTable(meta.format_version, t);
+  auto member_filters = std::make_shared<MemberFilters>(*plan, std::move(packed), config.block_cache);
+  config.db.listeners.push_back(MemberFilters::MakeListener(member_filters));
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   const bool created_dir = !fs::exists(path, ec);
@@ -291,11 +298,11 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   }
   if (!rs.ok()) return FromRocks(rs, "opening " + path);
 
-  std::unique_ptr<StoreImpl> store(new StoreImpl(path, options, meta.format_version, *std::move(plan),
-                                                 *std::move(fingerprinter),
-                                                 std::unique_ptr<rocksdb::DB>(raw), handles,
-                                                 cursors, config.lone_bits));
+  std::unique_ptr<StoreImpl> store(new StoreImpl(
+      path, options, meta.format_version, *std::move(plan), *std::move(fingerprinter),
+      std::unique_ptr<rocksdb::DB>(raw), handles, cursors, config.lone_bits, member_filters));
   if (!options.read_only) reservation.HandTo(store.get());
+  store->member_filters_->Attach(store->db_.get(), store->tables());
   if (Status s = store->LoadStagingIndex(); !s.ok()) return s.WithContext(path);
   if (Status s = store->LoadRecentPrefixes(); !s.ok()) return s.WithContext(path);
   if (!exists) {
@@ -329,11 +336,12 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
 }
 
 StoreImpl::StoreImpl(std::string path, StoreOptions options, int format_version,
-                     PermutationPlan plan,
-                     Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
+                     PermutationPlan plan, Fingerprinter fingerprinter,
+                     std::unique_ptr<rocksdb::DB> db,
                      std::vector<rocksdb::ColumnFamilyHandle*> handles,
                      std::shared_ptr<TableCursorPool> cursors,
-                     std::shared_ptr<LoneBitsRewriter> lone_bits)
+                     std::shared_ptr<LoneBitsRewriter> lone_bits,
+                     std::shared_ptr<MemberFilters> member_filters)
     : path_(std::move(path)),
       options_(std::move(options)),
       format_version_(format_version),
@@ -343,11 +351,21 @@ StoreImpl::StoreImpl(std::string path, StoreOptions options, int format_version,
       handles_(std::move(handles)),
       group_commit_([this] { return FromRocks(db_->SyncWAL(), "syncing " + path_); }),
       cursors_(std::move(cursors)),
-      lone_bits_(std::move(lone_bits)) {
+      lone_bits_(std::move(lone_bits)),
+      member_filters_(std::move(member_filters)) {
   cursors_->Attach(db_.get(), tables());
 }
 
 StoreImpl::~StoreImpl() { (void)Close(); }
+
+Status StoreImpl::FlushPackedTables() {
+  std::vector<rocksdb::ColumnFamilyHandle*> packed_tables;
+  for (std::size_t t = 0; t < plan_.table_count(); ++t) {
+    if (packed(t)) packed_tables.push_back(table(t));
+  }
+  if (packed_tables.empty()) return Status::OK();
+  return FromRocks(db_->Flush(rocksdb::FlushOptions(), packed_tables), "closing " + path_);
+}
 
 Status StoreImpl::Close() {
   if (closed_) return Status::OK();
@@ -365,7 +383,9 @@ Status StoreImpl::Close() {
   if (!options_.read_only && options_.durability == Durability::kNoSync) {
     result = FromRocks(db_->SyncWAL(), "closing " + path_);
   }
+  if (!options_.read_only && result.ok()) result = FlushPackedTables();
   cursors_->Detach();
+  member_filters_->Detach();
   for (rocksdb::ColumnFamilyHandle* h : handles_) {
     rocksdb::Status rs = db_->DestroyColumnFamilyHandle(h);
     if (result.ok()) result = FromRocks(rs, "closing " + path_);

@@ -14,8 +14,9 @@
 
 namespace fpstore::internal {
 
-Status StoreImpl::ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint query, int k,
-                            std::vector<Hit>& hits) const {
+Status StoreImpl::ScanTable(rocksdb::Iterator& it, const TableMemberFilter* filter, std::size_t t,
+                            Fingerprint query, int k, std::vector<Hit>& hits) const {
+  if (filter != nullptr) return ScanGroup(it, *filter, t, query, k, hits);
   const TablePermutation& perm = plan_.table(t);
   const TableKeyCodec codec = this->codec(t);
   const Fingerprint permuted_query = perm.Apply(query);
@@ -58,6 +59,56 @@ Status StoreImpl::ScanTable(rocksdb::Iterator& it, std::size_t t, Fingerprint qu
   // The context only when needed: a probe is a few microseconds.
   if (it.status().ok()) return Status::OK();
   return FromRocks(it.status(), "scanning " + TableFamilyName(t));
+}
+
+Status StoreImpl::ScanGroup(rocksdb::Iterator& it, const TableMemberFilter& filter, std::size_t t,
+                            Fingerprint query, int k, std::vector<Hit>& hits) const {
+  const TablePermutation& perm = plan_.table(t);
+  const Fingerprint permuted_query = perm.Apply(query);
+  // Most probes of a crawler find nothing: the files' member filters tell
+  // without reading a group.
+  if (!filter.MayContain(permuted_query)) return Status::OK();
+  // The probe's prefix lies in one group (G <= p): its members from the
+  // first with the prefix on.
+  const GroupLayout layout(perm.prefix_bits());
+  const GroupLayout::Key key = layout.KeyOf(permuted_query);
+  const rocksdb::Slice key_slice(key.data(), layout.key_bytes());
+  it.Seek(key_slice);
+  if (!it.Valid() || it.key() != key_slice) {
+    if (it.status().ok()) return Status::OK();
+    return FromRocks(it.status(), "scanning " + TableFamilyName(t));
+  }
+  const std::string_view value = it.value().ToStringView();
+  const std::size_t width = layout.member_bytes();
+  if (value.size() % width != 0) {
+    return Status::Corruption(TableFamilyName(t) + " holds a malformed group " +
+                              it.key().ToString(true));
+  }
+  const Fingerprint prefix = permuted_query & perm.prefix_mask();
+  const Fingerprint group = layout.GroupOf(permuted_query);
+  // Members are ascending: those with the prefix are a run, found by
+  // binary search over the fixed-width members.
+  const std::size_t count = value.size() / width;
+  std::size_t lo = 0, hi = count;
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (layout.MemberAt(group, value.data() + mid * width) < prefix) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  for (std::size_t i = lo; i < count; ++i) {
+    const Fingerprint permuted = layout.MemberAt(group, value.data() + i * width);
+    if ((permuted & perm.prefix_mask()) != prefix) break;
+    const int d = HammingDistance(permuted, permuted_query);
+    if (d > k) continue;
+    const Fingerprint fp = perm.Invert(permuted);
+    if (plan_.FirstSharedTable(query, fp) == static_cast<int>(t)) {
+      hits.push_back({0, fp, d, /*by_fingerprint=*/true, 0});
+    }
+  }
+  return Status::OK();
 }
 
 Status StoreImpl::ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
@@ -252,7 +303,7 @@ void StoreImpl::MarkSkippable(Fingerprint query, std::span<const Hit> found, std
   }
 }
 
-Status StoreImpl::ProbeTable(rocksdb::Iterator& it, std::size_t t,
+Status StoreImpl::ProbeTable(rocksdb::Iterator& it, const TableMemberFilter* filter, std::size_t t,
                              std::span<const Fingerprint> fingerprints, int k,
                              std::span<const LoneBits> skip,
                              std::vector<std::vector<Hit>>& hits) const {
@@ -261,7 +312,7 @@ Status StoreImpl::ProbeTable(rocksdb::Iterator& it, std::size_t t,
     return t < RecentPrefixes::kMaxTables && (skip[i] >> t & 1) != 0;
   };
   if (fingerprints.size() == 1) {
-    return skipped(0) ? Status::OK() : ScanTable(it, t, fingerprints[0], k, hits[0]);
+    return skipped(0) ? Status::OK() : ScanTable(it, filter, t, fingerprints[0], k, hits[0]);
   }
   // Probes in key order keep the iterator moving forward through the table.
   std::vector<std::size_t> order(fingerprints.size());
@@ -271,7 +322,7 @@ Status StoreImpl::ProbeTable(rocksdb::Iterator& it, std::size_t t,
   });
   for (std::size_t i : order) {
     if (skipped(i)) continue;
-    if (Status s = ScanTable(it, t, fingerprints[i], k, hits[i]); !s.ok()) return s;
+    if (Status s = ScanTable(it, filter, t, fingerprints[i], k, hits[i]); !s.ok()) return s;
   }
   return Status::OK();
 }
@@ -290,6 +341,7 @@ void StoreImpl::WarmRecordsOf(const std::vector<std::vector<Hit>>& hits, rocksdb
 }
 
 Status StoreImpl::ProbeTablesInParallel(std::size_t first, const TableCursors& tables,
+                                        const MemberFilters::View& filters,
                                         std::span<const Fingerprint> fingerprints, int k,
                                         std::span<const LoneBits> skip,
                                         const rocksdb::Snapshot* snapshot,
@@ -309,7 +361,8 @@ Status StoreImpl::ProbeTablesInParallel(std::size_t first, const TableCursors& t
       if (task == 0) {
         WarmRecordsOf(hits, *tables.tables[0], snapshot);
       } else {
-        statuses[task - 1] = ProbeTable(*tables.tables[first + task - 1], first + task - 1,
+        statuses[task - 1] = ProbeTable(*tables.tables[first + task - 1],
+                                        (*filters)[first + task - 1].get(), first + task - 1,
                                         fingerprints, k, skip, found[task - 1]);
       }
     } catch (const std::exception& e) {
@@ -330,6 +383,9 @@ Status StoreImpl::ProbeTablesInParallel(std::size_t first, const TableCursors& t
 Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
     std::span<const Fingerprint> fingerprints, int k, const TableCursors& tables,
     const rocksdb::Snapshot* snapshot) const {
+  // One view of the packed tables' filters for the whole query; the caller
+  // holds ingest_mu_, so no file came that it lacks.
+  const MemberFilters::View filters = member_filters_->Current();
   std::vector<std::vector<Hit>> hits(fingerprints.size());
   // Table by table on this thread while the blocks come from memory; once
   // a table's probes waited on the device (they were slow, and the thread
@@ -346,7 +402,8 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
   // One clock reading per table: each table's end is the next one's start.
   auto start = std::chrono::steady_clock::now();
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-    if (Status s = ProbeTable(*tables.tables[t], t, fingerprints, k, skip, hits); !s.ok()) {
+    if (Status s = ProbeTable(*tables.tables[t], (*filters)[t].get(), t, fingerprints, k, skip, hits);
+        !s.ok()) {
       return s;
     }
     const auto end = std::chrono::steady_clock::now();
@@ -372,7 +429,8 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
       found = HitCount(hits);
     }
     if (hand_off) {
-      Status s = ProbeTablesInParallel(t + 1, tables, fingerprints, k, skip, snapshot, hits);
+      Status s =
+          ProbeTablesInParallel(t + 1, tables, filters, fingerprints, k, skip, snapshot, hits);
       if (!s.ok()) return s;
       break;
     }

@@ -41,8 +41,9 @@ class DisjointSets {
 
 }  // namespace
 
-const rocksdb::Snapshot* StoreImpl::WholeSnapshot() const {
+const rocksdb::Snapshot* StoreImpl::WholeSnapshot(MemberFilters::View* filters) const {
   std::shared_lock ingest(ingest_mu_);
+  if (filters != nullptr) *filters = member_filters_->Current();
   return db_->GetSnapshot();
 }
 
@@ -159,8 +160,9 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
                                      const RunVisitor& visit_run, Runs runs) const {
   std::uint64_t total = 0;
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
+    // A packed table's keys are groups: its entries are about table 0's.
     std::uint64_t n = 0;
-    db_->GetIntProperty(table(t), rocksdb::DB::Properties::kEstimateNumKeys, &n);
+    db_->GetIntProperty(table(packed(t) ? 0 : t), rocksdb::DB::Properties::kEstimateNumKeys, &n);
     total += n;
   }
   // Staged documents are not in the tables yet; each table's stream takes
@@ -286,23 +288,20 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
         if (closing_) status = Closing();
       }
     };
-    for (it->SeekToFirst(); it->Valid() && status.ok(); it->Next()) {
-      TableEntry e;
-      if (!codec.Decode(it->key().ToStringView(), &e)) {
-        return Status::Corruption(TableFamilyName(t) + " holds a malformed key " +
-                                  it->key().ToString(true));
-      }
+    TableEntryCursor entries(*it, layout(t), TableFamilyName(t));
+    for (entries.SeekToFirst(); entries.Valid() && status.ok(); entries.Next()) {
+      const TableEntry& e = entries.entry();
       for (; next_staged != staged_entries.end() && *next_staged <= e; ++next_staged) {
         take(*next_staged, false);
       }
       take(e, true);
     }
+    if (Status s = entries.status(); !s.ok()) return s;
     for (; next_staged != staged_entries.end(); ++next_staged) take(*next_staged, false);
     visit();
     if (status.ok()) status = resolve_waiting();
     progress.Add(unreported);
-    if (!status.ok()) return status;
-    return FromRocks(it->status(), "scanning " + TableFamilyName(t));
+    return status;
   });
   progress.Finish();
   return s;

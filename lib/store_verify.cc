@@ -32,39 +32,61 @@ std::uint64_t FingerprintHash(Fingerprint fp) { return XXH3_64bits(&fp, sizeof f
 
 void StoreImpl::FingerprintTableProblems(std::size_t t, const rocksdb::Snapshot* snapshot,
                                          const std::function<void(std::string)>& problem) const {
-  const TableKeyCodec codec = this->codec(t);
   const TablePermutation& perm = plan_.table(t);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ScanReadOptions(snapshot), table(t)));
   std::unique_ptr<rocksdb::Iterator> table0(db_->NewIterator(LookupReadOptions(snapshot), table(0)));
   std::size_t found = 0;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    TableEntry e;
-    if (!codec.Decode(it->key().ToStringView(), &e)) {
-      problem(TableFamilyName(t) + ": malformed key " + it->key().ToString(true));
-      continue;
-    }
-    const Fingerprint fp = perm.Invert(e.permuted);
+  // False once table 0 cannot be read: nothing more can be told.
+  auto check_held = [&](Fingerprint permuted) {
+    const Fingerprint fp = perm.Invert(permuted);
     bool held = false;
     Status s = ForEachIdOf(*table0, fp, [&](DocumentId, LoneBits) { return !(held = true); });
-    if (!s.ok()) return problem(s.ToString());
+    if (!s.ok()) {
+      problem(s.ToString());
+      return false;
+    }
     if (!held) {
       ++found;
       problem(TableFamilyName(t) + ": fingerprint " + std::to_string(fp) +
               ", which no document in the tables has");
     }
+    return true;
+  };
+  if (packed(t)) {
+    // A malformed group ends the walk: its members cannot be told apart.
+    TableEntryCursor entries(*it, layout(t), TableFamilyName(t));
+    for (entries.SeekToFirst(); entries.Valid(); entries.Next()) {
+      if (!check_held(entries.entry().permuted)) return;
+    }
+    if (Status s = entries.status(); !s.ok()) {
+      ++found;
+      problem(s.ToString());
+    }
+  } else {
+    const TableKeyCodec codec = this->codec(t);
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      TableEntry e;
+      if (!codec.Decode(it->key().ToStringView(), &e)) {
+        ++found;
+        problem(TableFamilyName(t) + ": malformed key " + it->key().ToString(true));
+        continue;
+      }
+      if (!check_held(e.permuted)) return;
+    }
   }
-  // And the other way: every fingerprint of table 0 has its key here.
+  // And the other way: every fingerprint of table 0 has its entry here.
   const TableKeyCodec codec0 = this->codec(0);
   it.reset(db_->NewIterator(LookupReadOptions(snapshot), table(t)));
   table0.reset(db_->NewIterator(ScanReadOptions(snapshot), table(0)));
+  TableEntryCursor entries(*it, layout(t), TableFamilyName(t));
   for (table0->SeekToFirst(); table0->Valid(); table0->Next()) {
     TableEntry e;
     if (!codec0.Decode(table0->key().ToStringView(), &e)) continue;  // table 0's own problem
     const Fingerprint fp = plan_.table(0).Invert(e.permuted);
-    const TableKey key = codec.Encode(perm.Apply(fp), 0);
-    it->Seek(AsSlice(key));
-    if (it->Valid() && it->key() == AsSlice(key)) continue;
+    entries.Seek(perm.Apply(fp));
+    if (entries.Valid() && entries.entry().permuted == perm.Apply(fp)) continue;
     ++found;
+    if (Status s = entries.status(); !s.ok()) return problem(s.ToString());
     problem(TableFamilyName(t) + ": fingerprint " + std::to_string(fp) + " of document " +
             std::to_string(e.id) + " has no entry");
   }
@@ -77,7 +99,8 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
     return Status::Corruption(s.message());
   }
   std::shared_lock lone_bits(lone_bits_mu_);  // not while Compact rewrites them
-  rocksdb::ManagedSnapshot snapshot(db_.get(), WholeSnapshot());
+  MemberFilters::View filters;
+  rocksdb::ManagedSnapshot snapshot(db_.get(), WholeSnapshot(&filters));
   const std::size_t tables = plan_.table_count();
   std::vector<std::string> problems;
   auto problem = [&](std::string what) {
@@ -185,6 +208,39 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
       }
       return Status::OK();
     };
+    auto track_lone = [&](const TableEntry& e) -> Status {
+      const Fingerprint fp = perm.Invert(e.permuted);
+      if (!group.empty() &&
+          (perm.Apply(group.back()) & perm.prefix_mask()) != (e.permuted & perm.prefix_mask())) {
+        if (Status s = check_group(); !s.ok()) return s;
+        group.clear();
+      }
+      if (group.empty() || group.back() != fp) group.push_back(fp);
+      return Status::OK();
+    };
+    if (packed(t)) {
+      const TableMemberFilter& filter = *(*filters)[t];
+      TableEntryCursor entries(*it, layout(t), TableFamilyName(t));
+      for (entries.SeekToFirst(); entries.Valid(); entries.Next()) {
+        const TableEntry& e = entries.entry();
+        actual_sum[t] += FingerprintHash(perm.Invert(e.permuted));
+        if (++actual_count[t] % 4096 == 0) progress.Add(4096);
+        if (!filter.MayContain(e.permuted)) {
+          std::lock_guard lock(problem_mu);
+          problem(TableFamilyName(t) + ": fingerprint " + std::to_string(perm.Invert(e.permuted)) +
+                  " is missing from its files' member filters");
+        }
+        if (check_lone) {
+          if (Status s = track_lone(e); !s.ok()) return s;
+        }
+      }
+      if (Status s = entries.status(); !s.ok()) {
+        if (!s.IsCorruption()) return s;
+        std::lock_guard lock(problem_mu);
+        problem(s.message());
+      }
+      return check_group();
+    }
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       const std::string_view key = it->key().ToStringView();
       TableEntry e{};
@@ -207,13 +263,7 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
                 " has lone bits for tables the plan does not have");
       }
       if (check_lone && decoded) {
-        const Fingerprint fp = perm.Invert(e.permuted);
-        if (!group.empty() &&
-            (perm.Apply(group.back()) & perm.prefix_mask()) != (e.permuted & perm.prefix_mask())) {
-          if (Status s = check_group(); !s.ok()) return s;
-          group.clear();
-        }
-        if (group.empty() || group.back() != fp) group.push_back(fp);
+        if (Status s = track_lone(e); !s.ok()) return s;
       }
     }
     if (Status s = check_group(); !s.ok()) return s;

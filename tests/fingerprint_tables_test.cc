@@ -18,6 +18,8 @@
 #include "key_codec.h"
 #include "raw_store.h"
 #include "store_checks.h"
+#include "store_impl.h"
+#include "table_groups.h"
 #include "temp_dir.h"
 
 namespace fpstore {
@@ -44,11 +46,19 @@ std::vector<IdFingerprint> Copies(std::uint64_t seed, int fingerprints, int copi
   return docs;
 }
 
-// A store at `path` holding `docs`, merged into the tables.
+// A store at `path` holding `docs`, merged into the tables; a new one is
+// created with `format`.
 std::unique_ptr<Store> StoreInTables(const std::string& path,
-                                     const std::vector<IdFingerprint>& docs) {
-  std::unique_ptr<Store> store = MustOpen(path);
-  if (store == nullptr) return nullptr;
+                                     const std::vector<IdFingerprint>& docs,
+                                     int format = Store::kFormatVersion) {
+  StoreOptions options;  // as MustOpen's
+  options.durability = Durability::kNoSync;
+  options.block_cache_bytes = 8 << 20;
+  options.write_buffer_bytes = 8 << 20;
+  Result<std::unique_ptr<Store>> opened = internal::StoreImpl::Open(path, options, format);
+  EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+  if (!opened.ok()) return nullptr;
+  std::unique_ptr<Store> store = *std::move(opened);
   for (const IdFingerprint& d : docs) {
     EXPECT_TRUE(store->Insert(d.id, d.fingerprint, MetadataFor(d.id)).ok());
   }
@@ -67,7 +77,7 @@ TEST(FingerprintTablesTest, NewStoresUseTheFormatWithoutIds) {
   ASSERT_NE(store, nullptr);
   Result<StoreStats> stats = store->Stats();
   ASSERT_TRUE(stats.ok());
-  EXPECT_EQ(stats->format_version, 5);  // format 4's tables, with lone bits
+  EXPECT_EQ(stats->format_version, 6);  // format 4's tables, with lone bits, packed
 }
 
 // Removal and replacement, one by one and in batches: a shared fingerprint
@@ -207,29 +217,58 @@ TEST(FingerprintTablesTest, StreamedScansReadIdsInBatches) {
   EXPECT_EQ(clusters, testing::BruteForceClusters(docs, 3));
 }
 
+// Adds (or takes out) `fp` in table t of a store of `format`, as a raw
+// write that bypasses the store.
+void EditTable(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, const TablePermutation& perm,
+               int format, Fingerprint fp, bool add) {
+  const Fingerprint permuted = perm.Apply(fp);
+  if (format < 6) {
+    const internal::TableKeyCodec codec(perm.prefix_bits(), internal::TableKeyCodec::Ids::kNone);
+    const internal::TableKey k = codec.Encode(permuted, 0);
+    const rocksdb::Slice key(k.data(), k.size());
+    EXPECT_TRUE((add ? db.Put({}, family, key, "") : db.Delete({}, family, key)).ok());
+    return;
+  }
+  // The group's value rewritten, with or without the member.
+  const internal::GroupLayout layout(perm.prefix_bits());
+  const internal::GroupLayout::Key k = layout.KeyOf(permuted);
+  const rocksdb::Slice key(k.data(), layout.key_bytes());
+  std::string value;
+  const rocksdb::Status s = db.Get({}, family, key, &value);
+  ASSERT_TRUE(s.ok() || s.IsNotFound()) << s.ToString();
+  std::vector<Fingerprint> members;
+  ASSERT_TRUE(internal::DecodeGroupValue(layout, value, members));
+  const Fingerprint member = layout.MemberBits(permuted);
+  const auto at = std::lower_bound(members.begin(), members.end(), member);
+  if (add) {
+    members.insert(at, member);
+  } else {
+    ASSERT_TRUE(at != members.end() && *at == member);
+    members.erase(at);
+  }
+  EXPECT_TRUE(db.Put({}, family, key, internal::EncodeGroupValue(layout, members)).ok());
+}
+
+class TableFormatTest : public ::testing::TestWithParam<int> {};
+
 // Verify names a table's fingerprint that no document has, and one that
-// is missing; a query that meets the stray key reports corruption.
-TEST(FingerprintTablesTest, VerifyFindsStrayAndMissingFingerprints) {
+// is missing; a query that meets the stray entry reports corruption.
+TEST_P(TableFormatTest, VerifyFindsStrayAndMissingFingerprints) {
+  const int format = GetParam();
   const std::uint64_t seed = TestSeed(53);
   const std::vector<IdFingerprint> docs = Copies(seed, 40, 2);
   TempDir dir;
   const std::string path = dir.Sub("store");
   PermutationPlan plan = *PermutationPlan::Create(6, 3);
   {
-    std::unique_ptr<Store> store = StoreInTables(path, docs);
+    std::unique_ptr<Store> store = StoreInTables(path, docs, format);
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->Close().ok());
   }
   const Fingerprint stray = Random(seed + 1).Next();
-  auto key = [&](std::size_t t, Fingerprint fp) {
-    const internal::TableKeyCodec codec(plan.table(t).prefix_bits(),
-                                        internal::TableKeyCodec::Ids::kNone);
-    const internal::TableKey k = codec.Encode(plan.table(t).Apply(fp), 0);
-    return std::string(k.data(), k.size());
-  };
   testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
-    EXPECT_TRUE(db.Delete({}, family("table-005"), key(5, docs[0].fingerprint)).ok());
-    EXPECT_TRUE(db.Put({}, family("table-007"), key(7, stray), "").ok());
+    EditTable(db, family("table-005"), plan.table(5), format, docs[0].fingerprint, false);
+    EditTable(db, family("table-007"), plan.table(7), format, stray, true);
   });
   std::unique_ptr<Store> store = MustOpen(path);
   ASSERT_NE(store, nullptr);
@@ -243,12 +282,12 @@ TEST(FingerprintTablesTest, VerifyFindsStrayAndMissingFingerprints) {
                                   ", which no document in the tables has"),
             std::string::npos)
       << verify.message();
-  // Table 0 still finds the copies of the fingerprint whose key went.
+  // Table 0 still finds the copies of the fingerprint whose entry went.
   Result<std::vector<Match>> found = store->Query(docs[0].fingerprint, 0);
   ASSERT_TRUE(found.ok()) << found.status().ToString();
   EXPECT_EQ(found->size(), 2u);
   // A query whose first table shared with `stray` is table 7 meets the
-  // stray key there, and no document for it in table 0.
+  // stray entry there, and no document for it in table 0.
   Fingerprint probe = stray;
   for (int i = 0; i < 64 && probe == stray; ++i) {
     for (int j = i + 1; j < 64; ++j) {
@@ -265,9 +304,15 @@ TEST(FingerprintTablesTest, VerifyFindsStrayAndMissingFingerprints) {
   EXPECT_TRUE(stray_found.status().IsCorruption()) << stray_found.status().ToString();
 }
 
+INSTANTIATE_TEST_SUITE_P(Formats, TableFormatTest, ::testing::Values(5, 6),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return "format" + std::to_string(info.param);
+                         });
+
 // A merge's table files are compressed where they stay: at the bottom of
 // an empty table. Where the table has files they go to level 0, for a
-// compaction to rewrite, and are written uncompressed (sst_sink.h).
+// compaction to rewrite, and are written uncompressed (sst_sink.h). A
+// packed table's files hold random bits, and are never compressed.
 TEST(FingerprintTablesTest, MergedTableFilesAreCompressedWhereTheyStay) {
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -281,14 +326,15 @@ TEST(FingerprintTablesTest, MergedTableFilesAreCompressedWhereTheyStay) {
     ASSERT_TRUE(store->Flush().ok());
     ASSERT_TRUE(store->Close().ok());
   };
-  // Every table file's level and compression.
-  const auto table_files = [&] {
+  // Every file's level and compression, of table 0 (a key each), and of
+  // the packed tables.
+  const auto table_files = [&](bool packed) {
     std::vector<std::pair<int, std::string>> files;
     std::vector<std::string> names;
     EXPECT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
     testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
       for (const std::string& name : names) {
-        if (!name.starts_with("table-")) continue;
+        if (!name.starts_with("table-") || (name == "table-000") == packed) continue;
         rocksdb::TablePropertiesCollection properties;
         ASSERT_TRUE(db.GetPropertiesOfAllTables(family(name), &properties).ok());
         rocksdb::ColumnFamilyMetaData meta;
@@ -308,14 +354,14 @@ TEST(FingerprintTablesTest, MergedTableFilesAreCompressedWhereTheyStay) {
   };
 
   insert_and_flush();
-  const std::vector<std::pair<int, std::string>> first = table_files();
+  const std::vector<std::pair<int, std::string>> first = table_files(false);
   ASSERT_FALSE(first.empty());
   for (const auto& [level, compression] : first) {
     EXPECT_GT(level, 0);
     EXPECT_EQ(compression, "ZSTD");
   }
   insert_and_flush();
-  const std::vector<std::pair<int, std::string>> second = table_files();
+  const std::vector<std::pair<int, std::string>> second = table_files(false);
   ASSERT_EQ(second.size(), 2 * first.size());
   std::size_t in_level0 = 0;
   for (const auto& [level, compression] : second) {
@@ -323,6 +369,11 @@ TEST(FingerprintTablesTest, MergedTableFilesAreCompressedWhereTheyStay) {
     EXPECT_EQ(compression, level == 0 ? "NoCompression" : "ZSTD") << "level " << level;
   }
   EXPECT_EQ(in_level0, first.size());
+  const std::vector<std::pair<int, std::string>> packed = table_files(true);
+  ASSERT_EQ(packed.size(), 19 * 2 * first.size());
+  for (const auto& [level, compression] : packed) {
+    EXPECT_EQ(compression, "NoCompression") << "level " << level;
+  }
 }
 
 }  // namespace

@@ -8,18 +8,43 @@
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
 
+#include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "fpstore/permutation.h"
 #include "rocks_config.h"
 
 namespace fpstore::testing {
 
+// The plan the store at `path` records, if it records one that is valid.
+inline std::optional<PermutationPlan> RecordedPlan(const std::string& path) {
+  internal::RocksConfig config =
+      internal::MakeInspectionConfig({rocksdb::kDefaultColumnFamilyName});
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  if (!rocksdb::DB::OpenForReadOnly(config.db, path, config.families, &handles, &raw).ok()) {
+    return std::nullopt;
+  }
+  std::unique_ptr<rocksdb::DB> db(raw);
+  std::string value;
+  int blocks = 0, distance = 0;
+  const bool read = db->Get({}, handles[0], "fpstore.plan", &value).ok() &&
+                    std::sscanf(value.c_str(), "blocks=%d distance=%d", &blocks, &distance) == 2;
+  for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h);
+  if (!read) return std::nullopt;
+  Result<PermutationPlan> plan = PermutationPlan::Create(blocks, distance);
+  if (!plan.ok()) return std::nullopt;
+  return *std::move(plan);
+}
+
 // Opens the closed store at `path`, calls edit(db, family) with a lookup of
 // its column families by name, and closes it. The document count in the
-// default family needs its merge operator, hence the inspection config.
+// default family needs its merge operator, and a packed table its own,
+// hence the inspection config, with the plan the store records.
 inline void EditWithRocksDb(
     const std::string& path,
     const std::function<void(rocksdb::DB& db,
@@ -27,7 +52,9 @@ inline void EditWithRocksDb(
                                  family)>& edit) {
   std::vector<std::string> names;
   ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
-  internal::RocksConfig config = internal::MakeInspectionConfig(names);
+  const std::optional<PermutationPlan> plan = RecordedPlan(path);
+  internal::RocksConfig config =
+      internal::MakeInspectionConfig(names, plan ? &*plan : nullptr);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(config.db, path, config.families, &handles, &raw);

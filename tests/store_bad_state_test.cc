@@ -433,6 +433,45 @@ TEST(StoreBadStateTest, NewerFormatVersionIsNotSupported) {
   EXPECT_EQ(stats->documents, 100u);
 }
 
+// A library older than format 6 reads the metadata (to refuse the store)
+// with every family open and no merge operator for the packed tables.
+// Close flushes their removals, so that the log it replays holds none of
+// the operands RocksDB would refuse without one (reporting Corruption
+// instead of the store's format).
+TEST(StoreBadStateTest, ClosedStoreOpensWithoutTheTablesMergeOperator) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  {
+    Result<std::unique_ptr<Store>> store = OpenWith(path, SmallOptions());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    for (int round = 0; round < 3; ++round) {
+      std::vector<NewDocument> docs;
+      for (int i = 0; i < 1000; ++i) {
+        const DocumentId id = 1000 * round + i;
+        docs.push_back({id, FingerprintOf(id), ""});
+      }
+      ASSERT_TRUE((*store)->InsertBatch(docs).ok());
+      ASSERT_TRUE((*store)->Flush().ok());
+    }
+    for (int i = 0; i < 199; ++i) ASSERT_TRUE((*store)->Remove(DocumentId(7 * i)).ok());
+    ASSERT_TRUE((*store)->Close().ok());
+  }
+  std::vector<std::string> names;
+  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
+  // Without a plan, the inspection options have no operator for the tables.
+  internal::RocksConfig config = internal::MakeInspectionConfig(names);
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  const rocksdb::Status s =
+      rocksdb::DB::OpenForReadOnly(config.db, path, config.families, &handles, &raw);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::string version;
+  EXPECT_TRUE(raw->Get({}, handles[0], "fpstore.format_version", &version).ok());
+  EXPECT_EQ(version, std::to_string(Store::kFormatVersion));
+  for (rocksdb::ColumnFamilyHandle* h : handles) ASSERT_TRUE(raw->DestroyColumnFamilyHandle(h).ok());
+  delete raw;
+}
+
 // Format 1 stored table keys as 8 bytes of permuted fingerprint: read with
 // today's layout they would be corrupt in some tables and silently
 // misplaced in others.
@@ -486,6 +525,15 @@ void ExpectUsedAsItIs(const std::string& path, int format) {
   Result<StoreStats> stats = (*store)->Stats();
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->format_version, format);
+}
+
+// A format 5 store, whose tables keep a key a fingerprint rather than
+// packed groups.
+TEST(StoreBadStateTest, FormatFiveStoreIsUsedAsItIs) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100, /*compact=*/true, /*format=*/5));
+  ExpectUsedAsItIs(path, 5);
 }
 
 // A format 4 store, which has no lone bits and no recent family: loaded

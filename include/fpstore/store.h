@@ -82,7 +82,9 @@ struct StoreStats {
   FingerprintOptions fingerprint;
   std::uint64_t documents = 0;                 // exact
   std::uint64_t staged_documents = 0;          // exact; not yet in the tables (Flush)
-  std::vector<std::uint64_t> table_entries;    // RocksDB's estimate, per table
+  // RocksDB's estimate of each table's keys; for a table that packs
+  // fingerprints in groups (format 6, tables 1 and up), table 0's.
+  std::vector<std::uint64_t> table_entries;
   std::vector<std::uint64_t> table_bytes;      // table files' bytes, per table
   std::uint64_t bytes_on_disk = 0;             // live SST and WAL files
   // Format 5: fingerprints merged, or loaded into a store that was not
@@ -100,7 +102,7 @@ struct StoreStats {
 class Store {
  public:
   // The on-disk format this build writes; see docs/format.md.
-  static constexpr int kFormatVersion = 5;
+  static constexpr int kFormatVersion = 6;
   // The oldest format this build reads (docs/format.md, "Versions").
   static constexpr int kOldestFormatVersion = 2;
 

@@ -198,7 +198,7 @@ TEST(AdminCreateTest, CreatesWithPlanAndOptionsThatStatsReports) {
   r = Admin({"stats", "--db", db});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "documents:          0\n")) << r.out;
-  EXPECT_TRUE(Contains(r.out, "format version:     5\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "format version:     6\n")) << r.out;
   EXPECT_TRUE(Contains(r.out, "fingerprint:        v1 window=5 weighting=presence\n")) << r.out;
   EXPECT_TRUE(Contains(r.out, "table  19  blocks 3,4,5")) << r.out;
 

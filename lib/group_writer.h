@@ -1,0 +1,61 @@
+// Writes a packed table's file (table_groups.h) from its ops in key order:
+// one entry per group, the group whole into a table that has no members
+// yet, else a merge operand of the members it adds and removes.
+
+#ifndef FPSTORE_LIB_GROUP_WRITER_H_
+#define FPSTORE_LIB_GROUP_WRITER_H_
+
+#include "sst_sink.h"
+#include "table_groups.h"
+
+namespace fpstore::internal {
+
+class GroupWriter {
+ public:
+  enum Mode { kWhole, kOperands };
+
+  GroupWriter(SstSink& sink, GroupLayout layout, Mode mode)
+      : sink_(sink), layout_(layout), mode_(mode) {}
+
+  // REQUIRES: `permuted` ascending from call to call; each once.
+  Status Add(Fingerprint permuted, bool put) {
+    const Fingerprint group = layout_.GroupOf(permuted);
+    if (group != group_ || !started_) {
+      if (Status s = Flush(); !s.ok()) return s;
+      group_ = group;
+      started_ = true;
+    }
+    (put ? change_.adds : change_.removes).push_back(layout_.MemberBits(permuted));
+    return Status::OK();
+  }
+
+  // Writes the last group.
+  Status Finish() { return Flush(); }
+
+ private:
+  Status Flush() {
+    if (change_.empty()) return Status::OK();
+    const GroupLayout::Key key = layout_.KeyOf(group_);
+    const rocksdb::Slice key_slice(key.data(), layout_.key_bytes());
+    Status s;
+    // A table without members loses nothing to removals.
+    if (mode_ == kWhole) {
+      if (!change_.adds.empty()) s = sink_.Put(key_slice, EncodeGroupValue(layout_, change_.adds));
+    } else {
+      s = sink_.Merge(key_slice, EncodeGroupOperand(layout_, change_));
+    }
+    change_.clear();
+    return s;
+  }
+
+  SstSink& sink_;
+  const GroupLayout layout_;
+  const Mode mode_;
+  Fingerprint group_ = 0;
+  bool started_ = false;
+  GroupChange change_;
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_GROUP_WRITER_H_

@@ -1,0 +1,156 @@
+// Filters that let a probe of a packed table (table_groups.h) skip it when
+// no member has the probe's prefix. Once groups hold several members,
+// nearly every group exists, so RocksDB's filters, which see keys only,
+// cannot tell a miss; without these a miss read its group in every table,
+// five times a probe's cost (docs/performance.md, "Packed tables").
+//
+// Every file of a packed table carries, in its properties, Bloom filters
+// of the p-bit prefixes of the members it adds, one for each run of groups
+// of up to 64Ki prefixes, with the range of groups each covers. A table
+// properties collector builds them for every file RocksDB writes, whether
+// a bulk load's, a merge's, a flush's or a compaction's, so a file and its
+// filters are never apart.
+
+#ifndef FPSTORE_LIB_MEMBER_FILTERS_H_
+#define FPSTORE_LIB_MEMBER_FILTERS_H_
+
+#include <rocksdb/cache.h>
+#include <rocksdb/db.h>
+#include <rocksdb/listener.h>
+#include <rocksdb/table_properties.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fpstore/permutation.h"
+#include "fpstore/status.h"
+#include "table_groups.h"
+
+namespace fpstore::internal {
+
+inline constexpr char kMemberFilterProperty[] = "fpstore.members";
+
+// A blocked Bloom filter of prefixes: about 10 bits a prefix, six of them
+// set in one 64-byte block.
+class MemberFilter {
+ public:
+  static std::string Build(std::span<const Fingerprint> prefixes);
+  static bool MayContain(std::string_view bits, Fingerprint prefix);
+};
+
+// Makes the collector for each file of a packed table whose probes look up
+// `prefix_bits`.
+std::shared_ptr<rocksdb::TablePropertiesCollectorFactory> NewMemberFilterCollectorFactory(
+    int prefix_bits);
+
+// Memory charged to a block cache while this lives: the filters are kept
+// in the files' table properties, outside the cache, whose budget is the
+// store's. Data blocks make way for them as for pinned filters.
+class CacheCharge {
+ public:
+  CacheCharge() = default;
+  // A null cache charges nothing.
+  CacheCharge(std::shared_ptr<rocksdb::Cache> cache, std::size_t bytes);
+  CacheCharge(const CacheCharge&) = delete;
+  CacheCharge& operator=(const CacheCharge&) = delete;
+  ~CacheCharge();
+
+ private:
+  std::shared_ptr<rocksdb::Cache> cache_;
+  rocksdb::Cache::Handle* handle_ = nullptr;
+};
+
+// The filters of one packed table's live files.
+class TableMemberFilter {
+ public:
+  TableMemberFilter() = default;
+  // Reads them from the family's current files, charging their memory to
+  // `cache` (if not null).
+  static Result<std::shared_ptr<const TableMemberFilter>> Read(
+      rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int prefix_bits,
+      std::shared_ptr<rocksdb::Cache> cache = nullptr);
+  // A filter that passes every probe.
+  static std::shared_ptr<const TableMemberFilter> PassingAll();
+  // False only if no file's members have `permuted`'s p-bit prefix.
+  bool MayContain(Fingerprint permuted) const;
+  std::size_t files() const { return files_.size(); }
+
+ // A filter of the members of a run of groups of one file.
+  struct Chunk {
+    Fingerprint first_group, last_group;
+    std::string_view bits;  // in properties_
+  };
+
+ private:
+  struct File {
+    Fingerprint first_group, last_group;
+    std::vector<Chunk> chunks;  // ascending, disjoint
+    bool unknown;               // no filter: it may hold anything
+  };
+  GroupLayout layout_{64};
+  Fingerprint prefix_mask_ = 0;
+  std::vector<File> files_;
+  rocksdb::TablePropertiesCollection properties_;  // keeps the bits
+  std::unique_ptr<CacheCharge> charge_;
+};
+
+// Every packed table's filters, replaced whole when files come or go.
+// Made before the database opens, for its listener; thread-safe.
+class MemberFilters {
+ public:
+  // packed[t]: whether table t is packed. The filters' memory is charged to
+  // `cache`, if not null.
+  MemberFilters(const PermutationPlan& plan, std::vector<bool> packed,
+                std::shared_ptr<rocksdb::Cache> cache);
+
+  // Reads every packed table's filters from `db`, and from then on each
+  // table's anew after its compactions. A table whose filters cannot be
+  // read (nor, below, read anew) gets one that passes every probe: slower,
+  // never wrong.
+  void Attach(rocksdb::DB* db, std::span<rocksdb::ColumnFamilyHandle* const> tables);
+  // Before the database closes.
+  void Detach();
+
+  // Reads the filters of the packed tables among `families` anew: after an
+  // ingestion into them, whether it succeeded or not, before queries
+  // resume. Each refresh reads and publishes under one mutex, so one that
+  // read the files before an ingestion cannot publish after that
+  // ingestion's own.
+  void Refresh(std::span<rocksdb::ColumnFamilyHandle* const> families);
+
+  // One table's filter for each packed table, null for the others: a
+  // consistent view for one query.
+  using View = std::shared_ptr<const std::vector<std::shared_ptr<const TableMemberFilter>>>;
+  View Current() const { return current_.load(); }
+
+  // Reads the table of family `family_id` anew, if it is packed: after
+  // its compactions.
+  void RefreshFamily(std::uint32_t family_id);
+
+  // Calls RefreshFamily after every compaction.
+  static std::shared_ptr<rocksdb::EventListener> MakeListener(
+      std::shared_ptr<MemberFilters> filters);
+
+ private:
+  // REQUIRES: mu_ held. The packed tables whose families have these ids
+  // anew, or every packed table if `ids` is none.
+  void RefreshLocked(std::optional<std::vector<std::uint32_t>> ids);
+
+  const PermutationPlan plan_;
+  const std::vector<bool> packed_;
+  const std::shared_ptr<rocksdb::Cache> cache_;
+  std::mutex mu_;
+  rocksdb::DB* db_ = nullptr;                         // guarded by mu_
+  std::vector<rocksdb::ColumnFamilyHandle*> tables_;  // guarded by mu_
+  std::atomic<View> current_;
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_MEMBER_FILTERS_H_

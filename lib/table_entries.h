@@ -1,0 +1,61 @@
+// Reads a table's entries in order, whatever its layout: a key each
+// (key_codec.h) or packed groups (table_groups.h).
+
+#ifndef FPSTORE_LIB_TABLE_ENTRIES_H_
+#define FPSTORE_LIB_TABLE_ENTRIES_H_
+
+#include <rocksdb/iterator.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fpstore/status.h"
+#include "key_codec.h"
+#include "table_groups.h"
+
+namespace fpstore::internal {
+
+// A table's layout: packed (format 6, tables 1 and up) or a key each.
+struct TableLayout {
+  TableKeyCodec keys;
+  std::optional<GroupLayout> groups;  // set if packed
+
+  bool keeps_ids() const { return !groups && keys.keeps_ids(); }
+};
+
+// Entries in (permuted, id) order; a packed table's have id 0. A malformed
+// key or group ends the walk with Corruption, naming `table`.
+class TableEntryCursor {
+ public:
+  TableEntryCursor(rocksdb::Iterator& it, const TableLayout& layout, std::string table)
+      : it_(it), layout_(layout), table_(std::move(table)) {}
+
+  void SeekToFirst();
+  // To the first entry at or past `permuted`.
+  void Seek(Fingerprint permuted);
+  bool Valid() const { return valid_; }
+  const TableEntry& entry() const { return entry_; }
+  void Next();
+  Status status() const;
+
+ private:
+  // From the iterator's position: the first entry of its key, or of a later
+  // one (a group may have no members left), at or past `member_bits`.
+  void Settle(Fingerprint member_bits);
+  bool Corrupt(const std::string& what);
+
+  rocksdb::Iterator& it_;
+  const TableLayout layout_;
+  const std::string table_;
+  bool valid_ = false;
+  TableEntry entry_{};
+  Fingerprint group_ = 0;
+  std::vector<Fingerprint> members_;
+  std::size_t member_ = 0;
+  Status corruption_;
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_TABLE_ENTRIES_H_

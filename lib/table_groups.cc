@@ -1,0 +1,122 @@
+#include "table_groups.h"
+
+#include <iterator>
+
+namespace fpstore::internal {
+
+namespace {
+
+// Member bits from `bytes`, which must hold whole, ascending members.
+bool DecodeMembers(const GroupLayout& layout, std::string_view bytes,
+                   std::vector<Fingerprint>& members) {
+  const std::size_t width = layout.member_bytes();
+  if (bytes.size() % width != 0) return false;
+  members.clear();
+  members.reserve(bytes.size() / width);
+  for (std::size_t i = 0; i < bytes.size(); i += width) {
+    const Fingerprint m = layout.MemberAt(0, bytes.data() + i);
+    if (layout.MemberBits(m) != m) return false;  // pad bits must be zero
+    if (!members.empty() && members.back() >= m) return false;
+    members.push_back(m);
+  }
+  return true;
+}
+
+void AppendMembers(const GroupLayout& layout, std::span<const Fingerprint> members,
+                   std::string& out) {
+  for (Fingerprint m : members) layout.AppendMember(out, m);
+}
+
+// a less b, both ascending.
+std::vector<Fingerprint> Without(const std::vector<Fingerprint>& a,
+                                 const std::vector<Fingerprint>& b) {
+  std::vector<Fingerprint> out;
+  out.reserve(a.size());
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+std::vector<Fingerprint> Union(const std::vector<Fingerprint>& a,
+                               const std::vector<Fingerprint>& b) {
+  std::vector<Fingerprint> out;
+  out.reserve(a.size() + b.size());
+  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+}  // namespace
+
+bool GroupLayout::DecodeKey(std::string_view key, Fingerprint* group) const {
+  if (key.size() != key_bytes_) return false;
+  const std::uint64_t bits = GetBigEndianBytes(key.data(), key_bytes_);
+  const Fingerprint g = key_bytes_ == 8 ? bits : bits << (64 - 8 * key_bytes_);
+  if (GroupOf(g) != g) return false;  // padding must be zero
+  *group = g;
+  return true;
+}
+
+std::string EncodeGroupValue(const GroupLayout& layout, std::span<const Fingerprint> members) {
+  std::string value;
+  value.reserve(members.size() * layout.member_bytes());
+  AppendMembers(layout, members, value);
+  return value;
+}
+
+bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
+                      std::vector<Fingerprint>& members) {
+  return DecodeMembers(layout, value, members);
+}
+
+std::string EncodeGroupOperand(const GroupLayout& layout, const GroupChange& change) {
+  std::string operand;
+  operand.reserve(4 + (change.adds.size() + change.removes.size()) * layout.member_bytes());
+  operand.resize(4);
+  PutBigEndianBytes(operand.data(), change.adds.size(), 4);
+  AppendMembers(layout, change.adds, operand);
+  AppendMembers(layout, change.removes, operand);
+  return operand;
+}
+
+bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand, GroupChange& change) {
+  if (operand.size() < 4) return false;
+  const std::uint64_t adds = GetBigEndianBytes(operand.data(), 4);
+  operand.remove_prefix(4);
+  const std::uint64_t add_bytes = adds * layout.member_bytes();
+  if (add_bytes > operand.size()) return false;
+  return DecodeMembers(layout, operand.substr(0, add_bytes), change.adds) &&
+         DecodeMembers(layout, operand.substr(add_bytes), change.removes);
+}
+
+bool GroupMergeOperator::FullMergeV2(const MergeOperationInput& in,
+                                     MergeOperationOutput* out) const {
+  std::vector<Fingerprint> members;
+  if (in.existing_value != nullptr &&
+      !DecodeGroupValue(layout_, in.existing_value->ToStringView(), members)) {
+    return false;
+  }
+  GroupChange change;
+  for (const rocksdb::Slice& operand : in.operand_list) {
+    if (!DecodeGroupOperand(layout_, operand.ToStringView(), change)) return false;
+    members = Union(Without(members, change.removes), change.adds);
+  }
+  out->new_value = EncodeGroupValue(layout_, members);
+  return true;
+}
+
+bool GroupMergeOperator::PartialMergeMulti(const rocksdb::Slice&,
+                                           const std::deque<rocksdb::Slice>& operands,
+                                           std::string* out, rocksdb::Logger*) const {
+  // One operand that does what they do in turn: what a later one removes
+  // is no longer added, and every removal stays, for the members of the
+  // group below them.
+  GroupChange combined, change;
+  for (const rocksdb::Slice& operand : operands) {
+    if (!DecodeGroupOperand(layout_, operand.ToStringView(), change)) return false;
+    combined.adds = Union(Without(combined.adds, change.removes), change.adds);
+    combined.removes = Union(combined.removes, change.removes);
+  }
+  *out = EncodeGroupOperand(layout_, combined);
+  return true;
+}
+
+}  // namespace fpstore::internal

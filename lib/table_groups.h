@@ -1,0 +1,128 @@
+// Packed tables (format 6, docs/format.md): tables 1 and up keep one key
+// per group of fingerprints that share their first G permuted bits, the
+// members' other bits end to end in the value. RocksDB's work per key, in
+// writing files and in compactions, is then paid per group rather than per
+// fingerprint (docs/performance.md, "Packed tables").
+
+#ifndef FPSTORE_LIB_TABLE_GROUPS_H_
+#define FPSTORE_LIB_TABLE_GROUPS_H_
+
+#include <rocksdb/merge_operator.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fpstore/document.h"
+#include "key_codec.h"
+
+namespace fpstore::internal {
+
+// Whether table t of a store of `format_version` is packed.
+inline bool IsPackedTable(int format_version, std::size_t t) {
+  return format_version >= 6 && t > 0;
+}
+
+// Where a table's groups are cut, and how their keys and members are laid
+// out. A group key is the first G bits of the permuted fingerprint,
+// left-aligned in whole bytes; a member is the other 64 - G bits,
+// big-endian in whole bytes.
+class GroupLayout {
+ public:
+  // G for a table whose probes look up `prefix_bits`: 20 bits, about 8
+  // members a group at 10M documents, or the prefix if shorter, so that a
+  // probe never reads more than one group.
+  static int GroupBits(int prefix_bits) { return std::min(prefix_bits, 20); }
+
+  // REQUIRES: 1 <= prefix_bits <= 64
+  explicit GroupLayout(int prefix_bits)
+      : group_bits_(GroupBits(prefix_bits)),
+        key_bytes_((group_bits_ + 7) / 8),
+        member_bytes_((64 - group_bits_ + 7) / 8) {}
+
+  static constexpr std::size_t kMaxKeySize = 8;
+  using Key = std::array<char, kMaxKeySize>;
+
+  int group_bits() const { return group_bits_; }
+  std::size_t key_bytes() const { return key_bytes_; }
+  std::size_t member_bytes() const { return member_bytes_; }
+
+  // The first fingerprint of `permuted`'s group.
+  Fingerprint GroupOf(Fingerprint permuted) const {
+    return group_bits_ == 64 ? permuted : permuted & ~(~Fingerprint{0} >> group_bits_);
+  }
+  // The key of `permuted`'s group; its first key_bytes() bytes are used.
+  Key KeyOf(Fingerprint permuted) const {
+    Key key{};
+    PutBigEndianBytes(key.data(), GroupOf(permuted) >> (64 - 8 * key_bytes_), key_bytes_);
+    return key;
+  }
+  std::string_view KeyView(const Key& key) const { return {key.data(), key_bytes_}; }
+  // False if `key` is not a group key of this layout.
+  bool DecodeKey(std::string_view key, Fingerprint* group) const;
+
+  // The member bits of `permuted` (the low 64 - G).
+  Fingerprint MemberBits(Fingerprint permuted) const {
+    return group_bits_ == 64 ? 0 : permuted & (~Fingerprint{0} >> group_bits_);
+  }
+  void AppendMember(std::string& out, Fingerprint permuted) const {
+    const std::size_t at = out.size();
+    out.resize(at + member_bytes_);
+    PutBigEndianBytes(out.data() + at, MemberBits(permuted), member_bytes_);
+  }
+  Fingerprint MemberAt(Fingerprint group, const char* in) const {
+    return group | GetBigEndianBytes(in, member_bytes_);
+  }
+
+ private:
+  int group_bits_;
+  std::size_t key_bytes_;
+  std::size_t member_bytes_;
+};
+
+// A group's value: its members' bits, ascending, each once.
+// A merge operand: the count of members it adds (4 bytes, big-endian), the
+// members it adds, then the members it removes, each part ascending. Applied
+// to a group: its members less those removed, with those added.
+struct GroupChange {
+  std::vector<Fingerprint> adds;     // member bits, ascending, unique
+  std::vector<Fingerprint> removes;  // member bits, ascending, unique
+
+  bool empty() const { return adds.empty() && removes.empty(); }
+  void clear() {
+    adds.clear();
+    removes.clear();
+  }
+};
+
+// Encodes a group's value from member bits, ascending and unique.
+std::string EncodeGroupValue(const GroupLayout& layout, std::span<const Fingerprint> members);
+// False if `value` is not a whole number of members in ascending order.
+bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
+                      std::vector<Fingerprint>& members);
+
+std::string EncodeGroupOperand(const GroupLayout& layout, const GroupChange& change);
+bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand, GroupChange& change);
+
+// Folds merge operands into their group (FullMergeV2), or into one operand
+// (PartialMergeMulti). Malformed input fails the merge, which RocksDB reports
+// as corruption of the read or compaction that met it.
+class GroupMergeOperator final : public rocksdb::MergeOperator {
+ public:
+  explicit GroupMergeOperator(GroupLayout layout) : layout_(layout) {}
+  bool FullMergeV2(const MergeOperationInput& in, MergeOperationOutput* out) const override;
+  bool PartialMergeMulti(const rocksdb::Slice& key, const std::deque<rocksdb::Slice>& operands,
+                         std::string* out, rocksdb::Logger* logger) const override;
+  const char* Name() const override { return "fpstore.groups"; }
+
+ private:
+  GroupLayout layout_;
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_TABLE_GROUPS_H_

@@ -1,0 +1,376 @@
+// Packed tables (format 6): the group layout, the merge operator against a
+// set kept beside it, and the member filters that every file carries,
+// through RocksDB's own writes, flushes and compactions.
+
+#include "table_groups.h"
+
+#include <gtest/gtest.h>
+#include <rocksdb/db.h>
+
+#include <algorithm>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "brute_force.h"
+#include "fpstore/options.h"
+#include "fpstore/store.h"
+#include "group_writer.h"
+#include "member_filters.h"
+#include "rocks_config.h"
+#include "store_impl.h"
+#include "table_entries.h"
+#include "temp_dir.h"
+
+namespace fpstore::internal {
+namespace {
+
+using testing::Random;
+using testing::TempDir;
+using testing::TestSeed;
+
+TEST(GroupLayoutTest, KeysAndMembersRoundTripInFingerprintOrder) {
+  Random rnd(TestSeed(61));
+  for (int p : {1, 7, 16, 20, 25, 33, 64}) {
+    const GroupLayout layout(p);
+    const int g = std::min(p, 20);
+    EXPECT_EQ(layout.group_bits(), g);
+    EXPECT_EQ(layout.key_bytes(), static_cast<std::size_t>((g + 7) / 8));
+    EXPECT_EQ(layout.member_bytes(), static_cast<std::size_t>((64 - g + 7) / 8));
+    std::string previous_key;
+    Fingerprint previous = 0;
+    std::vector<Fingerprint> fps;
+    for (int i = 0; i < 300; ++i) fps.push_back(i == 0 ? 0 : i == 1 ? ~Fingerprint{0} : rnd.Next());
+    std::sort(fps.begin(), fps.end());
+    for (Fingerprint fp : fps) {
+      const GroupLayout::Key key = layout.KeyOf(fp);
+      const std::string view(layout.KeyView(key));
+      Fingerprint group = 1;
+      ASSERT_TRUE(layout.DecodeKey(view, &group)) << "p=" << p;
+      EXPECT_EQ(group, layout.GroupOf(fp));
+      EXPECT_EQ(group | layout.MemberBits(fp), fp);
+      std::string member;
+      layout.AppendMember(member, fp);
+      EXPECT_EQ(layout.MemberAt(group, member.data()), fp);
+      // Byte order of keys is the order of their groups.
+      if (!previous_key.empty()) {
+        EXPECT_EQ(previous_key < view, layout.GroupOf(previous) < group) << "p=" << p;
+        EXPECT_LE(previous_key, view);
+      }
+      previous_key = view;
+      previous = fp;
+    }
+  }
+}
+
+TEST(GroupLayoutTest, MalformedKeysAndValuesAreRefused) {
+  const GroupLayout layout(33);  // 20-bit groups in 3 bytes, 44-bit members in 6
+  Fingerprint group;
+  EXPECT_FALSE(layout.DecodeKey(std::string("\x01\x02", 2), &group));
+  EXPECT_FALSE(layout.DecodeKey(std::string("\x01\x02\x03", 3), &group));  // padding set
+  EXPECT_TRUE(layout.DecodeKey(std::string("\x01\x02\x30", 3), &group));
+  std::vector<Fingerprint> members;
+  EXPECT_TRUE(DecodeGroupValue(layout, "", members));
+  EXPECT_TRUE(members.empty());
+  EXPECT_FALSE(DecodeGroupValue(layout, std::string(7, '\0'), members));  // part of a member
+  const std::string two = EncodeGroupValue(layout, std::vector<Fingerprint>{5, 9});
+  EXPECT_TRUE(DecodeGroupValue(layout, two, members));
+  EXPECT_EQ(members, (std::vector<Fingerprint>{5, 9}));
+  const std::string descending = two.substr(6) + two.substr(0, 6);
+  EXPECT_FALSE(DecodeGroupValue(layout, descending, members));
+  EXPECT_FALSE(DecodeGroupValue(layout, two.substr(0, 6) + two.substr(0, 6), members));  // twice
+
+  GroupChange change;
+  change.adds = {1, 2};
+  change.removes = {3};
+  const std::string operand = EncodeGroupOperand(layout, change);
+  GroupChange decoded;
+  ASSERT_TRUE(DecodeGroupOperand(layout, operand, decoded));
+  EXPECT_EQ(decoded.adds, change.adds);
+  EXPECT_EQ(decoded.removes, change.removes);
+  EXPECT_FALSE(DecodeGroupOperand(layout, operand.substr(0, 3), decoded));
+  std::string too_many = operand;
+  too_many[3] = 4;  // four adds in room for three members
+  EXPECT_FALSE(DecodeGroupOperand(layout, too_many, decoded));
+}
+
+// Random adds and removes of a few members, folded by the operator in
+// random ways (whole, or first partly merged in runs), against a set.
+TEST(GroupMergeOperatorTest, FoldsOperandsAsTheyWereApplied) {
+  Random rnd(TestSeed(62));
+  const GroupLayout layout(33);
+  const GroupMergeOperator op(layout);
+  for (int trial = 0; trial < 500; ++trial) {
+    std::set<Fingerprint> model;
+    const bool has_base = rnd.Uniform(2) == 1;
+    std::string base;
+    if (has_base) {
+      for (int i = 0; i < 4; ++i) model.insert(rnd.Uniform(8));
+      base = EncodeGroupValue(layout, std::vector<Fingerprint>(model.begin(), model.end()));
+    }
+    std::vector<std::string> operands;
+    for (int o = 1 + static_cast<int>(rnd.Uniform(6)); o > 0; --o) {
+      std::set<Fingerprint> adds, removes;
+      for (int i = static_cast<int>(rnd.Uniform(4)); i > 0; --i) adds.insert(rnd.Uniform(8));
+      for (int i = static_cast<int>(rnd.Uniform(4)); i > 0; --i) removes.insert(rnd.Uniform(8));
+      GroupChange change{{adds.begin(), adds.end()}, {removes.begin(), removes.end()}};
+      operands.push_back(EncodeGroupOperand(layout, change));
+      for (Fingerprint r : removes) model.erase(r);
+      model.insert(adds.begin(), adds.end());
+    }
+    // Runs of operands partly merged first, as compactions may.
+    std::vector<std::string> folded;
+    for (std::size_t i = 0; i < operands.size();) {
+      const std::size_t run = std::min<std::size_t>(1 + rnd.Uniform(3), operands.size() - i);
+      if (run == 1) {
+        folded.push_back(operands[i]);
+      } else {
+        std::deque<rocksdb::Slice> slices(operands.begin() + i, operands.begin() + i + run);
+        std::string partial;
+        ASSERT_TRUE(op.PartialMergeMulti("k", slices, &partial, nullptr));
+        folded.push_back(partial);
+      }
+      i += run;
+    }
+    const rocksdb::Slice base_slice(base);
+    const std::vector<rocksdb::Slice> list(folded.begin(), folded.end());
+    const rocksdb::MergeOperator::MergeOperationInput in("k", has_base ? &base_slice : nullptr,
+                                                         list, nullptr);
+    std::string merged;
+    rocksdb::Slice existing;
+    rocksdb::MergeOperator::MergeOperationOutput out(merged, existing);
+    ASSERT_TRUE(op.FullMergeV2(in, &out));
+    std::vector<Fingerprint> members;
+    ASSERT_TRUE(DecodeGroupValue(layout, merged, members));
+    EXPECT_EQ(members, std::vector<Fingerprint>(model.begin(), model.end())) << "trial " << trial;
+  }
+}
+
+TEST(GroupMergeOperatorTest, MalformedInputFailsTheMerge) {
+  const GroupLayout layout(33);
+  const GroupMergeOperator op(layout);
+  const std::string bad = "xyz";
+  const rocksdb::Slice bad_slice(bad);
+  const std::vector<rocksdb::Slice> none;
+  std::string merged;
+  rocksdb::Slice existing;
+  rocksdb::MergeOperator::MergeOperationOutput out(merged, existing);
+  using Input = rocksdb::MergeOperator::MergeOperationInput;
+  EXPECT_FALSE(op.FullMergeV2(Input("k", &bad_slice, none, nullptr), &out));
+  const std::vector<rocksdb::Slice> bad_operand{bad_slice};
+  EXPECT_FALSE(op.FullMergeV2(Input("k", nullptr, bad_operand, nullptr), &out));
+  std::string partial;
+  EXPECT_FALSE(op.PartialMergeMulti("k", {bad_slice}, &partial, nullptr));
+}
+
+TEST(MemberFilterTest, HoldsEveryPrefixAndFewOthers) {
+  Random rnd(TestSeed(63));
+  std::vector<Fingerprint> prefixes;
+  for (int i = 0; i < 20000; ++i) prefixes.push_back(rnd.Next() & ~Fingerprint{0} << 31);
+  const std::string bits = MemberFilter::Build(prefixes);
+  for (Fingerprint p : prefixes) ASSERT_TRUE(MemberFilter::MayContain(bits, p));
+  int passed = 0;
+  constexpr int kProbes = 100000;
+  for (int i = 0; i < kProbes; ++i) passed += MemberFilter::MayContain(bits, rnd.Next() << 31);
+  // About 10 bits a prefix and 6 probes: near 1%; 3% leaves room.
+  EXPECT_LT(passed, kProbes * 3 / 100);
+}
+
+// A database of the metadata family and table 1 of plan (6, 3), with a
+// store's options: packed, with its collector and merge operator.
+class PackedTableDb {
+ public:
+  explicit PackedTableDb(const std::string& path) {
+    StoreOptions options;
+    options.block_cache_bytes = 8 << 20;
+    options.write_buffer_bytes = 8 << 20;
+    RocksConfig config = MakeRocksConfig(options, plan_, Store::kFormatVersion);
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    for (const rocksdb::ColumnFamilyDescriptor& f : config.families) {
+      if (f.name == rocksdb::kDefaultColumnFamilyName || f.name == name()) families.push_back(f);
+    }
+    EXPECT_EQ(families.size(), 2u);
+    config.db.create_if_missing = true;
+    config.db.create_missing_column_families = true;
+    rocksdb::DB* raw = nullptr;
+    const rocksdb::Status s = rocksdb::DB::Open(config.db, path, families, &handles_, &raw);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    db_.reset(raw);
+  }
+  ~PackedTableDb() {
+    for (rocksdb::ColumnFamilyHandle* h : handles_) EXPECT_TRUE(db_->DestroyColumnFamilyHandle(h).ok());
+    EXPECT_TRUE(db_->Close().ok());
+  }
+  static constexpr std::size_t kTable = 1;
+  std::string name() const { return TableFamilyName(kTable); }
+  int prefix_bits() const { return plan_.table(kTable).prefix_bits(); }
+  rocksdb::DB& db() { return *db_; }
+  rocksdb::ColumnFamilyHandle* table() { return handles_[1]; }
+
+ private:
+  const PermutationPlan plan_ = *PermutationPlan::Create(6, 3);
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+};
+
+// A load's file adds more members than one chunk of a filter holds: its
+// property is cut into chunks of whole groups, and every member still
+// passes while few other prefixes do.
+TEST(MemberFiltersTest, LargeFilesCarryTheirFiltersInChunks) {
+  Random rnd(TestSeed(65));
+  TempDir dir;
+  PackedTableDb packed(dir.Sub("db"));
+  ASSERT_TRUE(packed.db().GetOptions(packed.table()).merge_operator != nullptr);
+  const GroupLayout layout(packed.prefix_bits());
+  std::vector<Fingerprint> members;
+  for (int i = 0; i < 200000; ++i) members.push_back(rnd.Next());
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  {
+    SstSink sink(packed.db(), packed.table(), dir.Sub("load.sst"), SstUse::kLoad);
+    GroupWriter writer(sink, layout, GroupWriter::kWhole);
+    for (Fingerprint m : members) ASSERT_TRUE(writer.Add(m, /*put=*/true).ok());
+    ASSERT_TRUE(writer.Finish().ok());
+    std::vector<std::string> paths;
+    ASSERT_TRUE(sink.Finish(paths).ok());
+    ASSERT_TRUE(packed.db().IngestExternalFile(packed.table(), paths, {}).ok());
+  }
+  rocksdb::TablePropertiesCollection properties;
+  ASSERT_TRUE(packed.db().GetPropertiesOfAllTables(packed.table(), &properties).ok());
+  ASSERT_EQ(properties.size(), 1u);
+  const std::string& value =
+      properties.begin()->second->user_collected_properties.at(kMemberFilterProperty);
+  // Walk the chunks' headers: whole groups, ascending and disjoint.
+  std::size_t chunks = 0;
+  Fingerprint previous_last = 0;
+  for (std::string_view rest = value; !rest.empty(); ++chunks) {
+    ASSERT_GE(rest.size(), 20u);
+    const Fingerprint first = GetBigEndian64(rest.data()), last = GetBigEndian64(rest.data() + 8);
+    const std::uint64_t bytes = GetBigEndianBytes(rest.data() + 16, 4);
+    EXPECT_LE(first, last);
+    if (chunks > 0) {
+      EXPECT_LT(previous_last, first);
+    }
+    EXPECT_EQ(layout.GroupOf(first), first);
+    previous_last = last;
+    ASSERT_LE(20 + bytes, rest.size());
+    rest.remove_prefix(20 + bytes);
+  }
+  EXPECT_EQ(chunks, (members.size() + 65535) / 65536);
+
+  Result<std::shared_ptr<const TableMemberFilter>> filter =
+      TableMemberFilter::Read(packed.db(), packed.table(), packed.prefix_bits());
+  ASSERT_TRUE(filter.ok()) << filter.status().ToString();
+  for (Fingerprint m : members) ASSERT_TRUE((*filter)->MayContain(m));
+  int passed = 0;
+  constexpr int kProbes = 100000;
+  for (int i = 0; i < kProbes; ++i) passed += (*filter)->MayContain(rnd.Next());
+  EXPECT_LT(passed, kProbes * 3 / 100);
+}
+
+// A packed table written every way RocksDB writes files: ingested whole
+// groups and operands, removals through the memtable and its flushes,
+// compactions. Throughout, its entries are the members of a set kept
+// beside it, and every member passes the files' filters.
+TEST(MemberFiltersTest, CoverEveryMemberThroughFlushesAndCompactions) {
+  Random rnd(TestSeed(64));
+  TempDir dir;
+  PackedTableDb packed(dir.Sub("db"));
+  const int prefix_bits = packed.prefix_bits();
+  const std::string name = packed.name();
+  const GroupLayout layout(prefix_bits);
+  rocksdb::DB* const db = &packed.db();
+  rocksdb::ColumnFamilyHandle* const table = packed.table();
+
+  std::set<Fingerprint> model;  // permuted fingerprints
+  // Few groups' worth of prefixes, so that groups hold several members.
+  auto random_permuted = [&] { return (rnd.Next() & 0xff0000ffffffffffULL); };
+  auto check = [&](const std::string& when) {
+    Result<std::shared_ptr<const TableMemberFilter>> filter =
+        TableMemberFilter::Read(*db, table, prefix_bits);
+    ASSERT_TRUE(filter.ok()) << filter.status().ToString();
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), table));
+    TableEntryCursor cursor(
+        *it, TableLayout{TableKeyCodec(prefix_bits, TableKeyCodec::Ids::kNone), layout}, name);
+    std::vector<Fingerprint> entries;
+    for (cursor.SeekToFirst(); cursor.Valid(); cursor.Next()) {
+      entries.push_back(cursor.entry().permuted);
+      EXPECT_TRUE((*filter)->MayContain(cursor.entry().permuted)) << when;
+    }
+    ASSERT_TRUE(cursor.status().ok()) << cursor.status().ToString();
+    EXPECT_EQ(entries, std::vector<Fingerprint>(model.begin(), model.end())) << when;
+    // Seeks land on the first entry at or past the sought fingerprint.
+    for (int i = 0; i < 50; ++i) {
+      const Fingerprint sought = i % 2 == 0 || model.empty()
+                                     ? random_permuted()
+                                     : *std::next(model.begin(), rnd.Uniform(model.size()));
+      cursor.Seek(sought);
+      const auto expected = model.lower_bound(sought);
+      ASSERT_EQ(cursor.Valid(), expected != model.end()) << when;
+      if (cursor.Valid()) {
+        EXPECT_EQ(cursor.entry().permuted, *expected) << when;
+      }
+    }
+  };
+  // An ingested file of ops, written as the store writes them.
+  int files = 0;
+  auto ingest = [&](std::vector<std::pair<Fingerprint, bool>> ops, GroupWriter::Mode mode) {
+    std::sort(ops.begin(), ops.end());
+    ops.erase(std::unique(ops.begin(), ops.end(),
+                          [](const auto& a, const auto& b) { return a.first == b.first; }),
+              ops.end());
+    SstSink sink(*db, table, dir.Sub("f" + std::to_string(files++) + ".sst"),
+                 SstUse::kMergeIntoLevel0);
+    GroupWriter writer(sink, layout, mode);
+    for (const auto& [permuted, put] : ops) {
+      ASSERT_TRUE(writer.Add(permuted, put).ok());
+      if (put) {
+        model.insert(permuted);
+      } else {
+        model.erase(permuted);
+      }
+    }
+    ASSERT_TRUE(writer.Finish().ok());
+    std::vector<std::string> paths;
+    ASSERT_TRUE(sink.Finish(paths).ok());
+    ASSERT_TRUE(db->IngestExternalFile(table, paths, rocksdb::IngestExternalFileOptions()).ok());
+  };
+
+  std::vector<std::pair<Fingerprint, bool>> ops;
+  for (int i = 0; i < 3000; ++i) ops.push_back({random_permuted(), true});
+  ingest(ops, GroupWriter::kWhole);
+  check("after the first load");
+  for (int round = 0; round < 6; ++round) {
+    ops.clear();
+    for (int i = 0; i < 500; ++i) ops.push_back({random_permuted(), true});
+    for (int i = 0; i < 100; ++i) {
+      ops.push_back({*std::next(model.begin(), rnd.Uniform(model.size())), false});
+    }
+    ingest(ops, GroupWriter::kOperands);
+    // Removals through the memtable, as a store's writers make them.
+    for (int i = 0; i < 50; ++i) {
+      const Fingerprint gone = *std::next(model.begin(), rnd.Uniform(model.size()));
+      GroupChange change;
+      change.removes.push_back(layout.MemberBits(gone));
+      const GroupLayout::Key key = layout.KeyOf(gone);
+      ASSERT_TRUE(db->Merge(rocksdb::WriteOptions(), table,
+                            rocksdb::Slice(key.data(), layout.key_bytes()),
+                            EncodeGroupOperand(layout, change))
+                      .ok());
+      model.erase(gone);
+    }
+    check("round " + std::to_string(round) + ", removals in the memtable");
+    if (round % 2 == 1) {
+      ASSERT_TRUE(db->Flush(rocksdb::FlushOptions(), table).ok());
+      check("round " + std::to_string(round) + ", flushed");
+    }
+    if (round % 3 == 2) {
+      ASSERT_TRUE(db->CompactRange(rocksdb::CompactRangeOptions(), table, nullptr, nullptr).ok());
+      check("round " + std::to_string(round) + ", compacted");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fpstore::internal
