@@ -235,8 +235,10 @@ class TableFileFixture {
              ("fpstore-micro-bench-sst." + std::to_string(::getpid()))),
         plan_(Check(fpstore::PermutationPlan::Create(6, 3))) {
     std::filesystem::remove_all(dir_);
-    fpstore::internal::RocksConfig config = fpstore::internal::MakeRocksConfig(
-        fpstore::StoreOptions(), plan_, fpstore::Store::kFormatVersion);
+    // Format 5's tables, a key each: bench/table_layout times the packed
+    // tables of format 6 against them.
+    fpstore::internal::RocksConfig config =
+        fpstore::internal::MakeRocksConfig(fpstore::StoreOptions(), plan_, /*format_version=*/5);
     config.db.create_if_missing = true;
     config.db.create_missing_column_families = true;
     rocksdb::DB* db = nullptr;
