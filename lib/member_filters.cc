@@ -22,8 +22,11 @@ std::uint64_t Mix(std::uint64_t x) {
 constexpr int kBitsPerPrefix = 10;
 constexpr int kProbes = 6;
 constexpr std::size_t kBlockBytes = 64;
-// A chunk's header: its first and last group, and its filter's bytes.
-constexpr std::size_t kChunkHeaderBytes = 8 + 8 + 4;
+// The property: the count of chunks (4 bytes), an index entry a chunk
+// (its first and last group, 8 bytes each, and where its filter ends, 4),
+// then the filters end to end.
+constexpr std::size_t kCountBytes = 4;
+constexpr std::size_t kIndexEntryBytes = 8 + 8 + 4;
 
 // The block, from the high half of one hash; the bits in it, from 9-bit
 // slices of a second.
@@ -33,11 +36,11 @@ std::size_t BlockOf(std::uint64_t h, std::size_t blocks) {
 
 Fingerprint PrefixMask(int prefix_bits) { return ~Fingerprint{0} << (64 - prefix_bits); }
 
-// The property (docs/format.md): chunks of whole groups in ascending
-// order, each its first and last group, its filter's size and the filter;
-// empty if the file adds no member. A chunk closes once it holds
-// kChunkPrefixes, so a file of any size costs the collector a bounded
-// buffer, and a probe tests one chunk's filter a file.
+// Builds the property (docs/format.md) from the file's entries in key
+// order. A chunk closes once it holds kChunkPrefixes, so a file of any
+// size costs the collector a bounded buffer, and a probe tests one chunk's
+// filter a file. Removed members count as much as added ones: a read that
+// passes a file by must not miss a removal.
 class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
  public:
   explicit MemberFilterCollector(int prefix_bits)
@@ -47,6 +50,7 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
                              rocksdb::EntryType type, rocksdb::SequenceNumber,
                              std::uint64_t) override {
     bool ok = true;
+    change_.clear();
     if (type == rocksdb::kEntryPut) {
       ok = DecodeGroupValue(layout_, value.ToStringView(), change_.adds);
     } else if (type == rocksdb::kEntryMerge) {
@@ -61,7 +65,7 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
       malformed_ = true;
       return rocksdb::Status::OK();
     }
-    if (change_.adds.empty()) return rocksdb::Status::OK();
+    if (change_.empty()) return rocksdb::Status::OK();
     // Chunks end between groups (a group's versions kept for snapshots
     // come one after another), so that their ranges do not overlap.
     if (!prefixes_.empty() && group != last_group_ && prefixes_.size() >= kChunkPrefixes) {
@@ -69,9 +73,11 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
     }
     if (prefixes_.empty()) first_group_ = group;
     last_group_ = group;
-    for (Fingerprint member : change_.adds) {
-      const Fingerprint prefix = (group | member) & prefix_mask_;
-      if (prefixes_.empty() || prefixes_.back() != prefix) prefixes_.push_back(prefix);
+    for (const std::vector<Fingerprint>* members : {&change_.adds, &change_.removes}) {
+      for (Fingerprint member : *members) {
+        const Fingerprint prefix = (group | member) & prefix_mask_;
+        if (prefixes_.empty() || prefixes_.back() != prefix) prefixes_.push_back(prefix);
+      }
     }
     return rocksdb::Status::OK();
   }
@@ -81,12 +87,17 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
   rocksdb::Status Finish(rocksdb::UserCollectedProperties* properties) override {
     if (malformed_) return rocksdb::Status::OK();  // no property: may hold anything
     if (!prefixes_.empty()) CloseChunk();
-    (*properties)[kMemberFilterProperty] = chunks_;
+    std::string value(kCountBytes, '\0');
+    PutBigEndianBytes(value.data(), index_.size() / kIndexEntryBytes, kCountBytes);
+    value += index_;
+    value += filters_;
+    (*properties)[kMemberFilterProperty] = std::move(value);
     return rocksdb::Status::OK();
   }
 
   rocksdb::UserCollectedProperties GetReadableProperties() const override {
-    return {{kMemberFilterProperty, std::to_string(chunks_.size()) + " bytes"}};
+    return {{kMemberFilterProperty, std::to_string(index_.size() / kIndexEntryBytes) +
+                                        " chunks, " + std::to_string(filters_.size()) + " bytes"}};
   }
   const char* Name() const override { return "fpstore.MemberFilterCollector"; }
 
@@ -94,13 +105,12 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
   static constexpr std::size_t kChunkPrefixes = std::size_t{1} << 16;
 
   void CloseChunk() {
-    const std::string bits = MemberFilter::Build(prefixes_);
-    const std::size_t at = chunks_.size();
-    chunks_.resize(at + kChunkHeaderBytes);
-    PutBigEndian64(chunks_.data() + at, first_group_);
-    PutBigEndian64(chunks_.data() + at + 8, last_group_);
-    PutBigEndianBytes(chunks_.data() + at + 16, bits.size(), 4);
-    chunks_ += bits;
+    filters_ += MemberFilter::Build(prefixes_);
+    const std::size_t at = index_.size();
+    index_.resize(at + kIndexEntryBytes);
+    PutBigEndian64(index_.data() + at, first_group_);
+    PutBigEndian64(index_.data() + at + 8, last_group_);
+    PutBigEndianBytes(index_.data() + at + 16, filters_.size(), 4);
     prefixes_.clear();
   }
 
@@ -109,7 +119,7 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
   GroupChange change_;
   std::vector<Fingerprint> prefixes_;  // of the open chunk
   Fingerprint first_group_ = 0, last_group_ = 0;
-  std::string chunks_;  // the closed ones, encoded
+  std::string index_, filters_;  // of the closed chunks
   bool malformed_ = false;
 };
 
@@ -125,27 +135,6 @@ class MemberFilterCollectorFactory final : public rocksdb::TablePropertiesCollec
  private:
   const int prefix_bits_;
 };
-
-// The chunks of a property's value (MemberFilterCollector), or none if the
-// value is malformed.
-std::optional<std::vector<TableMemberFilter::Chunk>> ParseChunks(std::string_view value) {
-  std::vector<TableMemberFilter::Chunk> chunks;
-  while (!value.empty()) {
-    if (value.size() < kChunkHeaderBytes) return std::nullopt;
-    TableMemberFilter::Chunk c{GetBigEndian64(value.data()), GetBigEndian64(value.data() + 8), {}};
-    const std::uint64_t bytes = GetBigEndianBytes(value.data() + 16, 4);
-    value.remove_prefix(kChunkHeaderBytes);
-    if (bytes == 0 || bytes % kBlockBytes != 0 || bytes > value.size() ||
-        c.first_group > c.last_group ||
-        (!chunks.empty() && chunks.back().last_group >= c.first_group)) {
-      return std::nullopt;
-    }
-    c.bits = value.substr(0, bytes);
-    value.remove_prefix(bytes);
-    chunks.push_back(c);
-  }
-  return chunks;
-}
 
 class RefreshAfterCompactions final : public rocksdb::EventListener {
  public:
@@ -190,6 +179,62 @@ bool MemberFilter::MayContain(std::string_view bits, Fingerprint prefix) {
   return true;
 }
 
+std::optional<FileMemberFilter> FileMemberFilter::Parse(std::string_view value, bool thorough) {
+  if (value.size() < kCountBytes) return std::nullopt;
+  const std::size_t chunks = GetBigEndianBytes(value.data(), kCountBytes);
+  value.remove_prefix(kCountBytes);
+  if (value.size() / kIndexEntryBytes < chunks) return std::nullopt;
+  const FileMemberFilter f(value.substr(0, chunks * kIndexEntryBytes),
+                           value.substr(chunks * kIndexEntryBytes), chunks);
+  if (chunks > 0 && f.FilterEnd(chunks - 1) != f.filters_.size()) return std::nullopt;
+  for (std::size_t i = 0; thorough && i < chunks; ++i) {
+    const std::size_t begin = i == 0 ? 0 : f.FilterEnd(i - 1);
+    if (f.FilterEnd(i) <= begin || (f.FilterEnd(i) - begin) % kBlockBytes != 0 ||
+        f.FirstGroup(i) > f.LastGroup(i) || (i > 0 && f.LastGroup(i - 1) >= f.FirstGroup(i))) {
+      return std::nullopt;
+    }
+  }
+  return f;
+}
+
+Fingerprint FileMemberFilter::FirstGroup(std::size_t i) const {
+  return GetBigEndian64(index_.data() + i * kIndexEntryBytes);
+}
+Fingerprint FileMemberFilter::LastGroup(std::size_t i) const {
+  return GetBigEndian64(index_.data() + i * kIndexEntryBytes + 8);
+}
+std::size_t FileMemberFilter::FilterEnd(std::size_t i) const {
+  return GetBigEndianBytes(index_.data() + i * kIndexEntryBytes + 16, 4);
+}
+
+bool FileMemberFilter::MayTouch(Fingerprint group, Fingerprint prefix) const {
+  // The last chunk that begins at or before the group.
+  std::size_t lo = 0, hi = chunks_;
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (FirstGroup(mid) <= group) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo == 0 || group > LastGroup(lo - 1)) return false;
+  const std::size_t begin = lo == 1 ? 0 : FilterEnd(lo - 2), end = FilterEnd(lo - 1);
+  // A chunk that a quick parse did not check, and is malformed: no answer.
+  if (end <= begin || end > filters_.size() || (end - begin) % kBlockBytes != 0) return true;
+  return MemberFilter::MayContain(filters_.substr(begin, end - begin), prefix);
+}
+
+bool FileMayTouch(const rocksdb::TableProperties& file, const GroupLayout& layout,
+                  Fingerprint prefix_mask, Fingerprint permuted) {
+  const auto& user = file.user_collected_properties;
+  const auto found = user.find(kMemberFilterProperty);
+  if (found == user.end()) return true;
+  const std::optional<FileMemberFilter> filter =
+      FileMemberFilter::Parse(found->second, /*thorough=*/false);
+  return !filter || filter->MayTouch(layout.GroupOf(permuted), permuted & prefix_mask);
+}
+
 std::shared_ptr<rocksdb::TablePropertiesCollectorFactory> NewMemberFilterCollectorFactory(
     int prefix_bits) {
   return std::make_shared<MemberFilterCollectorFactory>(prefix_bits);
@@ -221,22 +266,15 @@ Result<std::shared_ptr<const TableMemberFilter>> TableMemberFilter::Read(
       !s.ok()) {
     return s;
   }
+  std::size_t bytes = 0;
   for (const auto& [file, properties] : filter->properties_) {
     const auto& user = properties->user_collected_properties;
     const auto found = user.find(kMemberFilterProperty);
-    std::optional<std::vector<Chunk>> chunks;
-    if (found != user.end()) chunks = ParseChunks(found->second);
-    if (!chunks) {
-      filter->files_.push_back({0, ~Fingerprint{0}, {}, /*unknown=*/true});
-      continue;
-    }
-    if (chunks->empty()) continue;  // adds no member
-    const Fingerprint first = chunks->front().first_group, last = chunks->back().last_group;
-    filter->files_.push_back({first, last, *std::move(chunks), false});
-  }
-  std::size_t bytes = 0;
-  for (const File& f : filter->files_) {
-    for (const Chunk& c : f.chunks) bytes += c.bits.size();
+    std::optional<FileMemberFilter> parsed;
+    if (found != user.end()) parsed = FileMemberFilter::Parse(found->second, /*thorough=*/true);
+    if (parsed && parsed->empty()) continue;  // no entry with members
+    filter->files_.push_back({parsed});
+    if (parsed) bytes += found->second.size();
   }
   filter->charge_ = std::make_unique<CacheCharge>(std::move(cache), bytes);
   return std::shared_ptr<const TableMemberFilter>(std::move(filter));
@@ -244,7 +282,7 @@ Result<std::shared_ptr<const TableMemberFilter>> TableMemberFilter::Read(
 
 std::shared_ptr<const TableMemberFilter> TableMemberFilter::PassingAll() {
   auto filter = std::make_shared<TableMemberFilter>();
-  filter->files_.push_back({0, ~Fingerprint{0}, {}, /*unknown=*/true});
+  filter->files_.push_back({std::nullopt});
   return filter;
 }
 
@@ -252,14 +290,9 @@ bool TableMemberFilter::MayContain(Fingerprint permuted) const {
   const Fingerprint group = layout_.GroupOf(permuted);
   const Fingerprint prefix = permuted & prefix_mask_;
   for (const File& f : files_) {
-    if (group < f.first_group || group > f.last_group) continue;
-    if (f.unknown) return true;
-    // The last chunk that begins at or before the group.
-    auto c = std::upper_bound(f.chunks.begin(), f.chunks.end(), group,
-                              [](Fingerprint g, const Chunk& chunk) { return g < chunk.first_group; });
-    if (c == f.chunks.begin()) continue;
-    --c;
-    if (group <= c->last_group && MemberFilter::MayContain(c->bits, prefix)) return true;
+    if (!f.filter) return true;
+    if (group < f.filter->first_group() || group > f.filter->last_group()) continue;
+    if (f.filter->MayTouch(group, prefix)) return true;
   }
   return false;
 }

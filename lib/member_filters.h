@@ -44,6 +44,43 @@ class MemberFilter {
   static bool MayContain(std::string_view bits, Fingerprint prefix);
 };
 
+// One file's filters: the value of its property (docs/format.md), chunks
+// of whole groups, each with a filter of the prefixes of the members it
+// adds, removes or holds. A view of the value, which must outlive it.
+class FileMemberFilter {
+ public:
+  // None if `value` is malformed. Thorough: every chunk checked (once, for
+  // a filter that is kept); else only the index's size, and a lookup
+  // checks the chunk it reads (for a filter read once).
+  static std::optional<FileMemberFilter> Parse(std::string_view value, bool thorough);
+
+  bool empty() const { return chunks_ == 0; }
+  // REQUIRES: !empty()
+  Fingerprint first_group() const { return FirstGroup(0); }
+  Fingerprint last_group() const { return LastGroup(chunks_ - 1); }
+  // False only if no entry of the file adds, removes or holds a member of
+  // `group` with p-bit prefix `prefix`.
+  bool MayTouch(Fingerprint group, Fingerprint prefix) const;
+
+ private:
+  FileMemberFilter(std::string_view index, std::string_view filters, std::size_t chunks)
+      : index_(index), filters_(filters), chunks_(chunks) {}
+  Fingerprint FirstGroup(std::size_t i) const;
+  Fingerprint LastGroup(std::size_t i) const;
+  std::size_t FilterEnd(std::size_t i) const;
+
+  std::string_view index_;    // 20 bytes a chunk
+  std::string_view filters_;  // the chunks' filters, end to end
+  std::size_t chunks_;
+};
+
+// For ReadOptions::table_filter: false only if the file, whose probes look
+// up `layout`'s groups and prefixes `prefix_mask`, neither adds, removes
+// nor holds a member with `permuted`'s prefix, so that a read of its
+// group may pass the file by.
+bool FileMayTouch(const rocksdb::TableProperties& file, const GroupLayout& layout,
+                  Fingerprint prefix_mask, Fingerprint permuted);
+
 // Makes the collector for each file of a packed table whose probes look up
 // `prefix_bits`.
 std::shared_ptr<rocksdb::TablePropertiesCollectorFactory> NewMemberFilterCollectorFactory(
@@ -79,19 +116,12 @@ class TableMemberFilter {
   static std::shared_ptr<const TableMemberFilter> PassingAll();
   // False only if no file's members have `permuted`'s p-bit prefix.
   bool MayContain(Fingerprint permuted) const;
-  std::size_t files() const { return files_.size(); }
-
- // A filter of the members of a run of groups of one file.
-  struct Chunk {
-    Fingerprint first_group, last_group;
-    std::string_view bits;  // in properties_
-  };
+  // The table's files when the filters were read.
+  std::size_t files() const { return properties_.size(); }
 
  private:
   struct File {
-    Fingerprint first_group, last_group;
-    std::vector<Chunk> chunks;  // ascending, disjoint
-    bool unknown;               // no filter: it may hold anything
+    std::optional<FileMemberFilter> filter;  // none: it may hold anything
   };
   GroupLayout layout_{64};
   Fingerprint prefix_mask_ = 0;

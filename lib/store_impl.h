@@ -207,11 +207,17 @@ class StoreImpl final : public Store {
   Result<std::vector<std::vector<Match>>> QueryTables(std::span<const Fingerprint> fingerprints,
                                                       int k, const TableCursors& tables,
                                                       const rocksdb::Snapshot* snapshot) const;
+  // How a probe reads a packed table: its files' member filters (null for
+  // a table that keeps a key each), and the snapshot that the query's
+  // iterators show, for reads of its own that pass files by.
+  struct GroupReads {
+    const TableMemberFilter* filter;
+    const rocksdb::Snapshot* snapshot;
+  };
   // Finds the hits of each of `fingerprints` in table `t` through its
   // iterator `it`, adding them to hits[i] for fingerprints[i]; skips those
   // whose skip[i] has bit t set (MarkSkippable).
-  // `filter`: a packed table's member filters, else null.
-  Status ProbeTable(rocksdb::Iterator& it, const TableMemberFilter* filter, std::size_t t,
+  Status ProbeTable(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
                     std::span<const Fingerprint> fingerprints, int k,
                     std::span<const LoneBits> skip, std::vector<std::vector<Hit>>& hits) const;
   // ProbeTable for every table from `first` on, side by side on read_pool_,
@@ -232,16 +238,15 @@ class StoreImpl final : public Store {
   // Finds the hits of `query` in table `t` through its iterator `it`; each
   // document is found in exactly one table. A table without
   // ids adds one hit by fingerprint for all the documents that have it.
-  Status ScanTable(rocksdb::Iterator& it, const TableMemberFilter* filter, std::size_t t,
+  Status ScanTable(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
                    Fingerprint query, int k, std::vector<Hit>& hits) const;
   // After an ingestion of `args`, failed or not, with ingest_mu_ held
   // exclusively: the ingested packed tables' filters anew (member_filters.h).
   void RefreshMemberFilters(std::span<const rocksdb::IngestExternalFileArg> args) const;
   // ScanTable for a packed table: reads the query's group if one of its
-  // files' member filters passes.
-  Status ScanGroup(rocksdb::Iterator& it, const TableMemberFilter& filter, std::size_t t,
-                   Fingerprint query, int k,
-                   std::vector<Hit>& hits) const;
+  // files' member filters passes, from only those files if it has several.
+  Status ScanGroup(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
+                   Fingerprint query, int k, std::vector<Hit>& hits) const;
   // Replaces each hit found by fingerprint by one hit per document that
   // table 0 holds with that fingerprint.
   Status ResolveIds(std::vector<Hit>& hits, rocksdb::Iterator& table0) const;

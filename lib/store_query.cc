@@ -14,9 +14,9 @@
 
 namespace fpstore::internal {
 
-Status StoreImpl::ScanTable(rocksdb::Iterator& it, const TableMemberFilter* filter, std::size_t t,
+Status StoreImpl::ScanTable(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
                             Fingerprint query, int k, std::vector<Hit>& hits) const {
-  if (filter != nullptr) return ScanGroup(it, *filter, t, query, k, hits);
+  if (groups.filter != nullptr) return ScanGroup(it, groups, t, query, k, hits);
   const TablePermutation& perm = plan_.table(t);
   const TableKeyCodec codec = this->codec(t);
   const Fingerprint permuted_query = perm.Apply(query);
@@ -61,28 +61,42 @@ Status StoreImpl::ScanTable(rocksdb::Iterator& it, const TableMemberFilter* filt
   return FromRocks(it.status(), "scanning " + TableFamilyName(t));
 }
 
-Status StoreImpl::ScanGroup(rocksdb::Iterator& it, const TableMemberFilter& filter, std::size_t t,
+Status StoreImpl::ScanGroup(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
                             Fingerprint query, int k, std::vector<Hit>& hits) const {
   const TablePermutation& perm = plan_.table(t);
   const Fingerprint permuted_query = perm.Apply(query);
   // Most probes of a crawler find nothing: the files' member filters tell
   // without reading a group.
-  if (!filter.MayContain(permuted_query)) return Status::OK();
-  // The probe's prefix lies in one group (G <= p): its members from the
-  // first with the prefix on.
+  if (!groups.filter->MayContain(permuted_query)) return Status::OK();
+  // The probe's prefix lies in one group (G <= p). Merges and removals
+  // write operands for nearly every group, so the group is in every file:
+  // where there are several, a read of its own skips those whose filters
+  // show no change to a member with the prefix (the kept iterator would
+  // read a block of each), at the query's snapshot.
   const GroupLayout layout(perm.prefix_bits());
+  std::unique_ptr<rocksdb::Iterator> own;
+  rocksdb::Iterator* reader = &it;
+  if (groups.filter->files() > 1) {
+    rocksdb::ReadOptions ro = TableReadOptions();
+    ro.snapshot = groups.snapshot;
+    ro.table_filter = [&](const rocksdb::TableProperties& file) {
+      return FileMayTouch(file, layout, perm.prefix_mask(), permuted_query);
+    };
+    own.reset(db_->NewIterator(ro, table(t)));
+    reader = own.get();
+  }
   const GroupLayout::Key key = layout.KeyOf(permuted_query);
   const rocksdb::Slice key_slice(key.data(), layout.key_bytes());
-  it.Seek(key_slice);
-  if (!it.Valid() || it.key() != key_slice) {
-    if (it.status().ok()) return Status::OK();
-    return FromRocks(it.status(), "scanning " + TableFamilyName(t));
+  reader->Seek(key_slice);
+  if (!reader->Valid() || reader->key() != key_slice) {
+    if (reader->status().ok()) return Status::OK();
+    return FromRocks(reader->status(), "scanning " + TableFamilyName(t));
   }
-  const std::string_view value = it.value().ToStringView();
+  const std::string_view value = reader->value().ToStringView();
   const std::size_t width = layout.member_bytes();
   if (value.size() % width != 0) {
     return Status::Corruption(TableFamilyName(t) + " holds a malformed group " +
-                              it.key().ToString(true));
+                              reader->key().ToString(true));
   }
   const Fingerprint prefix = permuted_query & perm.prefix_mask();
   const Fingerprint group = layout.GroupOf(permuted_query);
@@ -303,7 +317,7 @@ void StoreImpl::MarkSkippable(Fingerprint query, std::span<const Hit> found, std
   }
 }
 
-Status StoreImpl::ProbeTable(rocksdb::Iterator& it, const TableMemberFilter* filter, std::size_t t,
+Status StoreImpl::ProbeTable(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
                              std::span<const Fingerprint> fingerprints, int k,
                              std::span<const LoneBits> skip,
                              std::vector<std::vector<Hit>>& hits) const {
@@ -312,7 +326,7 @@ Status StoreImpl::ProbeTable(rocksdb::Iterator& it, const TableMemberFilter* fil
     return t < RecentPrefixes::kMaxTables && (skip[i] >> t & 1) != 0;
   };
   if (fingerprints.size() == 1) {
-    return skipped(0) ? Status::OK() : ScanTable(it, filter, t, fingerprints[0], k, hits[0]);
+    return skipped(0) ? Status::OK() : ScanTable(it, groups, t, fingerprints[0], k, hits[0]);
   }
   // Probes in key order keep the iterator moving forward through the table.
   std::vector<std::size_t> order(fingerprints.size());
@@ -322,7 +336,7 @@ Status StoreImpl::ProbeTable(rocksdb::Iterator& it, const TableMemberFilter* fil
   });
   for (std::size_t i : order) {
     if (skipped(i)) continue;
-    if (Status s = ScanTable(it, filter, t, fingerprints[i], k, hits[i]); !s.ok()) return s;
+    if (Status s = ScanTable(it, groups, t, fingerprints[i], k, hits[i]); !s.ok()) return s;
   }
   return Status::OK();
 }
@@ -361,8 +375,8 @@ Status StoreImpl::ProbeTablesInParallel(std::size_t first, const TableCursors& t
       if (task == 0) {
         WarmRecordsOf(hits, *tables.tables[0], snapshot);
       } else {
-        statuses[task - 1] = ProbeTable(*tables.tables[first + task - 1],
-                                        (*filters)[first + task - 1].get(), first + task - 1,
+        const std::size_t t = first + task - 1;
+        statuses[task - 1] = ProbeTable(*tables.tables[t], {(*filters)[t].get(), snapshot}, t,
                                         fingerprints, k, skip, found[task - 1]);
       }
     } catch (const std::exception& e) {
@@ -402,7 +416,8 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
   // One clock reading per table: each table's end is the next one's start.
   auto start = std::chrono::steady_clock::now();
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-    if (Status s = ProbeTable(*tables.tables[t], (*filters)[t].get(), t, fingerprints, k, skip, hits);
+    if (Status s =
+            ProbeTable(*tables.tables[t], {(*filters)[t].get(), snapshot}, t, fingerprints, k, skip, hits);
         !s.ok()) {
       return s;
     }
