@@ -40,9 +40,13 @@ class GroupWriter {
     Status s;
     // A table without members loses nothing to removals.
     if (mode_ == kWhole) {
-      if (!change_.adds.empty()) s = sink_.Put(key_slice, EncodeGroupValue(layout_, change_.adds));
+      if (!change_.adds.empty()) {
+        EncodeGroupValue(layout_, change_.adds, value_);
+        s = sink_.Put(key_slice, value_);
+      }
     } else {
-      s = sink_.Merge(key_slice, EncodeGroupOperand(layout_, change_));
+      EncodeGroupOperand(layout_, change_, value_);
+      s = sink_.Merge(key_slice, value_);
     }
     change_.clear();
     return s;
@@ -54,6 +58,7 @@ class GroupWriter {
   Fingerprint group_ = 0;
   bool started_ = false;
   GroupChange change_;
+  std::string value_;  // the entry being written, its capacity kept
 };
 
 }  // namespace fpstore::internal

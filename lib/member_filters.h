@@ -40,7 +40,8 @@ inline constexpr char kMemberFilterProperty[] = "fpstore.members";
 // set in one 64-byte block.
 class MemberFilter {
  public:
-  static std::string Build(std::span<const Fingerprint> prefixes);
+  // Appends the filter of `prefixes` to `out`.
+  static void Build(std::span<const Fingerprint> prefixes, std::string& out);
   static bool MayContain(std::string_view bits, Fingerprint prefix);
 };
 

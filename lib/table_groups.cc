@@ -24,7 +24,13 @@ bool DecodeMembers(const GroupLayout& layout, std::string_view bytes,
 
 void AppendMembers(const GroupLayout& layout, std::span<const Fingerprint> members,
                    std::string& out) {
-  for (Fingerprint m : members) layout.AppendMember(out, m);
+  const std::size_t width = layout.member_bytes();
+  std::size_t at = out.size();
+  out.resize(at + members.size() * width);
+  for (Fingerprint m : members) {
+    PutBigEndianBytes(out.data() + at, layout.MemberBits(m), width);
+    at += width;
+  }
 }
 
 // a less b, both ascending.
@@ -55,11 +61,10 @@ bool GroupLayout::DecodeKey(std::string_view key, Fingerprint* group) const {
   return true;
 }
 
-std::string EncodeGroupValue(const GroupLayout& layout, std::span<const Fingerprint> members) {
-  std::string value;
-  value.reserve(members.size() * layout.member_bytes());
-  AppendMembers(layout, members, value);
-  return value;
+void EncodeGroupValue(const GroupLayout& layout, std::span<const Fingerprint> members,
+                      std::string& out) {
+  out.clear();
+  AppendMembers(layout, members, out);
 }
 
 bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
@@ -67,14 +72,11 @@ bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
   return DecodeMembers(layout, value, members);
 }
 
-std::string EncodeGroupOperand(const GroupLayout& layout, const GroupChange& change) {
-  std::string operand;
-  operand.reserve(4 + (change.adds.size() + change.removes.size()) * layout.member_bytes());
-  operand.resize(4);
-  PutBigEndianBytes(operand.data(), change.adds.size(), 4);
-  AppendMembers(layout, change.adds, operand);
-  AppendMembers(layout, change.removes, operand);
-  return operand;
+void EncodeGroupOperand(const GroupLayout& layout, const GroupChange& change, std::string& out) {
+  out.resize(4);
+  PutBigEndianBytes(out.data(), change.adds.size(), 4);
+  AppendMembers(layout, change.adds, out);
+  AppendMembers(layout, change.removes, out);
 }
 
 bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand, GroupChange& change) {

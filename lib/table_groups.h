@@ -99,14 +99,49 @@ struct GroupChange {
   }
 };
 
-// Encodes a group's value from member bits, ascending and unique.
-std::string EncodeGroupValue(const GroupLayout& layout, std::span<const Fingerprint> members);
+// Encodes a group's value from member bits, ascending and unique, into
+// `out` (its old contents gone; its capacity kept, for writers of many).
+void EncodeGroupValue(const GroupLayout& layout, std::span<const Fingerprint> members,
+                      std::string& out);
+inline std::string EncodeGroupValue(const GroupLayout& layout,
+                                    std::span<const Fingerprint> members) {
+  std::string value;
+  EncodeGroupValue(layout, members, value);
+  return value;
+}
 // False if `value` is not a whole number of members in ascending order.
 bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
                       std::vector<Fingerprint>& members);
 
-std::string EncodeGroupOperand(const GroupLayout& layout, const GroupChange& change);
+void EncodeGroupOperand(const GroupLayout& layout, const GroupChange& change, std::string& out);
+inline std::string EncodeGroupOperand(const GroupLayout& layout, const GroupChange& change) {
+  std::string operand;
+  EncodeGroupOperand(layout, change, operand);
+  return operand;
+}
 bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand, GroupChange& change);
+
+// Calls visit(member bits) for each member a group's value holds
+// (`operand` false) or a merge operand adds or removes (true), checking
+// only that the bytes divide into whole members: for readers that need
+// the members' bits and not their order. False if they do not.
+template <typename Visit>
+bool ForEachMemberOf(const GroupLayout& layout, std::string_view value, bool operand,
+                     Visit&& visit) {
+  if (operand) {
+    if (value.size() < 4 || GetBigEndianBytes(value.data(), 4) * layout.member_bytes() >
+                                value.size() - 4) {
+      return false;
+    }
+    value.remove_prefix(4);
+  }
+  const std::size_t width = layout.member_bytes();
+  if (value.size() % width != 0) return false;
+  for (std::size_t i = 0; i < value.size(); i += width) {
+    visit(GetBigEndianBytes(value.data() + i, width));
+  }
+  return true;
+}
 
 // Folds merge operands into their group (FullMergeV2), or into one operand
 // (PartialMergeMulti). Malformed input fails the merge, which RocksDB reports
