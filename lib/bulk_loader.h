@@ -73,10 +73,13 @@ class BulkLoaderImpl final : public BulkLoader {
   // Writes every table's SST from `changes`, tables spread over
   // threads; calls table_done() after each table. Appends them to `args`.
   // `crowded` and `use`: as WriteTable takes them (with `crowded`, table
-  // 0 is written last).
+  // 0 is written last). `beside_table0`, if set, is one more task, taken
+  // after table 0: table 0 waits for the others and then writes alone,
+  // with a core to spare.
   Status WriteTables(const Changes& changes, std::span<const Fingerprint> dropped,
                      const std::function<Status()>& table_done, std::atomic<LoneBits>* crowded,
-                     SstUse use, std::vector<rocksdb::IngestExternalFileArg>& args) const;
+                     SstUse use, std::vector<rocksdb::IngestExternalFileArg>& args,
+                     const std::function<Status()>& beside_table0 = {}) const;
   // Adds `fingerprints` to the store's RecentPrefixes and, as a file of its
   // recent family, to `args`. Nothing in a store before format 5.
   Status AddRecent(std::vector<Fingerprint> fingerprints,

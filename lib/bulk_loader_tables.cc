@@ -25,7 +25,8 @@ namespace fs = std::filesystem;
 Status BulkLoaderImpl::WriteTables(const Changes& changes, std::span<const Fingerprint> dropped,
                                    const std::function<Status()>& table_done,
                                    std::atomic<LoneBits>* crowded, SstUse use,
-                                   std::vector<rocksdb::IngestExternalFileArg>& args) const {
+                                   std::vector<rocksdb::IngestExternalFileArg>& args,
+                                   const std::function<Status()>& beside_table0) const {
   const PermutationPlan& plan = store_.plan_;
   const std::size_t tables = plan.table_count();
   // Tables are independent: each worker takes the next one not taken,
@@ -55,7 +56,16 @@ Status BulkLoaderImpl::WriteTables(const Changes& changes, std::span<const Finge
       // An exception (out of memory) must not end the process from a
       // worker thread: it fails the load.
       SortBuffers buffers;
-      for (std::size_t i; failures[w].ok() && (i = next_table.fetch_add(1)) < tables;) {
+      const std::size_t tasks = tables + (beside_table0 ? 1 : 0);
+      for (std::size_t i; failures[w].ok() && (i = next_table.fetch_add(1)) < tasks;) {
+        if (i == tables) {
+          try {
+            failures[w] = beside_table0();
+          } catch (const std::exception& e) {
+            failures[w] = Status::IOError(std::string("bulk load: ") + e.what());
+          }
+          continue;
+        }
         const std::size_t t = crowded != nullptr ? (i + 1) % tables : i;
         // Table 0 reads and sorts its ops while the last tables are
         // written, and waits for them before it writes the first key.
