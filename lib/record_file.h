@@ -101,6 +101,26 @@ class RecordReader {
   Status status_;
 };
 
+// A whole file mapped read-only, for files that several threads read end
+// to end, each: a bulk load's changes, read once by every table, cost a
+// copy out of the page cache per table through buffered reads (a tenth of
+// the tables' CPU at 10M).
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const Status& status() const { return status_; }
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+  Status status_;
+};
+
 }  // namespace fpstore::internal
 
 #endif  // FPSTORE_LIB_RECORD_FILE_H_
