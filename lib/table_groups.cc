@@ -33,21 +33,34 @@ void AppendMembers(const GroupLayout& layout, std::span<const Fingerprint> membe
   }
 }
 
-// a less b, both ascending.
-std::vector<Fingerprint> Without(const std::vector<Fingerprint>& a,
-                                 const std::vector<Fingerprint>& b) {
-  std::vector<Fingerprint> out;
-  out.reserve(a.size());
-  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
-  return out;
+// Sets `set` to itself less `removed`, with `added`, all ascending; `scratch`
+// is work space. Compactions fold an operand into nearly every group: the
+// buffers are the caller's, so that a fold allocates nothing once they have
+// grown.
+void Apply(std::vector<Fingerprint>& set, const std::vector<Fingerprint>& removed,
+           const std::vector<Fingerprint>& added, std::vector<Fingerprint>& scratch) {
+  if (!removed.empty()) {
+    scratch.clear();
+    std::set_difference(set.begin(), set.end(), removed.begin(), removed.end(),
+                        std::back_inserter(scratch));
+    set.swap(scratch);
+  }
+  if (!added.empty()) {
+    scratch.clear();
+    std::set_union(set.begin(), set.end(), added.begin(), added.end(),
+                   std::back_inserter(scratch));
+    set.swap(scratch);
+  }
 }
 
-std::vector<Fingerprint> Union(const std::vector<Fingerprint>& a,
-                               const std::vector<Fingerprint>& b) {
-  std::vector<Fingerprint> out;
-  out.reserve(a.size() + b.size());
-  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
-  return out;
+// Work space of one thread's folds.
+struct FoldBuffers {
+  std::vector<Fingerprint> members, scratch;
+  GroupChange change, combined;
+};
+FoldBuffers& ThreadFoldBuffers() {
+  thread_local FoldBuffers buffers;
+  return buffers;
 }
 
 }  // namespace
@@ -91,17 +104,17 @@ bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand, Gro
 
 bool GroupMergeOperator::FullMergeV2(const MergeOperationInput& in,
                                      MergeOperationOutput* out) const {
-  std::vector<Fingerprint> members;
+  FoldBuffers& b = ThreadFoldBuffers();
+  b.members.clear();
   if (in.existing_value != nullptr &&
-      !DecodeGroupValue(layout_, in.existing_value->ToStringView(), members)) {
+      !DecodeGroupValue(layout_, in.existing_value->ToStringView(), b.members)) {
     return false;
   }
-  GroupChange change;
   for (const rocksdb::Slice& operand : in.operand_list) {
-    if (!DecodeGroupOperand(layout_, operand.ToStringView(), change)) return false;
-    members = Union(Without(members, change.removes), change.adds);
+    if (!DecodeGroupOperand(layout_, operand.ToStringView(), b.change)) return false;
+    Apply(b.members, b.change.removes, b.change.adds, b.scratch);
   }
-  out->new_value = EncodeGroupValue(layout_, members);
+  EncodeGroupValue(layout_, b.members, out->new_value);
   return true;
 }
 
@@ -111,13 +124,14 @@ bool GroupMergeOperator::PartialMergeMulti(const rocksdb::Slice&,
   // One operand that does what they do in turn: what a later one removes
   // is no longer added, and every removal stays, for the members of the
   // group below them.
-  GroupChange combined, change;
+  FoldBuffers& b = ThreadFoldBuffers();
+  b.combined.clear();
   for (const rocksdb::Slice& operand : operands) {
-    if (!DecodeGroupOperand(layout_, operand.ToStringView(), change)) return false;
-    combined.adds = Union(Without(combined.adds, change.removes), change.adds);
-    combined.removes = Union(combined.removes, change.removes);
+    if (!DecodeGroupOperand(layout_, operand.ToStringView(), b.change)) return false;
+    Apply(b.combined.adds, b.change.removes, b.change.adds, b.scratch);
+    Apply(b.combined.removes, {}, b.change.removes, b.scratch);
   }
-  *out = EncodeGroupOperand(layout_, combined);
+  EncodeGroupOperand(layout_, b.combined, *out);
   return true;
 }
 
