@@ -225,8 +225,10 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   cursors.clear();
   std::vector<BufferedRecord>().swap(buffer_);
   std::string().swap(buffer_metadata_);
-  Result<std::vector<Fingerprint>> dropped =
-      DroppedFingerprints(std::move(leaving), Changes::InFile(changes_path, change_count));
+  Result<Changes> changes_read = Changes::InFile(changes_path, change_count);
+  if (!changes_read.ok()) return changes_read.status();
+  const Changes& table_changes = *changes_read;
+  Result<std::vector<Fingerprint>> dropped = DroppedFingerprints(std::move(leaving), table_changes);
   if (!dropped.ok()) return dropped.status();
 
   std::vector<rocksdb::IngestExternalFileArg> args;
@@ -285,7 +287,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
       change_count <= std::numeric_limits<std::uint32_t>::max()) {
     crowded = std::vector<std::atomic<LoneBits>>(change_count);
   }
-  if (Status s = WriteTables(Changes::InFile(changes_path, change_count), *dropped, table_done,
+  if (Status s = WriteTables(table_changes, *dropped, table_done,
                              crowded.empty() ? nullptr : crowded.data(), SstUse::kLoad, args,
                              write_documents);
       !s.ok()) {

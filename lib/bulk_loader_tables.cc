@@ -195,25 +195,25 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     RecordWriter out(path);
     for (const TableOp& op : ops) {
       out.PutU64(op.permuted);
-      out.PutU64(op.id);
       out.PutU64(std::uint64_t{op.change} << 1 | op.put);
     }
     ops.clear();
     spills.push_back(path);
     return out.Close();
   };
-  // Equal ops, from documents that share a fingerprint in a table without
-  // ids, go in once: an SST's keys must be unique. One out of order is a
-  // bug in the sort or the merge of runs, and would lose its key.
+  // Ops with one fingerprint, from documents that share it, go in once in
+  // a table without ids: an SST's keys must be unique. One out of order is
+  // a bug in the sort or the merge of runs, and would lose its key.
   std::optional<TableOp> last;
   auto write = [&](const TableOp& op) -> Status {
-    if (last && !(*last < op)) {
-      return op < *last ? Status::Corruption("bulk load: " + name + "'s entries out of order")
-                        : Status::OK();
+    if (last) {
+      if (op < *last) return Status::Corruption("bulk load: " + name + "'s entries out of order");
+      if (!codec.keeps_ids() && op.permuted == last->permuted) return Status::OK();
     }
     last = op;
     if (groups) return groups->Add(op.permuted, op.put);
-    const TableKey key = codec.Encode(op.permuted, op.id);
+    const TableKey key =
+        codec.Encode(op.permuted, codec.keeps_ids() ? changes.IdOf(op.change) : 0);
     if (!op.put) return sink.Delete(AsSlice(key));
     if (crowded != nullptr && t == 0) {
       const std::size_t tables = store_.plan_.table_count();
@@ -252,8 +252,9 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
         }
       }
       for (; i < end; ++i) {
-        if (reads_crowded && i + kAhead < sorted.size()) {
-          __builtin_prefetch(&crowded[sorted[i + kAhead].change]);
+        if (i + kAhead < sorted.size()) {
+          if (reads_crowded) __builtin_prefetch(&crowded[sorted[i + kAhead].change]);
+          if (codec.keeps_ids()) __builtin_prefetch(changes.IdAddress(sorted[i + kAhead].change));
         }
         if (Status s = write(sorted[i]); !s.ok()) return s;
       }
@@ -264,13 +265,11 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     if (ops.size() + 2 > capacity) {
       if (Status s = spill(); !s.ok()) return s;
     }
-    // A table without ids holds a fingerprint once, for all its documents.
-    const DocumentId id = codec.keeps_ids() ? c.id : 0;
     const auto change = static_cast<std::uint32_t>(i);
-    ops.push_back({perm.Apply(c.fingerprint), id, change, true});
+    ops.push_back({perm.Apply(c.fingerprint), change, true});
     if (c.had_old &&
         (codec.keeps_ids() || std::binary_search(dropped.begin(), dropped.end(), c.old))) {
-      ops.push_back({perm.Apply(c.old), id, change, false});
+      ops.push_back({perm.Apply(c.old), change, false});
     }
     return Status::OK();
   });
@@ -287,10 +286,9 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     auto later = [](const Item& a, const Item& b) { return b.first < a.first; };
     std::priority_queue<Item, std::vector<Item>, decltype(later)> merge(later);
     auto pull = [&](std::size_t r) {
-      std::uint64_t permuted, id, change_put;
-      if (readers[r]->GetU64(permuted) && readers[r]->GetU64(id) &&
-          readers[r]->GetU64(change_put)) {
-        merge.push({TableOp{permuted, id, static_cast<std::uint32_t>(change_put >> 1),
+      std::uint64_t permuted, change_put;
+      if (readers[r]->GetU64(permuted) && readers[r]->GetU64(change_put)) {
+        merge.push({TableOp{permuted, static_cast<std::uint32_t>(change_put >> 1),
                             (change_put & 1) != 0},
                     r});
       }

@@ -5,6 +5,7 @@
 #define FPSTORE_LIB_TABLE_CHANGES_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -44,51 +45,59 @@ struct Change {
 
 // Tables read every change in order, its place being the change's number.
 // A bulk load's changes live in a file, for they may not fit beside the
-// tables' buffers; a merge's are its staged documents, already in memory.
+// tables' buffers, mapped once for all the tables; a merge's are its staged
+// documents, already in memory. Either way changes are numbered in id
+// order.
 class Changes {
  public:
-  static Changes InFile(std::string path, std::uint64_t count) {
-    return Changes(std::move(path), {}, count);
+  static Result<Changes> InFile(const std::string& path, std::uint64_t count) {
+    auto file = std::make_shared<const MappedFile>(path);
+    if (!file->status().ok()) return file->status();
+    if (file->bytes().size() != count * Change::kBytes) {
+      return Status::IOError(path + " holds " + std::to_string(file->bytes().size()) +
+                             " bytes, not " + std::to_string(count) + " changes");
+    }
+    return Changes(std::move(file), {}, count);
   }
   static Changes Staged(std::span<const StagedDocument> staged) {
-    return Changes({}, staged, staged.size());
+    return Changes(nullptr, staged, staged.size());
   }
 
   std::uint64_t count() const { return count_; }
 
   // Calls visit(change, number) for each change in order; stops at the
-  // first error, of reading or from visit.
+  // first error from visit.
   template <typename Visit>
   Status ForEach(Visit&& visit) const {
-    if (path_.empty()) {
-      // A staged version has no table entries to replace.
-      for (std::size_t i = 0; i < staged_.size(); ++i) {
-        if (Status s = visit(Change{staged_[i].id, staged_[i].fingerprint, 0, false}, i); !s.ok()) {
-          return s;
-        }
-      }
-      return Status::OK();
-    }
-    const MappedFile file(path_);
-    if (!file.status().ok()) return file.status();
-    const std::string_view bytes = file.bytes();
-    if (bytes.size() != count_ * Change::kBytes) {
-      return Status::IOError(path_ + " holds " + std::to_string(bytes.size()) + " bytes, not " +
-                             std::to_string(count_) + " changes");
-    }
     for (std::uint64_t i = 0; i < count_; ++i) {
       Change c;
-      c.Decode(bytes.data() + i * Change::kBytes);
+      if (file_ != nullptr) {
+        c.Decode(file_->bytes().data() + i * Change::kBytes);
+      } else {
+        // A staged version has no table entries to replace.
+        c = Change{staged_[i].id, staged_[i].fingerprint, 0, false};
+      }
       if (Status s = visit(c, i); !s.ok()) return s;
     }
     return Status::OK();
   }
 
- private:
-  Changes(std::string path, std::span<const StagedDocument> staged, std::uint64_t count)
-      : path_(std::move(path)), staged_(staged), count_(count) {}
+  // The id of change `i`, and where it is read, to fetch it ahead: tables
+  // that keep ids read them in key order. REQUIRES: i < count()
+  DocumentId IdOf(std::uint64_t i) const {
+    return file_ != nullptr ? GetBigEndian64(IdAddress(i)) : staged_[i].id;
+  }
+  const char* IdAddress(std::uint64_t i) const {
+    return file_ != nullptr ? file_->bytes().data() + i * Change::kBytes
+                            : reinterpret_cast<const char*>(&staged_[i].id);
+  }
 
-  std::string path_;
+ private:
+  Changes(std::shared_ptr<const MappedFile> file, std::span<const StagedDocument> staged,
+          std::uint64_t count)
+      : file_(std::move(file)), staged_(staged), count_(count) {}
+
+  std::shared_ptr<const MappedFile> file_;  // null for staged changes
   std::span<const StagedDocument> staged_;
   std::uint64_t count_;
 };

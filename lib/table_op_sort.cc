@@ -42,7 +42,7 @@ void SortOpRun(TableOp* first, TableOp* last) {
 
 }  // namespace
 
-// Sorts buffers.ops by (permuted, id): a counting pass on the top 12 bits of
+// Sorts buffers.ops by (permuted, change): a counting pass on the top 12 bits of
 // the permuted fingerprint into scratch, then, within each bucket, one on
 // as many of the next bits as leave about one op per digit (permuted
 // fingerprints are close to uniform) back into ops, then the runs that

@@ -14,15 +14,17 @@
 namespace fpstore::internal {
 
 // A table key with what to do with it: put the new entry or delete a
-// replaced document's old one; and the change it comes from.
+// replaced document's old one; and the change it comes from, whose id a
+// table that keeps ids puts in the key. 16 bytes: with the id in it, 24,
+// twenty sorts of a 10M load moved half as many bytes again.
 struct TableOp {
   Fingerprint permuted;
-  DocumentId id;
-  std::uint32_t change;  // its number among the changes, for lone bits
+  std::uint32_t change;  // its number among the changes
   bool put;
 
+  // Changes are numbered in id order: this is (permuted, id) order.
   bool operator<(const TableOp& o) const {
-    return permuted != o.permuted ? permuted < o.permuted : id < o.id;
+    return permuted != o.permuted ? permuted < o.permuted : change < o.change;
   }
 };
 
@@ -38,7 +40,7 @@ struct SortBuffers {
   std::vector<std::size_t> next;
 };
 
-// Sorts buffers.ops by (permuted, id), using the other buffers as scratch.
+// Sorts buffers.ops by (permuted, change), using the other buffers as scratch.
 void SortOps(SortBuffers& buffers);
 
 }  // namespace fpstore::internal
