@@ -21,6 +21,10 @@
 
 namespace fpstore::internal {
 
+// The last table of a load writes its halves side by side when it has more
+// than this many ops in memory (WriteTable); 0 restores the default, 1Mi.
+void SetSplitLastTableAboveForTesting(std::size_t ops);
+
 class StoreImpl;
 struct StagedDocument;
 class Changes;

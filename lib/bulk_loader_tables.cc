@@ -23,6 +23,14 @@ namespace fpstore::internal {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+std::atomic<std::size_t> split_above_for_testing{0};
+
+}  // namespace
+
+void SetSplitLastTableAboveForTesting(std::size_t ops) { split_above_for_testing = ops; }
+
 Status BulkLoaderImpl::WriteTables(const Changes& changes, std::span<const Fingerprint> dropped,
                                    const std::function<Status()>& table_done,
                                    std::atomic<LoneBits>* crowded, SstUse use,
@@ -277,14 +285,16 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
   // and a fingerprint's duplicates go by prefix.
   std::optional<FilePart> second_half;
   auto write_sorted = [&](std::span<const TableOp> sorted) -> Status {
-    constexpr std::size_t kSplitAbove = std::size_t{1} << 20;
+    const std::size_t split_above = split_above_for_testing.load() != 0
+                                        ? split_above_for_testing.load()
+                                        : std::size_t{1} << 20;
     std::size_t half = sorted.size() / 2;
     while (half > 0 && half < sorted.size() &&
            (sorted[half].permuted & perm.prefix_mask()) ==
                (sorted[half - 1].permuted & perm.prefix_mask())) {
       ++half;
     }
-    if (!before_writing || sorted.size() < kSplitAbove || half == sorted.size()) {
+    if (!before_writing || sorted.size() < split_above || half == sorted.size()) {
       return write_prefixes(part, sorted);
     }
     second_half.emplace(*this, t, TempPath(name + "-2.sst"), use, family.file_count == 0);
