@@ -192,7 +192,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     SstSink sink;
     std::optional<GroupWriter> groups;
     std::optional<TableOp> last;
-    std::vector<std::uint32_t> to_mark;  // crowded changes not yet marked
+    std::vector<std::uint64_t> to_mark;  // crowded changes not yet marked
   };
   FilePart part(*this, t, TempPath(name + ".sst"), use, family.file_count == 0);
   // Both buffers at their final size up front: growth by doubling would
@@ -245,8 +245,8 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
   // cache miss. Table 0, which reads every change's bits in key order,
   // fetches them ahead too. The misses were 5% of a 10M load's CPU.
   auto mark_crowded = [&](FilePart& f) {
-    for (std::uint32_t change : f.to_mark) __builtin_prefetch(&crowded[change], 1);
-    for (std::uint32_t change : f.to_mark) crowded[change].fetch_or(LoneBits{1} << t);
+    for (std::uint64_t change : f.to_mark) __builtin_prefetch(&crowded[change], 1);
+    for (std::uint64_t change : f.to_mark) crowded[change].fetch_or(LoneBits{1} << t);
     f.to_mark.clear();
   };
   const bool reads_crowded = crowded != nullptr && t == 0;
@@ -311,7 +311,14 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     } catch (const std::system_error&) {  // no thread to be had: one after the other
       second = write_prefixes(*second_half, sorted.subspan(half));
     }
-    Status first = write_prefixes(part, sorted.first(half));
+    // The helper is joined however the first half ends: out of memory
+    // fails the load, not the process.
+    Status first;
+    try {
+      first = write_prefixes(part, sorted.first(half));
+    } catch (const std::exception& e) {
+      first = Status::IOError(std::string("bulk load: ") + e.what());
+    }
     if (helper.joinable()) helper.join();
     return first.ok() ? second : first;
   };
@@ -319,7 +326,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     if (ops.size() + 2 > capacity) {
       if (Status s = spill(); !s.ok()) return s;
     }
-    const auto change = static_cast<std::uint32_t>(i);
+    const std::uint64_t change = i;
     ops.push_back({perm.Apply(c.fingerprint), change, true});
     if (c.had_old &&
         (codec.keeps_ids() || std::binary_search(dropped.begin(), dropped.end(), c.old))) {
@@ -342,9 +349,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     auto pull = [&](std::size_t r) {
       std::uint64_t permuted, change_put;
       if (readers[r]->GetU64(permuted) && readers[r]->GetU64(change_put)) {
-        merge.push({TableOp{permuted, static_cast<std::uint32_t>(change_put >> 1),
-                            (change_put & 1) != 0},
-                    r});
+        merge.push({TableOp{permuted, change_put >> 1, change_put & 1}, r});
       }
       return readers[r]->status();
     };

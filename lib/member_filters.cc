@@ -186,7 +186,7 @@ std::optional<FileMemberFilter> FileMemberFilter::Parse(std::string_view value, 
   if (value.size() / kIndexEntryBytes < chunks) return std::nullopt;
   const FileMemberFilter f(value.substr(0, chunks * kIndexEntryBytes),
                            value.substr(chunks * kIndexEntryBytes), chunks);
-  if (chunks > 0 && f.FilterEnd(chunks - 1) != f.filters_.size()) return std::nullopt;
+  if ((chunks > 0 ? f.FilterEnd(chunks - 1) : 0) != f.filters_.size()) return std::nullopt;
   for (std::size_t i = 0; thorough && i < chunks; ++i) {
     const std::size_t begin = i == 0 ? 0 : f.FilterEnd(i - 1);
     if (f.FilterEnd(i) <= begin || (f.FilterEnd(i) - begin) % kBlockBytes != 0 ||

@@ -23,8 +23,6 @@ MappedFile::MappedFile(const std::string& path) {
       data_ = nullptr;
       size_ = 0;
       status_ = Status::IOError("mapping " + path + ": " + std::strerror(errno));
-    } else {
-      ::madvise(data_, size_, MADV_SEQUENTIAL);
     }
   }
   ::close(fd);

@@ -19,14 +19,15 @@ namespace fpstore::internal {
 // twenty sorts of a 10M load moved half as many bytes again.
 struct TableOp {
   Fingerprint permuted;
-  std::uint32_t change;  // its number among the changes
-  bool put;
+  std::uint64_t change : 63;  // its number among the changes
+  std::uint64_t put : 1;
 
   // Changes are numbered in id order: this is (permuted, id) order.
   bool operator<(const TableOp& o) const {
     return permuted != o.permuted ? permuted < o.permuted : change < o.change;
   }
 };
+static_assert(sizeof(TableOp) == 16);
 
 // A worker's buffers, kept from one table to the next: allocated afresh for
 // each table, their pages faulted in again every time, and in perf of a 10M

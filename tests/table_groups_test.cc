@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -176,6 +177,32 @@ TEST(MemberFilterTest, HoldsEveryPrefixAndFewOthers) {
   for (int i = 0; i < kProbes; ++i) passed += MemberFilter::MayContain(bits, rnd.Next() << 31);
   // About 10 bits a prefix and 6 probes: near 1%; 3% leaves room.
   EXPECT_LT(passed, kProbes * 3 / 100);
+}
+
+// A property that does not add up is refused (its file may then hold
+// anything), so that bytes of another layout are never read as a filter
+// of no members, which would pass the file by.
+TEST(MemberFilterTest, MalformedPropertiesAreRefused) {
+  const std::string no_chunks(4, '\0');
+  std::optional<FileMemberFilter> parsed = FileMemberFilter::Parse(no_chunks, true);
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_TRUE(parsed->empty());
+  EXPECT_FALSE(FileMemberFilter::Parse(no_chunks + std::string(16, '\1'), false).has_value());
+  EXPECT_FALSE(FileMemberFilter::Parse("", false).has_value());
+  // One chunk, groups 0 to 0, its filter 64 bytes.
+  std::string one(4 + 20, '\0');
+  one[3] = 1;
+  one[4 + 19] = 64;
+  one += std::string(64, '\0');
+  EXPECT_TRUE(FileMemberFilter::Parse(one, true).has_value());
+  EXPECT_FALSE(FileMemberFilter::Parse(one.substr(0, one.size() - 1), false).has_value());
+  std::string short_filter = one;
+  short_filter[4 + 19] = 63;  // not whole blocks
+  EXPECT_FALSE(FileMemberFilter::Parse(short_filter.substr(0, short_filter.size() - 1), true)
+                   .has_value());
+  std::string backwards = one;
+  backwards[4 + 7] = 1;  // first group past the last
+  EXPECT_FALSE(FileMemberFilter::Parse(backwards, true).has_value());
 }
 
 // A database of the metadata family and table 1 of plan (6, 3), with a
