@@ -99,9 +99,12 @@ inline double ExpectedCandidates(const PermutationPlan& plan, double documents) 
 }
 
 // What a plan costs at a number of documents, from what fpstore-bench
-// measured at 10M (docs/performance.md): on disk, about 16 bytes per entry
-// of table 0 (fingerprint and id), 11 per entry of each other table
-// (fingerprint alone) and 15 per document record; per table probed, 0.8 us
+// measured (docs/performance.md): on disk, about 16 bytes per entry of
+// table 0 (fingerprint and id) and 15 per document record; each other table
+// packs its fingerprints in groups (format 6), a member's bytes and 1.25 of
+// filter each, and about 12.9 bytes per group that holds any (at 1M, 10M
+// and 100M documents 15.6, 8.6 and 7.4 bytes a fingerprint, against 15.1,
+// 8.6 and 7.5 measured); per table probed, 0.8 us
 // (a warm miss of plan (6, 3) over its 20 tables), plus, when the probe's
 // prefix range is not empty, a data block read of about 13 us (what a warm
 // hit of plan (6, 3) costs beyond a miss, per block it reads, about 11),
@@ -113,12 +116,21 @@ struct PlanEstimate {
 };
 
 inline PlanEstimate EstimatePlan(const PermutationPlan& plan, double documents) {
-  constexpr double kBytesPerIdEntry = 16, kBytesPerEntry = 11, kBytesPerDocument = 15;
+  constexpr double kBytesPerIdEntry = 16, kBytesPerDocument = 15;
+  constexpr double kFilterBytesPerMember = 1.25, kBytesPerGroup = 12.9;
   constexpr double kMicrosPerProbe = 0.8, kMicrosPerBlockRead = 13, kMicrosPerCandidate = 0.2;
   PlanEstimate e;
   e.candidates = ExpectedCandidates(plan, documents);
-  e.disk_bytes = documents * (kBytesPerIdEntry + kBytesPerEntry * (plan.table_count() - 1) +
-                              kBytesPerDocument);
+  e.disk_bytes = documents * (kBytesPerIdEntry + kBytesPerDocument);
+  for (std::size_t t = 1; t < plan.table_count(); ++t) {
+    // Groups of G = min(p, 20) bits, members of 64 - G bits in whole bytes
+    // (docs/format.md, "Packed tables").
+    const int group_bits = std::min(plan.table(t).prefix_bits(), 20);
+    const double member_bytes = (64 - group_bits + 7) / 8;
+    const double groups = std::ldexp(1.0, group_bits);
+    const double held = groups * -std::expm1(-documents / groups);  // groups with a member
+    e.disk_bytes += documents * (member_bytes + kFilterBytesPerMember) + held * kBytesPerGroup;
+  }
   for (const TablePermutation& t : plan.tables()) {
     // Random fingerprints: a prefix range holds Poisson(in_range) entries.
     const double in_range = std::ldexp(documents, -t.prefix_bits());
