@@ -242,22 +242,42 @@ std::shared_ptr<rocksdb::TablePropertiesCollectorFactory> NewMemberFilterCollect
 
 CacheCharge::CacheCharge(std::shared_ptr<rocksdb::Cache> cache, std::size_t bytes)
     : cache_(std::move(cache)) {
-  if (cache_ == nullptr || bytes == 0) return;
-  // A key of its own: this object's address, unique while it lives.
-  const std::string key = "fpstore.member_filters." + std::to_string(reinterpret_cast<std::uintptr_t>(this));
-  const rocksdb::Status s = cache_->Insert(
-      key, nullptr, bytes, [](const rocksdb::Slice&, void*) {}, &handle_,
-      rocksdb::Cache::Priority::HIGH);
-  if (!s.ok()) handle_ = nullptr;  // a full strict cache: left uncharged
+  if (cache_ == nullptr) return;
+  constexpr std::size_t kPiece = std::size_t{256} << 10;
+  // Keys of their own: this object's address, unique while it lives, and
+  // the piece's number.
+  const std::string prefix =
+      "fpstore.member_filters." + std::to_string(reinterpret_cast<std::uintptr_t>(this)) + ".";
+  for (std::size_t at = 0, piece = 0; at < bytes; at += kPiece, ++piece) {
+    rocksdb::Cache::Handle* handle = nullptr;
+    const rocksdb::Status s = cache_->Insert(
+        prefix + std::to_string(piece), nullptr, std::min(kPiece, bytes - at),
+        [](const rocksdb::Slice&, void*) {}, &handle, rocksdb::Cache::Priority::HIGH);
+    if (s.ok() && handle != nullptr) handles_.push_back(handle);  // else a full strict cache
+  }
 }
 
 CacheCharge::~CacheCharge() {
-  if (handle_ != nullptr) cache_->Release(handle_, /*erase_if_last_ref=*/true);
+  for (rocksdb::Cache::Handle* h : handles_) cache_->Release(h, /*erase_if_last_ref=*/true);
+}
+
+std::shared_ptr<const CacheCharge> FileCharges::For(
+    const std::shared_ptr<const rocksdb::TableProperties>& file, std::size_t bytes) {
+  std::lock_guard lock(mu_);
+  std::weak_ptr<const CacheCharge>& slot = charges_[file.get()];
+  std::shared_ptr<const CacheCharge> charge = slot.lock();
+  if (charge == nullptr) {
+    // Files go as compactions replace them: their slots with them.
+    std::erase_if(charges_, [](const auto& entry) { return entry.second.expired(); });
+    charge = std::make_shared<const CacheCharge>(cache_, bytes);
+    charges_[file.get()] = charge;
+  }
+  return charge;
 }
 
 Result<std::shared_ptr<const TableMemberFilter>> TableMemberFilter::Read(
     rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int prefix_bits,
-    std::shared_ptr<rocksdb::Cache> cache) {
+    FileCharges* charges) {
   auto filter = std::make_shared<TableMemberFilter>();
   filter->layout_ = GroupLayout(prefix_bits);
   filter->prefix_mask_ = PrefixMask(prefix_bits);
@@ -266,7 +286,6 @@ Result<std::shared_ptr<const TableMemberFilter>> TableMemberFilter::Read(
       !s.ok()) {
     return s;
   }
-  std::size_t bytes = 0;
   for (const auto& [file, properties] : filter->properties_) {
     const auto& user = properties->user_collected_properties;
     const auto found = user.find(kMemberFilterProperty);
@@ -274,9 +293,10 @@ Result<std::shared_ptr<const TableMemberFilter>> TableMemberFilter::Read(
     if (found != user.end()) parsed = FileMemberFilter::Parse(found->second, /*thorough=*/true);
     if (parsed && parsed->empty()) continue;  // no entry with members
     filter->files_.push_back({parsed});
-    if (parsed) bytes += found->second.size();
+    if (parsed && charges != nullptr) {
+      filter->charges_.push_back(charges->For(properties, found->second.size()));
+    }
   }
-  filter->charge_ = std::make_unique<CacheCharge>(std::move(cache), bytes);
   return std::shared_ptr<const TableMemberFilter>(std::move(filter));
 }
 
@@ -299,7 +319,7 @@ bool TableMemberFilter::MayContain(Fingerprint permuted) const {
 
 MemberFilters::MemberFilters(const PermutationPlan& plan, std::vector<bool> packed,
                              std::shared_ptr<rocksdb::Cache> cache)
-    : plan_(plan), packed_(std::move(packed)), cache_(std::move(cache)) {}
+    : plan_(plan), packed_(std::move(packed)), charges_(std::move(cache)) {}
 
 void MemberFilters::Attach(rocksdb::DB* db, std::span<rocksdb::ColumnFamilyHandle* const> tables) {
   std::lock_guard lock(mu_);
@@ -337,7 +357,7 @@ void MemberFilters::RefreshLocked(std::optional<std::vector<std::uint32_t>> ids)
     if (!packed_[t]) continue;
     if (ids && std::find(ids->begin(), ids->end(), tables_[t]->GetID()) == ids->end()) continue;
     Result<std::shared_ptr<const TableMemberFilter>> read =
-        TableMemberFilter::Read(*db_, tables_[t], plan_.table(t).prefix_bits(), cache_);
+        TableMemberFilter::Read(*db_, tables_[t], plan_.table(t).prefix_bits(), &charges_);
     // Files may have come that the old filters do not know: until a
     // refresh succeeds, every probe of the table reads its group.
     (*next)[t] = read.ok() ? *std::move(read) : TableMemberFilter::PassingAll();

@@ -20,6 +20,7 @@
 #include <rocksdb/table_properties.h>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -89,10 +90,12 @@ std::shared_ptr<rocksdb::TablePropertiesCollectorFactory> NewMemberFilterCollect
 
 // Memory charged to a block cache while this lives: the filters are kept
 // in the files' table properties, outside the cache, whose budget is the
-// store's. Data blocks make way for them as for pinned filters.
+// store's. Data blocks make way for them as for pinned filters. Charged in
+// pieces of 256 KiB, which the cache's shards share: one entry of a large
+// file's filters (12 MB at 10M documents) overfilled its shard of the
+// cache, whose data blocks then went as soon as they came.
 class CacheCharge {
  public:
-  CacheCharge() = default;
   // A null cache charges nothing.
   CacheCharge(std::shared_ptr<rocksdb::Cache> cache, std::size_t bytes);
   CacheCharge(const CacheCharge&) = delete;
@@ -101,18 +104,37 @@ class CacheCharge {
 
  private:
   std::shared_ptr<rocksdb::Cache> cache_;
-  rocksdb::Cache::Handle* handle_ = nullptr;
+  std::vector<rocksdb::Cache::Handle*> handles_;
+};
+
+// Each file's charge, shared by the filter sets that hold the file: a set
+// read after every merge and compaction charges only its new files.
+// Charged whole each time, a table's filters evicted as many bytes of data
+// blocks after every merge. Thread-safe.
+class FileCharges {
+ public:
+  explicit FileCharges(std::shared_ptr<rocksdb::Cache> cache) : cache_(std::move(cache)) {}
+  // The charge of `bytes` for `file`, made if none lives: a file's table
+  // properties are one object while it is open (every file is, from the
+  // store's open on), and a charge keeps them, so the address names it.
+  std::shared_ptr<const CacheCharge> For(const std::shared_ptr<const rocksdb::TableProperties>& file,
+                                         std::size_t bytes);
+
+ private:
+  const std::shared_ptr<rocksdb::Cache> cache_;
+  std::mutex mu_;
+  std::map<const rocksdb::TableProperties*, std::weak_ptr<const CacheCharge>> charges_;
 };
 
 // The filters of one packed table's live files.
 class TableMemberFilter {
  public:
   TableMemberFilter() = default;
-  // Reads them from the family's current files, charging their memory to
-  // `cache` (if not null).
+  // Reads them from the family's current files, charging their memory
+  // through `charges` (if not null).
   static Result<std::shared_ptr<const TableMemberFilter>> Read(
       rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int prefix_bits,
-      std::shared_ptr<rocksdb::Cache> cache = nullptr);
+      FileCharges* charges = nullptr);
   // A filter that passes every probe.
   static std::shared_ptr<const TableMemberFilter> PassingAll();
   // False only if no file's members have `permuted`'s p-bit prefix.
@@ -128,7 +150,7 @@ class TableMemberFilter {
   Fingerprint prefix_mask_ = 0;
   std::vector<File> files_;
   rocksdb::TablePropertiesCollection properties_;  // keeps the bits
-  std::unique_ptr<CacheCharge> charge_;
+  std::vector<std::shared_ptr<const CacheCharge>> charges_;
 };
 
 // Every packed table's filters, replaced whole when files come or go.
@@ -175,7 +197,7 @@ class MemberFilters {
 
   const PermutationPlan plan_;
   const std::vector<bool> packed_;
-  const std::shared_ptr<rocksdb::Cache> cache_;
+  FileCharges charges_;
   std::mutex mu_;
   rocksdb::DB* db_ = nullptr;                         // guarded by mu_
   std::vector<rocksdb::ColumnFamilyHandle*> tables_;  // guarded by mu_

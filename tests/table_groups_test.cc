@@ -5,7 +5,9 @@
 #include "table_groups.h"
 
 #include <gtest/gtest.h>
+#include <rocksdb/cache.h>
 #include <rocksdb/db.h>
+#include <rocksdb/table_properties.h>
 
 #include <algorithm>
 #include <memory>
@@ -203,6 +205,59 @@ TEST(MemberFilterTest, MalformedPropertiesAreRefused) {
   std::string backwards = one;
   backwards[4 + 7] = 1;  // first group past the last
   EXPECT_FALSE(FileMemberFilter::Parse(backwards, true).has_value());
+}
+
+// The cache's pinned usage is `bytes`, and its entries' own overhead.
+bool PinnedAbout(const rocksdb::Cache& cache, std::size_t bytes) {
+  const std::size_t pinned = cache.GetPinnedUsage();
+  return pinned >= bytes && pinned < bytes + bytes / 64;
+}
+
+// A charge larger than a shard of the cache goes in pieces that the shards
+// share: charged whole, it overfilled its shard, whose other entries then
+// went as soon as they came.
+TEST(CacheChargeTest, LargeChargesLeaveEveryShardRoom) {
+  rocksdb::LRUCacheOptions options;
+  options.capacity = 64 << 20;
+  options.num_shard_bits = 3;  // 8 MiB a shard
+  const std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(options);
+  const CacheCharge charge(cache, 16 << 20);
+  EXPECT_TRUE(PinnedAbout(*cache, std::size_t{16} << 20)) << cache->GetPinnedUsage();
+  for (int i = 0; i < 256; ++i) {
+    ASSERT_TRUE(cache->Insert("block" + std::to_string(i), nullptr, 1024,
+                              [](const rocksdb::Slice&, void*) {})
+                    .ok());
+  }
+  int found = 0;
+  for (int i = 0; i < 256; ++i) {
+    rocksdb::Cache::Handle* h = cache->Lookup("block" + std::to_string(i));
+    if (h != nullptr) {
+      ++found;
+      cache->Release(h);
+    }
+  }
+  EXPECT_EQ(found, 256);
+}
+
+// A file's charge is made once and shared by the filter sets that hold it,
+// and made anew once none does.
+TEST(CacheChargeTest, FilesAreChargedOnceWhileHeld) {
+  const std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(64 << 20);
+  FileCharges charges(cache);
+  const auto file = std::make_shared<const rocksdb::TableProperties>();
+  std::shared_ptr<const CacheCharge> first = charges.For(file, 1 << 20);
+  std::shared_ptr<const CacheCharge> second = charges.For(file, 1 << 20);
+  EXPECT_EQ(first, second);
+  EXPECT_TRUE(PinnedAbout(*cache, std::size_t{1} << 20)) << cache->GetPinnedUsage();
+  const auto other = std::make_shared<const rocksdb::TableProperties>();
+  std::shared_ptr<const CacheCharge> third = charges.For(other, 1 << 20);
+  EXPECT_TRUE(PinnedAbout(*cache, std::size_t{2} << 20)) << cache->GetPinnedUsage();
+  first.reset();
+  second.reset();
+  EXPECT_TRUE(PinnedAbout(*cache, std::size_t{1} << 20)) << cache->GetPinnedUsage();
+  EXPECT_NE(charges.For(file, 1 << 20), nullptr);
+  // Made and released again.
+  EXPECT_TRUE(PinnedAbout(*cache, std::size_t{1} << 20)) << cache->GetPinnedUsage();
 }
 
 // A database of the metadata family and table 1 of plan (6, 3), with a
