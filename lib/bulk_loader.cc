@@ -297,9 +297,10 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   phases.Lap("tables");
 
   if (!args.empty()) {
+    const std::optional<MemberFilters::Ingested> ingested = store_.ReadIngestedFilters(args);
     std::unique_lock exclusive(store_.ingest_mu_);
     const Status s = FromRocks(db.IngestExternalFiles(args), "ingesting the bulk load");
-    store_.RefreshMemberFilters(args);
+    store_.PublishMemberFilters(args, ingested, s);
     if (!s.ok()) return s;
   }
   phases.Lap("ingested");

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <optional>
 
+#include <rocksdb/sst_file_reader.h>
+
 #include "rocks_status.h"
 
 namespace fpstore::internal {
@@ -286,18 +288,30 @@ Result<std::shared_ptr<const TableMemberFilter>> TableMemberFilter::Read(
       !s.ok()) {
     return s;
   }
-  for (const auto& [file, properties] : filter->properties_) {
-    const auto& user = properties->user_collected_properties;
-    const auto found = user.find(kMemberFilterProperty);
-    std::optional<FileMemberFilter> parsed;
-    if (found != user.end()) parsed = FileMemberFilter::Parse(found->second, /*thorough=*/true);
-    if (parsed && parsed->empty()) continue;  // no entry with members
-    filter->files_.push_back({parsed});
-    if (parsed && charges != nullptr) {
-      filter->charges_.push_back(charges->For(properties, found->second.size()));
-    }
-  }
+  for (const auto& [file, properties] : filter->properties_) filter->Add(properties, charges);
   return std::shared_ptr<const TableMemberFilter>(std::move(filter));
+}
+
+void TableMemberFilter::Add(const std::shared_ptr<const rocksdb::TableProperties>& file,
+                            FileCharges* charges) {
+  const auto& user = file->user_collected_properties;
+  const auto found = user.find(kMemberFilterProperty);
+  std::optional<FileMemberFilter> parsed;
+  if (found != user.end()) parsed = FileMemberFilter::Parse(found->second, /*thorough=*/true);
+  if (parsed && parsed->empty()) return;  // no entry with members
+  files_.push_back({parsed});
+  if (parsed && charges != nullptr) charges_.push_back(charges->For(file, found->second.size()));
+}
+
+std::shared_ptr<const TableMemberFilter> TableMemberFilter::With(
+    std::span<const std::shared_ptr<const rocksdb::TableProperties>> added,
+    FileCharges* charges) const {
+  auto filter = std::make_shared<TableMemberFilter>(*this);
+  for (const auto& file : added) {
+    filter->added_.push_back(file);
+    filter->Add(file, charges);
+  }
+  return filter;
 }
 
 std::shared_ptr<const TableMemberFilter> TableMemberFilter::PassingAll() {
@@ -339,6 +353,42 @@ void MemberFilters::Refresh(std::span<rocksdb::ColumnFamilyHandle* const> famili
   for (rocksdb::ColumnFamilyHandle* f : families) ids.push_back(f->GetID());
   std::lock_guard lock(mu_);
   RefreshLocked(std::move(ids));
+}
+
+Result<MemberFilters::Ingested> MemberFilters::ReadIngested(
+    rocksdb::DB& db, std::span<const rocksdb::IngestExternalFileArg> args) const {
+  Ingested ingested;
+  for (const rocksdb::IngestExternalFileArg& arg : args) {
+    const std::uint32_t id = arg.column_family->GetID();
+    bool packed = false;
+    {
+      std::lock_guard lock(mu_);
+      for (std::size_t t = 0; t < tables_.size(); ++t) packed |= packed_[t] && tables_[t]->GetID() == id;
+    }
+    if (!packed) continue;
+    for (const std::string& path : arg.external_files) {
+      rocksdb::SstFileReader reader(db.GetOptions(arg.column_family));
+      if (Status s = FromRocks(reader.Open(path), "reading " + path); !s.ok()) return s;
+      ingested.files.emplace_back(id, reader.GetTableProperties());
+    }
+  }
+  return ingested;
+}
+
+void MemberFilters::AddIngested(const Ingested& ingested) {
+  std::lock_guard lock(mu_);
+  if (db_ == nullptr || ingested.files.empty()) return;
+  const View old = current_.load();
+  auto next = std::make_shared<std::vector<std::shared_ptr<const TableMemberFilter>>>(*old);
+  for (std::size_t t = 0; t < tables_.size(); ++t) {
+    if (!packed_[t] || (*next)[t] == nullptr) continue;
+    std::vector<std::shared_ptr<const rocksdb::TableProperties>> added;
+    for (const auto& [id, file] : ingested.files) {
+      if (id == tables_[t]->GetID()) added.push_back(file);
+    }
+    if (!added.empty()) (*next)[t] = (*next)[t]->With(added, &charges_);
+  }
+  current_.store(std::move(next));
 }
 
 void MemberFilters::RefreshFamily(std::uint32_t family_id) {

@@ -240,9 +240,16 @@ class StoreImpl final : public Store {
   // ids adds one hit by fingerprint for all the documents that have it.
   Status ScanTable(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
                    Fingerprint query, int k, std::vector<Hit>& hits) const;
-  // After an ingestion of `args`, failed or not, with ingest_mu_ held
-  // exclusively: the ingested packed tables' filters anew (member_filters.h).
-  void RefreshMemberFilters(std::span<const rocksdb::IngestExternalFileArg> args) const;
+  // The filters of the packed tables' files among `args`, read before their
+  // ingestion; none if they could not be read.
+  std::optional<MemberFilters::Ingested> ReadIngestedFilters(
+      std::span<const rocksdb::IngestExternalFileArg> args) const;
+  // After the ingestion of `args`, with ingest_mu_ held exclusively, before
+  // queries resume: the ingested files' filters added, if it succeeded and
+  // they were read, else the tables' filters read anew (member_filters.h).
+  void PublishMemberFilters(std::span<const rocksdb::IngestExternalFileArg> args,
+                            const std::optional<MemberFilters::Ingested>& ingested,
+                            const Status& ingestion) const;
   // ScanTable for a packed table: reads the query's group if one of its
   // files' member filters passes, from only those files if it has several.
   Status ScanGroup(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,

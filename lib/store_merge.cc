@@ -211,10 +211,12 @@ Status StoreImpl::MergeStaged() {
     }
   }
   {
+    std::optional<MemberFilters::Ingested> ingested;
+    if (s.ok() && !args.empty()) ingested = ReadIngestedFilters(args);
     std::unique_lock exclusive(ingest_mu_);
     if (s.ok() && !args.empty()) {
       s = FromRocks(db_->IngestExternalFiles(args), "merging staged documents into the tables");
-      RefreshMemberFilters(args);
+      PublishMemberFilters(args, ingested, s);
     }
     std::lock_guard lock(staging_mu_);
     if (s.ok()) {
@@ -231,7 +233,18 @@ Status StoreImpl::MergeStaged() {
   return s;
 }
 
-void StoreImpl::RefreshMemberFilters(std::span<const rocksdb::IngestExternalFileArg> args) const {
+std::optional<MemberFilters::Ingested> StoreImpl::ReadIngestedFilters(
+    std::span<const rocksdb::IngestExternalFileArg> args) const {
+  Result<MemberFilters::Ingested> read = member_filters_->ReadIngested(*db_, args);
+  if (!read.ok()) return std::nullopt;
+  return *std::move(read);
+}
+
+void StoreImpl::PublishMemberFilters(std::span<const rocksdb::IngestExternalFileArg> args,
+                                     const std::optional<MemberFilters::Ingested>& ingested,
+                                     const Status& ingestion) const {
+  if (ingestion.ok() && ingested) return member_filters_->AddIngested(*ingested);
+  // Read from the tables as they are, whatever the ingestion did.
   std::vector<rocksdb::ColumnFamilyHandle*> families;
   for (const rocksdb::IngestExternalFileArg& arg : args) families.push_back(arg.column_family);
   member_filters_->Refresh(families);
