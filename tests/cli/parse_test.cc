@@ -54,6 +54,20 @@ TEST(ParseFingerprintTest, RejectsOverflowWithAReason) {
             "hash \"99999999999999999999999\" does not fit in 64 bits");
   EXPECT_EQ(FingerprintError("0x10000000000000000"),
             "hash \"0x10000000000000000\" does not fit in 64 bits");
+  // Twenty digits, the first that may not fit, and past leading zeros.
+  EXPECT_EQ(FingerprintError("20000000000000000000"),
+            "hash \"20000000000000000000\" does not fit in 64 bits");
+  EXPECT_EQ(FingerprintError("0018446744073709551616"),
+            "hash \"0018446744073709551616\" does not fit in 64 bits");
+  EXPECT_EQ(FingerprintError("0x00100000000000000000"),
+            "hash \"0x00100000000000000000\" does not fit in 64 bits");
+  // A bad digit wins over an overflow, wherever it is.
+  EXPECT_EQ(FingerprintError("1844674407370955161x"),
+            "hash \"1844674407370955161x\" is not a decimal or 0x-hexadecimal number");
+  EXPECT_EQ(FingerprintError("x99999999999999999999999"),
+            "hash \"x99999999999999999999999\" is not a decimal or 0x-hexadecimal number");
+  EXPECT_EQ(FingerprintError("0x1000000000000000g"),
+            "hash \"0x1000000000000000g\" is not a hexadecimal number");
 }
 
 TEST(ParseFingerprintTest, RejectsSignsEmptinessAndGarbage) {

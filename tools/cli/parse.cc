@@ -1,43 +1,64 @@
 #include "cli/parse.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 
 namespace fpstore::cli {
 namespace {
 
-// The value of digit `c` in `base` (10 or 16), or -1.
-int DigitValue(char c, int base) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (base == 16) {
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  }
-  return -1;
-}
+// Each byte's value as a digit, up to base 16; kNotDigit for the rest.
+constexpr std::uint8_t kNotDigit = 0xFF;
+constexpr std::array<std::uint8_t, 256> kDigitValues = [] {
+  std::array<std::uint8_t, 256> values{};
+  values.fill(kNotDigit);
+  for (int c = '0'; c <= '9'; ++c) values[c] = static_cast<std::uint8_t>(c - '0');
+  for (int c = 'a'; c <= 'f'; ++c) values[c] = static_cast<std::uint8_t>(c - 'a' + 10);
+  for (int c = 'A'; c <= 'F'; ++c) values[c] = static_cast<std::uint8_t>(c - 'A' + 10);
+  return values;
+}();
 
-// The value of `digits` in `base`, or why not. `noun` and `original` name
-// the whole token in messages ("hash \"0x12g\""). One pass over the digits:
-// a bulk load parses two numbers a line, and checking the digits before
-// std::from_chars read them again took a third of reading a 10M tsv.
+// The value of `digits` in `base` (10 or 16), or why not. `noun` and
+// `original` name the whole token in messages ("hash \"0x12g\""). A bulk
+// load parses two numbers a line: one pass, a table instead of branches
+// on the digit's kind (mispredicted on random hex digits), and overflow
+// counted by digits, checked per digit only for the twentieth decimal
+// one. Parsing took half of reading a 10M tsv when it branched.
+template <unsigned base>
 Result<std::uint64_t> ParseDigits(std::string_view noun, std::string_view original,
-                                  std::string_view digits, int base) {
+                                  std::string_view digits) {
+  static_assert(base == 10 || base == 16);
   if (digits.empty()) {
     return Status::InvalidArgument(std::string(noun) + " " + QuoteForMessage(original) +
                                    " is not a number");
   }
+  // Leading zeros take no room in the value.
+  std::size_t first = 0;
+  while (first + 1 < digits.size() && digits[first] == '0') ++first;
+  constexpr std::size_t kMaxDigits = base == 16 ? 16 : 20;
+  const std::size_t count = digits.size() - first;
+  // Every decimal number of 19 digits fits; of 20, not every one.
+  const std::size_t unchecked = base == 16 ? count : std::min<std::size_t>(count, kMaxDigits - 1);
   std::uint64_t value = 0;
-  bool overflow = false;
-  for (char c : digits) {
-    const int d = DigitValue(c, base);
-    if (d < 0) {
-      return Status::InvalidArgument(std::string(noun) + " " + QuoteForMessage(original) +
-                                     (base == 16 ? " is not a hexadecimal number"
-                                      : noun == "id"
-                                          ? " is not a non-negative decimal integer"
-                                          : " is not a decimal or 0x-hexadecimal number"));
-    }
-    overflow = overflow || __builtin_mul_overflow(value, static_cast<std::uint64_t>(base), &value) ||
-               __builtin_add_overflow(value, static_cast<std::uint64_t>(d), &value);
+  bool bad = false;  // a byte that is no digit of the base
+  for (std::size_t i = first; i < first + unchecked; ++i) {
+    const unsigned d = kDigitValues[static_cast<unsigned char>(digits[i])];
+    bad |= d >= base;
+    value = value * base + d;
+  }
+  bool overflow = count > kMaxDigits;
+  for (std::size_t i = first + unchecked; i < digits.size(); ++i) {
+    const unsigned d = kDigitValues[static_cast<unsigned char>(digits[i])];
+    bad |= d >= base;
+    overflow = overflow || __builtin_mul_overflow(value, std::uint64_t{base}, &value) ||
+               __builtin_add_overflow(value, std::uint64_t{d}, &value);
+  }
+  if (bad) {
+    return Status::InvalidArgument(std::string(noun) + " " + QuoteForMessage(original) +
+                                   (base == 16 ? " is not a hexadecimal number"
+                                    : noun == "id"
+                                        ? " is not a non-negative decimal integer"
+                                        : " is not a decimal or 0x-hexadecimal number"));
   }
   if (overflow) {
     return Status::InvalidArgument(std::string(noun) + " " + QuoteForMessage(original) +
@@ -99,14 +120,14 @@ Result<Fingerprint> ParseFingerprint(std::string_view text) {
     if (text.size() == 2) {
       return Status::InvalidArgument("hash " + QuoteForMessage(text) + " has no digits after 0x");
     }
-    return ParseDigits("hash", text, text.substr(2), 16);
+    return ParseDigits<16>("hash", text, text.substr(2));
   }
-  return ParseDigits("hash", text, text, 10);
+  return ParseDigits<10>("hash", text, text);
 }
 
 Result<std::uint64_t> ParseId(std::string_view text) {
   if (Status s = RejectEmptyOrSigned("id", "ids", text); !s.ok()) return s;
-  return ParseDigits("id", text, text, 10);
+  return ParseDigits<10>("id", text, text);
 }
 
 std::string FormatFingerprint(Fingerprint fp) {
