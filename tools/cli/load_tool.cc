@@ -172,10 +172,10 @@ class LoadCommand final : public Command {
     pipeline.progress = &*progress;
     pipeline.stop = interrupts.Poll();
     std::uint64_t read = 0;
+    const std::string context = "loading into " + store_.db();  // not made anew a record
     try {
       read = ReadDocuments(reader, store.fingerprinter(), pipeline, [&](InputDocument& doc) {
-        ThrowIfError(loader->Add(doc.id, doc.fingerprint, doc.metadata),
-                     "loading into " + store_.db());
+        ThrowIfError(loader->Add(doc.id, doc.fingerprint, doc.metadata), context);
       });
     } catch (const Interrupted& e) {
       return Interrupt(e.signal(), &progress, progress_slot, style);
@@ -203,7 +203,7 @@ class LoadCommand final : public Command {
     }
     Result<BulkLoadStats> stats = loader->Finish();
     finishing.Finish();
-    ThrowIfError(stats.status(), "loading into " + store_.db());
+    ThrowIfError(stats.status(), context);
     loader.reset();
     opened.created = false;  // the load is in: nothing to undo any more
     ThrowIfError(store.Close(), "closing " + store_.db());
