@@ -39,6 +39,8 @@ struct SortBuffers {
   std::vector<std::size_t> outer;
   std::vector<std::size_t> inner;
   std::vector<std::size_t> next;
+  // The changes' ids in change order, for tables keyed by id (WriteTable).
+  std::vector<DocumentId> ids;
 };
 
 // Sorts buffers.ops by (permuted, change), using the other buffers as scratch.
