@@ -293,8 +293,9 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     crowded = static_cast<std::atomic<LoneBits>*>(crowded_bits.data());
     for (std::uint64_t i = 0; i < change_count; ++i) new (&crowded[i]) std::atomic<LoneBits>(0);
   }
+  std::optional<MemberFilters::Ingested> ingested;
   if (Status s = WriteTables(table_changes, *dropped, table_done, crowded, SstUse::kLoad, args,
-                             write_documents);
+                             ingested, write_documents);
       !s.ok()) {
     return s;
   }
@@ -302,7 +303,6 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   phases.Lap("tables");
 
   if (!args.empty()) {
-    const std::optional<MemberFilters::Ingested> ingested = store_.ReadIngestedFilters(args);
     std::unique_lock exclusive(store_.ingest_mu_);
     const Status s = FromRocks(db.IngestExternalFiles(args), "ingesting the bulk load");
     store_.PublishMemberFilters(args, ingested, s);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "document_runs.h"
 #include "fpstore/bulk_loader.h"
 #include "key_codec.h"
+#include "member_filters.h"
 #include "pair_finder.h"
 #include "sst_sink.h"
 
@@ -44,9 +46,11 @@ class BulkLoaderImpl final : public BulkLoader {
   // family into the tables: their table entries, the deletion of their
   // staging marks, and (format 5) their fingerprints for the recent family,
   // whose prefixes it adds to the store's RecentPrefixes. Appends them to
-  // `args` for one atomic ingestion.
+  // `args` for one atomic ingestion, and the tables' filters to `filters`
+  // (as WriteTables).
   Status WriteMergeFiles(std::span<const StagedDocument> staged,
-                         std::vector<rocksdb::IngestExternalFileArg>& args) const;
+                         std::vector<rocksdb::IngestExternalFileArg>& args,
+                         std::optional<MemberFilters::Ingested>& filters) const;
 
  private:
   // Reserves the buffer's room for a whole run, on the first Add.
@@ -75,7 +79,9 @@ class BulkLoaderImpl final : public BulkLoader {
                     const std::function<void()>& before_writing, SstUse use,
                     rocksdb::IngestExternalFileArg& arg) const;
   // Writes every table's SST from `changes`, tables spread over
-  // threads; calls table_done() after each table. Appends them to `args`.
+  // threads; calls table_done() after each table. Appends them to `args`,
+  // and sets `filters` to the packed tables' filters read from the new
+  // files (none if any could not be read), for PublishMemberFilters.
   // `crowded` and `use`: as WriteTable takes them (with `crowded`, table
   // 0 is written last). `beside_table0`, if set, is one more task, taken
   // after table 0: table 0 waits for the others and then writes alone,
@@ -83,6 +89,7 @@ class BulkLoaderImpl final : public BulkLoader {
   Status WriteTables(const Changes& changes, std::span<const Fingerprint> dropped,
                      const std::function<Status()>& table_done, std::atomic<LoneBits>* crowded,
                      SstUse use, std::vector<rocksdb::IngestExternalFileArg>& args,
+                     std::optional<MemberFilters::Ingested>& filters,
                      const std::function<Status()>& beside_table0 = {}) const;
   // Adds `fingerprints` to the store's RecentPrefixes and, as a file of its
   // recent family, to `args`. Nothing in a store before format 5.

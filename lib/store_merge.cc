@@ -198,6 +198,7 @@ Status StoreImpl::MergeStaged() {
     }
   }
   std::vector<rocksdb::IngestExternalFileArg> args;
+  std::optional<MemberFilters::Ingested> ingested;
   std::unique_ptr<BulkLoaderImpl> loader;
   if (s.ok() && !docs.empty()) {
     BulkLoadOptions options;
@@ -205,14 +206,12 @@ Status StoreImpl::MergeStaged() {
     Result<std::unique_ptr<BulkLoaderImpl>> made = MakeBulkLoader(options);
     if (made.ok()) {
       loader = *std::move(made);
-      s = loader->WriteMergeFiles(docs, args);
+      s = loader->WriteMergeFiles(docs, args, ingested);
     } else {
       s = made.status();
     }
   }
   {
-    std::optional<MemberFilters::Ingested> ingested;
-    if (s.ok() && !args.empty()) ingested = ReadIngestedFilters(args);
     std::unique_lock exclusive(ingest_mu_);
     if (s.ok() && !args.empty()) {
       s = FromRocks(db_->IngestExternalFiles(args), "merging staged documents into the tables");
