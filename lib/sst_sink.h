@@ -17,11 +17,14 @@ namespace fpstore::internal {
 
 // What a file is written for, which decides how it is written.
 enum class SstUse {
-  // A bulk load's files, there to stay: compressed with ZSTD's fast level
-  // -1 rather than the family's bottom-level default (3), which on 1M
-  // fingerprints took 30% less CPU for 3% more bytes (LZ4 was no faster
-  // here and left files 27% larger: table keys sort into long shared runs
-  // that ZSTD's entropy coding exploits and LZ4's does not). Their pages
+  // A bulk load's files, there to stay: compressed with LZ4. Since format
+  // 6 only table 0 and the documents compress at all (packed tables do
+  // not), their keys nearly random bytes: ZSTD's fast level -1 left them
+  // 15% smaller (a 10M store 1.85 GB against 1.90) for 3-4% more of the
+  // load's CPU, on its critical path (three alternated loads: 13.8-14.5 s
+  // of user CPU against 13.3-13.7). In format 5, every table a key a
+  // document, ZSTD was worth it: LZ4 was no faster and 27% larger.
+  // Compactions write the bottom level with ZSTD still. Their pages
   // leave the OS page cache: a load writes gigabytes, and keeping them cost
   // system time for no faster load.
   kLoad,
@@ -50,8 +53,7 @@ inline rocksdb::Options WriterOptions(rocksdb::DB& db, rocksdb::ColumnFamilyHand
   if (use == SstUse::kMergeIntoLevel0) {
     options.compression = rocksdb::kNoCompression;
   } else {
-    options.compression = rocksdb::kZSTD;
-    options.compression_opts.level = -1;
+    options.compression = rocksdb::kLZ4Compression;
   }
   options.bottommost_compression = rocksdb::kDisableCompressionOption;
   return options;
