@@ -99,12 +99,14 @@ inline double ExpectedCandidates(const PermutationPlan& plan, double documents) 
 }
 
 // What a plan costs at a number of documents, from what fpstore-bench
-// measured (docs/performance.md): on disk, about 16 bytes per entry of
-// table 0 (fingerprint and id) and 15 per document record; each other table
-// packs its fingerprints in groups (format 6), a member's bytes and 1.25 of
-// filter each, and about 12.9 bytes per group that holds any (at 1M, 10M
-// and 100M documents 15.6, 8.6 and 7.4 bytes a fingerprint, against 15.1,
-// 8.6 and 7.5 measured); per table probed, 0.8 us
+// measured (docs/performance.md): on disk, about 20 bytes per entry of
+// table 0 (fingerprint and id) and 17 per document record, as a bulk load
+// writes them (LZ4); each other table packs its fingerprints in groups
+// (format 6), a member's bytes and 1.25 of filter each, and about 12.9
+// bytes per group that holds any (at 1M, 10M and 100M documents 15.6, 8.6
+// and 7.4 bytes a fingerprint with table 0 and the documents at 16 and 15
+// bytes, as ZSTD wrote them, against 15.1, 8.6 and 7.5 measured then);
+// per table probed, 0.8 us
 // (a warm miss of plan (6, 3) over its 20 tables), plus, when the probe's
 // prefix range is not empty, a data block read of about 13 us (what a warm
 // hit of plan (6, 3) costs beyond a miss, per block it reads, about 11),
@@ -116,7 +118,7 @@ struct PlanEstimate {
 };
 
 inline PlanEstimate EstimatePlan(const PermutationPlan& plan, double documents) {
-  constexpr double kBytesPerIdEntry = 16, kBytesPerDocument = 15;
+  constexpr double kBytesPerIdEntry = 20, kBytesPerDocument = 17;
   constexpr double kFilterBytesPerMember = 1.25, kBytesPerGroup = 12.9;
   constexpr double kMicrosPerProbe = 0.8, kMicrosPerBlockRead = 13, kMicrosPerCandidate = 0.2;
   PlanEstimate e;
