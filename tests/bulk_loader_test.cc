@@ -41,7 +41,9 @@ std::vector<IdFingerprint> Corpus(std::uint64_t seed, std::size_t n) {
                     {Plant{0, 30}, Plant{1, 30}, Plant{2, 30}, Plant{3, 30}, Plant{4, 30}});
 }
 
-// A tiny memory budget forces spilled runs and multi-way merges.
+// A tiny memory budget forces spilled runs and multi-way merges; table 0
+// copies its ids into that budget for 2,048 documents or fewer, and reads
+// them from the changes file for more (the crowded corpora below).
 BulkLoadOptions SpillingOptions() {
   BulkLoadOptions options;
   options.memory_bytes = 4096;
