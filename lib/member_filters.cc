@@ -375,6 +375,15 @@ Result<MemberFilters::Ingested> MemberFilters::ReadIngested(
   return ingested;
 }
 
+std::size_t MemberFilters::Ingested::bytes() const {
+  std::size_t sum = 0;
+  for (const auto& [id, file] : files) {
+    const auto found = file->user_collected_properties.find(kMemberFilterProperty);
+    if (found != file->user_collected_properties.end()) sum += found->second.size();
+  }
+  return sum;
+}
+
 void MemberFilters::AddIngested(const Ingested& ingested) {
   std::lock_guard lock(mu_);
   if (db_ == nullptr || ingested.files.empty()) return;

@@ -188,9 +188,12 @@ class MemberFilters {
 
   // The filters of files about to be ingested, read from the files before
   // the ingestion's exclusive section: read from the tables inside it, they
-  // held queries up to 23 ms more an ingestion.
+  // held queries up to 23 ms more an ingestion. Once ingested, RocksDB's
+  // table readers hold a copy of their own.
   struct Ingested {
     std::vector<std::pair<std::uint32_t, std::shared_ptr<const rocksdb::TableProperties>>> files;
+    // The filters' bytes.
+    std::size_t bytes() const;
   };
   Result<Ingested> ReadIngested(rocksdb::DB& db,
                                 std::span<const rocksdb::IngestExternalFileArg> args) const;
