@@ -130,7 +130,7 @@ Status BulkLoaderImpl::WriteTables(const Changes& changes, std::span<const Finge
   }
   filters.emplace();
   for (std::optional<MemberFilters::Ingested>& table : table_filters) {
-    if (!table || filters_too_big) {
+    if (!table) {  // not read, or dropped as too big
       filters.reset();
       break;
     }
