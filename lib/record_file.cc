@@ -11,10 +11,13 @@
 
 namespace fpstore::internal {
 
-RecordWriter::RecordWriter(std::string path) : path_(std::move(path)) {
+RecordWriter::RecordWriter(std::string path)
+    : path_(std::move(path)),
+      // Before the file is opened: out of memory then leaks no descriptor.
+      buffers_{std::make_unique_for_overwrite<char[]>(kBufferBytes),
+               std::make_unique_for_overwrite<char[]>(kBufferBytes)} {
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) status_ = Error("creating", errno);
-  for (auto& buffer : buffers_) buffer = std::make_unique<char[]>(kBufferBytes);
 }
 
 RecordWriter::~RecordWriter() {

@@ -31,6 +31,7 @@ inline constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
 class RecordWriter {
  public:
   explicit RecordWriter(std::string path);
+  // Without Close, what is still buffered is dropped.
   ~RecordWriter();
   RecordWriter(const RecordWriter&) = delete;
   RecordWriter& operator=(const RecordWriter&) = delete;
