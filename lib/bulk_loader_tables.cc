@@ -223,19 +223,9 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     std::vector<std::uint64_t> to_mark;  // crowded changes not yet marked
   };
   FilePart part(*this, t, TempPath(name + ".sst"), use, family.file_count == 0);
-  // A table keyed by id reads the ids in key order, scattered over the
-  // changes: read from the mapped file, nearly each missed the TLB, and
-  // that was half of table 0's time at 10M. They are copied into huge pages
-  // as the ops are made, in room taken from the ops' share of the memory
-  // budget, if they need at most half of it (at 10M and the default 1 GiB,
-  // 80 MB of 512).
-  const bool reads_ids = codec.keeps_ids() && !part.groups;
-  const std::size_t ids_room = changes.count() * sizeof(DocumentId) / (2 * sizeof(TableOp)) + 1;
-  const bool copies_ids = reads_ids && ids_room <= max_ops / 2;
   // Both buffers at their final size up front: growth by doubling would
   // overshoot the memory budget.
-  const std::size_t capacity =
-      std::min<std::size_t>(max_ops - (copies_ids ? ids_room : 0), 2 * changes.count());
+  const std::size_t capacity = std::min<std::size_t>(max_ops, 2 * changes.count());
   std::vector<TableOp>& ops = buffers.ops;
   ops.clear();
   ops.reserve(capacity);
@@ -245,17 +235,31 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
   // 7.2-7.6 s instead of 8.1-8.8 (fewer faults and TLB misses).
   AdviseHugePages(ops);
   AdviseHugePages(buffers.scratch);
-  std::vector<DocumentId>& ids = buffers.ids;
-  ids.clear();
-  if (copies_ids) {
+  // A table keyed by id reads the ids in key order, scattered over the
+  // changes: read from the mapped file, nearly each missed the TLB, and
+  // that was half of table 0's time at 10M. Where its ops did not spill
+  // and the ids fit beside what the worker's buffers have touched, within
+  // its share of the memory budget (at 10M and the default 1 GiB, 80 MB
+  // beside 320 MB of 512), they are copied into huge pages for the table.
+  const bool reads_ids = codec.keeps_ids() && !part.groups;
+  std::vector<DocumentId> ids;
+  auto id_address = [&](std::uint64_t change) {
+    return !ids.empty() ? reinterpret_cast<const char*>(&ids[change]) : changes.IdAddress(change);
+  };
+  auto copy_ids = [&]() -> Status {
+    buffers.touched_ops = std::max(buffers.touched_ops, ops.size());
+    const std::size_t ids_room = changes.count() * sizeof(DocumentId) / (2 * sizeof(TableOp)) + 1;
+    if (!reads_ids || buffers.touched_ops + ids_room > max_ops) return Status::OK();
     ids.reserve(changes.count());
     AdviseHugePages(ids);
-  }
-  auto id_address = [&](std::uint64_t change) {
-    return copies_ids ? reinterpret_cast<const char*>(&ids[change]) : changes.IdAddress(change);
+    return changes.ForEach([&](const Change& c, std::uint64_t) {
+      ids.push_back(c.id);
+      return Status::OK();
+    });
   };
   std::vector<std::string> spills;
   auto spill = [&]() -> Status {
+    buffers.touched_ops = std::max(buffers.touched_ops, ops.size());
     SortOps(buffers);
     const std::string path = TempPath(name + ".ops-" + std::to_string(spills.size()));
     RecordWriter out(path);
@@ -278,7 +282,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     f.last = op;
     if (f.groups) return f.groups->Add(op.permuted, op.put);
     const TableKey key = codec.Encode(
-        op.permuted, !reads_ids ? 0 : copies_ids ? ids[op.change] : changes.IdOf(op.change));
+        op.permuted, !reads_ids ? 0 : !ids.empty() ? ids[op.change] : changes.IdOf(op.change));
     if (!op.put) return f.sink.Delete(AsSlice(key));
     if (crowded != nullptr && t == 0) {
       const std::size_t tables = store_.plan_.table_count();
@@ -374,7 +378,6 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
       if (Status s = spill(); !s.ok()) return s;
     }
     const std::uint64_t change = i;
-    if (copies_ids) ids.push_back(c.id);
     // Made whole, then copied: built in place, its bit fields were
     // or'ed into the buffer's word, a read that mapped the zero page and
     // then faulted again to write (2% of a 10M load's CPU).
@@ -389,6 +392,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
   });
   if (!read.ok()) return read;
   if (spills.empty()) {
+    if (Status s = copy_ids(); !s.ok()) return s;
     SortOps(buffers);
     if (before_writing) before_writing();
     if (Status s = write_sorted(ops); !s.ok()) return s;

@@ -39,8 +39,8 @@ struct SortBuffers {
   std::vector<std::size_t> outer;
   std::vector<std::size_t> inner;
   std::vector<std::size_t> next;
-  // The changes' ids in change order, for tables keyed by id (WriteTable).
-  std::vector<DocumentId> ids;
+  // The most ops the buffers have held: their pages touched.
+  std::size_t touched_ops = 0;
 };
 
 // Sorts buffers.ops by (permuted, change), using the other buffers as scratch.

@@ -42,8 +42,8 @@ std::vector<IdFingerprint> Corpus(std::uint64_t seed, std::size_t n) {
 }
 
 // A tiny memory budget forces spilled runs and multi-way merges; table 0
-// copies its ids into that budget for 2,048 documents or fewer, and reads
-// them from the changes file for more (the crowded corpora below).
+// then reads its ids from the changes file, where with the default budget
+// it copies them.
 BulkLoadOptions SpillingOptions() {
   BulkLoadOptions options;
   options.memory_bytes = 4096;
