@@ -20,7 +20,7 @@ enum class SstUse {
   // A bulk load's files, there to stay: compressed with LZ4. Since format
   // 6 only table 0 and the documents compress at all (packed tables do
   // not), their keys nearly random bytes: ZSTD's fast level -1 left them
-  // 15% smaller (a 10M store 1.85 GB against 1.90) for 3-4% more of the
+  // 15% smaller (a 10M store 1,847 MiB against 1,900) for 3-4% more of the
   // load's CPU, on its critical path (three alternated loads: 13.8-14.5 s
   // of user CPU against 13.3-13.7). In format 5, every table a key a
   // document, ZSTD was worth it: LZ4 was no faster and 27% larger.
