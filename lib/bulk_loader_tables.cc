@@ -54,7 +54,6 @@ Status BulkLoaderImpl::WriteTables(const Changes& changes, std::span<const Finge
   // ingestion. Past a quarter of the memory budget none are kept, and the
   // filter set reads RocksDB's after the ingestion instead (Refresh).
   std::atomic<std::size_t> filter_bytes{0};
-  std::atomic<bool> filters_too_big{false};
   const std::size_t max_filter_bytes = options_.memory_bytes / 4;
   std::vector<Status> failures(threads);
   std::atomic<std::size_t> next_table{0};
@@ -98,13 +97,10 @@ Status BulkLoaderImpl::WriteTables(const Changes& changes, std::span<const Finge
                          use, table_args[t]);
           // Read while other tables are written, not all after them: 0.3 s
           // of one core at 10M, with the other idle.
-          if (failures[w].ok() && !filters_too_big) {
+          if (failures[w].ok() && filter_bytes <= max_filter_bytes) {
             table_filters[t] = store_.ReadIngestedFilters({&table_args[t], 1});
             const std::size_t bytes = table_filters[t] ? table_filters[t]->bytes() : 0;
-            if (filter_bytes.fetch_add(bytes) + bytes > max_filter_bytes) {
-              filters_too_big = true;
-              table_filters[t].reset();
-            }
+            if (filter_bytes += bytes; filter_bytes > max_filter_bytes) table_filters[t].reset();
           }
           if (failures[w].ok()) failures[w] = table_done();
         } catch (const std::exception& e) {
@@ -241,6 +237,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
   // and the ids fit beside what the worker's buffers have touched, within
   // its share of the memory budget (at 10M and the default 1 GiB, 80 MB
   // beside 320 MB of 512), they are copied into huge pages for the table.
+  // A merge's staged documents hold theirs in memory already.
   const bool reads_ids = codec.keeps_ids() && !part.groups;
   std::vector<DocumentId> ids;
   auto id_address = [&](std::uint64_t change) {
@@ -249,7 +246,9 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
   auto copy_ids = [&]() -> Status {
     buffers.touched_ops = std::max(buffers.touched_ops, ops.size());
     const std::size_t ids_room = changes.count() * sizeof(DocumentId) / (2 * sizeof(TableOp)) + 1;
-    if (!reads_ids || buffers.touched_ops + ids_room > max_ops) return Status::OK();
+    if (!reads_ids || !changes.mapped() || buffers.touched_ops + ids_room > max_ops) {
+      return Status::OK();
+    }
     ids.reserve(changes.count());
     AdviseHugePages(ids);
     return changes.ForEach([&](const Change& c, std::uint64_t) {

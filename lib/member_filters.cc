@@ -21,6 +21,12 @@ std::uint64_t Mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// A file's filter property, or null if it has none.
+const std::string* FilterProperty(const rocksdb::TableProperties& file) {
+  const auto found = file.user_collected_properties.find(kMemberFilterProperty);
+  return found != file.user_collected_properties.end() ? &found->second : nullptr;
+}
+
 constexpr int kBitsPerPrefix = 10;
 constexpr int kProbes = 6;
 constexpr std::size_t kBlockBytes = 64;
@@ -229,11 +235,10 @@ bool FileMemberFilter::MayTouch(Fingerprint group, Fingerprint prefix) const {
 
 bool FileMayTouch(const rocksdb::TableProperties& file, const GroupLayout& layout,
                   Fingerprint prefix_mask, Fingerprint permuted) {
-  const auto& user = file.user_collected_properties;
-  const auto found = user.find(kMemberFilterProperty);
-  if (found == user.end()) return true;
+  const std::string* property = FilterProperty(file);
+  if (property == nullptr) return true;
   const std::optional<FileMemberFilter> filter =
-      FileMemberFilter::Parse(found->second, /*thorough=*/false);
+      FileMemberFilter::Parse(*property, /*thorough=*/false);
   return !filter || filter->MayTouch(layout.GroupOf(permuted), permuted & prefix_mask);
 }
 
@@ -294,13 +299,12 @@ Result<std::shared_ptr<const TableMemberFilter>> TableMemberFilter::Read(
 
 void TableMemberFilter::Add(const std::shared_ptr<const rocksdb::TableProperties>& file,
                             FileCharges* charges) {
-  const auto& user = file->user_collected_properties;
-  const auto found = user.find(kMemberFilterProperty);
+  const std::string* property = FilterProperty(*file);
   std::optional<FileMemberFilter> parsed;
-  if (found != user.end()) parsed = FileMemberFilter::Parse(found->second, /*thorough=*/true);
+  if (property != nullptr) parsed = FileMemberFilter::Parse(*property, /*thorough=*/true);
   if (parsed && parsed->empty()) return;  // no entry with members
   files_.push_back({parsed});
-  if (parsed && charges != nullptr) charges_.push_back(charges->For(file, found->second.size()));
+  if (parsed && charges != nullptr) charges_.push_back(charges->For(file, property->size()));
 }
 
 std::shared_ptr<const TableMemberFilter> TableMemberFilter::With(
@@ -378,8 +382,7 @@ Result<MemberFilters::Ingested> MemberFilters::ReadIngested(
 std::size_t MemberFilters::Ingested::bytes() const {
   std::size_t sum = 0;
   for (const auto& [id, file] : files) {
-    const auto found = file->user_collected_properties.find(kMemberFilterProperty);
-    if (found != file->user_collected_properties.end()) sum += found->second.size();
+    if (const std::string* property = FilterProperty(*file)) sum += property->size();
   }
   return sum;
 }

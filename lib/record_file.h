@@ -20,7 +20,7 @@
 namespace fpstore::internal {
 
 // Each file is read or written by one thread, in many 8-byte pieces: large
-// buffers and glibc's unlocked calls keep that cheap.
+// buffers keep that cheap (the reader's through glibc's unlocked calls).
 inline constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
 
 // Writes through two buffers of its own: while one is written out on a

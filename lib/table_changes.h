@@ -64,6 +64,8 @@ class Changes {
   }
 
   std::uint64_t count() const { return count_; }
+  // Whether the changes are a bulk load's, read from a mapped file.
+  bool mapped() const { return file_ != nullptr; }
 
   // Calls visit(change, number) for each change in order; stops at the
   // first error from visit.
