@@ -421,7 +421,8 @@ void Run(const Config& c) {
   std::cerr << "fpstore-bench: bulk load\n";
   start = Clock::now();
   RunLoadTool(c, "--db " + store_path + " --input " + tsv + " --format tsv --blocks " +
-                     std::to_string(c.blocks) + " --distance " + std::to_string(k));
+                     std::to_string(c.blocks) + " --distance " + std::to_string(k) +
+                     " --expected-documents " + std::to_string(c.n));
   const double load_seconds = SecondsSince(start);
   report.Add("bulk load, fpstore-load tsv", Grouped(c.n / load_seconds) + " fingerprints/s (" +
                                                 Fixed(load_seconds, 1) + " s)");

@@ -238,7 +238,8 @@ class TableFileFixture {
     // Format 5's tables, a key each: bench/table_layout times the packed
     // tables of format 6 against them.
     fpstore::internal::RocksConfig config =
-        fpstore::internal::MakeRocksConfig(fpstore::StoreOptions(), plan_, /*format_version=*/5);
+        fpstore::internal::MakeRocksConfig(fpstore::StoreOptions(), plan_, /*format_version=*/5,
+                                           /*group_bits=*/0);
     config.db.create_if_missing = true;
     config.db.create_missing_column_families = true;
     rocksdb::DB* db = nullptr;

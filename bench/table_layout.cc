@@ -1,5 +1,5 @@
-// What packed tables (format 6, lib/table_groups.h) save and cost against
-// the key-per-fingerprint tables of format 5, on one table of plan (6, 3),
+// What packed tables (formats 6 and 7, lib/table_groups.h) save and cost
+// against the key-per-fingerprint tables of format 5, on one table of plan (6, 3),
 // each with the store's own options and writers: every table write,
 // compaction and filter of format 5 works per fingerprint, and at 20
 // tables those per-key costs bound bulk loads and sustained inserts
@@ -11,7 +11,10 @@
 // layout's cost as a multiple of the other's.
 //
 //   build/release/bench/table_layout [--n 10000000] [--merges 4]
-//       [--merge-size 1048576] [--probes 200000]
+//       [--merge-size 1048576] [--probes 200000] [--group-bits G]
+//
+// G: where the packed table cuts its groups; default, as a store created
+// for N documents would (GroupBitsFor).
 
 #include <rocksdb/db.h>
 #include <sys/resource.h>
@@ -75,14 +78,15 @@ struct Costs {
 
 class Bench {
  public:
-  Bench(std::size_t n, int merges, std::size_t merge_size, std::size_t probes)
+  Bench(std::size_t n, int merges, std::size_t merge_size, std::size_t probes, int group_bits)
       : merges_(merges),
         merge_size_(merge_size),
         probes_(probes),
         plan_(*fpstore::PermutationPlan::Create(6, 3)),
         prefix_bits_(plan_.table(kTable).prefix_bits()),
         keys_codec_(prefix_bits_, fpstore::internal::TableKeyCodec::Ids::kNone),
-        groups_(prefix_bits_),
+        group_bits_(group_bits),
+        groups_(prefix_bits_, group_bits),
         dir_(std::filesystem::temp_directory_path() /
              ("fpstore-table-layout." + std::to_string(::getpid()))) {
     std::mt19937_64 rng(1);
@@ -158,11 +162,10 @@ class Bench {
  private:
   static constexpr std::size_t kTable = 1;  // a table without ids
 
-  // Table 1's family as format 5 and as format 6 make it.
-  static rocksdb::ColumnFamilyDescriptor TableFamily(const fpstore::PermutationPlan& plan,
-                                                     int format, const std::string& name) {
+  // Table 1's family as format 5 and as this build make it.
+  rocksdb::ColumnFamilyDescriptor TableFamily(int format, const std::string& name) const {
     const fpstore::internal::RocksConfig config =
-        fpstore::internal::MakeRocksConfig(fpstore::StoreOptions(), plan, format);
+        fpstore::internal::MakeRocksConfig(fpstore::StoreOptions(), plan_, format, group_bits_);
     for (const rocksdb::ColumnFamilyDescriptor& f : config.families) {
       if (f.name != fpstore::internal::TableFamilyName(kTable)) continue;
       rocksdb::ColumnFamilyDescriptor d(name, f.options);
@@ -175,13 +178,13 @@ class Bench {
 
   void Open() {
     fpstore::internal::RocksConfig config = fpstore::internal::MakeRocksConfig(
-        fpstore::StoreOptions(), plan_, fpstore::Store::kFormatVersion);
+        fpstore::StoreOptions(), plan_, fpstore::Store::kFormatVersion, group_bits_);
     config.db.create_if_missing = true;
     config.db.create_missing_column_families = true;
     const std::vector<rocksdb::ColumnFamilyDescriptor> families = {
         {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
-        TableFamily(plan_, 5, "keys"),
-        TableFamily(plan_, 6, "packed")};
+        TableFamily(5, "keys"),
+        TableFamily(fpstore::Store::kFormatVersion, "packed")};
     rocksdb::DB* db = nullptr;
     Check(rocksdb::DB::Open(config.db, dir_.string(), families, &handles_, &db), "opening");
     db_.reset(db);
@@ -234,7 +237,7 @@ class Bench {
     std::shared_ptr<const fpstore::internal::TableMemberFilter> filter;
     if (packed) {
       fpstore::Result<std::shared_ptr<const fpstore::internal::TableMemberFilter>> read =
-          fpstore::internal::TableMemberFilter::Read(*db_, packed_, prefix_bits_);
+          fpstore::internal::TableMemberFilter::Read(*db_, packed_, groups_, prefix_bits_);
       Check(read.status());
       filter = *read;
     }
@@ -265,6 +268,7 @@ class Bench {
   fpstore::PermutationPlan plan_;
   const int prefix_bits_;
   const fpstore::internal::TableKeyCodec keys_codec_;
+  const int group_bits_;
   const fpstore::internal::GroupLayout groups_;
   std::filesystem::path dir_;
   std::vector<Fingerprint> load_;
@@ -290,9 +294,11 @@ int main(int argc, char** argv) {
   const int merges = static_cast<int>(Flag(argc, argv, "merges", 4));
   const std::size_t merge_size = Flag(argc, argv, "merge-size", std::size_t{1} << 20);
   const std::size_t probes = Flag(argc, argv, "probes", 200'000);
+  const int group_bits = static_cast<int>(Flag(argc, argv, "group-bits", fpstore::GroupBitsFor(n)));
   if (n == 0 || merges < 1 || merge_size == 0 || probes == 0) Die("counts must be positive");
+  if (group_bits < 1 || group_bits > 64) Die("--group-bits: 1 to 64");
 
-  Bench bench(n, merges, merge_size, probes);
+  Bench bench(n, merges, merge_size, probes, group_bits);
   std::printf(
       "one table of plan (6, 3) (prefix %d bits), %zu fingerprints, %d merges of %zu; "
       "packed: groups of %d bits\n",
@@ -313,12 +319,12 @@ int main(int argc, char** argv) {
       {"warm probe, hit: us", &Costs::hit_us},
       {"warm probe, miss: us", &Costs::miss_us},
   };
-  std::printf("%-50s %12s %12s %10s\n", "", "format 5", "format 6", "6 / 5");
+  std::printf("%-50s %12s %12s %10s\n", "", "format 5", "packed", "packed / 5");
   for (const Row& r : rows) {
     std::printf("%-50s %12.2f %12.2f %9.2fx\n", r.name, keys.*r.field, packed.*r.field,
                 packed.*r.field / keys.*r.field);
   }
-  std::printf("format 6, warm probe, miss, without its member filters: %.2f us (%.2fx)\n",
+  std::printf("packed, warm probe, miss, without its member filters: %.2f us (%.2fx)\n",
               packed.miss_unfiltered_us, packed.miss_unfiltered_us / keys.miss_us);
   return 0;
 }

@@ -209,7 +209,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
              bool whole_groups)
         : sink(*loader.store_.db_, loader.store_.table(t), path, use) {
       if (loader.store_.packed(t)) {
-        groups.emplace(sink, GroupLayout(loader.store_.plan_.table(t).prefix_bits()),
+        groups.emplace(sink, loader.store_.group_layout(t),
                        whole_groups ? GroupWriter::kWhole : GroupWriter::kOperands);
       }
     }

@@ -125,6 +125,10 @@ void fpstore_options_set_distance(fpstore_options_t* options, int distance) {
   options->options.distance = distance;
 }
 
+void fpstore_options_set_expected_documents(fpstore_options_t* options, uint64_t documents) {
+  options->options.expected_documents = documents;
+}
+
 void fpstore_options_set_durability(fpstore_options_t* options, int durability) {
   // Durability's underlying type is int, so any value converts; fpstore_open
   // rejects those that name no enumerator.

@@ -53,8 +53,8 @@ Fingerprint PrefixMask(int prefix_bits) { return ~Fingerprint{0} << (64 - prefix
 // passes a file by must not miss a removal.
 class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
  public:
-  explicit MemberFilterCollector(int prefix_bits)
-      : layout_(prefix_bits), prefix_mask_(PrefixMask(prefix_bits)) {}
+  MemberFilterCollector(const GroupLayout& layout, int prefix_bits)
+      : layout_(layout), prefix_mask_(PrefixMask(prefix_bits)) {}
 
   rocksdb::Status AddUserKey(const rocksdb::Slice& key, const rocksdb::Slice& value,
                              rocksdb::EntryType type, rocksdb::SequenceNumber,
@@ -132,14 +132,16 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
 
 class MemberFilterCollectorFactory final : public rocksdb::TablePropertiesCollectorFactory {
  public:
-  explicit MemberFilterCollectorFactory(int prefix_bits) : prefix_bits_(prefix_bits) {}
+  MemberFilterCollectorFactory(const GroupLayout& layout, int prefix_bits)
+      : layout_(layout), prefix_bits_(prefix_bits) {}
   rocksdb::TablePropertiesCollector* CreateTablePropertiesCollector(
       rocksdb::TablePropertiesCollectorFactory::Context) override {
-    return new MemberFilterCollector(prefix_bits_);
+    return new MemberFilterCollector(layout_, prefix_bits_);
   }
   const char* Name() const override { return "fpstore.MemberFilterCollectorFactory"; }
 
  private:
+  const GroupLayout layout_;
   const int prefix_bits_;
 };
 
@@ -243,8 +245,8 @@ bool FileMayTouch(const rocksdb::TableProperties& file, const GroupLayout& layou
 }
 
 std::shared_ptr<rocksdb::TablePropertiesCollectorFactory> NewMemberFilterCollectorFactory(
-    int prefix_bits) {
-  return std::make_shared<MemberFilterCollectorFactory>(prefix_bits);
+    const GroupLayout& layout, int prefix_bits) {
+  return std::make_shared<MemberFilterCollectorFactory>(layout, prefix_bits);
 }
 
 CacheCharge::CacheCharge(std::shared_ptr<rocksdb::Cache> cache, std::size_t bytes)
@@ -283,10 +285,10 @@ std::shared_ptr<const CacheCharge> FileCharges::For(
 }
 
 Result<std::shared_ptr<const TableMemberFilter>> TableMemberFilter::Read(
-    rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int prefix_bits,
-    FileCharges* charges) {
+    rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, const GroupLayout& layout,
+    int prefix_bits, FileCharges* charges) {
   auto filter = std::make_shared<TableMemberFilter>();
-  filter->layout_ = GroupLayout(prefix_bits);
+  filter->layout_ = layout;
   filter->prefix_mask_ = PrefixMask(prefix_bits);
   if (Status s = FromRocks(db.GetPropertiesOfAllTables(family, &filter->properties_),
                            "reading the member filters of " + family->GetName());
@@ -335,9 +337,12 @@ bool TableMemberFilter::MayContain(Fingerprint permuted) const {
   return false;
 }
 
-MemberFilters::MemberFilters(const PermutationPlan& plan, std::vector<bool> packed,
+MemberFilters::MemberFilters(const PermutationPlan& plan, std::vector<bool> packed, int group_bits,
                              std::shared_ptr<rocksdb::Cache> cache)
-    : plan_(plan), packed_(std::move(packed)), charges_(std::move(cache)) {}
+    : plan_(plan),
+      packed_(std::move(packed)),
+      group_bits_(group_bits),
+      charges_(std::move(cache)) {}
 
 void MemberFilters::Attach(rocksdb::DB* db, std::span<rocksdb::ColumnFamilyHandle* const> tables) {
   std::lock_guard lock(mu_);
@@ -418,8 +423,9 @@ void MemberFilters::RefreshLocked(std::optional<std::vector<std::uint32_t>> ids)
   for (std::size_t t = 0; t < tables_.size(); ++t) {
     if (!packed_[t]) continue;
     if (ids && std::find(ids->begin(), ids->end(), tables_[t]->GetID()) == ids->end()) continue;
-    Result<std::shared_ptr<const TableMemberFilter>> read =
-        TableMemberFilter::Read(*db_, tables_[t], plan_.table(t).prefix_bits(), &charges_);
+    const int prefix_bits = plan_.table(t).prefix_bits();
+    Result<std::shared_ptr<const TableMemberFilter>> read = TableMemberFilter::Read(
+        *db_, tables_[t], GroupLayout(prefix_bits, group_bits_), prefix_bits, &charges_);
     // Files may have come that the old filters do not know: until a
     // refresh succeeds, every probe of the table reads its group.
     (*next)[t] = read.ok() ? *std::move(read) : TableMemberFilter::PassingAll();

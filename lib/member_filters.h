@@ -84,10 +84,10 @@ class FileMemberFilter {
 bool FileMayTouch(const rocksdb::TableProperties& file, const GroupLayout& layout,
                   Fingerprint prefix_mask, Fingerprint permuted);
 
-// Makes the collector for each file of a packed table whose probes look up
-// `prefix_bits`.
+// Makes the collector for each file of a packed table of `layout`'s groups
+// whose probes look up `prefix_bits`.
 std::shared_ptr<rocksdb::TablePropertiesCollectorFactory> NewMemberFilterCollectorFactory(
-    int prefix_bits);
+    const GroupLayout& layout, int prefix_bits);
 
 // Memory charged to a block cache while this lives: the filters are kept
 // in the files' table properties, outside the cache, whose budget is the
@@ -133,9 +133,11 @@ class TableMemberFilter {
   TableMemberFilter() = default;
   // Reads them from the family's current files, charging their memory
   // through `charges` (if not null).
-  static Result<std::shared_ptr<const TableMemberFilter>> Read(
-      rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int prefix_bits,
-      FileCharges* charges = nullptr);
+  static Result<std::shared_ptr<const TableMemberFilter>> Read(rocksdb::DB& db,
+                                                               rocksdb::ColumnFamilyHandle* family,
+                                                               const GroupLayout& layout,
+                                                               int prefix_bits,
+                                                               FileCharges* charges = nullptr);
   // A filter that passes every probe.
   static std::shared_ptr<const TableMemberFilter> PassingAll();
   // This one with the files `added` (their properties) too, charged
@@ -154,7 +156,7 @@ class TableMemberFilter {
   };
   // Adds `file`'s filters, unless it holds no members.
   void Add(const std::shared_ptr<const rocksdb::TableProperties>& file, FileCharges* charges);
-  GroupLayout layout_{64};
+  GroupLayout layout_{64, 64};
   Fingerprint prefix_mask_ = 0;
   std::vector<File> files_;
   // Keep the bits: the live files' (by name) and those added since.
@@ -167,9 +169,9 @@ class TableMemberFilter {
 // Made before the database opens, for its listener; thread-safe.
 class MemberFilters {
  public:
-  // packed[t]: whether table t is packed. The filters' memory is charged to
-  // `cache`, if not null.
-  MemberFilters(const PermutationPlan& plan, std::vector<bool> packed,
+  // packed[t]: whether table t is packed, its groups cut at `group_bits`
+  // (table_groups.h). The filters' memory is charged to `cache`, if not null.
+  MemberFilters(const PermutationPlan& plan, std::vector<bool> packed, int group_bits,
                 std::shared_ptr<rocksdb::Cache> cache);
 
   // Reads every packed table's filters from `db`, and from then on each
@@ -223,6 +225,7 @@ class MemberFilters {
 
   const PermutationPlan plan_;
   const std::vector<bool> packed_;
+  const int group_bits_;
   FileCharges charges_;
   mutable std::mutex mu_;
   rocksdb::DB* db_ = nullptr;                         // guarded by mu_

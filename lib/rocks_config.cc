@@ -80,7 +80,8 @@ void SetCompression(rocksdb::ColumnFamilyOptions& cf) {
 // members are random bits, so no compression; a merge operator folds
 // merges' and removals' operands into their groups.
 rocksdb::ColumnFamilyOptions PackedTableOptions(const std::shared_ptr<rocksdb::Cache>& cache,
-                                                int prefix_bits, std::size_t memtable_bytes) {
+                                                const GroupLayout& layout, int prefix_bits,
+                                                std::size_t memtable_bytes) {
   rocksdb::BlockBasedTableOptions bt = LookupTableOptions(cache);
   bt.filter_policy.reset();
   bt.block_size = 4096;
@@ -88,8 +89,8 @@ rocksdb::ColumnFamilyOptions PackedTableOptions(const std::shared_ptr<rocksdb::C
   cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(bt));
   cf.compression = rocksdb::kNoCompression;
   cf.bottommost_compression = rocksdb::kDisableCompressionOption;
-  cf.merge_operator = std::make_shared<GroupMergeOperator>(GroupLayout(prefix_bits));
-  cf.table_properties_collector_factories = {NewMemberFilterCollectorFactory(prefix_bits)};
+  cf.merge_operator = std::make_shared<GroupMergeOperator>(layout);
+  cf.table_properties_collector_factories = {NewMemberFilterCollectorFactory(layout, prefix_bits)};
   cf.write_buffer_size = memtable_bytes;
   cf.level_compaction_dynamic_level_bytes = true;
   return cf;
@@ -112,7 +113,7 @@ rocksdb::ColumnFamilyOptions MetadataFamilyOptions() {
 }  // namespace
 
 RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan,
-                            int format_version) {
+                            int format_version, int group_bits) {
   RocksConfig config;
   rocksdb::DBOptions& db = config.db;
   db.create_if_missing = options.create_if_missing;
@@ -201,9 +202,10 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   // nothing (the common case for a crawler) skip the data blocks.
   for (std::size_t t = 0; t < plan.table_count(); ++t) {
     if (IsPackedTable(format_version, t)) {
-      config.families.emplace_back(
-          TableFamilyName(t),
-          PackedTableOptions(cache, plan.table(t).prefix_bits(), memtable_bytes));
+      const int prefix_bits = plan.table(t).prefix_bits();
+      config.families.emplace_back(TableFamilyName(t),
+                                   PackedTableOptions(cache, GroupLayout(prefix_bits, group_bits),
+                                                      prefix_bits, memtable_bytes));
       continue;
     }
     rocksdb::BlockBasedTableOptions bt = LookupTableOptions(cache);
@@ -240,7 +242,7 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
 }
 
 RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
-                                 const PermutationPlan* plan) {
+                                 const PermutationPlan* plan, int group_bits) {
   RocksConfig config;
   for (const std::string& name : family_names) {
     rocksdb::ColumnFamilyOptions cf = name == rocksdb::kDefaultColumnFamilyName
@@ -251,8 +253,8 @@ RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
     // Tables that keep a key each never meet it.
     for (std::size_t t = 0; plan != nullptr && t < plan->table_count(); ++t) {
       if (name == TableFamilyName(t) && t > 0) {
-        cf.merge_operator =
-            std::make_shared<GroupMergeOperator>(GroupLayout(plan->table(t).prefix_bits()));
+        cf.merge_operator = std::make_shared<GroupMergeOperator>(
+            GroupLayout(plan->table(t).prefix_bits(), group_bits));
       }
     }
     config.families.emplace_back(name, cf);

@@ -27,13 +27,16 @@ struct RocksConfig {
   std::shared_ptr<rocksdb::Cache> block_cache;
 };
 
+// `group_bits`: where the store's packed tables cut their groups
+// (table_groups.h), as it records.
 RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan,
-                            int format_version);
+                            int format_version, int group_bits);
 
 // Options good enough to read the metadata of a store whose plan is not yet
-// known, or with `plan`, its tables too. Reading only: nothing is created.
+// known, or with `plan` and `group_bits`, its tables too. Reading only:
+// nothing is created.
 RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
-                                 const PermutationPlan* plan = nullptr);
+                                 const PermutationPlan* plan = nullptr, int group_bits = 0);
 
 }  // namespace fpstore::internal
 

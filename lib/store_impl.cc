@@ -425,6 +425,7 @@ Result<StoreStats> StoreImpl::Stats() const {
   if (Status s = CheckOpen(); !s.ok()) return s;
   StoreStats stats;
   stats.format_version = format_version_;
+  if (format_version_ >= 6) stats.group_bits = group_bits_;
   stats.blocks = plan_.blocks();
   stats.distance = plan_.distance();
   stats.fingerprint = fingerprinter_.options();

@@ -38,6 +38,7 @@ inline constexpr char kStagingFamily[] = "staging";
 inline constexpr char kRecentFamily[] = "recent";
 inline constexpr char kFormatVersionKey[] = "fpstore.format_version";
 inline constexpr char kPlanKey[] = "fpstore.plan";
+inline constexpr char kGroupBitsKey[] = "fpstore.group_bits";  // format 7
 inline constexpr char kFingerprintKey[] = "fpstore.fingerprint";
 inline constexpr char kDocumentCountKey[] = "fpstore.document_count";
 // Threads a query may wait on the device with (read_pool.h).
@@ -110,8 +111,8 @@ class StoreImpl final : public Store {
     LoneBits lone = 0;
   };
 
-  StoreImpl(std::string path, StoreOptions options, int format_version, PermutationPlan plan,
-            Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
+  StoreImpl(std::string path, StoreOptions options, int format_version, int group_bits,
+            PermutationPlan plan, Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
             std::vector<rocksdb::ColumnFamilyHandle*> handles,
             std::shared_ptr<TableCursorPool> cursors, std::shared_ptr<LoneBitsRewriter> lone_bits,
             std::shared_ptr<MemberFilters> member_filters);
@@ -403,9 +404,13 @@ class StoreImpl final : public Store {
   }
   // From format 6, tables 1 and up keep packed groups (table_groups.h).
   bool packed(std::size_t t) const { return IsPackedTable(format_version_, t); }
+  // REQUIRES: packed(t)
+  GroupLayout group_layout(std::size_t t) const {
+    return GroupLayout(plan_.table(t).prefix_bits(), group_bits_);
+  }
   TableLayout layout(std::size_t t) const {
     TableLayout l{codec(t), std::nullopt};
-    if (packed(t)) l.groups.emplace(plan_.table(t).prefix_bits());
+    if (packed(t)) l.groups = group_layout(t);
     return l;
   }
 
@@ -429,6 +434,7 @@ class StoreImpl final : public Store {
   const std::string path_;
   const StoreOptions options_;
   const int format_version_;  // as recorded in the store
+  const int group_bits_;      // packed tables' (format 6 and up): as recorded
   const PermutationPlan plan_;
   const Fingerprinter fingerprinter_;
   std::unique_ptr<rocksdb::DB> db_;

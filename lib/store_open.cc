@@ -39,6 +39,7 @@ struct Metadata {
   int blocks = 0;
   int distance = 0;
   FingerprintOptions fingerprint;
+  int group_bits = kFormat6GroupBits;  // recorded from format 7
 };
 
 bool ParseInt(std::string_view s, int& out) {
@@ -86,6 +87,11 @@ Result<Metadata> ReadMetadata(const std::string& path) {
              std::sscanf(value.c_str(), "blocks=%d distance=%d", &meta.blocks,
                          &meta.distance) != 2) {
     result = Status::Corruption(path + ": unreadable plan record \"" + value + "\"");
+  } else if (meta.format_version >= 7 && !get(kGroupBitsKey, value).ok()) {
+    result = Status::Corruption(path + ": missing group bits record");
+  } else if (meta.format_version >= 7 &&
+             (!ParseInt(value, meta.group_bits) || meta.group_bits < 1 || meta.group_bits > 64)) {
+    result = Status::Corruption(path + ": unreadable group bits record \"" + value + "\"");
   } else if (!get(kFingerprintKey, value).ok()) {
     result = Status::Corruption(path + ": missing fingerprint options record");
   } else if (Result<FingerprintOptions> fp = FingerprintOptions::Parse(value); !fp.ok()) {
@@ -249,6 +255,7 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
     }
     meta = {new_format, options.blocks.value_or(6), options.distance.value_or(3),
             options.fingerprint.value_or(FingerprintOptions{})};
+    if (new_format >= 7) meta.group_bits = GroupBitsFor(options.expected_documents.value_or(0));
   }
 
   Result<PermutationPlan> plan = PermutationPlan::Create(meta.blocks, meta.distance);
@@ -261,12 +268,13 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
     if (Status s = reservation.Reserve(path); !s.ok()) return s;
   }
 
-  RocksConfig config = MakeRocksConfig(options, *plan, meta.format_version);
+  RocksConfig config = MakeRocksConfig(options, *plan, meta.format_version, meta.group_bits);
   auto cursors = std::make_shared<TableCursorPool>(/*refresh=*/!options.read_only);
   config.db.listeners.push_back(TableCursorPool::MakeListener(cursors));
   std::vector<bool> packed(plan->table_count());
   for (std::size_t t = 0; t < packed.size(); ++t) packed[t] = IsPackedTable(meta.format_version, t);
-  auto member_filters = std::make_shared<MemberFilters>(*plan, std::move(packed), config.block_cache);
+  auto member_filters = std::make_shared<MemberFilters>(*plan, std::move(packed), meta.group_bits,
+                                                        config.block_cache);
   config.db.listeners.push_back(MemberFilters::MakeListener(member_filters));
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
@@ -298,9 +306,10 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   }
   if (!rs.ok()) return FromRocks(rs, "opening " + path);
 
-  std::unique_ptr<StoreImpl> store(new StoreImpl(
-      path, options, meta.format_version, *std::move(plan), *std::move(fingerprinter),
-      std::unique_ptr<rocksdb::DB>(raw), handles, cursors, config.lone_bits, member_filters));
+  std::unique_ptr<StoreImpl> store(
+      new StoreImpl(path, options, meta.format_version, meta.group_bits, *std::move(plan),
+                    *std::move(fingerprinter), std::unique_ptr<rocksdb::DB>(raw), handles, cursors,
+                    config.lone_bits, member_filters));
   if (!options.read_only) reservation.HandTo(store.get());
   store->member_filters_->Attach(store->db_.get(), store->tables());
   if (Status s = store->LoadStagingIndex(); !s.ok()) return s.WithContext(path);
@@ -311,9 +320,13 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
     rocksdb::WriteBatch batch;
     Status s;
     const std::string plan_text = store->plan_.ToString();
-    for (auto [key, value] : {std::pair<const char*, std::string>{kFormatVersionKey, std::to_string(meta.format_version)},
-                              {kPlanKey, plan_text},
-                              {kFingerprintKey, meta.fingerprint.ToString()}}) {
+    std::vector<std::pair<const char*, std::string>> records = {
+        {kFormatVersionKey, std::to_string(meta.format_version)},
+        {kPlanKey, plan_text},
+        {kFingerprintKey, meta.fingerprint.ToString()}};
+    if (meta.format_version >= 7)
+      records.emplace_back(kGroupBitsKey, std::to_string(meta.group_bits));
+    for (const auto& [key, value] : records) {
       if (s.ok()) s = FromRocks(batch.Put(store->meta(), key, value), "creating " + path);
     }
     rocksdb::WriteOptions sync;
@@ -335,7 +348,7 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   return std::unique_ptr<Store>(std::move(store));
 }
 
-StoreImpl::StoreImpl(std::string path, StoreOptions options, int format_version,
+StoreImpl::StoreImpl(std::string path, StoreOptions options, int format_version, int group_bits,
                      PermutationPlan plan, Fingerprinter fingerprinter,
                      std::unique_ptr<rocksdb::DB> db,
                      std::vector<rocksdb::ColumnFamilyHandle*> handles,
@@ -345,6 +358,7 @@ StoreImpl::StoreImpl(std::string path, StoreOptions options, int format_version,
     : path_(std::move(path)),
       options_(std::move(options)),
       format_version_(format_version),
+      group_bits_(group_bits),
       plan_(std::move(plan)),
       fingerprinter_(std::move(fingerprinter)),
       db_(std::move(db)),

@@ -73,7 +73,7 @@ Status StoreImpl::ScanGroup(rocksdb::Iterator& it, const GroupReads& groups, std
   // where there are several, a read of its own skips those whose filters
   // show no change to a member with the prefix (the kept iterator would
   // read a block of each), at the query's snapshot.
-  const GroupLayout layout(perm.prefix_bits());
+  const GroupLayout layout = group_layout(t);
   std::unique_ptr<rocksdb::Iterator> own;
   rocksdb::Iterator* reader = &it;
   if (groups.filter->files() > 1) {

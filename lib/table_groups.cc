@@ -2,6 +2,21 @@
 
 #include <iterator>
 
+namespace fpstore {
+
+// Fewer keys make every file and compaction cheaper (RocksDB's work is per
+// key), larger groups every read of one dearer: 16 bits, where members are
+// still 6 bytes, and more only where that would put more than 256 members
+// in a group (docs/performance.md, "Groups cut to the store's size").
+int GroupBitsFor(std::uint64_t expected_documents) {
+  constexpr std::uint64_t kMaxMembers = 256;
+  int bits = 16;
+  while (bits < 56 && expected_documents > (kMaxMembers << bits)) ++bits;
+  return bits;
+}
+
+}  // namespace fpstore
+
 namespace fpstore::internal {
 
 namespace {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "fpstore/document.h"
+#include "fpstore/options.h"
 #include "key_codec.h"
 
 namespace fpstore::internal {
@@ -27,20 +28,23 @@ inline bool IsPackedTable(int format_version, std::size_t t) {
   return format_version >= 6 && t > 0;
 }
 
+// The most bits a store's groups are cut at (G below the prefix, if
+// shorter): format 6 cut every store's at 20; from format 7 a store records
+// its own, chosen when it is created from the documents it expects
+// (GroupBitsFor, options.h).
+inline constexpr int kFormat6GroupBits = 20;
+
 // Where a table's groups are cut, and how their keys and members are laid
 // out. A group key is the first G bits of the permuted fingerprint,
 // left-aligned in whole bytes; a member is the other 64 - G bits,
 // big-endian in whole bytes.
 class GroupLayout {
  public:
-  // G for a table whose probes look up `prefix_bits`: 20 bits, about 8
-  // members a group at 10M documents, or the prefix if shorter, so that a
+  // G is the store's `group_bits`, or the prefix if shorter, so that a
   // probe never reads more than one group.
-  static int GroupBits(int prefix_bits) { return std::min(prefix_bits, 20); }
-
-  // REQUIRES: 1 <= prefix_bits <= 64
-  explicit GroupLayout(int prefix_bits)
-      : group_bits_(GroupBits(prefix_bits)),
+  // REQUIRES: 1 <= prefix_bits <= 64, 1 <= group_bits
+  GroupLayout(int prefix_bits, int group_bits)
+      : group_bits_(std::min(prefix_bits, group_bits)),
         key_bytes_((group_bits_ + 7) / 8),
         member_bytes_((64 - group_bits_ + 7) / 8) {}
 

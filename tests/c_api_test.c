@@ -220,6 +220,17 @@ static void TestReadOnly(const char* path) {
   fpstore_options_set_blocks(options, 5);
   CHECK_CODE(fpstore_open(path, options, &store, &errmsg), FPSTORE_INVALID_ARGUMENT, "");
   fpstore_options_destroy(options);
+
+  /* The documents expected shape a new store only: an existing one opens
+   * as it is, and still finds its documents. */
+  options = Options(0, 1);
+  fpstore_options_set_expected_documents(options, 1000000000);
+  CHECK_OK(fpstore_open(path, options, &store, &errmsg));
+  fpstore_options_destroy(options);
+  CHECK_OK(fpstore_query_text(store, kText, strlen(kText), 3, &matches, &errmsg));
+  CHECK(fpstore_matches_count(matches) == 2);
+  fpstore_matches_destroy(matches);
+  CHECK_OK(fpstore_close(store, &errmsg));
 }
 
 int main(void) {

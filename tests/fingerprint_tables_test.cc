@@ -77,7 +77,36 @@ TEST(FingerprintTablesTest, NewStoresUseTheFormatWithoutIds) {
   ASSERT_NE(store, nullptr);
   Result<StoreStats> stats = store->Stats();
   ASSERT_TRUE(stats.ok());
-  EXPECT_EQ(stats->format_version, 6);  // format 4's tables, with lone bits, packed
+  EXPECT_EQ(stats->format_version, 7);  // format 4's tables, with lone bits, packed
+  EXPECT_EQ(stats->group_bits, 16);
+}
+
+// The groups are cut for the documents expected when the store is created,
+// and stay so: what a later open expects does not change them.
+TEST(FingerprintTablesTest, GroupsAreCutForTheDocumentsExpectedAtCreation) {
+  const std::uint64_t seed = TestSeed(67);
+  const std::vector<IdFingerprint> docs = Copies(seed, 300, 1);
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  StoreOptions options;
+  options.durability = Durability::kNoSync;
+  options.expected_documents = 100'000'000;
+  {
+    std::unique_ptr<Store> store = MustOpen(path, options);
+    ASSERT_NE(store, nullptr);
+    for (const IdFingerprint& d : docs) {
+      ASSERT_TRUE(store->Insert(d.id, d.fingerprint, MetadataFor(d.id)).ok());
+    }
+    ASSERT_TRUE(store->Flush().ok());
+    EXPECT_EQ(store->Stats()->group_bits, 19);
+    ASSERT_TRUE(store->Close().ok());
+  }
+  options.expected_documents = 0;
+  std::unique_ptr<Store> store = MustOpen(path, options);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->Stats()->group_bits, 19);
+  ExpectMatchesBruteForce(*store, docs, seed, "reopened");
+  ExpectVerifies(*store);
 }
 
 // Removal and replacement, one by one and in batches: a shared fingerprint
@@ -220,7 +249,7 @@ TEST(FingerprintTablesTest, StreamedScansReadIdsInBatches) {
 // Adds (or takes out) `fp` in table t of a store of `format`, as a raw
 // write that bypasses the store.
 void EditTable(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, const TablePermutation& perm,
-               int format, Fingerprint fp, bool add) {
+               int format, int group_bits, Fingerprint fp, bool add) {
   const Fingerprint permuted = perm.Apply(fp);
   if (format < 6) {
     const internal::TableKeyCodec codec(perm.prefix_bits(), internal::TableKeyCodec::Ids::kNone);
@@ -230,7 +259,7 @@ void EditTable(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, const Table
     return;
   }
   // The group's value rewritten, with or without the member.
-  const internal::GroupLayout layout(perm.prefix_bits());
+  const internal::GroupLayout layout(perm.prefix_bits(), group_bits);
   const internal::GroupLayout::Key k = layout.KeyOf(permuted);
   const rocksdb::Slice key(k.data(), layout.key_bytes());
   std::string value;
@@ -260,15 +289,18 @@ TEST_P(TableFormatTest, VerifyFindsStrayAndMissingFingerprints) {
   TempDir dir;
   const std::string path = dir.Sub("store");
   PermutationPlan plan = *PermutationPlan::Create(6, 3);
+  int group_bits = 0;
   {
     std::unique_ptr<Store> store = StoreInTables(path, docs, format);
     ASSERT_NE(store, nullptr);
+    group_bits = store->Stats()->group_bits;
     ASSERT_TRUE(store->Close().ok());
   }
   const Fingerprint stray = Random(seed + 1).Next();
   testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
-    EditTable(db, family("table-005"), plan.table(5), format, docs[0].fingerprint, false);
-    EditTable(db, family("table-007"), plan.table(7), format, stray, true);
+    EditTable(db, family("table-005"), plan.table(5), format, group_bits, docs[0].fingerprint,
+              false);
+    EditTable(db, family("table-007"), plan.table(7), format, group_bits, stray, true);
   });
   std::unique_ptr<Store> store = MustOpen(path);
   ASSERT_NE(store, nullptr);
@@ -304,7 +336,7 @@ TEST_P(TableFormatTest, VerifyFindsStrayAndMissingFingerprints) {
   EXPECT_TRUE(stray_found.status().IsCorruption()) << stray_found.status().ToString();
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, TableFormatTest, ::testing::Values(5, 6),
+INSTANTIATE_TEST_SUITE_P(Formats, TableFormatTest, ::testing::Values(5, 6, 7),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return "format" + std::to_string(info.param);
                          });

@@ -9,6 +9,7 @@
 #include <rocksdb/db.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -17,11 +18,12 @@
 
 #include "fpstore/permutation.h"
 #include "rocks_config.h"
+#include "table_groups.h"
 
 namespace fpstore::testing {
 
-// The plan the store at `path` records, if it records one that is valid.
-inline std::optional<PermutationPlan> RecordedPlan(const std::string& path) {
+// The metadata record `key` of the store at `path`, if it has one.
+inline std::optional<std::string> RecordedValue(const std::string& path, const char* key) {
   internal::RocksConfig config =
       internal::MakeInspectionConfig({rocksdb::kDefaultColumnFamilyName});
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
@@ -31,14 +33,30 @@ inline std::optional<PermutationPlan> RecordedPlan(const std::string& path) {
   }
   std::unique_ptr<rocksdb::DB> db(raw);
   std::string value;
-  int blocks = 0, distance = 0;
-  const bool read = db->Get({}, handles[0], "fpstore.plan", &value).ok() &&
-                    std::sscanf(value.c_str(), "blocks=%d distance=%d", &blocks, &distance) == 2;
+  const bool read = db->Get({}, handles[0], key, &value).ok();
   for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h);
   if (!read) return std::nullopt;
+  return value;
+}
+
+// The plan the store at `path` records, if it records one that is valid.
+inline std::optional<PermutationPlan> RecordedPlan(const std::string& path) {
+  const std::optional<std::string> value = RecordedValue(path, "fpstore.plan");
+  int blocks = 0, distance = 0;
+  if (!value || std::sscanf(value->c_str(), "blocks=%d distance=%d", &blocks, &distance) != 2) {
+    return std::nullopt;
+  }
   Result<PermutationPlan> plan = PermutationPlan::Create(blocks, distance);
   if (!plan.ok()) return std::nullopt;
   return *std::move(plan);
+}
+
+// Where the store at `path` cuts its packed tables' groups: as it records
+// (format 7), else (or if the record is unreadable) format 6's.
+inline int RecordedGroupBits(const std::string& path) {
+  const std::optional<std::string> value = RecordedValue(path, "fpstore.group_bits");
+  const int bits = value ? std::atoi(value->c_str()) : 0;
+  return bits >= 1 && bits <= 64 ? bits : internal::kFormat6GroupBits;
 }
 
 // Opens the closed store at `path`, calls edit(db, family) with a lookup of
@@ -54,7 +72,7 @@ inline void EditWithRocksDb(
   ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
   const std::optional<PermutationPlan> plan = RecordedPlan(path);
   internal::RocksConfig config =
-      internal::MakeInspectionConfig(names, plan ? &*plan : nullptr);
+      internal::MakeInspectionConfig(names, plan ? &*plan : nullptr, RecordedGroupBits(path));
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(config.db, path, config.families, &handles, &raw);

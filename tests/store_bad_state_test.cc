@@ -433,6 +433,34 @@ TEST(StoreBadStateTest, NewerFormatVersionIsNotSupported) {
   EXPECT_EQ(stats->documents, 100u);
 }
 
+// Format 7 records where its groups are cut: a store whose record is
+// missing or not a number of bits from 1 to 64 is refused, as it was.
+TEST(StoreBadStateTest, UnreadableGroupBitsAreCorruption) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100));
+  for (const char* bad : {"", "0", "65", "16x", "-3"}) {
+    ASSERT_NO_FATAL_FAILURE(SetMetadataRecord(path, "fpstore.group_bits", bad));
+    const FileMap before = SnapshotFiles(path);
+    Result<std::unique_ptr<Store>> store = OpenWith(path, {});
+    ASSERT_FALSE(store.ok()) << "\"" << bad << "\"";
+    EXPECT_TRUE(store.status().IsCorruption()) << store.status().ToString();
+    EXPECT_TRUE(Contains(store.status(), "group bits")) << store.status().ToString();
+    EXPECT_EQ(ChangedFiles(before, SnapshotFiles(path)), "");
+  }
+  testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
+    EXPECT_TRUE(db.Delete({}, family("default"), "fpstore.group_bits").ok());
+  });
+  Result<std::unique_ptr<Store>> missing = OpenWith(path, {});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(Contains(missing.status(), "missing group bits")) << missing.status().ToString();
+
+  ASSERT_NO_FATAL_FAILURE(SetMetadataRecord(path, "fpstore.group_bits", "16"));
+  Result<std::unique_ptr<Store>> store = OpenWith(path, {});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_TRUE((*store)->Verify().ok());
+}
+
 // A library older than format 6 reads the metadata (to refuse the store)
 // with every family open and no merge operator for the packed tables.
 // Close flushes their removals, so that the log it replays holds none of
@@ -515,6 +543,7 @@ void ExpectUsedAsItIs(const std::string& path, int format) {
     Result<StoreStats> stats = (*store)->Stats();
     ASSERT_TRUE(stats.ok());
     EXPECT_EQ(stats->format_version, format);
+    EXPECT_EQ(stats->group_bits, format == 6 ? internal::kFormat6GroupBits : 0);
     EXPECT_EQ(stats->staged_documents, 0u);
     EXPECT_TRUE((*store)->Verify().ok());
     ASSERT_TRUE((*store)->Close().ok());
@@ -525,6 +554,14 @@ void ExpectUsedAsItIs(const std::string& path, int format) {
   Result<StoreStats> stats = (*store)->Stats();
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->format_version, format);
+}
+
+// A format 6 store, whose packed tables' groups are all cut at 20 bits.
+TEST(StoreBadStateTest, FormatSixStoreIsUsedAsItIs) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100, /*compact=*/true, /*format=*/6));
+  ExpectUsedAsItIs(path, 6);
 }
 
 // A format 5 store, whose tables keep a key a fingerprint rather than

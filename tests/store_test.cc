@@ -39,6 +39,10 @@ struct PlanCase {
   // The merge threshold: small merges often in the background, large never
   // (every document stays staged until Flush or Compact).
   std::size_t staged_documents;
+  // For the groups of tables 1 and up: 16 bits by default; 19 for 1e8;
+  // for 1e12, 32, so that some tables' groups are their whole prefix. A
+  // plan of 13-bit prefixes cuts them there whatever this says.
+  std::uint64_t expected_documents = 0;
 };
 
 class StoreExactnessTest : public ::testing::TestWithParam<PlanCase> {
@@ -48,6 +52,7 @@ class StoreExactnessTest : public ::testing::TestWithParam<PlanCase> {
     options_.blocks = GetParam().blocks;
     options_.distance = GetParam().distance;
     options_.staged_documents = GetParam().staged_documents;
+    options_.expected_documents = GetParam().expected_documents;
   }
 
   std::uint64_t seed_ = 0;
@@ -233,11 +238,15 @@ TEST(StoreTest, ThousandsOfIdenticalFingerprints) {
 INSTANTIATE_TEST_SUITE_P(Plans, StoreExactnessTest,
                          ::testing::Values(PlanCase{6, 3, 37}, PlanCase{6, 3, 1 << 19},
                                            PlanCase{5, 3, 37}, PlanCase{4, 2, 1 << 19},
-                                           PlanCase{8, 3, 37}, PlanCase{10, 4, 1 << 19}),
+                                           PlanCase{8, 3, 37}, PlanCase{10, 4, 1 << 19},
+                                           PlanCase{6, 3, 37, 100'000'000},
+                                           PlanCase{6, 3, 37, 1'000'000'000'000},
+                                           PlanCase{5, 4, 37}),
                          [](const auto& info) {
                            return "blocks" + std::to_string(info.param.blocks) + "_distance" +
                                   std::to_string(info.param.distance) + "_staged" +
-                                  std::to_string(info.param.staged_documents);
+                                  std::to_string(info.param.staged_documents) + "_expected" +
+                                  std::to_string(info.param.expected_documents);
                          });
 
 }  // namespace

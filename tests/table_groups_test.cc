@@ -36,39 +36,53 @@ using testing::TestSeed;
 TEST(GroupLayoutTest, KeysAndMembersRoundTripInFingerprintOrder) {
   Random rnd(TestSeed(61));
   for (int p : {1, 7, 16, 20, 25, 33, 64}) {
-    const GroupLayout layout(p);
-    const int g = std::min(p, 20);
-    EXPECT_EQ(layout.group_bits(), g);
-    EXPECT_EQ(layout.key_bytes(), static_cast<std::size_t>((g + 7) / 8));
-    EXPECT_EQ(layout.member_bytes(), static_cast<std::size_t>((64 - g + 7) / 8));
-    std::string previous_key;
-    Fingerprint previous = 0;
-    std::vector<Fingerprint> fps;
-    for (int i = 0; i < 300; ++i) fps.push_back(i == 0 ? 0 : i == 1 ? ~Fingerprint{0} : rnd.Next());
-    std::sort(fps.begin(), fps.end());
-    for (Fingerprint fp : fps) {
-      const GroupLayout::Key key = layout.KeyOf(fp);
-      const std::string view(layout.KeyView(key));
-      Fingerprint group = 1;
-      ASSERT_TRUE(layout.DecodeKey(view, &group)) << "p=" << p;
-      EXPECT_EQ(group, layout.GroupOf(fp));
-      EXPECT_EQ(group | layout.MemberBits(fp), fp);
-      std::string member;
-      layout.AppendMember(member, fp);
-      EXPECT_EQ(layout.MemberAt(group, member.data()), fp);
-      // Byte order of keys is the order of their groups.
-      if (!previous_key.empty()) {
-        EXPECT_EQ(previous_key < view, layout.GroupOf(previous) < group) << "p=" << p;
-        EXPECT_LE(previous_key, view);
+    for (int bits : {16, 20, 64}) {
+      const GroupLayout layout(p, bits);
+      const int g = std::min(p, bits);
+      EXPECT_EQ(layout.group_bits(), g);
+      EXPECT_EQ(layout.key_bytes(), static_cast<std::size_t>((g + 7) / 8));
+      EXPECT_EQ(layout.member_bytes(), static_cast<std::size_t>((64 - g + 7) / 8));
+      std::string previous_key;
+      Fingerprint previous = 0;
+      std::vector<Fingerprint> fps;
+      for (int i = 0; i < 300; ++i)
+        fps.push_back(i == 0 ? 0 : i == 1 ? ~Fingerprint{0} : rnd.Next());
+      std::sort(fps.begin(), fps.end());
+      for (Fingerprint fp : fps) {
+        const GroupLayout::Key key = layout.KeyOf(fp);
+        const std::string view(layout.KeyView(key));
+        Fingerprint group = 1;
+        ASSERT_TRUE(layout.DecodeKey(view, &group)) << "p=" << p;
+        EXPECT_EQ(group, layout.GroupOf(fp));
+        EXPECT_EQ(group | layout.MemberBits(fp), fp);
+        std::string member;
+        layout.AppendMember(member, fp);
+        EXPECT_EQ(layout.MemberAt(group, member.data()), fp);
+        // Byte order of keys is the order of their groups.
+        if (!previous_key.empty()) {
+          EXPECT_EQ(previous_key < view, layout.GroupOf(previous) < group) << "p=" << p;
+          EXPECT_LE(previous_key, view);
+        }
+        previous_key = view;
+        previous = fp;
       }
-      previous_key = view;
-      previous = fp;
     }
   }
 }
 
+// 16 bits up to 256 members a group, then a bit more each time that would
+// be exceeded; a shift never overflows.
+TEST(GroupLayoutTest, GroupsAreCutForTheDocumentsExpected) {
+  EXPECT_EQ(GroupBitsFor(0), 16);
+  EXPECT_EQ(GroupBitsFor(std::uint64_t{256} << 16), 16);
+  EXPECT_EQ(GroupBitsFor((std::uint64_t{256} << 16) + 1), 17);
+  EXPECT_EQ(GroupBitsFor(100'000'000), 19);
+  EXPECT_EQ(GroupBitsFor(1'000'000'000), 22);
+  EXPECT_EQ(GroupBitsFor(~std::uint64_t{0}), 56);
+}
+
 TEST(GroupLayoutTest, MalformedKeysAndValuesAreRefused) {
-  const GroupLayout layout(33);  // 20-bit groups in 3 bytes, 44-bit members in 6
+  const GroupLayout layout(33, 20);  // 20-bit groups in 3 bytes, 44-bit members in 6
   Fingerprint group;
   EXPECT_FALSE(layout.DecodeKey(std::string("\x01\x02", 2), &group));
   EXPECT_FALSE(layout.DecodeKey(std::string("\x01\x02\x03", 3), &group));  // padding set
@@ -102,7 +116,7 @@ TEST(GroupLayoutTest, MalformedKeysAndValuesAreRefused) {
 // random ways (whole, or first partly merged in runs), against a set.
 TEST(GroupMergeOperatorTest, FoldsOperandsAsTheyWereApplied) {
   Random rnd(TestSeed(62));
-  const GroupLayout layout(33);
+  const GroupLayout layout(33, 20);
   const GroupMergeOperator op(layout);
   for (int trial = 0; trial < 500; ++trial) {
     std::set<Fingerprint> model;
@@ -151,7 +165,7 @@ TEST(GroupMergeOperatorTest, FoldsOperandsAsTheyWereApplied) {
 }
 
 TEST(GroupMergeOperatorTest, MalformedInputFailsTheMerge) {
-  const GroupLayout layout(33);
+  const GroupLayout layout(33, 20);
   const GroupMergeOperator op(layout);
   const std::string bad = "xyz";
   const rocksdb::Slice bad_slice(bad);
@@ -268,7 +282,7 @@ class PackedTableDb {
     StoreOptions options;
     options.block_cache_bytes = 8 << 20;
     options.write_buffer_bytes = 8 << 20;
-    RocksConfig config = MakeRocksConfig(options, plan_, Store::kFormatVersion);
+    RocksConfig config = MakeRocksConfig(options, plan_, Store::kFormatVersion, kGroupBits);
     std::vector<rocksdb::ColumnFamilyDescriptor> families;
     for (const rocksdb::ColumnFamilyDescriptor& f : config.families) {
       if (f.name == rocksdb::kDefaultColumnFamilyName || f.name == name()) families.push_back(f);
@@ -286,8 +300,10 @@ class PackedTableDb {
     EXPECT_TRUE(db_->Close().ok());
   }
   static constexpr std::size_t kTable = 1;
+  static constexpr int kGroupBits = 16;  // a new store's, as a rule
   std::string name() const { return TableFamilyName(kTable); }
   int prefix_bits() const { return plan_.table(kTable).prefix_bits(); }
+  GroupLayout layout() const { return GroupLayout(prefix_bits(), kGroupBits); }
   rocksdb::DB& db() { return *db_; }
   rocksdb::ColumnFamilyHandle* table() { return handles_[1]; }
 
@@ -305,7 +321,7 @@ TEST(MemberFiltersTest, LargeFilesCarryTheirFiltersInChunks) {
   TempDir dir;
   PackedTableDb packed(dir.Sub("db"));
   ASSERT_TRUE(packed.db().GetOptions(packed.table()).merge_operator != nullptr);
-  const GroupLayout layout(packed.prefix_bits());
+  const GroupLayout layout = packed.layout();
   std::vector<Fingerprint> members;
   for (int i = 0; i < 200000; ++i) members.push_back(rnd.Next());
   std::sort(members.begin(), members.end());
@@ -348,7 +364,7 @@ TEST(MemberFiltersTest, LargeFilesCarryTheirFiltersInChunks) {
   EXPECT_EQ(chunks, (members.size() + 65535) / 65536);
 
   Result<std::shared_ptr<const TableMemberFilter>> filter =
-      TableMemberFilter::Read(packed.db(), packed.table(), packed.prefix_bits());
+      TableMemberFilter::Read(packed.db(), packed.table(), layout, packed.prefix_bits());
   ASSERT_TRUE(filter.ok()) << filter.status().ToString();
   for (Fingerprint m : members) ASSERT_TRUE((*filter)->MayContain(m));
   int passed = 0;
@@ -367,7 +383,7 @@ TEST(MemberFiltersTest, CoverEveryMemberThroughFlushesAndCompactions) {
   PackedTableDb packed(dir.Sub("db"));
   const int prefix_bits = packed.prefix_bits();
   const std::string name = packed.name();
-  const GroupLayout layout(prefix_bits);
+  const GroupLayout layout = packed.layout();
   rocksdb::DB* const db = &packed.db();
   rocksdb::ColumnFamilyHandle* const table = packed.table();
 
@@ -377,7 +393,7 @@ TEST(MemberFiltersTest, CoverEveryMemberThroughFlushesAndCompactions) {
   auto random_permuted = [&] { return (rnd.Next() & 0xff0000ffffffffffULL); };
   auto check = [&](const std::string& when) {
     Result<std::shared_ptr<const TableMemberFilter>> filter =
-        TableMemberFilter::Read(*db, table, prefix_bits);
+        TableMemberFilter::Read(*db, table, layout, prefix_bits);
     ASSERT_TRUE(filter.ok()) << filter.status().ToString();
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), table));
     TableEntryCursor cursor(

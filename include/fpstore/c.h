@@ -107,6 +107,10 @@ void fpstore_options_set_read_only(fpstore_options_t* options, int value);
 void fpstore_options_set_blocks(fpstore_options_t* options, int blocks);
 void fpstore_options_set_distance(fpstore_options_t* options, int distance);
 
+/* About how many documents the store will hold: used when creating a store,
+ * to size its tables' groups (StoreOptions::expected_documents). */
+void fpstore_options_set_expected_documents(fpstore_options_t* options, uint64_t documents);
+
 /* One of FPSTORE_DURABILITY_*; another value fails at fpstore_open. */
 void fpstore_options_set_durability(fpstore_options_t* options, int durability);
 

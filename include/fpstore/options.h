@@ -30,6 +30,11 @@ enum class Durability : int {
   kNoSync = 2,
 };
 
+// The bits at which a store created for `expected_documents` cuts its
+// tables' groups (the prefix, if shorter): 16, and one more for each
+// doubling that would put more than 256 fingerprints in a group.
+int GroupBitsFor(std::uint64_t expected_documents);
+
 struct StoreOptions {
   // ---- Behaviour ----
 
@@ -55,6 +60,14 @@ struct StoreOptions {
   // plan: recorded at creation, checked when set on open.
   // Default at creation: FingerprintOptions{}.
   std::optional<FingerprintOptions> fingerprint;
+
+  // About how many documents the store will hold. Used when creating a
+  // store: its tables keep a key per group of fingerprints (docs/format.md,
+  // "Packed tables"), cut at GroupBitsFor(expected_documents) bits. A store
+  // may grow past it: reads of a group then cost a little more. Ignored
+  // when opening an existing store. Default at creation: 0 (16-bit groups,
+  // for up to 16 Mi documents).
+  std::optional<std::uint64_t> expected_documents;
 
   Durability durability = Durability::kGroupCommit;
 

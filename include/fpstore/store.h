@@ -80,10 +80,13 @@ struct StoreStats {
   int blocks = 0;
   int distance = 0;
   FingerprintOptions fingerprint;
+  // Format 6 and up: the bits at which tables 1 and up cut their groups
+  // (the prefix, if shorter); 0 in older formats.
+  int group_bits = 0;
   std::uint64_t documents = 0;                 // exact
   std::uint64_t staged_documents = 0;          // exact; not yet in the tables (Flush)
   // RocksDB's estimate of each table's keys; for a table that packs
-  // fingerprints in groups (format 6, tables 1 and up), table 0's.
+  // fingerprints in groups (format 6 and up, tables 1 and up), table 0's.
   std::vector<std::uint64_t> table_entries;
   std::vector<std::uint64_t> table_bytes;      // table files' bytes, per table
   std::uint64_t bytes_on_disk = 0;             // live SST and WAL files
@@ -102,7 +105,7 @@ struct StoreStats {
 class Store {
  public:
   // The on-disk format this build writes; see docs/format.md.
-  static constexpr int kFormatVersion = 6;
+  static constexpr int kFormatVersion = 7;
   // The oldest format this build reads (docs/format.md, "Versions").
   static constexpr int kOldestFormatVersion = 2;
 

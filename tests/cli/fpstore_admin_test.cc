@@ -198,13 +198,15 @@ TEST(AdminCreateTest, CreatesWithPlanAndOptionsThatStatsReports) {
   r = Admin({"stats", "--db", db});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "documents:          0\n")) << r.out;
-  EXPECT_TRUE(Contains(r.out, "format version:     6\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "format version:     7\n")) << r.out;
+  // Cut for the 10^9 documents expected: 22 bits, at most 256 a group.
+  EXPECT_TRUE(Contains(r.out, "group bits:         22 ")) << r.out;
   EXPECT_TRUE(Contains(r.out, "fingerprint:        v1 window=5 weighting=presence\n")) << r.out;
   EXPECT_TRUE(Contains(r.out, "table  19  blocks 3,4,5")) << r.out;
 
   r = Admin({"stats", "--db", db, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(Contains(r.out, "\"blocks\":6,\"distance\":3,")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\"group_bits\":22,\"blocks\":6,\"distance\":3,")) << r.out;
   EXPECT_TRUE(Contains(r.out, "\"window\":5,\"weighting\":\"presence\"")) << r.out;
   EXPECT_TRUE(Contains(r.out, "{\"table\":19,\"blocks\":[3,4,5],\"prefix_bits\":31,")) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one JSON object, one line";

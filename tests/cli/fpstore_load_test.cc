@@ -60,6 +60,7 @@ struct StoreView {
   Status verify;
   int blocks = 0;
   int distance = 0;
+  int group_bits = 0;
   FingerprintOptions fingerprint;
 };
 
@@ -80,6 +81,7 @@ StoreView View(const std::string& db) {
     view.documents = stats->documents;
     view.blocks = stats->blocks;
     view.distance = stats->distance;
+    view.group_bits = stats->group_bits;
     view.fingerprint = stats->fingerprint;
   }
   view.verify = (*store)->Verify();
@@ -164,12 +166,14 @@ TEST(LoadTest, JsonlCreatesTheStoreAndFingerprintsLikeTheLibrary) {
 TEST(LoadTest, PlanAndFingerprintOptionsOfANewStore) {
   ScratchDir dir;
   const std::string db = (dir.path() / "s").string();
-  const ToolResult r = Load({"--db", db, "--input", Data("docs.jsonl"), "--blocks", "5",
-                             "--distance", "2", "--window", "1", "--weighting", "presence"});
+  const ToolResult r =
+      Load({"--db", db, "--input", Data("docs.jsonl"), "--blocks", "5", "--distance", "2",
+            "--window", "1", "--weighting", "presence", "--expected-documents", "5e7"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const StoreView view = View(db);
   EXPECT_EQ(view.blocks, 5);
   EXPECT_EQ(view.distance, 2);
+  EXPECT_EQ(view.group_bits, 18);  // 5e7 documents: at most 256 a group
   FingerprintOptions expected;
   expected.window = 1;
   expected.weighting = FeatureWeighting::kPresence;
@@ -722,6 +726,8 @@ TEST(LoadUsageTest, Errors) {
        "already"},
       {{"--db", "x", "--input", "y", "--blocks", "3", "--distance", "3"},
        "--blocks 3 --distance 3: blocks (3) must exceed distance (3)"},
+      {{"--db", "x", "--input", "y", "--expected-documents", "-1"},
+       "--expected-documents: must be a number of documents, 0 or more"},
       {{"--db", "x", "--input", "y", "--sample", "0"}, "--sample: 0 documents would load nothing"},
       {{"--db", "x", "--input", "y", "--threads", "-1"}, "--threads: -1 is negative"},
       {{"--db", "x", "--input", "y", "stray"}, "unexpected argument 'stray'"},

@@ -125,9 +125,10 @@ inline PlanEstimate EstimatePlan(const PermutationPlan& plan, double documents) 
   e.candidates = ExpectedCandidates(plan, documents);
   e.disk_bytes = documents * (kBytesPerIdEntry + kBytesPerDocument);
   for (std::size_t t = 1; t < plan.table_count(); ++t) {
-    // Groups of G = min(p, 20) bits, members of 64 - G bits in whole bytes
-    // (docs/format.md, "Packed tables").
-    const int group_bits = std::min(plan.table(t).prefix_bits(), 20);
+    // Groups of G bits, cut for these documents, or the prefix if shorter;
+    // members of 64 - G bits in whole bytes (docs/format.md, "Packed tables").
+    const int group_bits =
+        std::min(plan.table(t).prefix_bits(), GroupBitsFor(static_cast<std::uint64_t>(documents)));
     const double member_bytes = (64 - group_bits + 7) / 8;
     const double groups = std::ldexp(1.0, group_bits);
     const double held = groups * -std::expm1(-documents / groups);  // groups with a member

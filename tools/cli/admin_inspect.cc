@@ -35,9 +35,6 @@ class CreateCommand final : public Command {
     store_.Define(table, {.plan = true,
                           .db_help = "The directory to create the store in: absent, or an empty "
                                      "directory. e.g. --db crawl.fps"});
-    table.Add(kStoreGroup, "expected-documents", po::value(&expected_)->value_name("N"),
-              "Also estimate how many candidates a query meets among N stored documents. "
-              "e.g. --expected-documents 50000000");
     table.Add(kStoreGroup, "disk-budget", po::value(&disk_budget_gb_)->value_name("GB"),
               "With --expected-documents: suggest only plans whose estimated size fits in GB "
               "gigabytes. e.g. --disk-budget 40");
@@ -63,11 +60,14 @@ class CreateCommand final : public Command {
                  DescribeTables(*plan_).c_str());
     std::fprintf(out(), "fingerprint:        %s\n", fingerprint.ToString().c_str());
     std::fprintf(out(), "format version:     %d\n", Store::kFormatVersion);
-    if (expected_given_) {
+    std::fprintf(out(), "group bits:         %d (tables 1 and up keep a key per group)\n",
+                 GroupBitsFor(static_cast<std::uint64_t>(expected())));
+    if (store_.expected_documents()) {
       std::fprintf(out(),
                    "candidates/query:   about %s at %s documents (random fingerprints: the sum "
                    "over the tables of N / 2^prefix bits)\n",
-                   Rough(ExpectedCandidates(*plan_, expected_)).c_str(), Rough(expected_).c_str());
+                   Rough(ExpectedCandidates(*plan_, expected())).c_str(),
+                   Rough(expected()).c_str());
       PrintPlanComparison();
     }
     return 0;
@@ -81,12 +81,10 @@ class CreateCommand final : public Command {
         store_.blocks().value_or(kDefaultBlocks), store_.distance().value_or(kDefaultDistance));
     if (!plan.ok()) throw UsageError("--blocks/--distance: " + plan.status().message());
     plan_ = *std::move(plan);
-    expected_given_ = vm.count("expected-documents") > 0;
-    if (expected_given_ && !(expected_ >= 0 && std::isfinite(expected_))) {
-      throw UsageError("--expected-documents: must be a number of documents, 0 or more");
-    }
     if (vm.count("disk-budget") > 0) {
-      if (!expected_given_) throw UsageError("--disk-budget needs --expected-documents");
+      if (!store_.expected_documents()) {
+        throw UsageError("--disk-budget needs --expected-documents");
+      }
       if (!(disk_budget_gb_ > 0 && std::isfinite(disk_budget_gb_))) {
         throw UsageError("--disk-budget: must be a number of gigabytes above 0");
       }
@@ -97,10 +95,14 @@ class CreateCommand final : public Command {
   // The plans for this distance with k+1 to k+5 blocks, each with its estimated
   // size and query cost at the expected number of documents, and the one
   // to choose: the cheapest query among those within the disk budget.
+  double expected() const { return store_.expected_documents().value_or(0); }
+
   void PrintPlanComparison() const {
     const int k = plan_->distance();
-    std::fprintf(out(), "\nplans for distance %d at %s documents (estimates, see "
-                        "docs/performance.md):\n", k, Rough(expected_).c_str());
+    std::fprintf(out(),
+                 "\nplans for distance %d at %s documents (estimates, see "
+                 "docs/performance.md):\n",
+                 k, Rough(expected()).c_str());
     std::fprintf(out(), "  %-7s %-7s %-12s %-18s %-10s %s\n", "blocks", "tables", "prefix bits",
                  "candidates/query", "disk GB", "query us");
     int suggested = 0;
@@ -111,7 +113,7 @@ class CreateCommand final : public Command {
     for (int m = k + 1; m <= k + 5; ++m) {
       Result<PermutationPlan> plan = PermutationPlan::Create(m, k);
       if (!plan.ok()) break;  // too many tables from here on
-      const PlanEstimate e = EstimatePlan(*plan, expected_);
+      const PlanEstimate e = EstimatePlan(*plan, expected());
       const bool fits = disk_budget_gb_ == 0 || e.disk_bytes <= disk_budget_gb_ * 1e9;
       if (fits && (suggested == 0 || e.query_micros < best_cost)) {
         suggested = m;
@@ -136,8 +138,6 @@ class CreateCommand final : public Command {
   double disk_budget_gb_ = 0;
   StoreFlags store_;
   FingerprintFlags fingerprint_;
-  double expected_ = 0;
-  bool expected_given_ = false;
   bool dry_run_ = false;
   std::optional<PermutationPlan> plan_;
 };
@@ -180,12 +180,14 @@ class StatsCommand final : public Command {
       }
       std::fprintf(
           out(),
-          "{\"path\":%s,\"format_version\":%d,\"blocks\":%d,\"distance\":%d,"
+          "{\"path\":%s,\"format_version\":%d,\"group_bits\":%d,\"blocks\":%d,\"distance\":%d,"
           "\"fingerprint\":{\"text\":%s,\"version\":%d,\"window\":%d,\"weighting\":\"%s\"},"
-          "\"documents\":%llu,\"staged_documents\":%llu,\"recent_fingerprints\":%llu,\"lone_bits_used\":%s,\"bytes_on_disk\":%llu,\"bytes_per_document\":%s,\"tables\":[%s]}\n",
-          JsonString(db).c_str(), stats.format_version, stats.blocks, stats.distance,
-          JsonString(stats.fingerprint.ToString()).c_str(), stats.fingerprint.version,
-          stats.fingerprint.window, std::string(WeightingName(stats.fingerprint.weighting)).c_str(),
+          "\"documents\":%llu,\"staged_documents\":%llu,\"recent_fingerprints\":%llu,\"lone_bits_"
+          "used\":%s,\"bytes_on_disk\":%llu,\"bytes_per_document\":%s,\"tables\":[%s]}\n",
+          JsonString(db).c_str(), stats.format_version, stats.group_bits, stats.blocks,
+          stats.distance, JsonString(stats.fingerprint.ToString()).c_str(),
+          stats.fingerprint.version, stats.fingerprint.window,
+          std::string(WeightingName(stats.fingerprint.weighting)).c_str(),
           static_cast<unsigned long long>(stats.documents),
           static_cast<unsigned long long>(stats.staged_documents),
           static_cast<unsigned long long>(stats.recent_fingerprints),
@@ -199,6 +201,10 @@ class StatsCommand final : public Command {
     std::fprintf(out(), "plan:               %s: %s\n", plan.ToString().c_str(),
                  DescribeTables(plan).c_str());
     std::fprintf(out(), "fingerprint:        %s\n", stats.fingerprint.ToString().c_str());
+    if (stats.group_bits > 0) {
+      std::fprintf(out(), "group bits:         %d (tables 1 and up keep a key per group)\n",
+                   stats.group_bits);
+    }
     std::fprintf(out(), "documents:          %s\n", WithCommas(stats.documents).c_str());
     std::fprintf(out(), "staged documents:   %s (not yet merged into the tables)\n",
                  WithCommas(stats.staged_documents).c_str());

@@ -68,6 +68,10 @@ void StoreFlags::Define(OptionTable& table, Config config) {
               "The largest Hamming distance the new store answers exactly: its planned "
               "distance, below --blocks. Checked against an existing store's when given. "
               "Default: 3. e.g. --distance 4");
+    table.Add(kStoreGroup, "expected-documents", po::value(&expected_value_)->value_name("N"),
+              "About how many documents a new store will hold: its tables keep a key per "
+              "group of fingerprints, cut for N (docs/format.md). Default: up to 16 million. "
+              "e.g. --expected-documents 1e8");
   }
   if (config_.durability) {
     table.Add(kStoreGroup, "durability", po::value(&durability_)->value_name("MODE"),
@@ -95,6 +99,13 @@ void StoreFlags::Check(const po::variables_map& vm) {
       }
       distance_ = distance_value_;
     }
+    if (vm.count("expected-documents") > 0) {
+      // Below 2^64, so that the conversion for StoreOptions is defined.
+      if (!(expected_value_ >= 0 && expected_value_ < 0x1p64)) {
+        throw UsageError("--expected-documents: must be a number of documents, 0 or more");
+      }
+      expected_documents_ = expected_value_;
+    }
     if (blocks_ && distance_) {
       if (Result<PermutationPlan> plan = PermutationPlan::Create(*blocks_, *distance_);
           !plan.ok()) {
@@ -121,6 +132,9 @@ StoreOptions StoreFlags::Options() const {
   StoreOptions options;
   options.blocks = blocks_;
   options.distance = distance_;
+  if (expected_documents_) {
+    options.expected_documents = static_cast<std::uint64_t>(*expected_documents_);
+  }
   options.durability = durability_value_;
   return options;
 }

@@ -96,7 +96,7 @@ inline constexpr std::string_view kStoreGroup = "Store";
 class StoreFlags {
  public:
   struct Config {
-    bool plan = false;        // define --blocks and --distance
+    bool plan = false;        // define --blocks, --distance and --expected-documents
     bool durability = false;  // define --durability
     bool db_required = true;  // Check fails without --db
     std::string db_help;      // replaces --db's description; end it with an example
@@ -107,7 +107,8 @@ class StoreFlags {
 
   // Throws UsageError: no --db (when required), an empty --db, an unknown
   // --durability, --blocks or --distance out of range, or both together
-  // making no plan (PermutationPlan::Create's reason).
+  // making no plan (PermutationPlan::Create's reason), a negative
+  // --expected-documents.
   void Check(const boost::program_options::variables_map& vm);
 
   bool given() const { return !db_.empty(); }
@@ -116,8 +117,10 @@ class StoreFlags {
   // The explicit plan options (unset when not given).
   std::optional<int> blocks() const { return blocks_; }
   std::optional<int> distance() const { return distance_; }
+  std::optional<double> expected_documents() const { return expected_documents_; }
 
-  // StoreOptions with what the user gave: durability, the plan when given.
+  // StoreOptions with what the user gave: durability, the plan and the
+  // documents expected when given.
   StoreOptions Options() const;
 
   // Opens db() as `access` says. `fingerprint` (may be null): --window and
@@ -135,6 +138,8 @@ class StoreFlags {
   int distance_value_ = 0;
   std::optional<int> blocks_;
   std::optional<int> distance_;
+  double expected_value_ = 0;
+  std::optional<double> expected_documents_;
   std::string durability_ = "group";
   Durability durability_value_ = Durability::kGroupCommit;
 };
