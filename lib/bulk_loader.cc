@@ -303,6 +303,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   phases.Lap("tables");
 
   if (!args.empty()) {
+    store_.FlushBeforeIngesting(args);
     std::unique_lock exclusive(store_.ingest_mu_);
     const Status s = FromRocks(db.IngestExternalFiles(args), "ingesting the bulk load");
     store_.PublishMemberFilters(args, ingested, s);

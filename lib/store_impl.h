@@ -245,6 +245,11 @@ class StoreImpl final : public Store {
   // ingestion; none if they could not be read.
   std::optional<MemberFilters::Ingested> ReadIngestedFilters(
       std::span<const rocksdb::IngestExternalFileArg> args) const;
+  // Before the ingestion of `args` takes ingest_mu_: flushes the memtables
+  // of its families that hold anything. IngestExternalFiles flushes those
+  // its files overlap (the staging family's, which a merge's deletions of
+  // marks always do) and queries waited for those flushes.
+  void FlushBeforeIngesting(std::span<const rocksdb::IngestExternalFileArg> args);
   // After the ingestion of `args`, with ingest_mu_ held exclusively, before
   // queries resume: the ingested files' filters added, if it succeeded and
   // they were read, else the tables' filters read anew (member_filters.h).

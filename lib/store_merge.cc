@@ -211,6 +211,7 @@ Status StoreImpl::MergeStaged() {
       s = made.status();
     }
   }
+  if (s.ok() && !args.empty()) FlushBeforeIngesting(args);
   {
     std::unique_lock exclusive(ingest_mu_);
     if (s.ok() && !args.empty()) {
@@ -237,6 +238,21 @@ std::optional<MemberFilters::Ingested> StoreImpl::ReadIngestedFilters(
   Result<MemberFilters::Ingested> read = member_filters_->ReadIngested(*db_, args);
   if (!read.ok()) return std::nullopt;
   return *std::move(read);
+}
+
+void StoreImpl::FlushBeforeIngesting(std::span<const rocksdb::IngestExternalFileArg> args) {
+  std::vector<rocksdb::ColumnFamilyHandle*> families;
+  for (const rocksdb::IngestExternalFileArg& arg : args) {
+    std::uint64_t active = 0, immutable = 0;
+    if (db_->GetIntProperty(arg.column_family, "rocksdb.num-entries-active-mem-table", &active) &&
+        db_->GetIntProperty(arg.column_family, "rocksdb.num-entries-imm-mem-tables", &immutable) &&
+        active + immutable == 0) {
+      continue;
+    }
+    families.push_back(arg.column_family);
+  }
+  // A failure only leaves the flush to the ingestion.
+  if (!families.empty()) db_->Flush(rocksdb::FlushOptions(), families).PermitUncheckedError();
 }
 
 void StoreImpl::PublishMemberFilters(std::span<const rocksdb::IngestExternalFileArg> args,
