@@ -102,10 +102,10 @@ inline double ExpectedCandidates(const PermutationPlan& plan, double documents) 
 // measured (docs/performance.md): on disk, about 20 bytes per entry of
 // table 0 (fingerprint and id) and 17 per document record, as a bulk load
 // writes them (LZ4); each other table packs its fingerprints in groups
-// (format 6), a member's bytes and 1.25 of filter each, and about 12.9
-// bytes per group that holds any (at 1M, 10M and 100M documents 15.6, 8.6
-// and 7.4 bytes a fingerprint with table 0 and the documents at 16 and 15
-// bytes, as ZSTD wrote them, against 15.1, 8.6 and 7.5 measured then);
+// cut for the documents expected (format 7), a member's bytes and 1.25 of
+// filter each, and about 12.9 bytes per group that holds any (at 10M and
+// 100M documents, groups of 16 and 19 bits, 1.76 and 17.6 GB for plan
+// (6, 3), as measured);
 // per table probed, 0.8 us
 // (a warm miss of plan (6, 3) over its 20 tables), plus, when the probe's
 // prefix range is not empty, a data block read of about 13 us (what a warm
