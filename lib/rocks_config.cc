@@ -241,23 +241,29 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   return config;
 }
 
-RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
-                                 const PermutationPlan* plan, int group_bits) {
+RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names) {
   RocksConfig config;
   for (const std::string& name : family_names) {
-    rocksdb::ColumnFamilyOptions cf = name == rocksdb::kDefaultColumnFamilyName
-                                          ? MetadataFamilyOptions()
-                                          : rocksdb::ColumnFamilyOptions();
-    // A packed table's merge operands (removals, and merges into tables
-    // with files) need its operator, whose layout comes from the plan.
-    // Tables that keep a key each never meet it.
-    for (std::size_t t = 0; plan != nullptr && t < plan->table_count(); ++t) {
-      if (name == TableFamilyName(t) && t > 0) {
-        cf.merge_operator = std::make_shared<GroupMergeOperator>(
-            GroupLayout(plan->table(t).prefix_bits(), group_bits));
+    config.families.emplace_back(name, name == rocksdb::kDefaultColumnFamilyName
+                                           ? MetadataFamilyOptions()
+                                           : rocksdb::ColumnFamilyOptions());
+  }
+  return config;
+}
+
+RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
+                                 const PermutationPlan& plan, int group_bits) {
+  RocksConfig config = MakeInspectionConfig(family_names);
+  // A packed table's merge operands (removals, and merges into tables
+  // with files) need its operator, whose layout comes from the plan.
+  // Tables that keep a key each never meet it.
+  for (rocksdb::ColumnFamilyDescriptor& family : config.families) {
+    for (std::size_t t = 1; t < plan.table_count(); ++t) {
+      if (family.name == TableFamilyName(t)) {
+        family.options.merge_operator = std::make_shared<GroupMergeOperator>(
+            GroupLayout(plan.table(t).prefix_bits(), group_bits));
       }
     }
-    config.families.emplace_back(name, cf);
   }
   return config;
 }

@@ -251,8 +251,11 @@ void StoreImpl::FlushBeforeIngesting(std::span<const rocksdb::IngestExternalFile
     }
     families.push_back(arg.column_family);
   }
-  // A failure only leaves the flush to the ingestion.
-  if (!families.empty()) db_->Flush(rocksdb::FlushOptions(), families).PermitUncheckedError();
+  // As the ingestion's own flush would: at once, even if writes then
+  // stall. A failure only leaves the flush to the ingestion.
+  rocksdb::FlushOptions flush;
+  flush.allow_write_stall = true;
+  if (!families.empty()) db_->Flush(flush, families).PermitUncheckedError();
 }
 
 void StoreImpl::PublishMemberFilters(std::span<const rocksdb::IngestExternalFileArg> args,

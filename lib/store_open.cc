@@ -255,7 +255,10 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
     }
     meta = {new_format, options.blocks.value_or(6), options.distance.value_or(3),
             options.fingerprint.value_or(FingerprintOptions{})};
-    if (new_format >= 7) meta.group_bits = GroupBitsFor(options.expected_documents.value_or(0));
+    if (new_format >= 7) {
+      meta.group_bits = GroupBitsFor(
+          options.expected_documents.value_or(StoreOptions::kDefaultExpectedDocuments));
+    }
   }
 
   Result<PermutationPlan> plan = PermutationPlan::Create(meta.blocks, meta.distance);

@@ -16,7 +16,7 @@
 
 namespace fpstore::internal {
 
-// A table's layout: packed (format 6, tables 1 and up) or a key each.
+// A table's layout: packed (format 6 and up, tables 1 and up) or a key each.
 struct TableLayout {
   TableKeyCodec keys;
   std::optional<GroupLayout> groups;  // set if packed

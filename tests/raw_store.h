@@ -9,7 +9,6 @@
 #include <rocksdb/db.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -52,10 +51,13 @@ inline std::optional<PermutationPlan> RecordedPlan(const std::string& path) {
 }
 
 // Where the store at `path` cuts its packed tables' groups: as it records
-// (format 7), else (or if the record is unreadable) format 6's.
+// (format 7), else format 6's. A record that is not a number of bits from
+// 1 to 64 (tests write such) reads as format 6's: only merge operands need
+// the layout, and a store refused on open has none to fold.
 inline int RecordedGroupBits(const std::string& path) {
   const std::optional<std::string> value = RecordedValue(path, "fpstore.group_bits");
-  const int bits = value ? std::atoi(value->c_str()) : 0;
+  int bits = 0;
+  if (value) std::sscanf(value->c_str(), "%d", &bits);
   return bits >= 1 && bits <= 64 ? bits : internal::kFormat6GroupBits;
 }
 
@@ -72,7 +74,8 @@ inline void EditWithRocksDb(
   ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
   const std::optional<PermutationPlan> plan = RecordedPlan(path);
   internal::RocksConfig config =
-      internal::MakeInspectionConfig(names, plan ? &*plan : nullptr, RecordedGroupBits(path));
+      plan ? internal::MakeInspectionConfig(names, *plan, RecordedGroupBits(path))
+           : internal::MakeInspectionConfig(names);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(config.db, path, config.families, &handles, &raw);

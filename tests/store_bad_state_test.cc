@@ -455,7 +455,7 @@ TEST(StoreBadStateTest, UnreadableGroupBitsAreCorruption) {
   ASSERT_FALSE(missing.ok());
   EXPECT_TRUE(Contains(missing.status(), "missing group bits")) << missing.status().ToString();
 
-  ASSERT_NO_FATAL_FAILURE(SetMetadataRecord(path, "fpstore.group_bits", "16"));
+  ASSERT_NO_FATAL_FAILURE(SetMetadataRecord(path, "fpstore.group_bits", "19"));
   Result<std::unique_ptr<Store>> store = OpenWith(path, {});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_TRUE((*store)->Verify().ok());
@@ -543,7 +543,7 @@ void ExpectUsedAsItIs(const std::string& path, int format) {
     Result<StoreStats> stats = (*store)->Stats();
     ASSERT_TRUE(stats.ok());
     EXPECT_EQ(stats->format_version, format);
-    EXPECT_EQ(stats->group_bits, format == 6 ? internal::kFormat6GroupBits : 0);
+    EXPECT_EQ(stats->group_bits, format == 6 ? 20 : 0);  // as format 6 stores were written
     EXPECT_EQ(stats->staged_documents, 0u);
     EXPECT_TRUE((*store)->Verify().ok());
     ASSERT_TRUE((*store)->Close().ok());

@@ -64,10 +64,14 @@ struct StoreOptions {
   // About how many documents the store will hold. Used when creating a
   // store: its tables keep a key per group of fingerprints (docs/format.md,
   // "Packed tables"), cut at GroupBitsFor(expected_documents) bits. A store
-  // may grow past it: reads of a group then cost a little more. Ignored
-  // when opening an existing store. Default at creation: 0 (16-bit groups,
-  // for up to 16 Mi documents).
+  // may grow past it, its groups with it: at 16 times the count a group
+  // holds about 4,000 fingerprints (24 KB), which each probe that finds
+  // one reads. Fewer documents than expected cost loads, merges and
+  // compactions more RocksDB keys (docs/performance.md). Ignored when
+  // opening an existing store. Default at creation:
+  // kDefaultExpectedDocuments (19-bit groups).
   std::optional<std::uint64_t> expected_documents;
+  static constexpr std::uint64_t kDefaultExpectedDocuments = 100'000'000;
 
   Durability durability = Durability::kGroupCommit;
 

@@ -61,7 +61,8 @@ class CreateCommand final : public Command {
     std::fprintf(out(), "fingerprint:        %s\n", fingerprint.ToString().c_str());
     std::fprintf(out(), "format version:     %d\n", Store::kFormatVersion);
     std::fprintf(out(), "group bits:         %d (tables 1 and up keep a key per group)\n",
-                 GroupBitsFor(static_cast<std::uint64_t>(expected())));
+                 GroupBitsFor(store_.Options().expected_documents.value_or(
+                     StoreOptions::kDefaultExpectedDocuments)));
     if (store_.expected_documents()) {
       std::fprintf(out(),
                    "candidates/query:   about %s at %s documents (random fingerprints: the sum "

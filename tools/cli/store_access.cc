@@ -70,7 +70,7 @@ void StoreFlags::Define(OptionTable& table, Config config) {
               "Default: 3. e.g. --distance 4");
     table.Add(kStoreGroup, "expected-documents", po::value(&expected_value_)->value_name("N"),
               "About how many documents a new store will hold: its tables keep a key per "
-              "group of fingerprints, cut for N (docs/format.md). Default: up to 16 million. "
+              "group of fingerprints, cut for N (docs/format.md). Default: 100 million. "
               "e.g. --expected-documents 1e8");
   }
   if (config_.durability) {
