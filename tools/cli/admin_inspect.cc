@@ -11,7 +11,8 @@ class CreateCommand final : public Command {
  public:
   std::string_view Name() const override { return "create"; }
   std::string_view Summary() const override {
-    return "Create a store with a plan (blocks, distance) and fingerprint options.";
+    return "Create a store with a plan (blocks, distance) and fingerprint options, sized for "
+           "the documents expected; estimate and compare plans.";
   }
   std::vector<std::string> Synopsis() const override {
     return {
