@@ -1,10 +1,11 @@
 #include "member_filters.h"
 
+#include <rocksdb/sst_file_reader.h>
+
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
-
-#include <rocksdb/sst_file_reader.h>
 
 #include "rocks_status.h"
 
@@ -178,10 +179,12 @@ void MemberFilter::Build(std::span<const Fingerprint> prefixes, std::string& out
   }
 }
 
-bool MemberFilter::MayContain(std::string_view bits, Fingerprint prefix) {
-  const std::uint64_t h = Mix(prefix);
-  const char* block = bits.data() + kBlockBytes * BlockOf(h, bits.size() / kBlockBytes);
-  const std::uint64_t slices = BitSlices(h);
+const char* MemberFilter::BlockFor(std::string_view bits, Fingerprint prefix) {
+  return bits.data() + kBlockBytes * BlockOf(Mix(prefix), bits.size() / kBlockBytes);
+}
+
+bool MemberFilter::BlockPasses(const char* block, Fingerprint prefix) {
+  const std::uint64_t slices = BitSlices(Mix(prefix));
   for (int i = 0; i < kProbes; ++i) {
     const unsigned bit = (slices >> (9 * i)) & 511;
     if ((block[bit / 8] & (1 << (bit % 8))) == 0) return false;
@@ -217,7 +220,15 @@ std::size_t FileMemberFilter::FilterEnd(std::size_t i) const {
   return GetBigEndianBytes(index_.data() + i * kIndexEntryBytes + 16, 4);
 }
 
+const char* const FileMemberFilter::kUnchecked = "";
+
 bool FileMemberFilter::MayTouch(Fingerprint group, Fingerprint prefix) const {
+  const char* block = BlockFor(group, prefix);
+  if (block == nullptr) return false;
+  return block == kUnchecked || MemberFilter::BlockPasses(block, prefix);
+}
+
+const char* FileMemberFilter::BlockFor(Fingerprint group, Fingerprint prefix) const {
   // The last chunk that begins at or before the group.
   std::size_t lo = 0, hi = chunks_;
   while (lo < hi) {
@@ -228,11 +239,13 @@ bool FileMemberFilter::MayTouch(Fingerprint group, Fingerprint prefix) const {
       hi = mid;
     }
   }
-  if (lo == 0 || group > LastGroup(lo - 1)) return false;
+  if (lo == 0 || group > LastGroup(lo - 1)) return nullptr;
   const std::size_t begin = lo == 1 ? 0 : FilterEnd(lo - 2), end = FilterEnd(lo - 1);
   // A chunk that a quick parse did not check, and is malformed: no answer.
-  if (end <= begin || end > filters_.size() || (end - begin) % kBlockBytes != 0) return true;
-  return MemberFilter::MayContain(filters_.substr(begin, end - begin), prefix);
+  if (end <= begin || end > filters_.size() || (end - begin) % kBlockBytes != 0) {
+    return kUnchecked;
+  }
+  return MemberFilter::BlockFor(filters_.substr(begin, end - begin), prefix);
 }
 
 bool FileMayTouch(const rocksdb::TableProperties& file, const GroupLayout& layout,
@@ -329,10 +342,26 @@ std::shared_ptr<const TableMemberFilter> TableMemberFilter::PassingAll() {
 bool TableMemberFilter::MayContain(Fingerprint permuted) const {
   const Fingerprint group = layout_.GroupOf(permuted);
   const Fingerprint prefix = permuted & prefix_mask_;
-  for (const File& f : files_) {
-    if (!f.filter) return true;
-    if (group < f.filter->first_group() || group > f.filter->last_group()) continue;
-    if (f.filter->MayTouch(group, prefix)) return true;
+  // The files' blocks fetched before any is tested: under sustained inserts
+  // a table has ten files or more, and a probe waited on a cache miss for
+  // each in turn.
+  constexpr std::size_t kAhead = 16;
+  std::array<const char*, kAhead> blocks;
+  for (std::size_t first = 0; first < files_.size(); first += kAhead) {
+    std::size_t fetched = 0;
+    for (std::size_t i = first; i < std::min(files_.size(), first + kAhead); ++i) {
+      const File& f = files_[i];
+      if (!f.filter) return true;
+      if (group < f.filter->first_group() || group > f.filter->last_group()) continue;
+      const char* block = f.filter->BlockFor(group, prefix);
+      if (block == FileMemberFilter::kUnchecked) return true;
+      if (block == nullptr) continue;
+      __builtin_prefetch(block);
+      blocks[fetched++] = block;
+    }
+    for (std::size_t i = 0; i < fetched; ++i) {
+      if (MemberFilter::BlockPasses(blocks[i], prefix)) return true;
+    }
   }
   return false;
 }

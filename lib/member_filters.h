@@ -44,7 +44,14 @@ class MemberFilter {
  public:
   // Appends the filter of `prefixes` to `out`.
   static void Build(std::span<const Fingerprint> prefixes, std::string& out);
-  static bool MayContain(std::string_view bits, Fingerprint prefix);
+  static bool MayContain(std::string_view bits, Fingerprint prefix) {
+    return BlockPasses(BlockFor(bits, prefix), prefix);
+  }
+  // MayContain in two steps, for a caller that fetches the blocks of many
+  // filters before it tests any: the block of `bits` that `prefix` maps
+  // to, then whether it passes.
+  static const char* BlockFor(std::string_view bits, Fingerprint prefix);
+  static bool BlockPasses(const char* block, Fingerprint prefix);
 };
 
 // One file's filters: the value of its property (docs/format.md), chunks
@@ -64,6 +71,11 @@ class FileMemberFilter {
   // False only if no entry of the file adds, removes or holds a member of
   // `group` with p-bit prefix `prefix`.
   bool MayTouch(Fingerprint group, Fingerprint prefix) const;
+  // MayTouch in two steps: null if no chunk holds `group` (false),
+  // kUnchecked if the chunk that does is malformed (true), else the block
+  // to test with MemberFilter::BlockPasses.
+  const char* BlockFor(Fingerprint group, Fingerprint prefix) const;
+  static const char* const kUnchecked;
 
  private:
   FileMemberFilter(std::string_view index, std::string_view filters, std::size_t chunks)
