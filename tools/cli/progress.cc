@@ -192,4 +192,57 @@ std::string Progress::FormatSummary(const Snapshot& s, std::string_view verb) {
   return text;
 }
 
+WorkProgress::WorkProgress(Progress::Style style, std::string label, std::string what,
+                           std::FILE* stream)
+    : style_(style), label_(std::move(label)), what_(std::move(what)), stream_(stream) {}
+
+WorkProgress::~WorkProgress() { Finish(); }
+
+std::function<void(std::uint64_t, std::uint64_t)> WorkProgress::Callback() {
+  return [this](std::uint64_t done, std::uint64_t total) { Update(done, total); };
+}
+
+void WorkProgress::Update(std::uint64_t done, std::uint64_t total) {
+  if (style_ == Progress::Style::kNone) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!started_) {
+    // The clock starts with the work, not with this object.
+    started_ = true;
+    start_ = last_ = now;
+    return;
+  }
+  const auto interval = style_ == Progress::Style::kBar ? std::chrono::milliseconds(200)
+                                                        : std::chrono::milliseconds(10'000);
+  if (now - last_ < interval) return;
+  last_ = now;
+  const double fraction =
+      total == 0 ? 0 : std::min(1.0, static_cast<double>(done) / static_cast<double>(total));
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  std::string eta;
+  if (fraction > 0) eta = "ETA " + Clock(elapsed * (1 - fraction) / fraction);
+  const int percent = static_cast<int>(fraction * 100);
+  const std::string prefix = label_.empty() ? "" : label_ + ": ";
+  if (style_ == Progress::Style::kBar) {
+    constexpr int kWidth = 30;
+    const int filled = static_cast<int>(fraction * kWidth);
+    std::string bar(kWidth, ' ');
+    std::fill_n(bar.begin(), filled, '=');
+    if (filled < kWidth) bar[static_cast<std::size_t>(filled)] = '>';
+    std::fprintf(stream_, "\r%s%s [%s] %d%%  %s\x1b[K", prefix.c_str(), what_.c_str(), bar.c_str(),
+                 percent, eta.c_str());
+    shown_ = true;
+  } else {
+    std::fprintf(stream_, "%s%s: %d%% done%s%s\n", prefix.c_str(), what_.c_str(), percent,
+                 eta.empty() ? "" : ", ", eta.c_str());
+  }
+  std::fflush(stream_);
+}
+
+void WorkProgress::Finish() {
+  if (!shown_) return;
+  shown_ = false;
+  std::fputs("\r\x1b[K", stream_);
+  std::fflush(stream_);
+}
+
 }  // namespace fpstore::cli

@@ -1,4 +1,5 @@
-// Progress reports for long runs (loading, batch queries, scans).
+// Progress reports for long runs (loading, batch queries, scans), and for
+// library calls that report their own (WorkProgress, at the end).
 //
 // Workers count what they did with Add*; a reporting thread shows it on
 // standard error every interval: a bar redrawn in place on a terminal
@@ -18,6 +19,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -104,6 +106,41 @@ class Progress {
   bool stop_ = false;  // guarded by mutex_
   bool finished_ = false;
   std::thread reporter_;
+};
+
+// Progress of a library call that reports (done, total) work units, such as
+// BulkLoader::Finish or Store::Verify: a bar on a terminal
+// ("fpstore-load: writing tables [=====>    ] 45%  ETA 0:07"), a line every
+// 10 seconds otherwise ("fpstore-load: writing tables: 45% done, ETA 0:07"),
+// nothing for Progress::Style::kNone. Its callback may be called from any
+// one thread at a time.
+class WorkProgress {
+ public:
+  // `what` names the work: "writing tables", "verifying".
+  WorkProgress(Progress::Style style, std::string label, std::string what,
+               std::FILE* stream = stderr);
+  ~WorkProgress();  // Finish()
+  WorkProgress(const WorkProgress&) = delete;
+  WorkProgress& operator=(const WorkProgress&) = delete;
+
+  // For BulkLoadOptions::progress, ScanOptions::progress. The callback
+  // refers to this object, which must outlive its use.
+  std::function<void(std::uint64_t done, std::uint64_t total)> Callback();
+
+  // Clears the bar. Idempotent.
+  void Finish();
+
+ private:
+  void Update(std::uint64_t done, std::uint64_t total);
+
+  Progress::Style style_;
+  std::string label_;
+  std::string what_;
+  std::FILE* stream_;
+  bool started_ = false;  // the first report starts the clock
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_;
+  bool shown_ = false;
 };
 
 }  // namespace fpstore::cli

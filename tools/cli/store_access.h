@@ -13,8 +13,7 @@
 //                 [&](InputDocument& doc) { ... doc.id, doc.fingerprint ... });
 //
 // Thread safety: none of these objects is shared between threads, except
-// that ReadDocuments runs worker threads of its own, and WorkProgress's
-// callback may be called from any one thread at a time.
+// that ReadDocuments runs worker threads of its own.
 
 #ifndef FPSTORE_TOOLS_CLI_STORE_ACCESS_H_
 #define FPSTORE_TOOLS_CLI_STORE_ACCESS_H_
@@ -276,40 +275,6 @@ class InterruptGuard {
   // action), e.g. for a step that cannot stop part-way, such as an atomic
   // ingestion that is either done or not.
   void RestoreDefaults();
-};
-
-// Progress of a library call that reports (done, total) work units, such as
-// BulkLoader::Finish or Store::Verify: a bar on a terminal
-// ("fpstore-load: writing tables [=====>    ] 45%  ETA 0:07"), a line every
-// 10 seconds otherwise ("fpstore-load: writing tables: 45% done, ETA 0:07"),
-// nothing for Progress::Style::kNone.
-class WorkProgress {
- public:
-  // `what` names the work: "writing tables", "verifying".
-  WorkProgress(Progress::Style style, std::string label, std::string what,
-               std::FILE* stream = stderr);
-  ~WorkProgress();  // Finish()
-  WorkProgress(const WorkProgress&) = delete;
-  WorkProgress& operator=(const WorkProgress&) = delete;
-
-  // For BulkLoadOptions::progress, ScanOptions::progress. The callback
-  // refers to this object, which must outlive its use.
-  std::function<void(std::uint64_t done, std::uint64_t total)> Callback();
-
-  // Clears the bar. Idempotent.
-  void Finish();
-
- private:
-  void Update(std::uint64_t done, std::uint64_t total);
-
-  Progress::Style style_;
-  std::string label_;
-  std::string what_;
-  std::FILE* stream_;
-  bool started_ = false;  // the first report starts the clock
-  std::chrono::steady_clock::time_point start_;
-  std::chrono::steady_clock::time_point last_;
-  bool shown_ = false;
 };
 
 }  // namespace fpstore::cli
