@@ -179,12 +179,14 @@ void MemberFilter::Build(std::span<const Fingerprint> prefixes, std::string& out
   }
 }
 
-const char* MemberFilter::BlockFor(std::string_view bits, Fingerprint prefix) {
-  return bits.data() + kBlockBytes * BlockOf(Mix(prefix), bits.size() / kBlockBytes);
+std::uint64_t MemberFilter::Hash(Fingerprint prefix) { return Mix(prefix); }
+
+const char* MemberFilter::BlockFor(std::string_view bits, std::uint64_t hash) {
+  return bits.data() + kBlockBytes * BlockOf(hash, bits.size() / kBlockBytes);
 }
 
-bool MemberFilter::BlockPasses(const char* block, Fingerprint prefix) {
-  const std::uint64_t slices = BitSlices(Mix(prefix));
+bool MemberFilter::BlockPasses(const char* block, std::uint64_t hash) {
+  const std::uint64_t slices = BitSlices(hash);
   for (int i = 0; i < kProbes; ++i) {
     const unsigned bit = (slices >> (9 * i)) & 511;
     if ((block[bit / 8] & (1 << (bit % 8))) == 0) return false;
@@ -223,12 +225,13 @@ std::size_t FileMemberFilter::FilterEnd(std::size_t i) const {
 const char* const FileMemberFilter::kUnchecked = "";
 
 bool FileMemberFilter::MayTouch(Fingerprint group, Fingerprint prefix) const {
-  const char* block = BlockFor(group, prefix);
+  const std::uint64_t hash = MemberFilter::Hash(prefix);
+  const char* block = BlockFor(group, hash);
   if (block == nullptr) return false;
-  return block == kUnchecked || MemberFilter::BlockPasses(block, prefix);
+  return block == kUnchecked || MemberFilter::BlockPasses(block, hash);
 }
 
-const char* FileMemberFilter::BlockFor(Fingerprint group, Fingerprint prefix) const {
+const char* FileMemberFilter::BlockFor(Fingerprint group, std::uint64_t hash) const {
   // The last chunk that begins at or before the group.
   std::size_t lo = 0, hi = chunks_;
   while (lo < hi) {
@@ -245,7 +248,7 @@ const char* FileMemberFilter::BlockFor(Fingerprint group, Fingerprint prefix) co
   if (end <= begin || end > filters_.size() || (end - begin) % kBlockBytes != 0) {
     return kUnchecked;
   }
-  return MemberFilter::BlockFor(filters_.substr(begin, end - begin), prefix);
+  return MemberFilter::BlockFor(filters_.substr(begin, end - begin), hash);
 }
 
 bool FileMayTouch(const rocksdb::TableProperties& file, const GroupLayout& layout,
@@ -341,7 +344,7 @@ std::shared_ptr<const TableMemberFilter> TableMemberFilter::PassingAll() {
 
 bool TableMemberFilter::MayContain(Fingerprint permuted) const {
   const Fingerprint group = layout_.GroupOf(permuted);
-  const Fingerprint prefix = permuted & prefix_mask_;
+  const std::uint64_t hash = MemberFilter::Hash(permuted & prefix_mask_);
   // The files' blocks fetched before any is tested: under sustained inserts
   // a table has ten files or more, and a probe waited on a cache miss for
   // each in turn.
@@ -353,14 +356,14 @@ bool TableMemberFilter::MayContain(Fingerprint permuted) const {
       const File& f = files_[i];
       if (!f.filter) return true;
       if (group < f.filter->first_group() || group > f.filter->last_group()) continue;
-      const char* block = f.filter->BlockFor(group, prefix);
+      const char* block = f.filter->BlockFor(group, hash);
       if (block == FileMemberFilter::kUnchecked) return true;
       if (block == nullptr) continue;
       __builtin_prefetch(block);
       blocks[fetched++] = block;
     }
     for (std::size_t i = 0; i < fetched; ++i) {
-      if (MemberFilter::BlockPasses(blocks[i], prefix)) return true;
+      if (MemberFilter::BlockPasses(blocks[i], hash)) return true;
     }
   }
   return false;

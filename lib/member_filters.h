@@ -45,13 +45,15 @@ class MemberFilter {
   // Appends the filter of `prefixes` to `out`.
   static void Build(std::span<const Fingerprint> prefixes, std::string& out);
   static bool MayContain(std::string_view bits, Fingerprint prefix) {
-    return BlockPasses(BlockFor(bits, prefix), prefix);
+    const std::uint64_t hash = Hash(prefix);
+    return BlockPasses(BlockFor(bits, hash), hash);
   }
-  // MayContain in two steps, for a caller that fetches the blocks of many
-  // filters before it tests any: the block of `bits` that `prefix` maps
-  // to, then whether it passes.
-  static const char* BlockFor(std::string_view bits, Fingerprint prefix);
-  static bool BlockPasses(const char* block, Fingerprint prefix);
+  // MayContain in steps, for a caller that probes many filters for one
+  // prefix and fetches their blocks before it tests any: the prefix's
+  // hash, once; the block of `bits` it maps to; whether that passes.
+  static std::uint64_t Hash(Fingerprint prefix);
+  static const char* BlockFor(std::string_view bits, std::uint64_t hash);
+  static bool BlockPasses(const char* block, std::uint64_t hash);
 };
 
 // One file's filters: the value of its property (docs/format.md), chunks
@@ -71,10 +73,10 @@ class FileMemberFilter {
   // False only if no entry of the file adds, removes or holds a member of
   // `group` with p-bit prefix `prefix`.
   bool MayTouch(Fingerprint group, Fingerprint prefix) const;
-  // MayTouch in two steps: null if no chunk holds `group` (false),
-  // kUnchecked if the chunk that does is malformed (true), else the block
-  // to test with MemberFilter::BlockPasses.
-  const char* BlockFor(Fingerprint group, Fingerprint prefix) const;
+  // MayTouch in steps, with the prefix's MemberFilter::Hash: null if no
+  // chunk holds `group` (false), kUnchecked if the chunk that does is
+  // malformed (true), else the block to test with BlockPasses.
+  const char* BlockFor(Fingerprint group, std::uint64_t hash) const;
   static const char* const kUnchecked;
 
  private:
