@@ -158,7 +158,9 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   // Documents whose old version leaves the tables.
   std::vector<IdFingerprint> leaving;
   // A replaced version that is staged leaves by the deletion of its mark:
-  // it has no table entries.
+  // it has no table entries, though from format 8 the mark may name a
+  // version that does, whose removal the load then takes over; and a
+  // removed document may have such a mark left.
   // (A format 2 store has no staging.)
   rocksdb::ColumnFamilyHandle* const staging = store_.staging_family();
   std::optional<SstSink> staged_marks;
@@ -173,7 +175,14 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   // add their fingerprints to the recent family instead.
   existing->SeekToFirst();
   if (!existing->status().ok()) return FromRocks(existing->status(), "reading documents");
-  const bool into_empty = !existing->Valid();
+  bool into_empty = !existing->Valid();
+  // Removed documents may still be in the tables, their marks waiting for
+  // a merge (format 8).
+  if (into_empty && staged) {
+    staged->SeekToFirst();
+    if (!staged->status().ok()) return FromRocks(staged->status(), "reading staging");
+    into_empty = !staged->Valid();
+  }
   std::vector<Fingerprint> recent;
   while (!heads.empty()) {
     Head h = heads.top();
@@ -201,12 +210,17 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     }
     ++(had_old ? stats.replaced : stats.added);
     bool old_in_tables = had_old;
-    if (had_old && staged) {
+    if (staged && (had_old || store_.staging_->HasRemoval(h.id))) {
       staged->Seek(key_slice);
       if (!staged->status().ok()) return FromRocks(staged->status(), "reading staging");
       if (staged->Valid() && staged->key() == key_slice) {
+        StagingMark mark;
+        if (Status s = store_.DecodeMark(h.id, staged->value().ToStringView(), &mark); !s.ok()) {
+          return s;
+        }
         if (Status s = staged_marks->Delete(key_slice); !s.ok()) return s;
-        old_in_tables = false;
+        old_in_tables = mark.leaving.has_value();
+        old = mark.leaving.value_or(old);
       }
     }
     const std::string value = EncodeDocumentValue(h.fp, h.metadata);
@@ -334,6 +348,7 @@ Result<std::vector<Fingerprint>> BulkLoaderImpl::DroppedFingerprints(
   }
   // ... or a loaded document takes it.
   Status s = changes.ForEach([&](const Change& c, std::uint64_t) {
+    if (!c.adds) return Status::OK();
     auto at = std::lower_bound(dropped.begin(), dropped.end(), c.fingerprint);
     if (at != dropped.end() && *at == c.fingerprint) stays[at - dropped.begin()] = true;
     return Status::OK();

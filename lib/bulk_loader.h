@@ -43,8 +43,9 @@ class BulkLoaderImpl final : public BulkLoader {
   Result<BulkLoadStats> Finish() override;
 
   // Writes the files that move `staged` documents (by id) from the staging
-  // family into the tables: their table entries, the deletion of their
-  // staging marks, and (format 5) their fingerprints for the recent family,
+  // family into the tables: their table entries, the removal of the
+  // versions that leave (format 8), the deletion of their staging marks,
+  // and (format 5) their fingerprints for the recent family,
   // whose prefixes it adds to the store's RecentPrefixes. Appends them to
   // `args` for one atomic ingestion, and the tables' filters to `filters`
   // (as WriteTables).
@@ -61,8 +62,8 @@ class BulkLoaderImpl final : public BulkLoader {
   Status ReportProgress(std::uint64_t done, std::uint64_t total) const;
   // Of the fingerprints that `leaving` documents take out of the tables,
   // those no document has once the changes are in: keys that tables
-  // without ids lose. Sorted. REQUIRES: the store's load and merge locks
-  // held.
+  // without ids lose. Sorted. REQUIRES: the store's merge lock held, and
+  // its load lock unless only merges change the tables (format 8).
   Result<std::vector<Fingerprint>> DroppedFingerprints(std::vector<IdFingerprint> leaving,
                                                        const Changes& changes) const;
   // Sorts table `t`'s puts and deletes from `changes` and writes

@@ -142,11 +142,16 @@ Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
   SstSink marks(*store_.db_, store_.staging_family(), TempPath("staging.sst"));
   std::vector<Fingerprint> recent;
   if (store_.recent_family() != nullptr) recent.reserve(staged.size());
+  std::vector<IdFingerprint> leaving;
   for (const StagedDocument& doc : staged) {
-    if (store_.recent_family() != nullptr) recent.push_back(doc.fingerprint);
+    if (store_.recent_family() != nullptr && !doc.removal) recent.push_back(doc.fingerprint);
+    if (doc.leaving) leaving.push_back({doc.id, *doc.leaving});
     const DocumentKey key = EncodeDocumentKey(doc.id);
     if (Status s = marks.Delete(AsSlice(key)); !s.ok()) return s;
   }
+  const Changes changes = Changes::Staged(staged);
+  Result<std::vector<Fingerprint>> dropped = DroppedFingerprints(std::move(leaving), changes);
+  if (!dropped.ok()) return dropped.status();
   rocksdb::IngestExternalFileArg arg;
   arg.column_family = store_.staging_family();
   arg.options.move_files = true;
@@ -155,8 +160,8 @@ Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
   if (Status s = AddRecent(std::move(recent), args); !s.ok()) return s;
   // WriteTable turns this into kMergeIntoEmpty for a table without files.
   return WriteTables(
-      Changes::Staged(staged), {}, [] { return Status::OK(); }, nullptr, SstUse::kMergeIntoLevel0,
-      args, filters);
+      changes, *dropped, [] { return Status::OK(); }, nullptr, SstUse::kMergeIntoLevel0, args,
+      filters);
 }
 
 Status BulkLoaderImpl::AddRecent(std::vector<Fingerprint> fingerprints,
@@ -380,8 +385,10 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     // Made whole, then copied: built in place, its bit fields were
     // or'ed into the buffer's word, a read that mapped the zero page and
     // then faulted again to write (2% of a 10M load's CPU).
-    const TableOp put{perm.Apply(c.fingerprint), change, true};
-    ops.push_back(put);
+    if (c.adds) {
+      const TableOp put{perm.Apply(c.fingerprint), change, true};
+      ops.push_back(put);
+    }
     if (c.had_old &&
         (codec.keeps_ids() || std::binary_search(dropped.begin(), dropped.end(), c.old))) {
       const TableOp remove{perm.Apply(c.old), change, false};

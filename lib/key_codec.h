@@ -9,6 +9,7 @@
 #include <compare>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -158,6 +159,41 @@ inline bool DecodeDocumentValue(std::string_view value, Fingerprint* fingerprint
   *fingerprint = GetBigEndian64(value.data());
   if (metadata != nullptr) metadata->assign(value.substr(8));
   return true;
+}
+
+// A staging mark: the staged version's fingerprint, and from format 8 the
+// fingerprint of a version still in the tables that the next merge takes
+// out of them ("leaving"). A removal stages no version, only what leaves.
+struct StagingMark {
+  std::optional<Fingerprint> staged;
+  std::optional<Fingerprint> leaving;
+};
+
+// 8 bytes: staged alone (as formats 3 to 7 write every mark); 16: staged,
+// then leaving; 9: leaving, then a zero byte.
+inline std::string EncodeStagingMark(const StagingMark& mark) {
+  std::string value(mark.staged && mark.leaving ? 16 : mark.staged ? 8 : 9, '\0');
+  if (mark.staged) PutBigEndian64(value.data(), *mark.staged);
+  if (mark.leaving) PutBigEndian64(value.data() + (mark.staged ? 8 : 0), *mark.leaving);
+  return value;
+}
+
+// False if `value` is none of the above (or a mark that neither stages nor leaves).
+inline bool DecodeStagingMark(std::string_view value, StagingMark* mark) {
+  switch (value.size()) {
+    case 8:
+      *mark = {GetBigEndian64(value.data()), std::nullopt};
+      return true;
+    case 16:
+      *mark = {GetBigEndian64(value.data()), GetBigEndian64(value.data() + 8)};
+      return true;
+    case 9:
+      if (value[8] != '\0') return false;
+      *mark = {std::nullopt, GetBigEndian64(value.data())};
+      return true;
+    default:
+      return false;
+  }
 }
 
 // A table-0 value (format 5): bit t set if, when the bits were written, no

@@ -43,7 +43,21 @@ void StagingIndex::Add(std::span<const Entry> added) {
     table_buckets_ = size;
   }
   for (std::size_t t = 0; t < plan_.table_count(); ++t) Place(t, grow ? 0 : first, entries_.size());
-  size_.store(entries_.size(), std::memory_order_relaxed);
+  size_.store(entries_.size() + removals_.size(), std::memory_order_relaxed);
+}
+
+void StagingIndex::AddRemoval(DocumentId id) {
+  std::unique_lock lock(mu_);
+  if (!removals_.insert(id).second) return;
+  removal_count_.store(removals_.size(), std::memory_order_relaxed);
+  size_.store(entries_.size() + removals_.size(), std::memory_order_relaxed);
+}
+
+bool StagingIndex::HasRemoval(DocumentId id) const {
+  // Writers call this for every new id: most indexes hold no removal.
+  if (removal_count_.load(std::memory_order_relaxed) == 0) return false;
+  std::shared_lock lock(mu_);
+  return removals_.contains(id);
 }
 
 void StagingIndex::Place(std::size_t t, std::size_t begin, std::size_t end) {
@@ -67,8 +81,8 @@ void StagingIndex::Place(std::size_t t, std::size_t begin, std::size_t end) {
 
 std::vector<DocumentId> StagingIndex::SortedIds() const {
   std::shared_lock lock(mu_);
-  std::vector<DocumentId> ids;
-  ids.reserve(entries_.size());
+  std::vector<DocumentId> ids(removals_.begin(), removals_.end());
+  ids.reserve(entries_.size() + removals_.size());
   for (const Entry& e : entries_) ids.push_back(e.id);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());

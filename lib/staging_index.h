@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <shared_mutex>
 #include <span>
+#include <unordered_set>
 #include <vector>
 
 #include "fpstore/document.h"
@@ -50,12 +51,19 @@ class StagingIndex {
   StagingIndex(const StagingIndex&) = delete;
   StagingIndex& operator=(const StagingIndex&) = delete;
 
-  // Entries added, counting superseded ones.
+  // Entries and removals added, counting superseded ones.
   std::size_t size() const { return size_.load(std::memory_order_relaxed); }
 
   // Adds a batch at once: one lock, and the cache misses of its placements
   // overlapped.
   void Add(std::span<const Entry> added);
+
+  // A removal staged for `id` (format 8): the merge of this index takes a
+  // version of it out of the tables, and its writers look for that version
+  // (HasRemoval) before they write the id again.
+  void AddRemoval(DocumentId id);
+  // Whether AddRemoval(id) was called. Cheap while none was.
+  bool HasRemoval(DocumentId id) const;
 
   // Calls visit(id, fingerprint, distance) once for every entry within k of
   // `query`, under a shared lock: `visit` must not call Add.
@@ -84,7 +92,7 @@ class StagingIndex {
     }
   }
 
-  // Every id with an entry, ascending, each once.
+  // Every id with an entry or a removal, ascending, each once.
   std::vector<DocumentId> SortedIds() const;
 
  private:
@@ -128,6 +136,8 @@ class StagingIndex {
   // linear probing over prefix hashes, at most half full.
   ZeroedMapping buckets_;
   std::size_t table_buckets_;
+  std::unordered_set<DocumentId> removals_;
+  std::atomic<std::size_t> removal_count_{0};
   std::atomic<std::size_t> size_{0};
 };
 

@@ -74,9 +74,16 @@ Status StoreImpl::MultiGetIds(
   return Status::OK();
 }
 
-Result<std::vector<std::optional<StoreImpl::StoredVersion>>> StoreImpl::CurrentVersions(
+Status StoreImpl::DecodeMark(DocumentId id, std::string_view value, StagingMark* mark) const {
+  if (!DecodeStagingMark(value, mark) || (mark->leaving && !stages_removals())) {
+    return MalformedStagingMark(id);
+  }
+  return Status::OK();
+}
+
+Result<std::vector<StoreImpl::IdVersions>> StoreImpl::CurrentVersions(
     std::span<const DocumentId> ids) const {
-  std::vector<std::optional<StoredVersion>> versions(ids.size());
+  std::vector<IdVersions> versions(ids.size());
   Status s =
       MultiGetIds(documents_family(), nullptr, ids, [&](std::size_t i, std::string_view value) {
         Fingerprint fp;
@@ -84,22 +91,32 @@ Result<std::vector<std::optional<StoreImpl::StoredVersion>>> StoreImpl::CurrentV
           return Status::Corruption("document " + std::to_string(ids[i]) +
                                     " has a malformed record");
         }
-        versions[i] = StoredVersion{fp, false};
+        versions[i].stored = StoredVersion{fp, false};
         return Status::OK();
       });
   if (!s.ok()) return s;
   if (staging_family() == nullptr) return versions;
-  // Only a stored document can be staged; a crawler's inserts are mostly new.
-  std::vector<DocumentId> stored;
+  // Only a stored document, or one whose removal is staged, has a mark; a
+  // crawler's inserts are mostly new. Writers hold the ids, and the staging
+  // index that holds their removals cannot be merged meanwhile.
+  std::vector<DocumentId> marked;
   std::vector<std::size_t> at;
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (!versions[i]) continue;
-    stored.push_back(ids[i]);
+    if (!versions[i].stored && !staging_->HasRemoval(ids[i])) continue;
+    marked.push_back(ids[i]);
     at.push_back(i);
   }
-  s = MultiGetIds(staging_family(), nullptr, stored, [&](std::size_t j, std::string_view value) {
-    if (value.size() != 8) return MalformedStagingMark(stored[j]);
-    versions[at[j]]->staged = true;
+  s = MultiGetIds(staging_family(), nullptr, marked, [&](std::size_t j, std::string_view value) {
+    StagingMark mark;
+    if (Status s = DecodeMark(marked[j], value, &mark); !s.ok()) return s;
+    IdVersions& v = versions[at[j]];
+    if (v.stored.has_value() != mark.staged.has_value() ||
+        (mark.staged && *mark.staged != v.stored->fingerprint)) {
+      return Status::Corruption("document " + std::to_string(marked[j]) +
+                                "'s staging mark disagrees with its record");
+    }
+    if (v.stored) v.stored->staged = true;
+    v.leaving = mark.leaving;
     return Status::OK();
   });
   if (!s.ok()) return s;
@@ -108,12 +125,14 @@ Result<std::vector<std::optional<StoreImpl::StoredVersion>>> StoreImpl::CurrentV
 
 Result<int> StoreImpl::StageInserts(rocksdb::WriteBatch& batch,
                                     std::span<const PendingInsert> inserts, WriteLocks& locks) {
-  // A version in the tables leaves them; the new one waits in staging, or
-  // in format 2 goes straight in.
+  // A version in the tables leaves them, from format 8 when the next merge
+  // moves the new one in (its mark says what leaves), before at once; the
+  // new one waits in staging, or in format 2 goes straight in.
   std::vector<IdFingerprint> leaving;
   for (const PendingInsert& p : inserts) {
-    if (p.old && !p.old->staged && p.old->fingerprint != p.doc->fingerprint) {
-      leaving.push_back({p.doc->id, p.old->fingerprint});
+    const std::optional<StoredVersion>& old = p.old.stored;
+    if (!stages_removals() && old && !old->staged && old->fingerprint != p.doc->fingerprint) {
+      leaving.push_back({p.doc->id, old->fingerprint});
     }
   }
   if (Status s = DeleteTableEntries(batch, leaving, locks); !s.ok()) return s;
@@ -121,12 +140,13 @@ Result<int> StoreImpl::StageInserts(rocksdb::WriteBatch& batch,
   std::vector<StagingIndex::Entry> staged;
   staged.reserve(inserts.size());
   for (const PendingInsert& p : inserts) {
+    const std::optional<StoredVersion>& old = p.old.stored;
     batch
         .Put(documents_family(), AsSlice(EncodeDocumentKey(p.doc->id)),
              EncodeDocumentValue(p.doc->fingerprint, p.doc->metadata))
         .PermitUncheckedError();
-    added += !p.old;
-    if (p.old && p.old->fingerprint == p.doc->fingerprint) continue;  // entries stay as they are
+    added += !old;
+    if (old && old->fingerprint == p.doc->fingerprint) continue;  // entries stay as they are
     if (staging_family() == nullptr) {
       for (std::size_t t = 0; t < plan_.table_count(); ++t) {
         batch.Put(table(t), AsSlice(codec(t).Encode(plan_.table(t).Apply(p.doc->fingerprint), p.doc->id)), {})
@@ -135,9 +155,9 @@ Result<int> StoreImpl::StageInserts(rocksdb::WriteBatch& batch,
       continue;
     }
     staged.push_back({p.doc->id, p.doc->fingerprint});
-    char mark[8];
-    PutBigEndian64(mark, p.doc->fingerprint);
-    batch.Put(staging_family(), AsSlice(EncodeDocumentKey(p.doc->id)), rocksdb::Slice(mark, 8))
+    StagingMark mark{p.doc->fingerprint, std::nullopt};
+    if (stages_removals()) mark.leaving = p.old.in_tables();
+    batch.Put(staging_family(), AsSlice(EncodeDocumentKey(p.doc->id)), EncodeStagingMark(mark))
         .PermitUncheckedError();
   }
   // Into the index before RocksDB: a reader whose snapshot holds this
@@ -287,7 +307,7 @@ Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
   {
     Result<WriteLocks> locks = LockForWrite(ids, ids.size());
     if (!locks.ok()) return locks.status();
-    Result<std::vector<std::optional<StoredVersion>>> old = CurrentVersions(ids);
+    Result<std::vector<IdVersions>> old = CurrentVersions(ids);
     if (!old.ok()) return old.status();
     std::vector<PendingInsert> inserts;
     inserts.reserve(latest.size());
@@ -305,21 +325,30 @@ Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
 
 Status StoreImpl::Remove(DocumentId id) {
   if (Status s = CheckWritable(); !s.ok()) return s;
-  Result<WriteLocks> locks = LockForWrite(std::span(&id, 1), 0);
+  // From format 8 a removal may stage a mark: room for its entry.
+  Result<WriteLocks> locks = LockForWrite(std::span(&id, 1), stages_removals() ? 1 : 0);
   if (!locks.ok()) return locks.status();
-  Result<std::vector<std::optional<StoredVersion>>> old = CurrentVersions(std::span(&id, 1));
+  Result<std::vector<IdVersions>> old = CurrentVersions(std::span(&id, 1));
   if (!old.ok()) return old.status();
-  if (!(*old)[0]) {
+  if (!(*old)[0].stored) {
     // The document may be gone by another caller's delete that is not yet
     // durable; "not found" must not be taken back by a power loss.
     *locks = {};
     if (Status s = MakeDurable(); !s.ok()) return s;
     return Status::NotFound("document " + std::to_string(id));
   }
-  const StoredVersion version = *(*old)[0];
+  const StoredVersion version = *(*old)[0].stored;
+  const std::optional<Fingerprint> in_tables = (*old)[0].in_tables();
   rocksdb::WriteBatch batch;
   batch.Delete(documents_family(), AsSlice(EncodeDocumentKey(id))).PermitUncheckedError();
-  if (version.staged) {
+  if (stages_removals() && in_tables) {
+    // The next merge takes the version in the tables out.
+    staging_->AddRemoval(id);
+    batch
+        .Put(staging_family(), AsSlice(EncodeDocumentKey(id)),
+             EncodeStagingMark({std::nullopt, in_tables}))
+        .PermitUncheckedError();
+  } else if (version.staged) {
     batch.Delete(staging_family(), AsSlice(EncodeDocumentKey(id))).PermitUncheckedError();
   } else {
     const IdFingerprint leaving{id, version.fingerprint};
@@ -361,7 +390,7 @@ Result<CheckResult> StoreImpl::CheckAndInsert(DocumentId id, Fingerprint fingerp
     result.matches = std::move((*matches)[0]);
     std::erase_if(result.matches, [id](const Match& m) { return m.id == id; });
     if (policy == InsertPolicy::kAlways || result.matches.empty()) {
-      Result<std::vector<std::optional<StoredVersion>>> old = CurrentVersions(std::span(&id, 1));
+      Result<std::vector<IdVersions>> old = CurrentVersions(std::span(&id, 1));
       if (!old.ok()) return old.status();
       const NewDocument doc{id, fingerprint, metadata};
       const PendingInsert insert{&doc, (*old)[0]};

@@ -53,10 +53,13 @@ Status MalformedStagingMark(DocumentId id);
 
 class BulkLoaderImpl;
 
-// A document as the staging family records it.
+// A document as the staging family records it: its staged version, and
+// (format 8) a version of it that the next merge takes out of the tables.
 struct StagedDocument {
   DocumentId id;
-  Fingerprint fingerprint;
+  Fingerprint fingerprint;  // the staged version's; 0 for a removal
+  std::optional<Fingerprint> leaving;
+  bool removal = false;  // nothing staged: the document was removed
 };
 
 class StoreImpl final : public Store {
@@ -135,10 +138,22 @@ class StoreImpl final : public Store {
     bool staged;
   };
 
-  // A document to write and the version its id has now, if any.
+  // What an id has now: its stored version, if any, and (format 8) the
+  // fingerprint of a version that is still in the tables until the next
+  // merge takes it out.
+  struct IdVersions {
+    std::optional<StoredVersion> stored;
+    std::optional<Fingerprint> leaving;
+    // The fingerprint its table entries have, if it has any.
+    std::optional<Fingerprint> in_tables() const {
+      return stored && !stored->staged ? std::optional(stored->fingerprint) : leaving;
+    }
+  };
+
+  // A document to write and what its id has now.
   struct PendingInsert {
     const NewDocument* doc;
-    std::optional<StoredVersion> old;
+    IdVersions old;
   };
 
   // Entries a writer may add to the staging index, held from before its
@@ -177,9 +192,10 @@ class StoreImpl final : public Store {
   Result<WriteLocks> LockForWrite(std::span<const DocumentId> ids, std::size_t staged);
 
   // Adds to `batch` what it takes to make each document current: its record
-  // and its staging mark, or (when a replaced version is in the tables with
-  // another fingerprint) the deletion of its table entries. Adds the staged
-  // versions to the staging index first. Returns how many documents are new.
+  // and its staging mark, which from format 8 names a replaced version
+  // still in the tables (before, the deletion of its table entries goes
+  // in the batch). Adds the staged versions to the staging index first.
+  // Returns how many documents are new.
   Result<int> StageInserts(rocksdb::WriteBatch& batch, std::span<const PendingInsert> inserts,
                            WriteLocks& locks);
   // Adds to `batch` the deletion of the table entries of documents that
@@ -190,9 +206,10 @@ class StoreImpl final : public Store {
   Status DeleteTableEntries(rocksdb::WriteBatch& batch, std::span<const IdFingerprint> leaving,
                             WriteLocks& locks);
 
-  // The current version of each of `ids` (sorted), reading the latest state.
-  Result<std::vector<std::optional<StoredVersion>>> CurrentVersions(
-      std::span<const DocumentId> ids) const;
+  // Reads a staging mark of `id`, which only format 8 lets name what leaves.
+  Status DecodeMark(DocumentId id, std::string_view value, StagingMark* mark) const;
+  // What each of `ids` (sorted) has now, reading the latest state.
+  Result<std::vector<IdVersions>> CurrentVersions(std::span<const DocumentId> ids) const;
 
   // Writes `batch` to the log and memtables without waiting for the disk.
   // Other writers may see it at once; it is in the log before anything they
@@ -278,6 +295,11 @@ class StoreImpl final : public Store {
   void MarkSkippable(Fingerprint query, std::span<const Hit> found, std::size_t t,
                      LoneBits& skip) const;
 
+  // Checks that each of `stale` (indexes into `hits`), table hits whose
+  // document record is gone or has another fingerprint at `snapshot`, is a
+  // version whose removal is staged (format 8): else the store is corrupt.
+  Status CheckLeaving(std::span<const Hit> hits, std::span<const std::size_t> stale,
+                      const rocksdb::Snapshot* snapshot) const;
   // Adds to `hits` the staged documents within k of each query, as the
   // staging family has them at `snapshot`. REQUIRES: ingest_mu_ held.
   Status FindStaged(std::span<const Fingerprint> queries, int k, const rocksdb::Snapshot* snapshot,
@@ -346,7 +368,8 @@ class StoreImpl final : public Store {
   // A bulk loader with a fresh temporary directory.
   Result<std::unique_ptr<BulkLoaderImpl>> MakeBulkLoader(const BulkLoadOptions& options);
 
-  // Fetches metadata for `hits` at `snapshot` and orders them nearest first.
+  // Fetches metadata for `hits` at `snapshot` and orders them nearest first,
+  // each document once, without versions whose removal is staged.
   Result<std::vector<Match>> ToMatches(std::vector<Hit> hits,
                                        const rocksdb::Snapshot* snapshot) const;
 
@@ -372,10 +395,16 @@ class StoreImpl final : public Store {
   // sorted in memory when the store fits scan.memory_bytes, else streamed.
   Status ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run,
                   Runs runs = Runs::kLinkedWithIds) const;
+  // Which versions a scan sees: the documents' current ones; or those and
+  // every version still in the tables, as the tables' lone bits must count
+  // them (format 8: versions whose removal is staged).
+  enum class Versions { kCurrent, kAlsoLeaving };
+
   // ScanRuns at `snapshot`, which the caller took where no ingestion was
   // under way (ingest_mu_ or merge_mu_ held).
   Status ScanRunsAt(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
-                    const RunVisitor& visit_run, Runs runs) const;
+                    const RunVisitor& visit_run, Runs runs,
+                    Versions versions = Versions::kCurrent) const;
   // ScanRuns from every document read once and each table sorted in
   // memory; false, having called nothing, when that needs more than
   // scan.memory_bytes.
@@ -407,6 +436,9 @@ class StoreImpl final : public Store {
                                                            ? TableKeyCodec::Ids::kKept
                                                            : TableKeyCodec::Ids::kNone);
   }
+  // From format 8, a replacement or removal leaves the tables at the next
+  // merge, not in its own write (docs/design.md, "Inserts").
+  bool stages_removals() const { return format_version_ >= 8; }
   // From format 6, tables 1 and up keep packed groups (table_groups.h).
   bool packed(std::size_t t) const { return IsPackedTable(format_version_, t); }
   // REQUIRES: packed(t)

@@ -90,6 +90,8 @@ Result<bool> StoreImpl::RewriteLoneBits(const ScanOptions& scan, const rocksdb::
     std::atomic<bool> out_of_memory{false};
     ScanOptions runs_scan = scan;
     runs_scan.progress = nullptr;  // Compact reports families
+    // Versions whose removal is staged are still in the tables, where
+    // queries meet them: their bits and their neighbours' count them.
     Status scanned = ScanRunsAt(
         runs_scan, snapshot,
         [&](std::size_t t, std::span<const TableEntry> run) {
@@ -102,7 +104,7 @@ Result<bool> StoreImpl::RewriteLoneBits(const ScanOptions& scan, const rocksdb::
             out_of_memory = true;
           }
         },
-        Runs::kEvery);
+        Runs::kEvery, Versions::kAlsoLeaving);
     if (!scanned.ok()) return scanned;
     try {
       if (!out_of_memory) bits = std::make_shared<const CrowdedTables>(plan_, std::move(crowded));

@@ -48,7 +48,13 @@ Status StoreImpl::LoadStagingIndex() {
   staging_ = std::make_shared<StagingIndex>(plan_.distance(), room);
   std::vector<StagingIndex::Entry> entries;
   entries.reserve(staged->size());
-  for (const StagedDocument& doc : *staged) entries.push_back({doc.id, doc.fingerprint});
+  for (const StagedDocument& doc : *staged) {
+    if (doc.removal) {
+      staging_->AddRemoval(doc.id);
+    } else {
+      entries.push_back({doc.id, doc.fingerprint});
+    }
+  }
   staging_->Add(entries);
   return Status::OK();
 }
@@ -102,10 +108,13 @@ Result<std::vector<StagedDocument>> StoreImpl::StagedDocuments(
     it->Seek(rocksdb::Slice(first, 8));
   }
   for (; it->Valid(); it->Next()) {
-    if (it->key().size() != 8 || it->value().size() != 8) {
+    if (it->key().size() != 8) {
       return Status::Corruption("staging: malformed mark with key " + it->key().ToString(true));
     }
-    staged.push_back({GetBigEndian64(it->key().data()), GetBigEndian64(it->value().data())});
+    const DocumentId id = GetBigEndian64(it->key().data());
+    StagingMark mark;
+    if (Status s = DecodeMark(id, it->value().ToStringView(), &mark); !s.ok()) return s;
+    staged.push_back({id, mark.staged.value_or(0), mark.leaving, !mark.staged});
   }
   if (Status s = FromRocks(it->status(), "reading the staging family"); !s.ok()) return s;
   return staged;

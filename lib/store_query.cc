@@ -196,8 +196,9 @@ Status StoreImpl::FindStaged(std::span<const Fingerprint> queries, int k,
   std::vector<std::optional<Fingerprint>> staged(ids.size());
   Status s =
       MultiGetIds(staging_family(), snapshot, ids, [&](std::size_t i, std::string_view value) {
-        if (value.size() != 8) return MalformedStagingMark(ids[i]);
-        staged[i] = GetBigEndian64(value.data());
+        StagingMark mark;
+        if (Status s = DecodeMark(ids[i], value, &mark); !s.ok()) return s;
+        staged[i] = mark.staged;
         return Status::OK();
       });
   if (!s.ok()) return s;
@@ -231,23 +232,56 @@ Result<std::vector<Match>> StoreImpl::ToMatches(std::vector<Hit> hits,
                 statuses.data());
   std::vector<Match> matches;
   matches.reserve(hits.size());
+  // Hits whose record is gone or moved on: table entries that a staged
+  // removal (format 8) takes out at the next merge, or else corruption.
+  std::vector<std::size_t> stale;
   for (std::size_t i = 0; i < hits.size(); ++i) {
-    if (!statuses[i].ok()) {
-      return statuses[i].IsNotFound()
-                 ? Status::Corruption("table entry for document " + std::to_string(hits[i].id) +
-                                      " has no document record")
-                 : FromRocks(statuses[i], "reading document " + std::to_string(hits[i].id));
+    if (!statuses[i].ok() && !statuses[i].IsNotFound()) {
+      return FromRocks(statuses[i], "reading document " + std::to_string(hits[i].id));
     }
     Match m{hits[i].id, hits[i].fingerprint, hits[i].distance, {}};
     Fingerprint stored;
-    if (!DecodeDocumentValue(values[i].ToStringView(), &stored, &m.metadata) ||
+    if (statuses[i].IsNotFound() ||
+        !DecodeDocumentValue(values[i].ToStringView(), &stored, &m.metadata) ||
         stored != m.fingerprint) {
+      stale.push_back(i);
+      continue;
+    }
+    // A version back at the fingerprint its entries still have is found
+    // there and in staging: once.
+    if (!matches.empty() && matches.back().id == m.id) continue;
+    matches.push_back(std::move(m));
+  }
+  if (Status s = CheckLeaving(hits, stale, snapshot); !s.ok()) return s;
+  return matches;
+}
+
+Status StoreImpl::CheckLeaving(std::span<const Hit> hits, std::span<const std::size_t> stale,
+                               const rocksdb::Snapshot* snapshot) const {
+  if (stale.empty()) return Status::OK();
+  std::vector<DocumentId> ids;
+  for (std::size_t i : stale) ids.push_back(hits[i].id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<std::optional<Fingerprint>> leaving(ids.size());
+  if (stages_removals()) {
+    Status s =
+        MultiGetIds(staging_family(), snapshot, ids, [&](std::size_t i, std::string_view value) {
+          StagingMark mark;
+          if (Status s = DecodeMark(ids[i], value, &mark); !s.ok()) return s;
+          leaving[i] = mark.leaving;
+          return Status::OK();
+        });
+    if (!s.ok()) return s;
+  }
+  for (std::size_t i : stale) {
+    const std::size_t at = std::lower_bound(ids.begin(), ids.end(), hits[i].id) - ids.begin();
+    if (leaving[at] != hits[i].fingerprint) {
       return Status::Corruption("table entry for document " + std::to_string(hits[i].id) +
                                 " disagrees with its document record");
     }
-    matches.push_back(std::move(m));
   }
-  return matches;
+  return Status::OK();
 }
 
 Result<std::vector<Match>> StoreImpl::Query(Fingerprint fingerprint, int k) const {

@@ -39,6 +39,26 @@ class DisjointSets {
   std::unordered_map<DocumentId, DocumentId> parent_;
 };
 
+// The versions still in the tables whose removal is staged (format 8),
+// which scans pass by as if the merge had taken them out.
+class LeavingVersions {
+ public:
+  explicit LeavingVersions(std::span<const StagedDocument> staged) {
+    for (const StagedDocument& doc : staged) {
+      if (doc.leaving) by_id_.emplace(doc.id, *doc.leaving);
+    }
+  }
+  bool empty() const { return by_id_.empty(); }
+  bool Contains(DocumentId id, Fingerprint fingerprint) const {
+    if (by_id_.empty()) return false;
+    const auto it = by_id_.find(id);
+    return it != by_id_.end() && it->second == fingerprint;
+  }
+
+ private:
+  std::unordered_map<DocumentId, Fingerprint> by_id_;
+};
+
 }  // namespace
 
 const rocksdb::Snapshot* StoreImpl::WholeSnapshot(MemberFilters::View* filters) const {
@@ -54,9 +74,13 @@ Status StoreImpl::ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run,
 }
 
 Status StoreImpl::ScanRunsAt(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
-                             const RunVisitor& visit_run, Runs runs) const {
+                             const RunVisitor& visit_run, Runs runs, Versions versions) const {
   Result<std::vector<StagedDocument>> staged = StagedDocuments(snapshot);
   if (!staged.ok()) return staged.status();
+  // Not named as leaving, the tables' entries are all read.
+  if (versions == Versions::kAlsoLeaving) {
+    for (StagedDocument& doc : *staged) doc.leaving.reset();
+  }
   Result<bool> done = ScanRunsInMemory(scan, snapshot, *staged, visit_run);
   if (!done.ok() || *done) return done.status();
   return ScanRunsFromTables(scan, snapshot, *staged, visit_run, runs);
@@ -111,6 +135,7 @@ Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
   const TablePermutation& perm = plan_.table(0);
   const TableKeyCodec codec = this->codec(0);
   const std::size_t slices = ScanThreads(threads, 64);
+  const LeavingVersions leaving(staged);
   std::vector<std::vector<IdFingerprint>> read(slices);
   std::atomic<std::size_t> total{staged.size()};
   std::atomic<bool> over{total > limit};
@@ -133,7 +158,9 @@ Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
         return Status::Corruption(TableFamilyName(0) + " holds a malformed key " +
                                   it->key().ToString(true));
       }
-      docs.push_back({e.id, perm.Invert(e.permuted)});
+      const Fingerprint fp = perm.Invert(e.permuted);
+      if (leaving.Contains(e.id, fp)) continue;
+      docs.push_back({e.id, fp});
       if ((docs.size() & 4095) == 0) {
         if (closing_) return Closing();
         if (total.fetch_add(4096) + 4096 > limit) over = true;
@@ -151,7 +178,9 @@ Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
     all.insert(all.end(), docs.begin(), docs.end());
     docs = {};
   }
-  for (const StagedDocument& doc : staged) all.push_back({doc.id, doc.fingerprint});
+  for (const StagedDocument& doc : staged) {
+    if (!doc.removal) all.push_back({doc.id, doc.fingerprint});
+  }
   return std::optional<std::vector<IdFingerprint>>(std::move(all));
 }
 
@@ -169,6 +198,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
   // them in, sorted, beside its own entries.
   total += staged.size() * plan_.table_count();
   ProgressMeter progress(scan, total);
+  const LeavingVersions leaving(staged);
   // Linked entries that wait for their ids, per thread: within the scan's
   // memory budget, at least a thousand, at most a million.
   const std::size_t waiting_limit = std::clamp<std::size_t>(
@@ -183,7 +213,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
     std::vector<TableEntry> staged_entries;
     staged_entries.reserve(staged.size());
     for (const StagedDocument& doc : staged) {
-      staged_entries.push_back({perm.Apply(doc.fingerprint), doc.id});
+      if (!doc.removal) staged_entries.push_back({perm.Apply(doc.fingerprint), doc.id});
     }
     std::sort(staged_entries.begin(), staged_entries.end());
     auto next_staged = staged_entries.begin();
@@ -213,11 +243,18 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
       std::vector<IdFingerprint> ids;
       for (Fingerprint permuted0 : wanted) {
         const Fingerprint fp = perm0.Invert(permuted0);
+        bool held = false;
         Status s = ForEachIdOf(*table0, fp, [&](DocumentId id, LoneBits) {
-          ids.push_back({id, fp});
+          held = true;
+          if (!leaving.Contains(id, fp)) ids.push_back({id, fp});
           return true;
         });
         if (!s.ok()) return s;
+        if (!held) {
+          return Status::Corruption(TableFamilyName(t) + " holds fingerprint " +
+                                    std::to_string(fp) + ", which no document in " +
+                                    TableFamilyName(0) + " has");
+        }
       }
       std::sort(ids.begin(), ids.end(), ByFingerprint);
       auto by_fp = [](const IdFingerprint& a, const IdFingerprint& b) {
@@ -232,12 +269,9 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
             continue;
           }
           const Fingerprint fp = perm.Invert(waiting[i].permuted);
-          const auto [lo, hi] = std::equal_range(ids.begin(), ids.end(), IdFingerprint{0, fp}, by_fp);
-          if (lo == hi) {
-            return Status::Corruption(TableFamilyName(t) + " holds fingerprint " +
-                                      std::to_string(fp) + ", which no document in " +
-                                      TableFamilyName(0) + " has");
-          }
+          // None if every document with it is leaving.
+          const auto [lo, hi] =
+              std::equal_range(ids.begin(), ids.end(), IdFingerprint{0, fp}, by_fp);
           for (auto d = lo; d != hi; ++d) resolved.push_back({waiting[i].permuted, d->id});
         }
         std::sort(resolved.begin(), resolved.end());
@@ -291,6 +325,10 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
     TableEntryCursor entries(*it, layout(t), TableFamilyName(t));
     for (entries.SeekToFirst(); entries.Valid() && status.ok(); entries.Next()) {
       const TableEntry& e = entries.entry();
+      if (codec.keeps_ids() && !leaving.empty() &&
+          leaving.Contains(e.id, perm.Invert(e.permuted))) {
+        continue;
+      }
       for (; next_staged != staged_entries.end() && *next_staged <= e; ++next_staged) {
         take(*next_staged, false);
       }

@@ -112,12 +112,16 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
   // while streaming, in constant memory.
   std::uint64_t documents = 0;
   std::vector<std::uint64_t> expected_sum(tables, 0);
-  // Documents that belong in the tables: all but the staged ones.
+  // Documents that have entries in the tables: all but the staged ones,
+  // and the versions whose removal is staged (format 8).
   Roaring64Map ids;
   Result<std::vector<StagedDocument>> staged = StagedDocuments(snapshot.snapshot());
   if (!staged.ok()) return staged.status();
-  std::unordered_map<DocumentId, Fingerprint> staged_fps;
-  for (const StagedDocument& doc : *staged) staged_fps.emplace(doc.id, doc.fingerprint);
+  std::unordered_map<DocumentId, Fingerprint> staged_fps, leaving_fps;
+  for (const StagedDocument& doc : *staged) {
+    if (!doc.removal) staged_fps.emplace(doc.id, doc.fingerprint);
+    if (doc.leaving) leaving_fps.emplace(doc.id, *doc.leaving);
+  }
   {
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(ScanReadOptions(snapshot.snapshot()), documents_family()));
@@ -129,6 +133,10 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
       }
       const DocumentId id = GetBigEndian64(it->key().data());
       ++documents;
+      if (leaving_fps.contains(id) && !staged_fps.contains(id)) {
+        problem("staging: the removal of document " + std::to_string(id) +
+                " is staged, but it is stored");
+      }
       if (auto mark = staged_fps.find(id); mark != staged_fps.end()) {
         if (mark->second != fp) {
           problem("staging: the mark of document " + std::to_string(id) +
@@ -149,6 +157,15 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
   }
   for (const auto& [id, fp] : staged_fps) {
     problem("staging: mark for document " + std::to_string(id) + ", which is not stored");
+  }
+  for (const auto& [id, fp] : leaving_fps) {
+    ids.add(id);
+    for (std::size_t t = 0; t < tables; ++t) {
+      const TableKeyCodec codec = this->codec(t);
+      if (!codec.keeps_ids()) continue;
+      const TableKey key = codec.Encode(plan_.table(t).Apply(fp), id);
+      expected_sum[t] += EntryHash(key.data(), key.size());
+    }
   }
   const std::uint64_t in_tables = ids.cardinality();
   std::vector<std::uint64_t> expected_count(tables, in_tables);
@@ -309,12 +326,17 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
       }
       // At the snapshot: writers may have changed the document since.
       std::optional<Fingerprint> fp;
-      const Status read = MultiGetIds(documents_family(), snapshot.snapshot(), std::span(&e.id, 1),
-                                      [&](std::size_t, std::string_view v) {
-                                        Fingerprint stored;
-                                        if (DecodeDocumentValue(v, &stored, nullptr)) fp = stored;
-                                        return Status::OK();
-                                      });
+      Status read;
+      if (const auto l = leaving_fps.find(e.id); l != leaving_fps.end()) {
+        fp = l->second;
+      } else {
+        read = MultiGetIds(documents_family(), snapshot.snapshot(), std::span(&e.id, 1),
+                           [&](std::size_t, std::string_view v) {
+                             Fingerprint stored;
+                             if (DecodeDocumentValue(v, &stored, nullptr)) fp = stored;
+                             return Status::OK();
+                           });
+      }
       if (read.ok() && fp && plan_.table(t).Apply(*fp) != e.permuted) {
         ++wrong;
         problem(TableFamilyName(t) + ": entry for document " + std::to_string(e.id) +

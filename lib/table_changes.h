@@ -23,6 +23,9 @@ struct Change {
   Fingerprint fingerprint = 0;
   Fingerprint old = 0;        // the replaced version's fingerprint
   std::uint64_t had_old = 0;  // whether that version is in the tables
+  // False for a removal, which only takes `old` out: a merge's (format 8).
+  // A bulk load's changes all add; their files do not hold this.
+  bool adds = true;
 
   // One write of 32 bytes: four calls each cost a 10M load 10 million more.
   static constexpr std::size_t kBytes = 32;
@@ -76,8 +79,12 @@ class Changes {
       if (file_ != nullptr) {
         c.Decode(file_->bytes().data() + i * Change::kBytes);
       } else {
-        // A staged version has no table entries to replace.
-        c = Change{staged_[i].id, staged_[i].fingerprint, 0, false};
+        // What leaves the tables is named by the mark (format 8); a
+        // version that comes back to the fingerprint it has there keeps
+        // its entries, rewritten.
+        const StagedDocument& doc = staged_[i];
+        const bool leaves = doc.leaving && (doc.removal || *doc.leaving != doc.fingerprint);
+        c = Change{doc.id, doc.fingerprint, doc.leaving.value_or(0), leaves, !doc.removal};
       }
       if (Status s = visit(c, i); !s.ok()) return s;
     }

@@ -77,7 +77,7 @@ TEST(FingerprintTablesTest, NewStoresUseTheFormatWithoutIds) {
   ASSERT_NE(store, nullptr);
   Result<StoreStats> stats = store->Stats();
   ASSERT_TRUE(stats.ok());
-  EXPECT_EQ(stats->format_version, 7);  // format 4's tables, with lone bits, packed
+  EXPECT_EQ(stats->format_version, 8);  // format 7's packed tables, with removals staged
   EXPECT_EQ(stats->group_bits, 19);     // cut for 100M documents, the default
 }
 

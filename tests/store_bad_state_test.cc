@@ -543,7 +543,13 @@ void ExpectUsedAsItIs(const std::string& path, int format) {
     Result<StoreStats> stats = (*store)->Stats();
     ASSERT_TRUE(stats.ok());
     EXPECT_EQ(stats->format_version, format);
-    EXPECT_EQ(stats->group_bits, format == 6 ? 20 : 0);  // as format 6 stores were written
+    // As CreateStore made them: format 6 cut every store's groups at 20
+    // bits, format 7 where its record says, for the documents expected
+    // (CreateStore leaves the default); older formats have no groups.
+    const int group_bits = format == 6   ? 20
+                           : format == 7 ? GroupBitsFor(StoreOptions::kDefaultExpectedDocuments)
+                                         : 0;
+    EXPECT_EQ(stats->group_bits, group_bits);
     EXPECT_EQ(stats->staged_documents, 0u);
     EXPECT_TRUE((*store)->Verify().ok());
     ASSERT_TRUE((*store)->Close().ok());
@@ -554,6 +560,16 @@ void ExpectUsedAsItIs(const std::string& path, int format) {
   Result<StoreStats> stats = (*store)->Stats();
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->format_version, format);
+}
+
+// A format 7 store, which removes from its tables at once, in the write
+// that replaces or removes a document: it keeps doing so (its removals
+// write no staging marks).
+TEST(StoreBadStateTest, FormatSevenStoreIsUsedAsItIs) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100, /*compact=*/true, /*format=*/7));
+  ExpectUsedAsItIs(path, 7);
 }
 
 // A format 6 store, whose packed tables' groups are all cut at 20 bits.

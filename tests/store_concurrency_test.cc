@@ -17,7 +17,6 @@
 #include <atomic>
 #include <barrier>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -35,7 +34,7 @@
 #include "brute_force.h"
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
-#include "merge_hooks.h"
+#include "held_merge.h"
 #include "temp_dir.h"
 
 namespace fpstore {
@@ -44,6 +43,7 @@ namespace {
 using internal::IdFingerprint;
 using testing::BruteForcePairs;
 using testing::BruteForceQuery;
+using testing::HeldMerge;
 using testing::IdDistance;
 using testing::MakeCorpus;
 using testing::Random;
@@ -664,24 +664,13 @@ TEST(StoreStagingRoomTest, WritersWaitForRoomWhileAMergeRuns) {
     return batch;
   };
 
-  std::mutex mu;
-  std::condition_variable cv;
-  bool merging = false;
-  bool release = false;
-  internal::SetDuringMergeForTesting([&] {
-    std::unique_lock lock(mu);
-    merging = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return release; });
-  });
+  HeldMerge held;
+  std::mutex later_mu;
+  std::vector<NewDocument> later;  // guarded by later_mu
   std::atomic<int> written{0};
   std::future<void> writer;
   const auto end_merge = [&] {
-    {
-      std::lock_guard lock(mu);
-      release = true;
-    }
-    cv.notify_all();
+    held.Release();
     // A writer that never gets room hangs: the process ends instead.
     if (writer.valid()) {
       if (writer.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
@@ -691,11 +680,8 @@ TEST(StoreStagingRoomTest, WritersWaitForRoomWhileAMergeRuns) {
       }
       writer.get();
     }
-    internal::SetDuringMergeForTesting({});
-    // Waits for a merge that may still be in the hook, which uses mu and cv.
-    EXPECT_TRUE(store->Flush().ok());
   };
-  // On every way out: the merge and the writer must end before mu and cv.
+  // On every way out: the writer must end before what it uses.
   struct AtExit {
     std::function<void()> run;
     ~AtExit() { run(); }
@@ -705,17 +691,12 @@ TEST(StoreStagingRoomTest, WritersWaitForRoomWhileAMergeRuns) {
   for (DocumentId b = 0; b < 3; ++b) {
     for (const NewDocument& d : insert_batch(b * kBatch)) all.push_back(d);
   }
-  {
-    std::unique_lock lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return merging; }))
-        << "no merge started";
-  }
-  std::vector<NewDocument> later;
+  ASSERT_TRUE(held.WaitUntilMerging()) << "no merge started";
   writer = std::async(std::launch::async, [&] {
     for (DocumentId b = 0; b < 7; ++b) {
       std::vector<NewDocument> batch = insert_batch(1000 + b * kBatch);
       {
-        std::lock_guard lock(mu);
+        std::lock_guard lock(later_mu);
         later.insert(later.end(), batch.begin(), batch.end());
       }
       written.fetch_add(1);
@@ -730,7 +711,7 @@ TEST(StoreStagingRoomTest, WritersWaitForRoomWhileAMergeRuns) {
   {
     std::vector<NewDocument> staged;
     {
-      std::lock_guard lock(mu);
+      std::lock_guard lock(later_mu);
       staged = later;
     }
     for (const NewDocument& d : {all.front(), staged.empty() ? all.back() : staged.back()}) {

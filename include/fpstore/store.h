@@ -84,7 +84,9 @@ struct StoreStats {
   // (the prefix, if shorter); 0 in older formats.
   int group_bits = 0;
   std::uint64_t documents = 0;                 // exact
-  std::uint64_t staged_documents = 0;          // exact; not yet in the tables (Flush)
+  // Exact: documents not yet in the tables (Flush), and from format 8
+  // removals and replacements whose old versions have yet to leave them.
+  std::uint64_t staged_documents = 0;
   // RocksDB's estimate of each table's keys; for a table that packs
   // fingerprints in groups (format 6 and up, tables 1 and up), table 0's.
   std::vector<std::uint64_t> table_entries;
@@ -105,7 +107,7 @@ struct StoreStats {
 class Store {
  public:
   // The on-disk format this build writes; see docs/format.md.
-  static constexpr int kFormatVersion = 7;
+  static constexpr int kFormatVersion = 8;
   // The oldest format this build reads (docs/format.md, "Versions").
   static constexpr int kOldestFormatVersion = 2;
 
@@ -207,8 +209,10 @@ class Store {
 
   // Inserted documents are staged: recorded durably and found by queries at
   // once, and moved into the tables in sorted batches by a background merge
-  // once options.staged_documents of them have gathered. Flush merges the
-  // documents staged so far now and returns when they are in the tables.
+  // once options.staged_documents of them have gathered. From format 8 so
+  // are removals and replacements: answered as done at once, their old
+  // versions leave the tables in the same merges. Flush merges what is
+  // staged so far now and returns when it is in the tables.
   // NotSupported on a read-only store.
   virtual Status Flush() = 0;
 
