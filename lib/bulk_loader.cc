@@ -125,6 +125,13 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   std::lock_guard refresh(store_.refresh_mu_);
   std::lock_guard merge(store_.merge_mu_);
   std::unique_lock writers(store_.load_mu_);
+  {
+    // After a failed merge its documents stay staged in an index of their
+    // own, whose removals (format 8) this load would not look for; writes
+    // stop until the store is reopened, loads too.
+    std::lock_guard lock(store_.staging_mu_);
+    if (!store_.merge_error_.ok()) return store_.merge_error_;
+  }
 
   // Merge the runs by (id, input order); the last record of an id wins.
   std::vector<std::unique_ptr<RunCursor>> cursors;

@@ -242,13 +242,15 @@ void StageCountChange(rocksdb::WriteBatch& batch, rocksdb::ColumnFamilyHandle* m
 }  // namespace
 
 Status StoreImpl::WriteUnsynced(rocksdb::WriteBatch& batch) {
-  // Table entries change by deletions (removals and replacements; the
-  // removal of a staged document counts too, harmlessly), in format 2 by
-  // puts, and in packed tables by merges, which always come with table 0's
-  // deletion; staged inserts only put records and marks (and merge the
-  // document count). Queries rely on this count (table_cursors.h): any
-  // other write to a table must join it.
-  const bool changes_tables = batch.HasDelete() || staging_family() == nullptr;
+  // Before format 8, table entries change by deletions (removals and
+  // replacements; the removal of a staged document counts too, harmlessly),
+  // in format 2 by puts, and in packed tables by merges, which always come
+  // with table 0's deletion; staged inserts only put records and marks (and
+  // merge the document count). From format 8 no write does: removals are
+  // staged. Queries rely on this count (table_cursors.h): any other write
+  // to a table must join it.
+  const bool changes_tables =
+      (batch.HasDelete() && !stages_removals()) || staging_family() == nullptr;
   if (changes_tables) table_writes_.Begin();
   const rocksdb::Status rs = db_->Write(rocksdb::WriteOptions(), &batch);
   if (changes_tables) table_writes_.End();

@@ -295,10 +295,12 @@ class StoreImpl final : public Store {
   void MarkSkippable(Fingerprint query, std::span<const Hit> found, std::size_t t,
                      LoneBits& skip) const;
 
-  // Checks that each of `stale` (indexes into `hits`), table hits whose
-  // document record is gone or has another fingerprint at `snapshot`, is a
-  // version whose removal is staged (format 8): else the store is corrupt.
-  Status CheckLeaving(std::span<const Hit> hits, std::span<const std::size_t> stale,
+  // Checks that each of `stale` (indexes into `hits`, and whether the
+  // document has a record), table hits whose document record is gone or
+  // has another fingerprint at `snapshot`, is a version whose removal is
+  // staged (format 8): else the store is corrupt.
+  Status CheckLeaving(std::span<const Hit> hits,
+                      std::span<const std::pair<std::size_t, bool>> stale,
                       const rocksdb::Snapshot* snapshot) const;
   // Adds to `hits` the staged documents within k of each query, as the
   // staging family has them at `snapshot`. REQUIRES: ingest_mu_ held.

@@ -108,13 +108,13 @@ Result<std::vector<StagedDocument>> StoreImpl::StagedDocuments(
     it->Seek(rocksdb::Slice(first, 8));
   }
   for (; it->Valid(); it->Next()) {
-    if (it->key().size() != 8) {
+    StagingMark mark;
+    if (it->key().size() != 8 ||
+        !DecodeMark(GetBigEndian64(it->key().data()), it->value().ToStringView(), &mark).ok()) {
       return Status::Corruption("staging: malformed mark with key " + it->key().ToString(true));
     }
-    const DocumentId id = GetBigEndian64(it->key().data());
-    StagingMark mark;
-    if (Status s = DecodeMark(id, it->value().ToStringView(), &mark); !s.ok()) return s;
-    staged.push_back({id, mark.staged.value_or(0), mark.leaving, !mark.staged});
+    staged.push_back(
+        {GetBigEndian64(it->key().data()), mark.staged.value_or(0), mark.leaving, !mark.staged});
   }
   if (Status s = FromRocks(it->status(), "reading the staging family"); !s.ok()) return s;
   return staged;

@@ -232,9 +232,10 @@ Result<std::vector<Match>> StoreImpl::ToMatches(std::vector<Hit> hits,
                 statuses.data());
   std::vector<Match> matches;
   matches.reserve(hits.size());
-  // Hits whose record is gone or moved on: table entries that a staged
-  // removal (format 8) takes out at the next merge, or else corruption.
-  std::vector<std::size_t> stale;
+  // Hits whose record is gone (false) or moved on (true): table entries
+  // that a staged removal (format 8) takes out at the next merge, or else
+  // corruption.
+  std::vector<std::pair<std::size_t, bool>> stale;
   for (std::size_t i = 0; i < hits.size(); ++i) {
     if (!statuses[i].ok() && !statuses[i].IsNotFound()) {
       return FromRocks(statuses[i], "reading document " + std::to_string(hits[i].id));
@@ -244,7 +245,7 @@ Result<std::vector<Match>> StoreImpl::ToMatches(std::vector<Hit> hits,
     if (statuses[i].IsNotFound() ||
         !DecodeDocumentValue(values[i].ToStringView(), &stored, &m.metadata) ||
         stored != m.fingerprint) {
-      stale.push_back(i);
+      stale.emplace_back(i, !statuses[i].IsNotFound());
       continue;
     }
     // A version back at the fingerprint its entries still have is found
@@ -256,11 +257,12 @@ Result<std::vector<Match>> StoreImpl::ToMatches(std::vector<Hit> hits,
   return matches;
 }
 
-Status StoreImpl::CheckLeaving(std::span<const Hit> hits, std::span<const std::size_t> stale,
+Status StoreImpl::CheckLeaving(std::span<const Hit> hits,
+                               std::span<const std::pair<std::size_t, bool>> stale,
                                const rocksdb::Snapshot* snapshot) const {
   if (stale.empty()) return Status::OK();
   std::vector<DocumentId> ids;
-  for (std::size_t i : stale) ids.push_back(hits[i].id);
+  for (const auto& [i, has_record] : stale) ids.push_back(hits[i].id);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   std::vector<std::optional<Fingerprint>> leaving(ids.size());
@@ -274,11 +276,12 @@ Status StoreImpl::CheckLeaving(std::span<const Hit> hits, std::span<const std::s
         });
     if (!s.ok()) return s;
   }
-  for (std::size_t i : stale) {
+  for (const auto& [i, has_record] : stale) {
     const std::size_t at = std::lower_bound(ids.begin(), ids.end(), hits[i].id) - ids.begin();
     if (leaving[at] != hits[i].fingerprint) {
-      return Status::Corruption("table entry for document " + std::to_string(hits[i].id) +
-                                " disagrees with its document record");
+      return Status::Corruption(
+          "table entry for document " + std::to_string(hits[i].id) +
+          (has_record ? " disagrees with its document record" : " has no document record"));
     }
   }
   return Status::OK();

@@ -39,7 +39,8 @@ inline rocksdb::ReadOptions TableReadOptions() {
 }
 
 // Counts the writes to the tables that queries may overlap: removals and
-// replacements (ingestion holds queries off). Thread-safe.
+// replacements, before format 8 staged them (ingestion holds queries off).
+// Thread-safe.
 class TableWriteClock {
  public:
   struct Reading {

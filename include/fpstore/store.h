@@ -147,7 +147,10 @@ class Store {
   // id within `docs`: the last one wins.
   virtual Status InsertBatch(std::span<const NewDocument> docs) = 0;
 
-  // Removes document `id` from every table. NotFound if it is not stored.
+  // Removes document `id`: queries no longer find it once this returns.
+  // From format 8 its table entries leave with the next merge (Flush), and
+  // like an insert it may wait for room in the staging index. NotFound if
+  // it is not stored.
   virtual Status Remove(DocumentId id) = 0;
 
   // The stored document `id`, or NotFound.
