@@ -81,6 +81,17 @@ Status StoreImpl::DecodeMark(DocumentId id, std::string_view value, StagingMark*
   return Status::OK();
 }
 
+Result<std::vector<StagingMark>> StoreImpl::StagingMarks(const rocksdb::Snapshot* snapshot,
+                                                         std::span<const DocumentId> ids) const {
+  std::vector<StagingMark> marks(ids.size());
+  if (staging_family() == nullptr) return marks;  // format 2
+  Status s = MultiGetIds(
+      staging_family(), snapshot, ids,
+      [&](std::size_t i, std::string_view value) { return DecodeMark(ids[i], value, &marks[i]); });
+  if (!s.ok()) return s;
+  return marks;
+}
+
 Result<std::vector<StoreImpl::IdVersions>> StoreImpl::CurrentVersions(
     std::span<const DocumentId> ids) const {
   std::vector<IdVersions> versions(ids.size());
@@ -106,9 +117,11 @@ Result<std::vector<StoreImpl::IdVersions>> StoreImpl::CurrentVersions(
     marked.push_back(ids[i]);
     at.push_back(i);
   }
-  s = MultiGetIds(staging_family(), nullptr, marked, [&](std::size_t j, std::string_view value) {
-    StagingMark mark;
-    if (Status s = DecodeMark(marked[j], value, &mark); !s.ok()) return s;
+  Result<std::vector<StagingMark>> marks = StagingMarks(nullptr, marked);
+  if (!marks.ok()) return marks.status();
+  for (std::size_t j = 0; j < marked.size(); ++j) {
+    const StagingMark& mark = (*marks)[j];
+    if (!mark.staged && !mark.leaving) continue;  // none
     IdVersions& v = versions[at[j]];
     if (v.stored.has_value() != mark.staged.has_value() ||
         (mark.staged && *mark.staged != v.stored->fingerprint)) {
@@ -117,9 +130,7 @@ Result<std::vector<StoreImpl::IdVersions>> StoreImpl::CurrentVersions(
     }
     if (v.stored) v.stored->staged = true;
     v.leaving = mark.leaving;
-    return Status::OK();
-  });
-  if (!s.ok()) return s;
+  }
   return versions;
 }
 

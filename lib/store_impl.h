@@ -208,6 +208,10 @@ class StoreImpl final : public Store {
 
   // Reads a staging mark of `id`, which only format 8 lets name what leaves.
   Status DecodeMark(DocumentId id, std::string_view value, StagingMark* mark) const;
+  // The staging marks of `ids` (sorted) at `snapshot` (null: the latest
+  // state), in one batched read; an id without one gets an empty mark.
+  Result<std::vector<StagingMark>> StagingMarks(const rocksdb::Snapshot* snapshot,
+                                                std::span<const DocumentId> ids) const;
   // What each of `ids` (sorted) has now, reading the latest state.
   Result<std::vector<IdVersions>> CurrentVersions(std::span<const DocumentId> ids) const;
 

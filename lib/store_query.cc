@@ -193,20 +193,13 @@ Status StoreImpl::FindStaged(std::span<const Fingerprint> queries, int k,
   for (const Candidate& c : candidates) {
     if (ids.empty() || ids.back() != c.hit.id) ids.push_back(c.hit.id);
   }
-  std::vector<std::optional<Fingerprint>> staged(ids.size());
-  Status s =
-      MultiGetIds(staging_family(), snapshot, ids, [&](std::size_t i, std::string_view value) {
-        StagingMark mark;
-        if (Status s = DecodeMark(ids[i], value, &mark); !s.ok()) return s;
-        staged[i] = mark.staged;
-        return Status::OK();
-      });
-  if (!s.ok()) return s;
+  Result<std::vector<StagingMark>> marks = StagingMarks(snapshot, ids);
+  if (!marks.ok()) return marks.status();
   std::size_t at = 0;
   const Candidate* accepted = nullptr;
   for (const Candidate& c : candidates) {
     while (ids[at] != c.hit.id) ++at;
-    if (staged[at] != c.hit.fingerprint) continue;
+    if ((*marks)[at].staged != c.hit.fingerprint) continue;
     if (accepted != nullptr && accepted->hit.id == c.hit.id && accepted->query == c.query) continue;
     hits[c.query].push_back(c.hit);
     accepted = &c;
@@ -265,20 +258,11 @@ Status StoreImpl::CheckLeaving(std::span<const Hit> hits,
   for (const auto& [i, has_record] : stale) ids.push_back(hits[i].id);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  std::vector<std::optional<Fingerprint>> leaving(ids.size());
-  if (stages_removals()) {
-    Status s =
-        MultiGetIds(staging_family(), snapshot, ids, [&](std::size_t i, std::string_view value) {
-          StagingMark mark;
-          if (Status s = DecodeMark(ids[i], value, &mark); !s.ok()) return s;
-          leaving[i] = mark.leaving;
-          return Status::OK();
-        });
-    if (!s.ok()) return s;
-  }
+  Result<std::vector<StagingMark>> marks = StagingMarks(snapshot, ids);
+  if (!marks.ok()) return marks.status();
   for (const auto& [i, has_record] : stale) {
     const std::size_t at = std::lower_bound(ids.begin(), ids.end(), hits[i].id) - ids.begin();
-    if (leaving[at] != hits[i].fingerprint) {
+    if ((*marks)[at].leaving != hits[i].fingerprint) {
       return Status::Corruption(
           "table entry for document " + std::to_string(hits[i].id) +
           (has_record ? " disagrees with its document record" : " has no document record"));

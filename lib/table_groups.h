@@ -1,4 +1,4 @@
-// Packed tables (formats 6 and 7, docs/format.md): tables 1 and up keep one key
+// Packed tables (format 6 and up, docs/format.md): tables 1 and up keep one key
 // per group of fingerprints that share their first G permuted bits, the
 // members' other bits end to end in the value. RocksDB's work per key, in
 // writing files and in compactions, is then paid per group rather than per

@@ -562,32 +562,24 @@ void ExpectUsedAsItIs(const std::string& path, int format) {
   EXPECT_EQ(stats->format_version, format);
 }
 
-// A format 7 store, which removes from its tables at once, in the write
-// that replaces or removes a document: it keeps doing so (its removals
-// write no staging marks).
-TEST(StoreBadStateTest, FormatSevenStoreIsUsedAsItIs) {
-  TempDir dir;
-  const std::string path = dir.Sub("store");
-  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100, /*compact=*/true, /*format=*/7));
-  ExpectUsedAsItIs(path, 7);
-}
-
-// A format 6 store, whose packed tables' groups are all cut at 20 bits.
-TEST(StoreBadStateTest, FormatSixStoreIsUsedAsItIs) {
-  TempDir dir;
-  const std::string path = dir.Sub("store");
-  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100, /*compact=*/true, /*format=*/6));
-  ExpectUsedAsItIs(path, 6);
-}
-
-// A format 5 store, whose tables keep a key a fingerprint rather than
+// Stores of the formats before this build's: 7, which removes from its
+// tables at once, in the write that replaces or removes a document (its
+// removals write no staging marks); 6, whose packed tables' groups are all
+// cut at 20 bits; 5, whose tables keep a key a fingerprint rather than
 // packed groups.
-TEST(StoreBadStateTest, FormatFiveStoreIsUsedAsItIs) {
+class OlderFormatTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(OlderFormatTest, StoreIsUsedAsItIs) {
   TempDir dir;
   const std::string path = dir.Sub("store");
-  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100, /*compact=*/true, /*format=*/5));
-  ExpectUsedAsItIs(path, 5);
+  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100, /*compact=*/true, GetParam()));
+  ExpectUsedAsItIs(path, GetParam());
 }
+
+INSTANTIATE_TEST_SUITE_P(Formats, OlderFormatTest, ::testing::Values(5, 6, 7),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return "Format" + std::to_string(info.param);
+                         });
 
 // A format 4 store, which has no lone bits and no recent family: loaded
 // into, and written to, it stays without them.
