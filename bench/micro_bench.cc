@@ -1,7 +1,8 @@
 // Micro-benchmarks of the hot paths, each next to a baseline measured in the
 // same run: fingerprinting against hashing the same bytes once with XXH3,
 // permuting against copying, Hamming distance against a plain XOR, and one
-// store query against a brute-force popcount scan of the same fingerprints.
+// store query against a brute-force popcount scan of the same fingerprints,
+// and so on: each section says what its baseline is.
 // After Google Benchmark's table, the ratios are printed: on a shared, noisy
 // machine the ratios are comparable between runs where the times are not.
 #include <benchmark/benchmark.h>
@@ -29,6 +30,7 @@
 #include "sst_sink.h"
 #include "staging_index.h"
 #include "store_impl.h"
+#include "table_groups.h"
 
 namespace {
 
@@ -370,6 +372,76 @@ BENCHMARK_CAPTURE(BM_StagingIndexAdd, reserved, true)->Unit(benchmark::kMillisec
 BENCHMARK_CAPTURE(BM_StagingIndexAdd, growing, false)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_StagingEntriesAppend)->Unit(benchmark::kMillisecond);
 
+// ---- Packed tables' merge operator, against copying its input ----
+
+// A compaction of four merges into a 10M store's packed table, per group:
+// 16-bit groups of about 150 members, each merge adding about 8. The
+// baseline copies the same bytes into the output, the least a fold does.
+struct GroupFoldInput {
+  fpstore::internal::GroupLayout layout{31, 16};
+  std::vector<std::string> bases, operands;  // four operands a base
+};
+
+const GroupFoldInput& FoldInput() {
+  static const GroupFoldInput input = [] {
+    GroupFoldInput in;
+    std::mt19937_64 rnd(12);
+    const auto members = [&](std::size_t n) {
+      std::vector<fpstore::Fingerprint> m(n);
+      for (fpstore::Fingerprint& f : m) f = in.layout.MemberBits(rnd());
+      std::sort(m.begin(), m.end());
+      m.erase(std::unique(m.begin(), m.end()), m.end());
+      return m;
+    };
+    for (int g = 0; g < 1024; ++g) {
+      in.bases.push_back(fpstore::internal::EncodeGroupValue(in.layout, members(150)));
+      for (int o = 0; o < 4; ++o) {
+        in.operands.push_back(fpstore::internal::EncodeGroupOperand(in.layout, {members(8), {}}));
+      }
+    }
+    return in;
+  }();
+  return input;
+}
+
+template <typename Fold>
+void FoldEachGroup(benchmark::State& state, Fold&& fold) {
+  const GroupFoldInput& in = FoldInput();
+  std::string out;
+  for (auto _ : state) {
+    for (std::size_t g = 0; g < in.bases.size(); ++g) {
+      const rocksdb::Slice base(in.bases[g]);
+      const std::vector<rocksdb::Slice> operands(in.operands.begin() + 4 * g,
+                                                 in.operands.begin() + 4 * g + 4);
+      fold(base, operands, out);
+      benchmark::DoNotOptimize(out.data());
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * in.bases.size()));
+}
+
+void BM_GroupFold(benchmark::State& state) {
+  const fpstore::internal::GroupMergeOperator op(FoldInput().layout);
+  FoldEachGroup(state, [&](const rocksdb::Slice& base, const std::vector<rocksdb::Slice>& operands,
+                           std::string& out) {
+    rocksdb::Slice existing;
+    rocksdb::MergeOperator::MergeOperationOutput output(out, existing);
+    const rocksdb::MergeOperator::MergeOperationInput input("k", &base, operands, nullptr);
+    if (!op.FullMergeV2(input, &output)) std::abort();
+  });
+}
+
+void BM_GroupCopyBaseline(benchmark::State& state) {
+  FoldEachGroup(state, [](const rocksdb::Slice& base, const std::vector<rocksdb::Slice>& operands,
+                          std::string& out) {
+    out.assign(base.data(), base.size());
+    for (const rocksdb::Slice& operand : operands) out.append(operand.data(), operand.size());
+  });
+}
+
+BENCHMARK(BM_GroupFold);
+BENCHMARK(BM_GroupCopyBaseline);
+
 // Google Benchmark's console table, then each benchmark's speed as a
 // multiple of its baseline's.
 class RatioReporter final : public benchmark::ConsoleReporter {
@@ -396,7 +468,8 @@ class RatioReporter final : public benchmark::ConsoleReporter {
         {"BM_StoreQuery", "BM_BruteForceQuery"},
         {"BM_TableFileWrite", "BM_TableKeysWrite"},
         {"BM_StagingIndexAdd/reserved", "BM_StagingEntriesAppend"},
-        {"BM_StagingIndexAdd/growing", "BM_StagingEntriesAppend"}};
+        {"BM_StagingIndexAdd/growing", "BM_StagingEntriesAppend"},
+        {"BM_GroupFold", "BM_GroupCopyBaseline"}};
     std::printf("\nratios to the same-run baseline (time per item; >1 means slower):\n");
     for (const auto& [name, baseline] : pairs) {
       const auto a = seconds_.find(name), b = seconds_.find(baseline);

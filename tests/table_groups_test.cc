@@ -121,16 +121,23 @@ TEST(GroupMergeOperatorTest, FoldsOperandsAsTheyWereApplied) {
   for (int trial = 0; trial < 500; ++trial) {
     std::set<Fingerprint> model;
     const bool has_base = rnd.Uniform(2) == 1;
+    // Members from few values, so that operands meet often, or from more,
+    // so that a group is long runs its operands leave alone.
+    const std::uint64_t values = trial % 2 == 0 ? 8 : 256;
     std::string base;
     if (has_base) {
-      for (int i = 0; i < 4; ++i) model.insert(rnd.Uniform(8));
+      for (int i = static_cast<int>(rnd.Uniform(values / 2)); i > 0; --i) {
+        model.insert(rnd.Uniform(values));
+      }
       base = EncodeGroupValue(layout, std::vector<Fingerprint>(model.begin(), model.end()));
     }
     std::vector<std::string> operands;
     for (int o = 1 + static_cast<int>(rnd.Uniform(6)); o > 0; --o) {
       std::set<Fingerprint> adds, removes;
-      for (int i = static_cast<int>(rnd.Uniform(4)); i > 0; --i) adds.insert(rnd.Uniform(8));
-      for (int i = static_cast<int>(rnd.Uniform(4)); i > 0; --i) removes.insert(rnd.Uniform(8));
+      for (int i = static_cast<int>(rnd.Uniform(4)); i > 0; --i) adds.insert(rnd.Uniform(values));
+      for (int i = static_cast<int>(rnd.Uniform(4)); i > 0; --i) {
+        removes.insert(rnd.Uniform(values));
+      }
       GroupChange change{{adds.begin(), adds.end()}, {removes.begin(), removes.end()}};
       operands.push_back(EncodeGroupOperand(layout, change));
       for (Fingerprint r : removes) model.erase(r);
@@ -179,6 +186,19 @@ TEST(GroupMergeOperatorTest, MalformedInputFailsTheMerge) {
   EXPECT_FALSE(op.FullMergeV2(Input("k", nullptr, bad_operand, nullptr), &out));
   std::string partial;
   EXPECT_FALSE(op.PartialMergeMulti("k", {bad_slice}, &partial, nullptr));
+
+  // Groups whose members are out of order, twice, or have pad bits set,
+  // under an operand that leaves them alone.
+  const std::string two = EncodeGroupValue(layout, std::vector<Fingerprint>{5, 9});
+  std::string padded = EncodeGroupValue(layout, std::vector<Fingerprint>{5});
+  padded[0] = '\x80';  // 44 member bits in 6 bytes
+  const std::string operand = EncodeGroupOperand(layout, {{7}, {}});
+  const std::vector<rocksdb::Slice> operands{rocksdb::Slice(operand)};
+  for (const std::string& group :
+       {two.substr(6) + two.substr(0, 6), two.substr(0, 6) + two.substr(0, 6), padded}) {
+    const rocksdb::Slice slice(group);
+    EXPECT_FALSE(op.FullMergeV2(Input("k", &slice, operands, nullptr), &out));
+  }
 }
 
 TEST(MemberFilterTest, HoldsEveryPrefixAndFewOthers) {
