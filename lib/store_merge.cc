@@ -18,20 +18,20 @@ namespace fpstore::internal {
 namespace {
 
 std::mutex during_merge_mu;
-std::function<void()> during_merge;
+std::function<Status()> during_merge;
 
-void DuringMerge() {
-  std::function<void()> hook;
+Status DuringMerge() {
+  std::function<Status()> hook;
   {
     std::lock_guard lock(during_merge_mu);
     hook = during_merge;
   }
-  if (hook) hook();
+  return hook ? hook() : Status::OK();
 }
 
 }  // namespace
 
-void SetDuringMergeForTesting(std::function<void()> hook) {
+void SetDuringMergeForTesting(std::function<Status()> hook) {
   std::lock_guard lock(during_merge_mu);
   during_merge = std::move(hook);
 }
@@ -184,7 +184,7 @@ Status StoreImpl::MergeStaged() {
     merging_ids_ = merging_->SortedIds();
   }
   staging_cv_.notify_all();  // room for writers again
-  DuringMerge();
+  Status s = DuringMerge();
 
   // Writers to these ids wait until the merge ends (LockForWrite), so the
   // staged versions read here stay current until they are in the tables.
@@ -196,8 +196,9 @@ Status StoreImpl::MergeStaged() {
   // from the first mark skipped them all, a tenth of the CPU of 60 s of
   // inserts.
   std::vector<StagedDocument> docs;
-  Result<std::vector<StagedDocument>> staged = StagedDocuments(nullptr, merging_ids_);
-  Status s = staged.status();
+  Result<std::vector<StagedDocument>> staged =
+      s.ok() ? StagedDocuments(nullptr, merging_ids_) : Result<std::vector<StagedDocument>>(s);
+  s = staged.status();
   if (staged.ok()) {
     auto id = merging_ids_.begin();
     for (const StagedDocument& doc : *staged) {

@@ -23,6 +23,7 @@ class HeldMerge {
       cv_.wait(lock, [this] { return released_; });
       --inside_;
       cv_.notify_all();
+      return Status::OK();
     });
   }
   HeldMerge(const HeldMerge&) = delete;

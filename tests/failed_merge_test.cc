@@ -1,0 +1,203 @@
+// A merge that fails (its files cannot be written or ingested: a full disk,
+// say) must leave the store as it was: what it was merging stays staged and
+// found, every later write fails with its error, a bulk load cannot add to
+// the store meanwhile, and a reopen merges it all. The failure is injected
+// through the merge hook (lib/merge_hooks.h), at the point where a merge
+// has frozen its staging index and not yet written anything.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "brute_force.h"
+#include "fpstore/bulk_loader.h"
+#include "fpstore/store.h"
+#include "merge_hooks.h"
+#include "store_checks.h"
+#include "temp_dir.h"
+
+namespace fpstore {
+namespace {
+
+using internal::IdFingerprint;
+using testing::ExpectMatchesBruteForce;
+using testing::MakeCorpus;
+using testing::MetadataFor;
+using testing::MustOpen;
+using testing::Plant;
+using testing::Random;
+using testing::TempDir;
+using testing::TestSeed;
+
+constexpr char kInjected[] = "injected merge failure";
+
+// Fails every merge while it lives.
+class FailingMerges {
+ public:
+  FailingMerges() {
+    internal::SetDuringMergeForTesting([] { return Status::IOError(kInjected); });
+  }
+  ~FailingMerges() { internal::SetDuringMergeForTesting({}); }
+  FailingMerges(const FailingMerges&) = delete;
+  FailingMerges& operator=(const FailingMerges&) = delete;
+};
+
+// What the store should hold: id -> fingerprint.
+using Model = std::map<DocumentId, Fingerprint>;
+
+std::vector<IdFingerprint> DocsOf(const Model& model) {
+  std::vector<IdFingerprint> docs;
+  for (const auto& [id, fp] : model) docs.push_back({id, fp});
+  return docs;
+}
+
+void ExpectFailedWithInjected(const Status& s, const std::string& what) {
+  EXPECT_FALSE(s.ok()) << what << " after a failed merge succeeded";
+  EXPECT_NE(s.ToString().find(kInjected), std::string::npos)
+      << what << " failed with another error: " << s.ToString();
+}
+
+// Every write path refuses, with the merge's error, and changes nothing.
+// `present` is a stored document's id.
+void ExpectWritesRefused(Store& store, DocumentId present) {
+  ExpectFailedWithInjected(store.Insert(900001, 1, MetadataFor(900001)), "Insert");
+  const std::string metadata = MetadataFor(900002);
+  const std::vector<NewDocument> batch{{900002, 2, metadata}};
+  ExpectFailedWithInjected(store.InsertBatch(batch), "InsertBatch");
+  ExpectFailedWithInjected(store.CheckAndInsert(900003, 3, MetadataFor(900003)).status(),
+                           "CheckAndInsert");
+  ExpectFailedWithInjected(store.Remove(present), "Remove");
+  ExpectFailedWithInjected(store.Flush(), "Flush");
+  // A bulk load may be begun, but its documents must not reach the store.
+  Result<std::unique_ptr<BulkLoader>> loader = store.NewBulkLoader({});
+  if (loader.ok()) {
+    ASSERT_TRUE((*loader)->Add(900004, 4, MetadataFor(900004)).ok());
+    ExpectFailedWithInjected((*loader)->Finish().status(), "a bulk load's Finish");
+  } else {
+    ExpectFailedWithInjected(loader.status(), "NewBulkLoader");
+  }
+}
+
+class FailedMergeTest : public ::testing::Test {
+ protected:
+  // A store whose tables hold a planted corpus, merged.
+  void SetUp() override {
+    store_ = MustOpen(dir_.Sub("store"));
+    ASSERT_NE(store_, nullptr);
+    const std::vector<IdFingerprint> docs = MakeCorpus(
+        seed_, 300, {Plant{0, 10}, Plant{1, 10}, Plant{2, 10}, Plant{3, 10}, Plant{4, 10}});
+    std::vector<std::string> metadata;  // NewDocument views it
+    for (const IdFingerprint& d : docs) metadata.push_back(MetadataFor(d.id));
+    std::vector<NewDocument> batch;
+    for (std::size_t i = 0; i < docs.size(); ++i) {
+      batch.push_back({docs[i].id, docs[i].fingerprint, metadata[i]});
+      model_[docs[i].id] = docs[i].fingerprint;
+    }
+    ASSERT_TRUE(store_->InsertBatch(batch).ok());
+    ASSERT_TRUE(store_->Flush().ok());
+  }
+
+  // Stages new documents, replacements of merged ones (near and far) and
+  // removals.
+  void StageChanges() {
+    Random rnd(seed_ + 1);
+    std::vector<DocumentId> ids;
+    for (const auto& [id, fp] : model_) ids.push_back(id);
+    for (DocumentId id : ids) {
+      if (id % 5 == 0) {
+        const Fingerprint fp = id % 10 == 0 ? model_[id] ^ rnd.Bits(2) : rnd.Next();
+        ASSERT_TRUE(store_->Insert(id, fp, MetadataFor(id)).ok());
+        model_[id] = fp;
+      } else if (id % 7 == 0) {
+        ASSERT_TRUE(store_->Remove(id).ok());
+        model_.erase(id);
+      }
+    }
+    for (DocumentId id = 10000; id < 10050; ++id) {
+      const Fingerprint fp = rnd.Next();
+      ASSERT_TRUE(store_->Insert(id, fp, MetadataFor(id)).ok());
+      model_[id] = fp;
+    }
+  }
+
+  void Reopen(StoreOptions options = {}) {
+    ASSERT_TRUE(store_->Close().ok());
+    store_.reset();
+    store_ = MustOpen(dir_.Sub("store"), options);
+    ASSERT_NE(store_, nullptr);
+  }
+
+  std::uint64_t Staged() const {
+    Result<StoreStats> stats = store_->Stats();
+    EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+    return stats.ok() ? stats->staged_documents : 0;
+  }
+
+  TempDir dir_;
+  const std::uint64_t seed_ = TestSeed(1201);
+  std::unique_ptr<Store> store_;
+  Model model_;
+};
+
+TEST_F(FailedMergeTest, FlushThatFailsLeavesTheStagedDocumentsFound) {
+  ASSERT_NO_FATAL_FAILURE(StageChanges());
+  const std::uint64_t staged = Staged();
+  ASSERT_GT(staged, 0u);
+  {
+    FailingMerges failing;
+    ExpectFailedWithInjected(store_->Flush(), "Flush");
+    EXPECT_EQ(Staged(), staged);
+    ASSERT_NO_FATAL_FAILURE(ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "failed"));
+    ASSERT_NO_FATAL_FAILURE(ExpectWritesRefused(*store_, model_.begin()->first));
+    EXPECT_EQ(Staged(), staged);
+    ASSERT_NO_FATAL_FAILURE(
+        ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "failed, writes refused"));
+  }
+  // The error stays with the handle, though merges would succeed now.
+  ExpectFailedWithInjected(store_->Flush(), "Flush with the failure gone");
+
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  EXPECT_EQ(Staged(), staged) << "staged documents lost with the failed merge";
+  ASSERT_NO_FATAL_FAILURE(ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "reopened"));
+  ASSERT_TRUE(store_->Flush().ok());
+  EXPECT_EQ(Staged(), 0u);
+  ASSERT_NO_FATAL_FAILURE(ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "merged"));
+  ASSERT_TRUE(store_->Insert(20000, 20000, MetadataFor(20000)).ok());
+  model_[20000] = 20000;
+  ASSERT_NO_FATAL_FAILURE(ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "written"));
+}
+
+// The background merger fails: writers learn of it at their next write,
+// and a reopen merges what it held.
+TEST_F(FailedMergeTest, BackgroundMergeThatFailsStopsWritesUntilReopened) {
+  StoreOptions options;
+  options.staged_documents = 64;
+  ASSERT_NO_FATAL_FAILURE(Reopen(options));
+  Random rnd(seed_ + 2);
+  {
+    FailingMerges failing;
+    Status failed;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (DocumentId id = 30000; failed.ok() && std::chrono::steady_clock::now() < deadline; ++id) {
+      const Fingerprint fp = rnd.Next();
+      failed = store_->Insert(id, fp, MetadataFor(id));
+      if (failed.ok()) model_[id] = fp;
+    }
+    ExpectFailedWithInjected(failed, "an insert once the background merge failed");
+    ASSERT_NO_FATAL_FAILURE(ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "failed"));
+    ASSERT_NO_FATAL_FAILURE(ExpectWritesRefused(*store_, model_.begin()->first));
+    ASSERT_NO_FATAL_FAILURE(
+        ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "failed, writes refused"));
+  }
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  ASSERT_TRUE(store_->Flush().ok());
+  EXPECT_EQ(Staged(), 0u);
+  ASSERT_NO_FATAL_FAILURE(ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "merged"));
+}
+
+}  // namespace
+}  // namespace fpstore
