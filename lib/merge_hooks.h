@@ -12,8 +12,8 @@ namespace fpstore::internal {
 // Has every merge call `hook` on its thread once it has frozen the staging
 // index it moves (a fresh one takes inserts), before it writes the tables'
 // files, holding only the store's merge lock (the hook must not Flush).
-// A status other than OK fails the merge as a failure to write or ingest
-// its files would. Empty: nothing.
+// A status other than OK fails the merge as a failure to write its files
+// would. Empty: nothing.
 void SetDuringMergeForTesting(std::function<Status()> hook);
 
 }  // namespace fpstore::internal

@@ -80,6 +80,10 @@ void ExpectWritesRefused(Store& store, DocumentId present) {
   } else {
     ExpectFailedWithInjected(loader.status(), "NewBulkLoader");
   }
+  for (DocumentId id = 900001; id <= 900004; ++id) {
+    EXPECT_TRUE(store.Get(id).status().IsNotFound()) << "refused document " << id << " stored";
+  }
+  EXPECT_TRUE(store.Get(present).ok()) << "refused removal of " << present << " took effect";
 }
 
 class FailedMergeTest : public ::testing::Test {
@@ -188,8 +192,11 @@ TEST_F(FailedMergeTest, BackgroundMergeThatFailsStopsWritesUntilReopened) {
       if (failed.ok()) model_[id] = fp;
     }
     ExpectFailedWithInjected(failed, "an insert once the background merge failed");
+    const std::uint64_t staged = Staged();
+    ASSERT_GT(staged, 0u);
     ASSERT_NO_FATAL_FAILURE(ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "failed"));
     ASSERT_NO_FATAL_FAILURE(ExpectWritesRefused(*store_, model_.begin()->first));
+    EXPECT_EQ(Staged(), staged);
     ASSERT_NO_FATAL_FAILURE(
         ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "failed, writes refused"));
   }

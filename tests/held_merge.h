@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 
 #include "merge_hooks.h"
@@ -14,50 +15,48 @@ namespace fpstore::testing {
 
 class HeldMerge {
  public:
-  HeldMerge() {
-    internal::SetDuringMergeForTesting([this] {
-      std::unique_lock lock(mu_);
-      ++inside_;
-      merging_ = true;
-      cv_.notify_all();
-      cv_.wait(lock, [this] { return released_; });
-      --inside_;
-      cv_.notify_all();
+  HeldMerge() : state_(std::make_shared<State>()) {
+    // The hook shares the state: a merge may have copied the hook just
+    // before it is cleared, and call it after this object is gone.
+    internal::SetDuringMergeForTesting([state = state_] {
+      std::unique_lock lock(state->mu);
+      state->merging = true;
+      state->cv.notify_all();
+      state->cv.wait(lock, [&] { return state->released; });
       return Status::OK();
     });
   }
   HeldMerge(const HeldMerge&) = delete;
   HeldMerge& operator=(const HeldMerge&) = delete;
-  // Releases the merge, and waits until no merge is left in the hook,
-  // which uses this object.
+  // Releases the merge; later merges run unheld.
   ~HeldMerge() {
     Release();
     internal::SetDuringMergeForTesting({});
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return inside_ == 0; });
   }
 
   // Whether a merge reached the hook within a minute.
   bool WaitUntilMerging() {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(60), [this] { return merging_; });
+    std::unique_lock lock(state_->mu);
+    return state_->cv.wait_for(lock, std::chrono::seconds(60), [&] { return state_->merging; });
   }
 
   // Lets the held merge, and any later one, go on.
   void Release() {
     {
-      std::lock_guard lock(mu_);
-      released_ = true;
+      std::lock_guard lock(state_->mu);
+      state_->released = true;
     }
-    cv_.notify_all();
+    state_->cv.notify_all();
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool merging_ = false;
-  bool released_ = false;
-  int inside_ = 0;
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool merging = false;
+    bool released = false;
+  };
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace fpstore::testing

@@ -10,6 +10,7 @@
 #include <rocksdb/table_properties.h>
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <optional>
 #include <set>
@@ -113,31 +114,36 @@ TEST(GroupLayoutTest, MalformedKeysAndValuesAreRefused) {
 }
 
 // Random adds and removes of a few members, folded by the operator in
-// random ways (whole, or first partly merged in runs), against a set.
+// random ways (whole, or first partly merged in runs), against a set, for
+// members of every width from 1 to 8 bytes.
 TEST(GroupMergeOperatorTest, FoldsOperandsAsTheyWereApplied) {
   Random rnd(TestSeed(62));
-  const GroupLayout layout(33, 20);
-  const GroupMergeOperator op(layout);
-  for (int trial = 0; trial < 500; ++trial) {
+  for (int trial = 0; trial < 1600; ++trial) {
+    // Groups of 57 bits down to 1: members of 1 to 8 bytes.
+    const GroupLayout layout(64, std::array{57, 48, 40, 32, 24, 16, 9, 1}[trial % 8]);
+    const GroupMergeOperator op(layout);
+    // Members from a pool of few values, so that operands meet often, or
+    // of more, so that a group is long runs its operands leave alone; the
+    // values small, or with every member bit random.
+    std::vector<Fingerprint> pool((trial / 8) % 2 == 0 ? 8 : 256);
+    for (std::size_t i = 0; i < pool.size(); ++i) {
+      pool[i] = layout.MemberBits((trial / 16) % 2 == 0 ? i : rnd.Next());
+    }
+    const auto draw = [&] { return pool[rnd.Uniform(pool.size())]; };
     std::set<Fingerprint> model;
     const bool has_base = rnd.Uniform(2) == 1;
-    // Members from few values, so that operands meet often, or from more,
-    // so that a group is long runs its operands leave alone.
-    const std::uint64_t values = trial % 2 == 0 ? 8 : 256;
     std::string base;
     if (has_base) {
-      for (int i = static_cast<int>(rnd.Uniform(values / 2)); i > 0; --i) {
-        model.insert(rnd.Uniform(values));
+      for (int i = static_cast<int>(rnd.Uniform(pool.size() / 2)); i > 0; --i) {
+        model.insert(draw());
       }
       base = EncodeGroupValue(layout, std::vector<Fingerprint>(model.begin(), model.end()));
     }
     std::vector<std::string> operands;
     for (int o = 1 + static_cast<int>(rnd.Uniform(6)); o > 0; --o) {
       std::set<Fingerprint> adds, removes;
-      for (int i = static_cast<int>(rnd.Uniform(4)); i > 0; --i) adds.insert(rnd.Uniform(values));
-      for (int i = static_cast<int>(rnd.Uniform(4)); i > 0; --i) {
-        removes.insert(rnd.Uniform(values));
-      }
+      for (int i = static_cast<int>(rnd.Uniform(4)); i > 0; --i) adds.insert(draw());
+      for (int i = static_cast<int>(rnd.Uniform(4)); i > 0; --i) removes.insert(draw());
       GroupChange change{{adds.begin(), adds.end()}, {removes.begin(), removes.end()}};
       operands.push_back(EncodeGroupOperand(layout, change));
       for (Fingerprint r : removes) model.erase(r);
