@@ -582,6 +582,51 @@ TEST_F(StagedRemovalsSharedTest, SharedFingerprintLeavesWithItsLastDocument) {
   ASSERT_NO_FATAL_FAILURE(t.ExpectExact("W's copies turned over, merged"));
 }
 
+// A merge of thousands of replacements decides which fingerprints leave
+// the packed tables in two halves, on two threads: a fingerprint shared by
+// several documents must stay while one of them does, wherever it falls.
+TEST_F(StagedRemovalsSharedTest, ManySharedFingerprintsLeaveInOneMerge) {
+  const std::uint64_t seed = TestSeed(804);
+  Random rnd(seed);
+  constexpr DocumentId kShared = 3000;  // fingerprints, three documents each
+  std::vector<IdFingerprint> docs;
+  for (DocumentId g = 0; g < kShared; ++g) {
+    const Fingerprint fp = rnd.Next();
+    for (DocumentId i = 0; i < 3; ++i) docs.push_back({3 * g + i, fp});
+  }
+  for (DocumentId id = 3 * kShared; id < 3 * kShared + 3000; ++id) docs.push_back({id, rnd.Next()});
+  ASSERT_NO_FATAL_FAILURE(Start(seed, docs));
+  Tracked& t = tracked();
+
+  // Group g loses g % 3 + 1 of its documents (all three for a third of
+  // the groups); every other unshared document is replaced.
+  std::vector<IdFingerprint> batch;
+  for (DocumentId g = 0; g < kShared; ++g) {
+    for (DocumentId i = 0; i <= g % 3; ++i) batch.push_back({3 * g + i, rnd.Next()});
+  }
+  for (DocumentId id = 3 * kShared; id < 3 * kShared + 3000; id += 2) {
+    batch.push_back({id, rnd.Next()});
+  }
+  ASSERT_GT(batch.size(), 4096u) << "too few to split the check";
+  ASSERT_NO_FATAL_FAILURE(t.InsertBatch(batch));
+  ASSERT_NO_FATAL_FAILURE(t.Flush());
+
+  // Verify: every table holds exactly the stored documents' entries.
+  const Status verified = t.store().Verify();
+  ASSERT_TRUE(verified.ok()) << verified.ToString();
+  for (DocumentId g = 0; g < kShared; ++g) {
+    const Fingerprint fp = docs[3 * g].fingerprint;
+    Result<std::vector<Match>> found = t.store().Query(fp, 0);
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    std::vector<DocumentId> ids;
+    for (const Match& m : *found) ids.push_back(m.id);
+    std::sort(ids.begin(), ids.end());
+    std::vector<DocumentId> expected;
+    for (DocumentId i = g % 3 + 1; i < 3; ++i) expected.push_back(3 * g + i);
+    ASSERT_EQ(ids, expected) << "group " << g;
+  }
+}
+
 // ---- Lone bits ----
 
 // A rewrite of the lone bits (Compact's, or the store's own in the
