@@ -10,12 +10,12 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
-
-#include <boost/program_options.hpp>
 
 #include <algorithm>
 #include <atomic>
+#include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -336,12 +337,46 @@ struct QueriesBeside {
   Latencies* latencies = nullptr;  // out
 };
 
+// CPU seconds this process has used, all its threads.
+double ProcessCpuSeconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// CPU seconds the calling thread has used.
+double ThreadCpuSeconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+// A timed run of inserts: documents a second, and the CPU the process used
+// meanwhile, of which the writing threads' own. The rest went to merges,
+// flushes, compactions, the lone bits' rewrite at low priority, and the
+// queries beside, if any: a short run's rate depends on how much of the
+// compactions that earlier runs started lands in it.
+struct InsertRun {
+  double rate = 0;
+  double cpu_seconds = 0;
+  double writer_cpu_seconds = 0;
+
+  std::string Summary() const {
+    return Grouped(rate) + " fingerprints/s; CPU " + Fixed(cpu_seconds, 1) + " core-s, " +
+           Fixed(writer_cpu_seconds, 1) + " of it the writers'";
+  }
+};
+
 // Inserts fresh documents for `seconds`, then flushes what is staged into
-// the tables; returns documents per second over both, so that the rate is
-// one the store can sustain, not just how fast staging fills.
-double TimeInserts(Store& store, int threads, std::size_t batch, double seconds,
-                   std::atomic<DocumentId>& next_id, const QueriesBeside& beside = {}) {
+// the tables; the rate is over both, so that it is one the store can
+// sustain, not just how fast staging fills.
+InsertRun TimeInserts(Store& store, int threads, std::size_t batch, double seconds,
+                      std::atomic<DocumentId>& next_id, const QueriesBeside& beside = {}) {
   std::atomic<std::uint64_t> inserted{0};
+  std::mutex writer_cpu_mu;
+  double writer_cpu = 0;
+  const double cpu_before = ProcessCpuSeconds();
   const Clock::time_point start = Clock::now();
   std::vector<std::thread> workers;
   if (beside.latencies != nullptr && !beside.queries->empty()) {
@@ -379,11 +414,17 @@ double TimeInserts(Store& store, int threads, std::size_t batch, double seconds,
              "insert");
         inserted += batch;
       }
+      std::lock_guard lock(writer_cpu_mu);
+      writer_cpu += ThreadCpuSeconds();
     });
   }
   for (std::thread& w : workers) w.join();
   Must(store.Flush(), "flush");
-  return inserted / SecondsSince(start);
+  InsertRun run;
+  run.rate = inserted / SecondsSince(start);
+  run.cpu_seconds = ProcessCpuSeconds() - cpu_before;
+  run.writer_cpu_seconds = writer_cpu;
+  return run;
 }
 
 // ---- Phases ----
@@ -528,11 +569,11 @@ void Run(const Config& c) {
     store = OpenStore(store_path, durability);
     for (std::size_t batch : {std::size_t{1}, std::size_t{1000}}) {
       for (int threads : {1, 2}) {
-        const double rate = TimeInserts(*store, threads, batch, c.insert_seconds, next_id);
+        const InsertRun run = TimeInserts(*store, threads, batch, c.insert_seconds, next_id);
         report.Add(std::string("insert, ") + name + ", " +
                        (batch == 1 ? "one per call" : "batches of 1,000") + ", " +
                        std::to_string(threads) + (threads == 1 ? " thread" : " threads"),
-                   Grouped(rate) + " fingerprints/s");
+                   run.Summary());
       }
     }
     Must(store->Close(), "close");
@@ -558,13 +599,12 @@ void Run(const Config& c) {
     if (c.sustained_queries_per_second > 0 && std::isfinite(c.sustained_queries_per_second)) {
       beside = {&mixed, c.sustained_queries_per_second, k, &beside_latencies};
     }
-    const double rate = TimeInserts(*store, 2, 1000, c.sustained_seconds, next_id, beside);
+    const InsertRun run = TimeInserts(*store, 2, 1000, c.sustained_seconds, next_id, beside);
     std::string sustained = "sustained " + Fixed(c.sustained_seconds, 0) + " s";
     if (!beside_latencies.micros.empty()) {
       sustained += ", " + Grouped(c.sustained_queries_per_second) + " queries/s beside";
     }
-    report.Add("insert, group commit, batches of 1,000, 2 threads, " + sustained,
-               Grouped(rate) + " fingerprints/s");
+    report.Add("insert, group commit, batches of 1,000, 2 threads, " + sustained, run.Summary());
     if (!beside_latencies.micros.empty()) {
       report.Add("query, hits and misses in turn, " + Grouped(c.sustained_queries_per_second) +
                      "/s on a third thread, beside them, from when each was due",
@@ -594,9 +634,8 @@ void Run(const Config& c) {
   std::cerr << "fpstore-bench: replacements\n";
   store = OpenStore(store_path, Durability::kGroupCommit);
   std::atomic<DocumentId> recrawled_id{0};
-  report.Add(
-      "replace, group commit, batches of 1,000, 2 threads (loaded ids, new fingerprints)",
-      Grouped(TimeInserts(*store, 2, 1000, c.insert_seconds, recrawled_id)) + " fingerprints/s");
+  report.Add("replace, group commit, batches of 1,000, 2 threads (loaded ids, new fingerprints)",
+             TimeInserts(*store, 2, 1000, c.insert_seconds, recrawled_id).Summary());
   Must(store->Close(), "close");
   store.reset();
 
