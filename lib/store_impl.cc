@@ -228,29 +228,26 @@ Result<std::vector<Fingerprint>> StoreImpl::FingerprintsKept(
   // A seek in table 0 per fingerprint, 2-7 µs each at 10M: a merge of
   // half a million replacements spent seconds here while writers waited
   // for room. Two halves on two threads, split between fingerprints.
+  // Out of memory, on the helper thread too, fails the merge, not the
+  // process.
   const auto kept_of = [&](std::span<const IdFingerprint> part,
                            std::vector<Fingerprint>& kept) -> Status {
-    std::unique_ptr<rocksdb::Iterator> table0(db_->NewIterator(rocksdb::ReadOptions(), table(0)));
-    for (std::size_t i = 0; i < part.size(); ++i) {
-      const Fingerprint fp = part[i].fingerprint;
-      // Once per fingerprint: a batch may replace thousands of copies of one.
-      if (i > 0 && part[i - 1].fingerprint == fp) continue;
-      bool keeps = false;
-      Status s = ForEachIdOf(*table0, fp, [&](DocumentId id, LoneBits) {
-        keeps = !std::binary_search(leaving.begin(), leaving.end(), IdFingerprint{id, fp},
-                                    ByFingerprint);
-        return !keeps;
-      });
-      if (!s.ok()) return s;
-      if (keeps) kept.push_back(fp);
-    }
-    return Status::OK();
-  };
-  // On the helper thread, out of memory fails the merge, not the process.
-  const auto guarded = [&](std::span<const IdFingerprint> part,
-                           std::vector<Fingerprint>& kept) -> Status {
     try {
-      return kept_of(part, kept);
+      std::unique_ptr<rocksdb::Iterator> table0(db_->NewIterator(rocksdb::ReadOptions(), table(0)));
+      for (std::size_t i = 0; i < part.size(); ++i) {
+        const Fingerprint fp = part[i].fingerprint;
+        // Once per fingerprint: a batch may replace thousands of copies of one.
+        if (i > 0 && part[i - 1].fingerprint == fp) continue;
+        bool keeps = false;
+        Status s = ForEachIdOf(*table0, fp, [&](DocumentId id, LoneBits) {
+          keeps = !std::binary_search(leaving.begin(), leaving.end(), IdFingerprint{id, fp},
+                                      ByFingerprint);
+          return !keeps;
+        });
+        if (!s.ok()) return s;
+        if (keeps) kept.push_back(fp);
+      }
+      return Status::OK();
     } catch (const std::exception& e) {
       return Status::IOError(std::string("finding the fingerprints that stay: ") + e.what());
     }
@@ -264,15 +261,15 @@ Result<std::vector<Fingerprint>> StoreImpl::FingerprintsKept(
   std::vector<Fingerprint> kept, kept_after;
   Status first, second;
   if (leaving.size() <= kSplitAbove || half == leaving.size()) {
-    first = guarded(leaving, kept);
+    first = kept_of(leaving, kept);
   } else {
     std::thread helper;
     try {
-      helper = std::thread([&] { second = guarded(leaving.subspan(half), kept_after); });
+      helper = std::thread([&] { second = kept_of(leaving.subspan(half), kept_after); });
     } catch (const std::system_error&) {  // no thread to be had: one after the other
-      second = guarded(leaving.subspan(half), kept_after);
+      second = kept_of(leaving.subspan(half), kept_after);
     }
-    first = guarded(leaving.first(half), kept);
+    first = kept_of(leaving.first(half), kept);
     if (helper.joinable()) helper.join();
   }
   if (!first.ok()) return first;

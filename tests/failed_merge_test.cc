@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +23,8 @@ namespace fpstore {
 namespace {
 
 using internal::IdFingerprint;
+using Model = testing::DocumentModel;
+using testing::DocsOf;
 using testing::ExpectMatchesBruteForce;
 using testing::MakeCorpus;
 using testing::MetadataFor;
@@ -45,15 +46,6 @@ class FailingMerges {
   FailingMerges(const FailingMerges&) = delete;
   FailingMerges& operator=(const FailingMerges&) = delete;
 };
-
-// What the store should hold: id -> fingerprint.
-using Model = std::map<DocumentId, Fingerprint>;
-
-std::vector<IdFingerprint> DocsOf(const Model& model) {
-  std::vector<IdFingerprint> docs;
-  for (const auto& [id, fp] : model) docs.push_back({id, fp});
-  return docs;
-}
 
 void ExpectFailedWithInjected(const Status& s, const std::string& what) {
   EXPECT_FALSE(s.ok()) << what << " after a failed merge succeeded";

@@ -38,9 +38,12 @@ namespace fpstore {
 namespace {
 
 using internal::IdFingerprint;
+using Model = testing::DocumentModel;
 using testing::AsIdDistances;
 using testing::BruteForceQuery;
+using testing::DocsOf;
 using testing::ExpectMatchesBruteForce;
+using testing::ExpectQueriesMatchBruteForce;
 using testing::HeldMerge;
 using testing::IdDistance;
 using testing::MakeCorpus;
@@ -51,14 +54,6 @@ using testing::Random;
 using testing::SortedDifference;
 using testing::TempDir;
 using testing::TestSeed;
-
-using Model = std::map<DocumentId, Fingerprint>;
-
-std::vector<IdFingerprint> DocsOf(const Model& model) {
-  std::vector<IdFingerprint> docs;
-  for (const auto& [id, fp] : model) docs.push_back({id, fp});
-  return docs;
-}
 
 // A fingerprint near `fp`: 1 to 3 bits flipped, so that a query of the old
 // fingerprint reaches the new one too and must report it at the new
@@ -86,30 +81,7 @@ void ExpectExact(Store& store, const Model& model, const std::set<Fingerprint>& 
   Random rnd(seed + 2);
   std::vector<Fingerprint> probes(written.begin(), written.end());
   for (Fingerprint fp : written) probes.push_back(Near(rnd, fp));
-  const int k_max = store.plan().distance();
-  for (int k = 0; k <= k_max; ++k) {
-    Result<std::vector<std::vector<Match>>> batch = store.QueryBatch(probes, k);
-    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
-    ASSERT_EQ(batch->size(), probes.size());
-    for (std::size_t i = 0; i < probes.size(); ++i) {
-      const std::vector<IdDistance> expected = BruteForceQuery(docs, probes[i], k);
-      Result<std::vector<Match>> single = store.Query(probes[i], k);
-      ASSERT_TRUE(single.ok()) << single.status().ToString();
-      ASSERT_EQ(AsIdDistances(*single), expected)
-          << "query " << probes[i] << " k=" << k << " "
-          << SortedDifference(expected, AsIdDistances(*single));
-      ASSERT_EQ(AsIdDistances((*batch)[i]), expected)
-          << "batch query " << probes[i] << " k=" << k << " "
-          << SortedDifference(expected, AsIdDistances((*batch)[i]));
-      for (const std::vector<Match>* answer : {&*single, &(*batch)[i]}) {
-        for (const Match& m : *answer) {
-          // A stale entry would carry the fingerprint leaving the tables.
-          EXPECT_EQ(m.fingerprint, model.at(m.id)) << "document " << m.id;
-          EXPECT_EQ(m.metadata, MetadataFor(m.id));
-        }
-      }
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectQueriesMatchBruteForce(store, docs, probes));
   ExpectMatchesBruteForce(store, docs, seed, phase);
 }
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "brute_force.h"
@@ -68,6 +69,53 @@ inline std::unique_ptr<Store> MustOpen(const std::string& path, StoreOptions opt
   return store.ok() ? *std::move(store) : nullptr;
 }
 
+// What a store should hold, id -> fingerprint, and its documents in id
+// order for the checks below.
+using DocumentModel = std::map<DocumentId, Fingerprint>;
+inline std::vector<IdFingerprint> DocsOf(const DocumentModel& model) {
+  std::vector<IdFingerprint> docs;
+  for (const auto& [id, fp] : model) docs.push_back({id, fp});
+  return docs;
+}
+
+// Each of `queries` at every distance up to the plan's, one by one and
+// batched, against brute force over `docs`: the same documents at the same
+// distances, nearest first, each with its stored fingerprint and metadata.
+// REQUIRES: every stored document's metadata is MetadataFor(id).
+inline void ExpectQueriesMatchBruteForce(Store& store, const std::vector<IdFingerprint>& docs,
+                                         const std::vector<Fingerprint>& queries) {
+  std::unordered_map<DocumentId, Fingerprint> stored;
+  for (const IdFingerprint& d : docs) stored.emplace(d.id, d.fingerprint);
+  for (int k = 0; k <= store.plan().distance(); ++k) {
+    Result<std::vector<std::vector<Match>>> batch = store.QueryBatch(queries, k);
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    ASSERT_EQ(batch->size(), queries.size());
+    for (std::size_t i = 0; i < queries.size(); ++i) {
+      const std::vector<IdDistance> expected = BruteForceQuery(docs, queries[i], k);
+      Result<std::vector<Match>> single = store.Query(queries[i], k);
+      ASSERT_TRUE(single.ok()) << single.status().ToString();
+      ASSERT_EQ(AsIdDistances(*single), expected)
+          << "query " << queries[i] << " k=" << k << " "
+          << SortedDifference(expected, AsIdDistances(*single));
+      ASSERT_EQ(AsIdDistances((*batch)[i]), expected)
+          << "batch query " << queries[i] << " k=" << k << " "
+          << SortedDifference(expected, AsIdDistances((*batch)[i]));
+      for (const std::vector<Match>* answer : {&*single, &(*batch)[i]}) {
+        for (std::size_t j = 0; j < answer->size(); ++j) {
+          const Match& m = (*answer)[j];
+          // A stale table entry would carry a version the document left.
+          EXPECT_EQ(m.fingerprint, stored.at(m.id)) << "document " << m.id;
+          EXPECT_EQ(m.metadata, MetadataFor(m.id));
+          EXPECT_EQ(HammingDistance(m.fingerprint, queries[i]), m.distance);
+          if (j > 0) {
+            EXPECT_LE((*answer)[j - 1].distance, m.distance);
+          }
+        }
+      }
+    }
+  }
+}
+
 // REQUIRES: every stored document's metadata is MetadataFor(id).
 inline void ExpectMatchesBruteForce(Store& store, const std::vector<IdFingerprint>& docs,
                                     std::uint64_t seed, const std::string& phase) {
@@ -85,29 +133,7 @@ inline void ExpectMatchesBruteForce(Store& store, const std::vector<IdFingerprin
     queries.push_back(q);
   }
   for (int i = 0; i < 10; ++i) queries.push_back(rnd.Next());
-
-  for (int k = 0; k <= k_max; ++k) {
-    Result<std::vector<std::vector<Match>>> batch = store.QueryBatch(queries, k);
-    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
-    for (std::size_t i = 0; i < queries.size(); ++i) {
-      const std::vector<IdDistance> expected = BruteForceQuery(docs, queries[i], k);
-      Result<std::vector<Match>> single = store.Query(queries[i], k);
-      ASSERT_TRUE(single.ok()) << single.status().ToString();
-      ASSERT_EQ(AsIdDistances(*single), expected)
-          << "query " << queries[i] << " k=" << k << " "
-          << SortedDifference(expected, AsIdDistances(*single));
-      ASSERT_EQ(AsIdDistances((*batch)[i]), expected) << "batch query " << queries[i];
-      // Nearest first, metadata and fingerprint of the stored document.
-      for (std::size_t j = 0; j < single->size(); ++j) {
-        const Match& m = (*single)[j];
-        EXPECT_EQ(m.metadata, MetadataFor(m.id));
-        EXPECT_EQ(HammingDistance(m.fingerprint, queries[i]), m.distance);
-        if (j > 0) {
-          EXPECT_LE((*single)[j - 1].distance, m.distance);
-        }
-      }
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectQueriesMatchBruteForce(store, docs, queries));
 
   // Sorted in memory, and (no memory for that) read table by table.
   ScanOptions streamed;
