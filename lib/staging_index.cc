@@ -1,6 +1,7 @@
 #include "staging_index.h"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <type_traits>
 
@@ -44,6 +45,15 @@ void StagingIndex::Add(std::span<const Entry> added) {
   }
   for (std::size_t t = 0; t < plan_.table_count(); ++t) Place(t, grow ? 0 : first, entries_.size());
   size_.store(entries_.size() + removals_.size(), std::memory_order_relaxed);
+}
+
+void StagingIndex::Clear() {
+  std::unique_lock lock(mu_);
+  entries_.clear();
+  removals_.clear();
+  std::memset(buckets_.data(), 0, plan_.table_count() * table_buckets_ * sizeof(Bucket));
+  removal_count_.store(0, std::memory_order_relaxed);
+  size_.store(0, std::memory_order_relaxed);
 }
 
 void StagingIndex::AddRemoval(DocumentId id) {

@@ -51,6 +51,10 @@ class StagingIndex {
   StagingIndex(const StagingIndex&) = delete;
   StagingIndex& operator=(const StagingIndex&) = delete;
 
+  // Empties the index and keeps its memory, for the next merge's staging.
+  // REQUIRES: no other thread uses it.
+  void Clear();
+
   // Entries and removals added, counting superseded ones.
   std::size_t size() const { return size_.load(std::memory_order_relaxed); }
 

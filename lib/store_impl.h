@@ -517,8 +517,12 @@ class StoreImpl final : public Store {
   // either may read them.
   std::shared_ptr<StagingIndex> staging_;
   // The staging index a running merge is moving into the tables, and its ids.
-  std::shared_ptr<const StagingIndex> merging_;
+  std::shared_ptr<StagingIndex> merging_;
   std::vector<DocumentId> merging_ids_;
+  // The last merged index, emptied, to be the next one: a new index's
+  // pages (64 MiB of buckets at the defaults) took about 60 ms a merge to
+  // fault in, on the merge's critical path. Guarded by merge_mu_.
+  std::shared_ptr<StagingIndex> spare_staging_;
   // One merge, or bulk ingestion, at a time.
   std::mutex merge_mu_;
   // Callers of LockMergesAhead waiting for merge_mu_: the background

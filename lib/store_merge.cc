@@ -166,11 +166,13 @@ void StoreImpl::StagingRoom::Release() {
 
 Status StoreImpl::MergeStaged() {
   // The next index, with room for all that may be staged before writers
-  // wait, made before the locks: faulting in its pages (64 MiB at the
-  // defaults) would hold up queries. Only this function, under merge_mu_, replaces staging_.
+  // wait, ready before the locks: faulting in a new one's pages (64 MiB at
+  // the defaults) would hold up queries. Only this function, under
+  // merge_mu_, replaces staging_.
   std::shared_ptr<StagingIndex> next;
   if (staging_->size() > 0) {
-    next = std::make_shared<StagingIndex>(plan_.distance(), StagingRoomEntries());
+    next = spare_staging_ ? std::move(spare_staging_)
+                          : std::make_shared<StagingIndex>(plan_.distance(), StagingRoomEntries());
   }
   {
     std::unique_lock exclusive(ingest_mu_);
@@ -222,6 +224,7 @@ Status StoreImpl::MergeStaged() {
     }
   }
   if (s.ok() && !args.empty()) FlushBeforeIngesting(args);
+  std::shared_ptr<StagingIndex> merged;
   {
     std::unique_lock exclusive(ingest_mu_);
     if (s.ok() && !args.empty()) {
@@ -230,7 +233,7 @@ Status StoreImpl::MergeStaged() {
     }
     std::lock_guard lock(staging_mu_);
     if (s.ok()) {
-      merging_.reset();
+      merged = std::move(merging_);
       merging_ids_.clear();
       merged_since_open_ = true;
     } else {
@@ -240,6 +243,11 @@ Status StoreImpl::MergeStaged() {
     }
   }
   staging_cv_.notify_all();
+  // No reader holds it: they use it only under ingest_mu_ or staging_mu_.
+  if (merged) {
+    merged->Clear();
+    spare_staging_ = std::move(merged);
+  }
   return s;
 }
 

@@ -174,8 +174,7 @@ Status StoreImpl::FindStaged(std::span<const Fingerprint> queries, int k,
     Hit hit;
   };
   std::vector<Candidate> candidates;
-  for (const StagingIndex* index :
-       {merging_.get(), static_cast<const StagingIndex*>(staging_.get())}) {
+  for (const StagingIndex* index : {merging_.get(), staging_.get()}) {
     if (index == nullptr || index->size() == 0) continue;
     for (std::size_t i = 0; i < queries.size(); ++i) {
       index->ForEachWithin(queries[i], k, [&](DocumentId id, Fingerprint fp, int d) {

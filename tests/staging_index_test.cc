@@ -93,5 +93,40 @@ TEST(StagingIndexTest, SortedIdsNameEachIdOnceThoughAddedAgain) {
             (Found{{3, 2, 0}, {3, 4, 2}, {7, 3, 1}, {9, 1, 2}, {9, 6, 1}, {12, 5, 3}}));
 }
 
+// A merged index is emptied and staged into again (the store keeps one
+// spare): nothing of its old entries, buckets or removals may show.
+TEST(StagingIndexTest, ClearedIndexFindsOnlyWhatIsAddedAfter) {
+  std::mt19937_64 rnd(11);
+  StagingIndex index(3, 1000);
+  std::vector<StagingIndex::Entry> old_entries;
+  for (DocumentId id = 1; id <= 3000; ++id) old_entries.push_back({id, rnd()});  // past its room
+  index.Add(old_entries);
+  index.AddRemoval(77);
+
+  index.Clear();
+  EXPECT_EQ(index.size(), 0u);
+  EXPECT_FALSE(index.HasRemoval(77));
+  EXPECT_TRUE(index.SortedIds().empty());
+  for (int q = 0; q < 100; ++q) {
+    ASSERT_TRUE(Probe(index, old_entries[rnd() % old_entries.size()].fingerprint, 3).empty());
+  }
+
+  std::vector<StagingIndex::Entry> added;
+  for (DocumentId id = 5000; id < 5500; ++id) {
+    const Fingerprint fp =
+        rnd() % 2 == 0 ? rnd() : FlipBits(old_entries[id % 3000].fingerprint, 1, rnd);
+    added.push_back({id, fp});
+  }
+  index.Add(added);
+  EXPECT_EQ(index.size(), added.size());
+  for (int q = 0; q < 300; ++q) {
+    const Fingerprint query =
+        FlipBits(q % 2 == 0 ? added[rnd() % added.size()].fingerprint
+                            : old_entries[rnd() % old_entries.size()].fingerprint,
+                 static_cast<int>(rnd() % 4), rnd);
+    ASSERT_EQ(Probe(index, query, 3), BruteForce(added, query, 3)) << "query " << q;
+  }
+}
+
 }  // namespace
 }  // namespace fpstore::internal
