@@ -250,8 +250,8 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   Result<Changes> changes_read = Changes::InFile(changes_path, change_count);
   if (!changes_read.ok()) return changes_read.status();
   const Changes& table_changes = *changes_read;
-  Result<std::vector<Fingerprint>> dropped = DroppedFingerprints(std::move(leaving), table_changes);
-  if (!dropped.ok()) return dropped.status();
+  Result<std::vector<bool>> old_keys_leaving = OldKeysLeaving(std::move(leaving), table_changes);
+  if (!old_keys_leaving.ok()) return old_keys_leaving.status();
 
   std::vector<rocksdb::IngestExternalFileArg> args;
   auto add_family = [&](rocksdb::ColumnFamilyHandle* family, SstSink& sink) {
@@ -315,8 +315,8 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     for (std::uint64_t i = 0; i < change_count; ++i) new (&crowded[i]) std::atomic<LoneBits>(0);
   }
   std::optional<MemberFilters::Ingested> ingested;
-  if (Status s = WriteTables(table_changes, *dropped, table_done, crowded, SstUse::kLoad, args,
-                             ingested, write_documents);
+  if (Status s = WriteTables(table_changes, *old_keys_leaving, table_done, crowded, SstUse::kLoad,
+                             args, ingested, write_documents);
       !s.ok()) {
     return s;
   }
@@ -338,10 +338,10 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   return stats;
 }
 
-Result<std::vector<Fingerprint>> BulkLoaderImpl::DroppedFingerprints(
-    std::vector<IdFingerprint> leaving, const Changes& changes) const {
+Result<std::vector<bool>> BulkLoaderImpl::OldKeysLeaving(std::vector<IdFingerprint> leaving,
+                                                         const Changes& changes) const {
+  if (store_.format_version_ < 4 || leaving.empty()) return std::vector<bool>();
   std::vector<Fingerprint> dropped;
-  if (store_.format_version_ < 4 || leaving.empty()) return dropped;
   std::sort(leaving.begin(), leaving.end(), ByFingerprint);
   for (const IdFingerprint& l : leaving) {
     if (dropped.empty() || dropped.back() != l.fingerprint) dropped.push_back(l.fingerprint);
@@ -366,7 +366,19 @@ Result<std::vector<Fingerprint>> BulkLoaderImpl::DroppedFingerprints(
     if (!stays[i]) dropped[n++] = dropped[i];
   }
   dropped.resize(n);
-  return dropped;
+  if (dropped.empty()) return std::vector<bool>();
+  // Looked up once here rather than by every table as it reads the
+  // changes: nineteen binary searches of a merge's half a million dropped
+  // fingerprints, each a few cache misses, were 2.4 µs a replacement.
+  std::vector<bool> old_keys_leaving(changes.count());
+  s = changes.ForEach([&](const Change& c, std::uint64_t i) {
+    if (c.had_old && std::binary_search(dropped.begin(), dropped.end(), c.old)) {
+      old_keys_leaving[i] = true;
+    }
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
+  return old_keys_leaving;
 }
 
 Status BulkLoaderImpl::ReportProgress(std::uint64_t done, std::uint64_t total) const {

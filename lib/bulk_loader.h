@@ -60,23 +60,25 @@ class BulkLoaderImpl final : public BulkLoader {
   Status SpillRun();
   // Calls options_.progress, if set; what it throws becomes an error.
   Status ReportProgress(std::uint64_t done, std::uint64_t total) const;
-  // Of the fingerprints that `leaving` documents take out of the tables,
-  // those no document has once the changes are in: keys that tables
-  // without ids lose. Sorted. REQUIRES: the store's merge lock held, and
-  // its load lock unless only merges change the tables (format 8).
-  Result<std::vector<Fingerprint>> DroppedFingerprints(std::vector<IdFingerprint> leaving,
-                                                       const Changes& changes) const;
+  // For each change, by its index, whether tables without ids lose the key
+  // of the version it takes out: no document has that fingerprint once the
+  // changes are in (`leaving` are those versions). Empty if none does.
+  // REQUIRES: the store's merge lock held, and its load lock unless only
+  // merges change the tables (format 8).
+  Result<std::vector<bool>> OldKeysLeaving(std::vector<IdFingerprint> leaving,
+                                           const Changes& changes) const;
   // Sorts table `t`'s puts and deletes from `changes` and writes
-  // them as one SST, described in `arg` for ingestion. `dropped`: as
-  // DroppedFingerprints returns. With `crowded` (one per change, in the
+  // them as one SST, described in `arg` for ingestion. `old_keys_leaving`:
+  // as OldKeysLeaving returns. With `crowded` (one per change, in the
   // changes' order; puts only), sets bit t of each change whose
   // fingerprint shares its prefix here with another, and table 0 writes
   // the other bits as lone bits, so it must come after the others: it
   // calls before_writing(), if set, once its ops are sorted. `use`: how the
   // file is written (sst_sink.h): kLoad, or for a merge either merge use,
   // which it picks by whether the table has files.
-  Status WriteTable(std::size_t t, const Changes& changes, std::span<const Fingerprint> dropped,
-                    std::size_t max_ops, SortBuffers& buffers, std::atomic<LoneBits>* crowded,
+  Status WriteTable(std::size_t t, const Changes& changes,
+                    const std::vector<bool>& old_keys_leaving, std::size_t max_ops,
+                    SortBuffers& buffers, std::atomic<LoneBits>* crowded,
                     const std::function<void()>& before_writing, SstUse use,
                     rocksdb::IngestExternalFileArg& arg) const;
   // Writes every table's SST from `changes`, tables spread over
@@ -87,7 +89,7 @@ class BulkLoaderImpl final : public BulkLoader {
   // 0 is written last). `beside_table0`, if set, is one more task, taken
   // after table 0: table 0 waits for the others and then writes alone,
   // with a core to spare.
-  Status WriteTables(const Changes& changes, std::span<const Fingerprint> dropped,
+  Status WriteTables(const Changes& changes, const std::vector<bool>& old_keys_leaving,
                      const std::function<Status()>& table_done, std::atomic<LoneBits>* crowded,
                      SstUse use, std::vector<rocksdb::IngestExternalFileArg>& args,
                      std::optional<MemberFilters::Ingested>& filters,

@@ -31,7 +31,8 @@ std::atomic<std::size_t> split_above_for_testing{0};
 
 void SetSplitLastTableAboveForTesting(std::size_t ops) { split_above_for_testing = ops; }
 
-Status BulkLoaderImpl::WriteTables(const Changes& changes, std::span<const Fingerprint> dropped,
+Status BulkLoaderImpl::WriteTables(const Changes& changes,
+                                   const std::vector<bool>& old_keys_leaving,
                                    const std::function<Status()>& table_done,
                                    std::atomic<LoneBits>* crowded, SstUse use,
                                    std::vector<rocksdb::IngestExternalFileArg>& args,
@@ -92,7 +93,7 @@ Status BulkLoaderImpl::WriteTables(const Changes& changes, std::span<const Finge
         };
         try {
           failures[w] =
-              WriteTable(t, changes, dropped, max_ops, buffers, crowded,
+              WriteTable(t, changes, old_keys_leaving, max_ops, buffers, crowded,
                          crowded != nullptr && t == 0 ? wait_for_others : std::function<void()>(),
                          use, table_args[t]);
           // Read while other tables are written, not all after them: 0.3 s
@@ -150,8 +151,8 @@ Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
     if (Status s = marks.Delete(AsSlice(key)); !s.ok()) return s;
   }
   const Changes changes = Changes::Staged(staged);
-  Result<std::vector<Fingerprint>> dropped = DroppedFingerprints(std::move(leaving), changes);
-  if (!dropped.ok()) return dropped.status();
+  Result<std::vector<bool>> old_keys_leaving = OldKeysLeaving(std::move(leaving), changes);
+  if (!old_keys_leaving.ok()) return old_keys_leaving.status();
   rocksdb::IngestExternalFileArg arg;
   arg.column_family = store_.staging_family();
   arg.options.move_files = true;
@@ -160,8 +161,8 @@ Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
   if (Status s = AddRecent(std::move(recent), args); !s.ok()) return s;
   // WriteTable turns this into kMergeIntoEmpty for a table without files.
   return WriteTables(
-      changes, *dropped, [] { return Status::OK(); }, nullptr, SstUse::kMergeIntoLevel0, args,
-      filters);
+      changes, *old_keys_leaving, [] { return Status::OK(); }, nullptr, SstUse::kMergeIntoLevel0,
+      args, filters);
 }
 
 Status BulkLoaderImpl::AddRecent(std::vector<Fingerprint> fingerprints,
@@ -192,7 +193,7 @@ Status BulkLoaderImpl::AddRecent(std::vector<Fingerprint> fingerprints,
 }
 
 Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
-                                  std::span<const Fingerprint> dropped, std::size_t max_ops,
+                                  const std::vector<bool>& old_keys_leaving, std::size_t max_ops,
                                   SortBuffers& buffers, std::atomic<LoneBits>* crowded,
                                   const std::function<void()>& before_writing, SstUse use,
                                   rocksdb::IngestExternalFileArg& arg) const {
@@ -390,7 +391,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
       ops.push_back(put);
     }
     if (c.had_old &&
-        (codec.keeps_ids() || std::binary_search(dropped.begin(), dropped.end(), c.old))) {
+        (codec.keeps_ids() || (!old_keys_leaving.empty() && old_keys_leaving[change]))) {
       const TableOp remove{perm.Apply(c.old), change, false};
       ops.push_back(remove);
     }
