@@ -96,6 +96,9 @@ class StagingIndex {
     }
   }
 
+  // Whether an entry has this id and fingerprint: one table's probe.
+  bool HoldsEntry(DocumentId id, Fingerprint fingerprint) const;
+
   // Every id with an entry or a removal, ascending, each once.
   std::vector<DocumentId> SortedIds() const;
 

@@ -93,6 +93,21 @@ TEST(StagingIndexTest, SortedIdsNameEachIdOnceThoughAddedAgain) {
             (Found{{3, 2, 0}, {3, 4, 2}, {7, 3, 1}, {9, 1, 2}, {9, 6, 1}, {12, 5, 3}}));
 }
 
+TEST(StagingIndexTest, HoldsEntryOnlyForTheSameIdAndFingerprint) {
+  std::mt19937_64 rnd(5);
+  StagingIndex index(3, 16);
+  std::vector<StagingIndex::Entry> entries;
+  for (DocumentId id = 1; id <= 2000; ++id) entries.push_back({id, rnd()});
+  entries.push_back({3000, entries[10].fingerprint});  // shared with document 11
+  index.Add(entries);
+  for (const StagingIndex::Entry& e : entries) {
+    ASSERT_TRUE(index.HoldsEntry(e.id, e.fingerprint)) << e.id;
+    ASSERT_FALSE(index.HoldsEntry(e.id + 5000, e.fingerprint)) << e.id;
+    ASSERT_FALSE(index.HoldsEntry(e.id, FlipBits(e.fingerprint, 1, rnd))) << e.id;
+  }
+  EXPECT_FALSE(index.HoldsEntry(11, entries[11].fingerprint));
+}
+
 // A merged index is emptied and staged into again (the store keeps one
 // spare): nothing of its old entries, buckets or removals may show.
 TEST(StagingIndexTest, ClearedIndexFindsOnlyWhatIsAddedAfter) {
