@@ -225,13 +225,6 @@ std::size_t FileMemberFilter::FilterEnd(std::size_t i) const {
 const char* const FileMemberFilter::kUnchecked = "";
 
 bool FileMemberFilter::MayTouch(Fingerprint group, Fingerprint prefix) const {
-  const std::uint64_t hash = MemberFilter::Hash(prefix);
-  const char* block = BlockFor(group, hash);
-  if (block == nullptr) return false;
-  return block == kUnchecked || MemberFilter::BlockPasses(block, hash);
-}
-
-const char* FileMemberFilter::BlockFor(Fingerprint group, std::uint64_t hash) const {
   // The last chunk that begins at or before the group.
   std::size_t lo = 0, hi = chunks_;
   while (lo < hi) {
@@ -242,8 +235,23 @@ const char* FileMemberFilter::BlockFor(Fingerprint group, std::uint64_t hash) co
       hi = mid;
     }
   }
-  if (lo == 0 || group > LastGroup(lo - 1)) return nullptr;
-  const std::size_t begin = lo == 1 ? 0 : FilterEnd(lo - 2), end = FilterEnd(lo - 1);
+  if (lo == 0) return false;
+  const std::uint64_t hash = MemberFilter::Hash(prefix);
+  const char* block = BlockIn(lo - 1, group, hash);
+  if (block == nullptr) return false;
+  return block == kUnchecked || MemberFilter::BlockPasses(block, hash);
+}
+
+std::vector<Fingerprint> FileMemberFilter::ChunkFirstGroups() const {
+  std::vector<Fingerprint> groups(chunks_);
+  for (std::size_t i = 0; i < chunks_; ++i) groups[i] = FirstGroup(i);
+  return groups;
+}
+
+const char* FileMemberFilter::BlockIn(std::size_t chunk, Fingerprint group,
+                                      std::uint64_t hash) const {
+  if (group > LastGroup(chunk)) return nullptr;
+  const std::size_t begin = chunk == 0 ? 0 : FilterEnd(chunk - 1), end = FilterEnd(chunk);
   // A chunk that a quick parse did not check, and is malformed: no answer.
   if (end <= begin || end > filters_.size() || (end - begin) % kBlockBytes != 0) {
     return kUnchecked;
@@ -321,7 +329,7 @@ void TableMemberFilter::Add(const std::shared_ptr<const rocksdb::TableProperties
   std::optional<FileMemberFilter> parsed;
   if (property != nullptr) parsed = FileMemberFilter::Parse(*property, /*thorough=*/true);
   if (parsed && parsed->empty()) return;  // no entry with members
-  files_.push_back({parsed});
+  files_.push_back({parsed, parsed ? parsed->ChunkFirstGroups() : std::vector<Fingerprint>()});
   if (parsed && charges != nullptr) charges_.push_back(charges->For(file, property->size()));
 }
 
@@ -355,8 +363,9 @@ bool TableMemberFilter::MayContain(Fingerprint permuted) const {
     for (std::size_t i = first; i < std::min(files_.size(), first + kAhead); ++i) {
       const File& f = files_[i];
       if (!f.filter) return true;
-      if (group < f.filter->first_group() || group > f.filter->last_group()) continue;
-      const char* block = f.filter->BlockFor(group, hash);
+      const auto after = std::upper_bound(f.first_groups.begin(), f.first_groups.end(), group);
+      if (after == f.first_groups.begin()) continue;
+      const char* block = f.filter->BlockIn(after - f.first_groups.begin() - 1, group, hash);
       if (block == FileMemberFilter::kUnchecked) return true;
       if (block == nullptr) continue;
       __builtin_prefetch(block);

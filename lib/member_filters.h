@@ -67,16 +67,18 @@ class FileMemberFilter {
   static std::optional<FileMemberFilter> Parse(std::string_view value, bool thorough);
 
   bool empty() const { return chunks_ == 0; }
-  // REQUIRES: !empty()
-  Fingerprint first_group() const { return FirstGroup(0); }
-  Fingerprint last_group() const { return LastGroup(chunks_ - 1); }
   // False only if no entry of the file adds, removes or holds a member of
   // `group` with p-bit prefix `prefix`.
   bool MayTouch(Fingerprint group, Fingerprint prefix) const;
-  // MayTouch in steps, with the prefix's MemberFilter::Hash: null if no
-  // chunk holds `group` (false), kUnchecked if the chunk that does is
-  // malformed (true), else the block to test with BlockPasses.
-  const char* BlockFor(Fingerprint group, std::uint64_t hash) const;
+
+  // MayTouch in steps, for a filter kept and probed often. The group each
+  // chunk begins with, ascending: a probe's chunk is the last that begins
+  // at or before its group.
+  std::vector<Fingerprint> ChunkFirstGroups() const;
+  // With the prefix's MemberFilter::Hash: null if chunk `chunk` ends before
+  // `group` (false), kUnchecked if it is malformed (true), else the block
+  // to test with BlockPasses.
+  const char* BlockIn(std::size_t chunk, Fingerprint group, std::uint64_t hash) const;
   static const char* const kUnchecked;
 
  private:
@@ -167,6 +169,9 @@ class TableMemberFilter {
  private:
   struct File {
     std::optional<FileMemberFilter> filter;  // none: it may hold anything
+    // Its ChunkFirstGroups, side by side: a probe's binary search over
+    // the index took a cache miss a step, in every file of every table.
+    std::vector<Fingerprint> first_groups;
   };
   // Adds `file`'s filters, unless it holds no members.
   void Add(const std::shared_ptr<const rocksdb::TableProperties>& file, FileCharges* charges);
