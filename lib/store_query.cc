@@ -462,6 +462,7 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
         marked[i] = hits[i].size();
       }
       found = HitCount(hits);
+      start = std::chrono::steady_clock::now();  // table 0's reads are not the next table's
     }
     if (hand_off) {
       Status s =
@@ -469,7 +470,6 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
       if (!s.ok()) return s;
       break;
     }
-    start = std::chrono::steady_clock::now();
   }
   // Fingerprints found in tables without ids, to their documents.
   for (std::vector<Hit>& h : hits) {
