@@ -255,9 +255,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
 
   std::vector<rocksdb::IngestExternalFileArg> args;
   auto add_family = [&](rocksdb::ColumnFamilyHandle* family, SstSink& sink) {
-    rocksdb::IngestExternalFileArg arg;
-    arg.column_family = family;
-    arg.options.move_files = true;
+    rocksdb::IngestExternalFileArg arg = IngestionInto(family);
     if (Status s = sink.Finish(arg.external_files); !s.ok()) return s;
     if (!arg.external_files.empty()) args.push_back(std::move(arg));
     return Status::OK();
@@ -275,9 +273,8 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
       if (Status s = sink.Put(AsSlice(EncodeDocumentKey(id)), value); !s.ok()) return s;
     }
     if (!in.status().ok()) return in.status();
+    documents_arg = IngestionInto(store_.documents_family());
     if (Status s = sink.Finish(documents_arg.external_files); !s.ok()) return s;
-    documents_arg.column_family = store_.documents_family();
-    documents_arg.options.move_files = true;
     return Status::OK();
   };
   if (staged_marks) {

@@ -153,9 +153,7 @@ Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
   const Changes changes = Changes::Staged(staged);
   Result<std::vector<bool>> old_keys_leaving = OldKeysLeaving(std::move(leaving), changes);
   if (!old_keys_leaving.ok()) return old_keys_leaving.status();
-  rocksdb::IngestExternalFileArg arg;
-  arg.column_family = store_.staging_family();
-  arg.options.move_files = true;
+  rocksdb::IngestExternalFileArg arg = IngestionInto(store_.staging_family());
   if (Status s = marks.Finish(arg.external_files); !s.ok()) return s;
   if (!arg.external_files.empty()) args.push_back(std::move(arg));
   if (Status s = AddRecent(std::move(recent), args); !s.ok()) return s;
@@ -184,9 +182,7 @@ Status BulkLoaderImpl::AddRecent(std::vector<Fingerprint> fingerprints,
   } catch (const std::exception& e) {
     return Status::IOError(std::string("adding recent prefixes: ") + e.what());
   }
-  rocksdb::IngestExternalFileArg arg;
-  arg.column_family = store_.recent_family();
-  arg.options.move_files = true;
+  rocksdb::IngestExternalFileArg arg = IngestionInto(store_.recent_family());
   if (Status s = sink.Finish(arg.external_files); !s.ok()) return s;
   args.push_back(std::move(arg));
   return Status::OK();
@@ -437,8 +433,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     if (Status s = write_prefixes(part, prefix_ops); !s.ok()) return s;
     for (const std::string& path : spills) fs::remove(path);
   }
-  arg.column_family = store_.table(t);
-  arg.options.move_files = true;
+  arg = IngestionInto(store_.table(t));
   for (FilePart* f : {&part, second_half ? &*second_half : nullptr}) {
     if (f == nullptr) continue;
     mark_crowded(*f);  // before table 0 reads them

@@ -59,6 +59,18 @@ inline rocksdb::Options WriterOptions(rocksdb::DB& db, rocksdb::ColumnFamilyHand
   return options;
 }
 
+// The ingestion of files written here into `family`: moved (hard-linked),
+// and without RocksDB writing each one's sequence number into it, a random
+// write and an fdatasync a file inside the ingestion, which holds queries
+// off (RocksDB reads it from the manifest since 5.16).
+inline rocksdb::IngestExternalFileArg IngestionInto(rocksdb::ColumnFamilyHandle* family) {
+  rocksdb::IngestExternalFileArg arg;
+  arg.column_family = family;
+  arg.options.move_files = true;
+  arg.options.write_global_seqno = false;
+  return arg;
+}
+
 // Writes one sorted SST for a column family; skips the file if it stays
 // empty (RocksDB cannot ingest an empty file).
 class SstSink {
