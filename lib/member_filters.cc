@@ -346,7 +346,7 @@ std::shared_ptr<const TableMemberFilter> TableMemberFilter::With(
 
 std::shared_ptr<const TableMemberFilter> TableMemberFilter::PassingAll() {
   auto filter = std::make_shared<TableMemberFilter>();
-  filter->files_.push_back({std::nullopt});
+  filter->files_.push_back({std::nullopt, {}});
   return filter;
 }
 
