@@ -92,18 +92,8 @@ void StagingIndex::Place(std::size_t t, std::size_t begin, std::size_t end) {
 bool StagingIndex::HoldsEntry(DocumentId id, Fingerprint fingerprint) const {
   std::shared_lock lock(mu_);
   // An exact match shares every table's prefix: the first table has it.
-  const TablePermutation& perm = plan_.table(0);
-  const Fingerprint permuted = perm.Apply(fingerprint);
-  const std::uint32_t tag = Tag(perm, permuted);
-  const Bucket* buckets = TableBuckets(0);
-  const std::size_t mask = table_buckets_ - 1;
-  for (std::size_t b = Slot(perm, permuted, table_buckets_); buckets[b].entry != 0;
-       b = (b + 1) & mask) {
-    if (buckets[b].tag != tag) continue;
-    const Entry& e = entries_[buckets[b].entry - 1];
-    if (e.id == id && e.fingerprint == fingerprint) return true;
-  }
-  return false;
+  return ForEachInTable(0, fingerprint, 0,
+                        [&](const Entry& e) { return e.id == id && e.fingerprint == fingerprint; });
 }
 
 std::vector<DocumentId> StagingIndex::SortedIds() const {

@@ -76,23 +76,14 @@ class StagingIndex {
   void ForEachWithin(Fingerprint query, int k, Visit&& visit) const {
     std::shared_lock lock(mu_);
     for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-      const TablePermutation& perm = plan_.table(t);
-      const Fingerprint permuted = perm.Apply(query);
-      const std::uint32_t tag = Tag(perm, permuted);
-      const Bucket* buckets = TableBuckets(t);
-      const std::size_t mask = table_buckets_ - 1;
-      for (std::size_t b = Slot(perm, permuted, table_buckets_); buckets[b].entry != 0;
-           b = (b + 1) & mask) {
-        // The tags' distance is at most the fingerprints': most entries of
-        // other prefixes, and of this one, are turned away without a look.
-        if (HammingDistance(buckets[b].tag, tag) > k) continue;
-        const Entry& e = entries_[buckets[b].entry - 1];
+      ForEachInTable(t, query, k, [&](const Entry& e) {
         const int d = HammingDistance(e.fingerprint, query);
         // Each entry once: in the first table where it shares the prefix.
         if (d <= k && plan_.FirstSharedTable(query, e.fingerprint) == static_cast<int>(t)) {
           visit(e.id, e.fingerprint, d);
         }
-      }
+        return false;
+      });
     }
   }
 
@@ -132,6 +123,25 @@ class StagingIndex {
   }
   Bucket* TableBuckets(std::size_t t) {
     return static_cast<Bucket*>(buckets_.data()) + t * table_buckets_;
+  }
+  // Calls visit(entry) for the entries that table t files with `query`'s
+  // prefix and whose tags are within k of its, until visit returns true;
+  // returns whether it did. REQUIRES: mu_ held.
+  template <typename Visit>
+  bool ForEachInTable(std::size_t t, Fingerprint query, int k, Visit&& visit) const {
+    const TablePermutation& perm = plan_.table(t);
+    const Fingerprint permuted = perm.Apply(query);
+    const std::uint32_t tag = Tag(perm, permuted);
+    const Bucket* buckets = TableBuckets(t);
+    const std::size_t mask = table_buckets_ - 1;
+    for (std::size_t b = Slot(perm, permuted, table_buckets_); buckets[b].entry != 0;
+         b = (b + 1) & mask) {
+      // The tags' distance is at most the fingerprints': most entries of
+      // other prefixes, and of this one, are turned away without a look.
+      if (HammingDistance(buckets[b].tag, tag) > k) continue;
+      if (visit(entries_[buckets[b].entry - 1])) return true;
+    }
+    return false;
   }
   // Places entries [begin, end) in table t. REQUIRES: mu_ held exclusively.
   void Place(std::size_t t, std::size_t begin, std::size_t end);
