@@ -376,7 +376,8 @@ StoreImpl::StoreImpl(std::string path, StoreOptions options, int format_version,
 
 StoreImpl::~StoreImpl() { (void)Close(); }
 
-// About 10 ms after a 10M store's queries.
+// malloc_trim walks every heap of the process, not only the store's: about
+// 10 ms after a 10M store's queries.
 StoreImpl::FreedMemoryReturn::~FreedMemoryReturn() {
 #ifdef __GLIBC__
   malloc_trim(0);
