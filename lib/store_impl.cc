@@ -509,6 +509,12 @@ Result<std::unique_ptr<BulkLoader>> StoreImpl::NewBulkLoader(const BulkLoadOptio
   return std::unique_ptr<BulkLoader>(*std::move(loader));
 }
 
+std::uint64_t StoreImpl::EstimatedEntries(std::size_t t) const {
+  std::uint64_t n = 0;
+  db_->GetIntProperty(table(packed(t) ? 0 : t), rocksdb::DB::Properties::kEstimateNumKeys, &n);
+  return n;
+}
+
 Result<StoreStats> StoreImpl::Stats() const {
   if (Status s = CheckOpen(); !s.ok()) return s;
   StoreStats stats;
@@ -531,10 +537,7 @@ Result<StoreStats> StoreImpl::Stats() const {
   stats.recent_fingerprints = recent_.size();
   stats.lone_bits_used = recent_family() != nullptr && !recent_.full();
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-    // A packed table's keys are groups: its entries are about table 0's.
-    std::uint64_t n = 0;
-    db_->GetIntProperty(table(packed(t) ? 0 : t), rocksdb::DB::Properties::kEstimateNumKeys, &n);
-    stats.table_entries.push_back(n);
+    stats.table_entries.push_back(EstimatedEntries(t));
     rocksdb::ColumnFamilyMetaData family;
     db_->GetColumnFamilyMetaData(table(t), &family);
     stats.table_bytes.push_back(family.size);

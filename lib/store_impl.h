@@ -121,6 +121,10 @@ class StoreImpl final : public Store {
             std::shared_ptr<MemberFilters> member_filters);
 
   Status CheckOpen() const;
+  // Table t's entries as RocksDB estimates them from its keys. A packed
+  // table's keys are groups, so table 0's count (a key per document)
+  // stands for its entries.
+  std::uint64_t EstimatedEntries(std::size_t t) const;
   // Flushes the packed tables' memtables, whose removals would otherwise
   // stay in the log: a build older than format 6 replays the log to read
   // the format version, and RocksDB refuses their merge operands without

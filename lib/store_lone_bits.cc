@@ -210,9 +210,7 @@ bool StoreImpl::RefreshDue() const {
   const std::uint64_t after = refresh_after_;
   // Checked before the store's size is asked for: this runs on every wake.
   if (recent <= after || recent - after < LoneBitsRefreshThreshold(0)) return false;
-  std::uint64_t documents = 0;
-  db_->GetIntProperty(table(0), rocksdb::DB::Properties::kEstimateNumKeys, &documents);
-  return recent - after >= LoneBitsRefreshThreshold(documents);
+  return recent - after >= LoneBitsRefreshThreshold(EstimatedEntries(0));
 }
 
 void StoreImpl::RefreshWhenDue() {

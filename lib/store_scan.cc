@@ -95,8 +95,7 @@ Result<bool> StoreImpl::ScanRunsInMemory(const ScanOptions& scan, const rocksdb:
                                          std::span<const StagedDocument> staged,
                                          const RunVisitor& visit_run) const {
   constexpr std::size_t kPerDocument = sizeof(IdFingerprint) + InMemoryTables::kBytesPerDocument;
-  std::uint64_t estimate = 0;
-  db_->GetIntProperty(table(0), rocksdb::DB::Properties::kEstimateNumKeys, &estimate);
+  const std::uint64_t estimate = EstimatedEntries(0);
   const std::size_t limit =
       std::min<std::size_t>(scan.memory_bytes / kPerDocument, InMemoryTables::kMaxDocuments);
   if (estimate + staged.size() > limit) return false;
@@ -188,12 +187,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
                                      std::span<const StagedDocument> staged,
                                      const RunVisitor& visit_run, Runs runs) const {
   std::uint64_t total = 0;
-  for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-    // A packed table's keys are groups: its entries are about table 0's.
-    std::uint64_t n = 0;
-    db_->GetIntProperty(table(packed(t) ? 0 : t), rocksdb::DB::Properties::kEstimateNumKeys, &n);
-    total += n;
-  }
+  for (std::size_t t = 0; t < plan_.table_count(); ++t) total += EstimatedEntries(t);
   // Staged documents are not in the tables yet; each table's stream takes
   // them in, sorted, beside its own entries.
   total += staged.size() * plan_.table_count();
