@@ -435,15 +435,36 @@ std::size_t MemberFilters::Ingested::bytes() const {
 
 void MemberFilters::AddIngested(const Ingested& ingested) {
   std::lock_guard lock(mu_);
+  PublishWithLocked(ingested);
+}
+
+void MemberFilters::AddPending(const Ingested& ingested) {
+  std::lock_guard lock(mu_);
+  pending_ = ingested;
+  PublishWithLocked(ingested);
+}
+
+void MemberFilters::EndPending() {
+  std::lock_guard lock(mu_);
+  pending_ = {};
+}
+
+std::vector<std::shared_ptr<const rocksdb::TableProperties>> MemberFilters::FilesOf(
+    const Ingested& ingested, std::size_t t) const {
+  std::vector<std::shared_ptr<const rocksdb::TableProperties>> files;
+  for (const auto& [id, file] : ingested.files) {
+    if (id == tables_[t]->GetID()) files.push_back(file);
+  }
+  return files;
+}
+
+void MemberFilters::PublishWithLocked(const Ingested& ingested) {
   if (db_ == nullptr || ingested.files.empty()) return;
   const View old = current_.load();
   auto next = std::make_shared<std::vector<std::shared_ptr<const TableMemberFilter>>>(*old);
   for (std::size_t t = 0; t < tables_.size(); ++t) {
     if (!packed_[t] || (*next)[t] == nullptr) continue;
-    std::vector<std::shared_ptr<const rocksdb::TableProperties>> added;
-    for (const auto& [id, file] : ingested.files) {
-      if (id == tables_[t]->GetID()) added.push_back(file);
-    }
+    const auto added = FilesOf(ingested, t);
     if (!added.empty()) (*next)[t] = (*next)[t]->With(added, &charges_);
   }
   current_.store(std::move(next));
@@ -467,9 +488,17 @@ void MemberFilters::RefreshLocked(std::optional<std::vector<std::uint32_t>> ids)
     const int prefix_bits = plan_.table(t).prefix_bits();
     Result<std::shared_ptr<const TableMemberFilter>> read = TableMemberFilter::Read(
         *db_, tables_[t], GroupLayout(prefix_bits, group_bits_), prefix_bits, &charges_);
-    // Files may have come that the old filters do not know: until a
-    // refresh succeeds, every probe of the table reads its group.
-    (*next)[t] = read.ok() ? *std::move(read) : TableMemberFilter::PassingAll();
+    if (read.ok()) {
+      (*next)[t] = *std::move(read);
+      // Files being ingested, which the family may not list yet.
+      if (const auto pending = FilesOf(pending_, t); !pending.empty()) {
+        (*next)[t] = (*next)[t]->With(pending, &charges_);
+      }
+    } else {
+      // Files may have come that the old filters do not know: until a
+      // refresh succeeds, every probe of the table reads its group.
+      (*next)[t] = TableMemberFilter::PassingAll();
+    }
     changed = true;
   }
   if (changed || !old) current_.store(std::move(next));

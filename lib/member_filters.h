@@ -202,14 +202,14 @@ class MemberFilters {
   void Detach();
 
   // Reads the filters of the packed tables among `families` anew: after an
-  // ingestion into them that failed, before queries resume. Each refresh
+  // ingestion into them that failed. Each refresh
   // reads and publishes under one mutex, so one that read the files before
   // an ingestion cannot publish after that ingestion's own.
   void Refresh(std::span<rocksdb::ColumnFamilyHandle* const> families);
 
   // The filters of files about to be ingested, read from the files before
-  // the ingestion's exclusive section: read from the tables inside it, they
-  // held queries up to 23 ms more an ingestion. Once ingested, RocksDB's
+  // the ingestion: read from the tables after it, inside the section that
+  // held queries off, they held them up to 23 ms more an ingestion. Once ingested, RocksDB's
   // table readers hold a copy of their own.
   struct Ingested {
     std::vector<std::pair<std::uint32_t, std::shared_ptr<const rocksdb::TableProperties>>> files;
@@ -223,6 +223,15 @@ class MemberFilters {
   // compactions replaced meanwhile may stay until the next refresh: their
   // filters cover what the new ones hold.
   void AddIngested(const Ingested& ingested);
+  // Before the ingestion of `ingested`, which queries do not wait for:
+  // the current filters with the files' too, and so every view published
+  // until EndPending, refreshes after compactions included (one that read
+  // the family's files before the ingestion would drop them, and a query
+  // could then meet a file its view lacks). Filters of files that are not
+  // in the tables only cost reads.
+  void AddPending(const Ingested& ingested);
+  // After that ingestion, whether it succeeded or not.
+  void EndPending();
 
   // One table's filter for each packed table, null for the others: a
   // consistent view for one query.
@@ -241,6 +250,11 @@ class MemberFilters {
   // REQUIRES: mu_ held. The packed tables whose families have these ids
   // anew, or every packed table if `ids` is none.
   void RefreshLocked(std::optional<std::vector<std::uint32_t>> ids);
+  // REQUIRES: mu_ held. The current filters with `ingested`'s files too.
+  void PublishWithLocked(const Ingested& ingested);
+  // REQUIRES: mu_ held. Table t's files among `ingested`.
+  std::vector<std::shared_ptr<const rocksdb::TableProperties>> FilesOf(const Ingested& ingested,
+                                                                       std::size_t t) const;
 
   const PermutationPlan plan_;
   const std::vector<bool> packed_;
@@ -249,6 +263,7 @@ class MemberFilters {
   mutable std::mutex mu_;
   rocksdb::DB* db_ = nullptr;                         // guarded by mu_
   std::vector<rocksdb::ColumnFamilyHandle*> tables_;  // guarded by mu_
+  Ingested pending_;                                  // guarded by mu_
   std::atomic<View> current_;
 };
 

@@ -16,6 +16,12 @@ namespace fpstore::internal {
 // would. Empty: nothing.
 void SetDuringMergeForTesting(std::function<Status()> hook);
 
+// Has every merge that ingests beside queries call `hook` on its thread
+// right after its files went in, before it retires its staging index: the
+// tables hold the merged documents, and the index still does. Queries may
+// run in it, and writes of other ids than the merged ones. Empty: nothing.
+void SetAfterIngestionForTesting(std::function<void()> hook);
+
 }  // namespace fpstore::internal
 
 #endif  // FPSTORE_LIB_MERGE_HOOKS_H_

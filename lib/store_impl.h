@@ -270,14 +270,24 @@ class StoreImpl final : public Store {
   // ingestion; none if they could not be read.
   std::optional<MemberFilters::Ingested> ReadIngestedFilters(
       std::span<const rocksdb::IngestExternalFileArg> args) const;
-  // Before the ingestion of `args` takes ingest_mu_: flushes the memtables
-  // of its families that hold anything. IngestExternalFiles flushes those
-  // its files overlap (the staging family's, which a merge's deletions of
-  // marks always do) and queries waited for those flushes.
+  // Before the ingestion of `args`, and any lock it takes: flushes the
+  // memtables of its families that hold anything. IngestExternalFiles
+  // flushes those its files overlap (the staging family's, which a merge's
+  // deletions of marks always do), and queries, or writers, waited for
+  // those flushes.
   void FlushBeforeIngesting(std::span<const rocksdb::IngestExternalFileArg> args);
-  // After the ingestion of `args`, with ingest_mu_ held exclusively, before
-  // queries resume: the ingested files' filters added, if it succeeded and
-  // they were read, else the tables' filters read anew (member_filters.h).
+  // A merge's ingestion of `args`, whose files' filters are `ingested`,
+  // while queries go on (an ingestion took 9-62 ms, and queries beside
+  // inserts waited it out). A query reads the tables and the staging marks
+  // at one snapshot, and the ingestion deletes the merged documents' marks
+  // in the same atomic step that adds their entries, so at any snapshot a
+  // merged document is in the tables or staged, not both nor neither;
+  // merging_ keeps the staged ones findable until after. Writers wait.
+  Status IngestBesideQueries(const std::vector<rocksdb::IngestExternalFileArg>& args,
+                             const MemberFilters::Ingested& ingested);
+  // After the ingestion of `args`, before queries that waited for it
+  // resume: the ingested files' filters added, if it succeeded and they
+  // were read, else the tables' filters read anew (member_filters.h).
   void PublishMemberFilters(std::span<const rocksdb::IngestExternalFileArg> args,
                             const std::optional<MemberFilters::Ingested>& ingested,
                             const Status& ingestion) const;
@@ -393,11 +403,12 @@ class StoreImpl final : public Store {
   // holds. The scan in memory always visits every run, with ids.
   enum class Runs { kLinkedWithIds, kEvery };
 
-  // A snapshot taken outside any ingestion: every table, the staging and
-  // the documents as one state. Reads at it stay put while merges and bulk
-  // loads go on (ingestion gives files a sequence number past the live
-  // snapshots), so scans need hold no lock after it: their sinks and
-  // progress callbacks may write. The caller releases it.
+  // A snapshot of every table, the staging and the documents as one
+  // state, taken outside a bulk load's ingestion (a merge's gives its files
+  // one sequence number past every live snapshot, so a snapshot sees all
+  // of them or none). Reads at it stay put while merges and bulk loads go
+  // on, so scans need hold no lock after it: their sinks and progress
+  // callbacks may write. The caller releases it.
   // With `filters`, also the member filters of that moment, which cover
   // every member at the snapshot.
   const rocksdb::Snapshot* WholeSnapshot(MemberFilters::View* filters = nullptr) const;
@@ -410,8 +421,8 @@ class StoreImpl final : public Store {
   // them (format 8: versions whose removal is staged).
   enum class Versions { kCurrent, kAlsoLeaving };
 
-  // ScanRuns at `snapshot`, which the caller took where no ingestion was
-  // under way (ingest_mu_ or merge_mu_ held).
+  // ScanRuns at `snapshot`, which shows every table in one state: taken by
+  // WholeSnapshot, or with merge_mu_ held.
   Status ScanRunsAt(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
                     const RunVisitor& visit_run, Runs runs,
                     Versions versions = Versions::kCurrent) const;
@@ -513,17 +524,20 @@ class StoreImpl final : public Store {
 
   // Writers hold their ids so that read-old-then-write is atomic.
   IdLocks id_locks_;
-  // Shared by every read and write, exclusive while a bulk load or a merge
-  // ingests: RocksDB installs ingested files family by family, and no reader
-  // may see some tables with them and some without. Scans hold it only to
-  // take their snapshot, as their sinks may insert (store_scan.cc).
+  // Shared by every read and write, exclusive while a bulk load ingests:
+  // RocksDB installs ingested files family by family, and no reader may
+  // see some tables with them and some without. A merge takes it only to
+  // retire its index, and for its ingestion only if it could not read the
+  // files' filters ahead; else it ingests beside queries
+  // (IngestBesideQueries). Scans hold it only to take their snapshot, as
+  // their sinks may insert (store_scan.cc).
   mutable std::shared_mutex ingest_mu_;
-  // Shared by every write, exclusive for a bulk load's whole Finish: the
+  // Shared by every write, exclusive for a bulk load's whole Finish (the
   // stored versions it matches its documents against must stay current
-  // until its files are in. Queries and scans go on meanwhile; they wait
-  // for ingest_mu_ only (Verify also for lone_bits_mu_). Taken before
-  // ingest_mu_. (Shared locks of
-  // std::shared_mutex let new readers pass a waiting writer on glibc: a
+  // until its files are in) and for a merge's ingestion beside queries.
+  // Queries and scans go on meanwhile; they wait for ingest_mu_ only
+  // (Verify also for lone_bits_mu_). Taken before ingest_mu_. (Shared locks
+  // of std::shared_mutex let new readers pass a waiting writer on glibc: a
   // stream of queries can delay an ingestion, and with it, here, writers.)
   mutable std::shared_mutex load_mu_;
   // Serialises CheckAndInsert's look-then-write.
@@ -578,9 +592,10 @@ class StoreImpl final : public Store {
   RecentPrefixes recent_{plan_, RecentPrefixesLimit()};
   // Table 0's compaction filter factory; null before format 5.
   const std::shared_ptr<LoneBitsRewriter> lone_bits_;
-  // The packed tables' filters (member_filters.h): refreshed after each
-  // ingestion with ingest_mu_ held exclusively, so that a query, which
-  // holds it shared, never meets a file its view lacks.
+  // The packed tables' filters (member_filters.h): a merge's files' are
+  // published before its ingestion, and a bulk load's after it with
+  // ingest_mu_ held exclusively, so that a query, which reads the view
+  // after its snapshot and cursors, never meets a file its view lacks.
   const std::shared_ptr<MemberFilters> member_filters_;
 
   bool closed_ = false;

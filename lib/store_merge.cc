@@ -17,23 +17,38 @@ namespace fpstore::internal {
 
 namespace {
 
-std::mutex during_merge_mu;
-std::function<Status()> during_merge;
+std::mutex hooks_mu;
+std::function<Status()> during_merge;   // guarded by hooks_mu
+std::function<void()> after_ingestion;  // guarded by hooks_mu
 
 Status DuringMerge() {
   std::function<Status()> hook;
   {
-    std::lock_guard lock(during_merge_mu);
+    std::lock_guard lock(hooks_mu);
     hook = during_merge;
   }
   return hook ? hook() : Status::OK();
 }
 
+void AfterIngestion() {
+  std::function<void()> hook;
+  {
+    std::lock_guard lock(hooks_mu);
+    hook = after_ingestion;
+  }
+  if (hook) hook();
+}
+
 }  // namespace
 
 void SetDuringMergeForTesting(std::function<Status()> hook) {
-  std::lock_guard lock(during_merge_mu);
+  std::lock_guard lock(hooks_mu);
   during_merge = std::move(hook);
+}
+
+void SetAfterIngestionForTesting(std::function<void()> hook) {
+  std::lock_guard lock(hooks_mu);
+  after_ingestion = std::move(hook);
 }
 
 Status StoreImpl::LoadStagingIndex() {
@@ -224,10 +239,13 @@ Status StoreImpl::MergeStaged() {
     }
   }
   if (s.ok() && !args.empty()) FlushBeforeIngesting(args);
+  if (s.ok() && !args.empty() && ingested) s = IngestBesideQueries(args, *ingested);
   std::shared_ptr<StagingIndex> merged;
   {
     std::unique_lock exclusive(ingest_mu_);
-    if (s.ok() && !args.empty()) {
+    // Without the files' filters read ahead, queries wait for the
+    // ingestion and for the filters read from the tables after it.
+    if (s.ok() && !args.empty() && !ingested) {
       s = FromRocks(db_->IngestExternalFiles(args), "merging staged documents into the tables");
       PublishMemberFilters(args, ingested, s);
     }
@@ -248,6 +266,40 @@ Status StoreImpl::MergeStaged() {
     merged->Clear();
     spare_staging_ = std::move(merged);
   }
+  return s;
+}
+
+Status StoreImpl::IngestBesideQueries(const std::vector<rocksdb::IngestExternalFileArg>& args,
+                                      const MemberFilters::Ingested& ingested) {
+  rocksdb::Status rs;
+  {
+    // Ends what it starts, however the ingestion ends.
+    struct Ingesting {
+      StoreImpl& store;
+      Ingesting(StoreImpl& s, const MemberFilters::Ingested& ingested) : store(s) {
+        // Filters first: a query that sees the files must have theirs.
+        store.member_filters_->AddPending(ingested);
+        // Kept cursors, refreshed a table at a time, could straddle it.
+        store.table_writes_.Begin();
+      }
+      Ingesting(const Ingesting&) = delete;
+      Ingesting& operator=(const Ingesting&) = delete;
+      ~Ingesting() {
+        store.table_writes_.End();
+        store.member_filters_->EndPending();
+      }
+    } ingesting(*this, ingested);
+    // Writers wait, as they did while ingest_mu_ was held.
+    std::unique_lock writers(load_mu_);
+    // While any snapshot lives, RocksDB gives every file a sequence number
+    // above the snapshots' (with none, a file for an empty table would go
+    // in at 0 and show to queries whose snapshot still has the marks).
+    rocksdb::ManagedSnapshot pinned(db_.get());
+    rs = db_->IngestExternalFiles(args);
+  }
+  if (rs.ok()) AfterIngestion();
+  const Status s = FromRocks(rs, "merging staged documents into the tables");
+  if (!s.ok()) PublishMemberFilters(args, std::nullopt, s);
   return s;
 }
 

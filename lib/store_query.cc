@@ -417,8 +417,10 @@ Status StoreImpl::ProbeTablesInParallel(std::size_t first, const TableCursors& t
 Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
     std::span<const Fingerprint> fingerprints, int k, const TableCursors& tables,
     const rocksdb::Snapshot* snapshot) const {
-  // One view of the packed tables' filters for the whole query; the caller
-  // holds ingest_mu_, so no file came that it lacks.
+  // One view of the packed tables' filters for the whole query, read after
+  // the snapshot and the cursors: a merge publishes its files' filters
+  // before they go in, a bulk load while the caller waits (ingest_mu_), so
+  // the view has those of every file they can see.
   const MemberFilters::View filters = member_filters_->Current();
   std::vector<std::vector<Hit>> hits(fingerprints.size());
   // Table by table on this thread while the blocks come from memory; once

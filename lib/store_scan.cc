@@ -63,8 +63,11 @@ class LeavingVersions {
 
 const rocksdb::Snapshot* StoreImpl::WholeSnapshot(MemberFilters::View* filters) const {
   std::shared_lock ingest(ingest_mu_);
+  // The view after the snapshot: a merge publishes its files' filters
+  // before they go in, so the view has those of every file it can see.
+  const rocksdb::Snapshot* snapshot = db_->GetSnapshot();
   if (filters != nullptr) *filters = member_filters_->Current();
-  return db_->GetSnapshot();
+  return snapshot;
 }
 
 Status StoreImpl::ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run, Runs runs) const {

@@ -39,7 +39,8 @@ inline rocksdb::ReadOptions TableReadOptions() {
 }
 
 // Counts the writes to the tables that queries may overlap: removals and
-// replacements, before format 8 staged them (ingestion holds queries off).
+// replacements, before format 8 staged them, and merges' ingestions (a
+// bulk load's holds queries off).
 // Thread-safe.
 class TableWriteClock {
  public:

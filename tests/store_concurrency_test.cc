@@ -35,6 +35,7 @@
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
 #include "held_merge.h"
+#include "merge_hooks.h"
 #include "temp_dir.h"
 
 namespace fpstore {
@@ -640,6 +641,160 @@ TEST_F(StoreScanSinkTest, BulkLoadsAndInsertsDuringScansFinish) {
   Result<StoreStats> stats = store_->Stats();
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->documents, docs_.size() + 3 * 50 + (next_id_ - 1'000'000));
+}
+
+// ---- Queries while a merge's files go in ----
+
+StoreOptions MergedByFlushOptions() {
+  StoreOptions options;
+  options.blocks = 6;
+  options.distance = kDistance;
+  options.durability = Durability::kNoSync;
+  options.block_cache_bytes = 8 << 20;
+  options.write_buffer_bytes = 8 << 20;
+  options.staged_documents = 1 << 20;  // merged by Flush alone
+  return options;
+}
+
+// Right after a merge's files went in, before it retires its staging
+// index, the tables hold the merged documents and their filters must too:
+// queries there, on this thread, are exact. Both merges are checked, into
+// empty tables and into tables with files.
+TEST(StoreIngestionTest, QueriesRightAfterAMergesIngestionAreExact) {
+  TempDir dir;
+  Result<std::unique_ptr<Store>> opened = Store::Open(dir.Sub("store"), MergedByFlushOptions());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Store& store = **opened;
+  Random rnd(TestSeed(29));
+  std::vector<IdFingerprint> docs;
+  int checked = 0;
+  internal::SetAfterIngestionForTesting([&] {
+    ++checked;
+    for (std::size_t i = 0; i < docs.size(); i += 7) {
+      // Near a stored fingerprint, and anywhere.
+      const Fingerprint q =
+          i % 2 == 0 ? docs[i].fingerprint ^ (Fingerprint{1} << (i % 64)) : rnd.Next();
+      Result<std::vector<Match>> found = store.Query(q, kDistance);
+      ASSERT_TRUE(found.ok()) << found.status().ToString();
+      std::vector<IdDistance> got;
+      for (const Match& m : *found) got.push_back({m.id, m.distance});
+      std::sort(got.begin(), got.end());
+      EXPECT_EQ(got, BruteForceQuery(docs, q, kDistance)) << "query " << q;
+    }
+  });
+  struct Unhook {
+    ~Unhook() { internal::SetAfterIngestionForTesting({}); }
+  } unhook;
+  for (int merge = 0; merge < 2; ++merge) {
+    std::vector<NewDocument> batch;
+    for (int i = 0; i < 600; ++i) {
+      const auto id = static_cast<DocumentId>(docs.size() + 1);
+      // A third near an earlier document, so that queries find several.
+      const Fingerprint fp =
+          docs.empty() || i % 3 != 0
+              ? rnd.Next()
+              : docs[rnd.Uniform(docs.size())].fingerprint ^ (Fingerprint{1} << rnd.Uniform(64));
+      batch.push_back({id, fp, {}});
+      docs.push_back({id, fp});
+    }
+    ASSERT_TRUE(store.InsertBatch(batch).ok());
+    ASSERT_TRUE(store.Flush().ok());
+  }
+  EXPECT_EQ(checked, 2);
+}
+
+// Queries run on two threads while each of 60 merges' files go in: every
+// answer is exact against the documents stored (new ones, replacements,
+// removals, all written before the merge and unchanged while it runs). Queries that
+// overlap an ingestion must leave their kept iterators, refreshed a table
+// at a time, for new ones at one snapshot (without, answers went wrong),
+// and see each merged document in the tables or staged, never both nor
+// neither.
+TEST(StoreIngestionTest, QueriesDuringMergesAreExact) {
+  TempDir dir;
+  Result<std::unique_ptr<Store>> opened = Store::Open(dir.Sub("store"), MergedByFlushOptions());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Store& store = **opened;
+  constexpr int kRounds = 60;
+  constexpr int kReaders = 2;
+  Random rnd(TestSeed(31));
+  // Ids drawn from a few thousand: after the first rounds most writes
+  // replace, and the brute force stays cheap.
+  constexpr DocumentId kIds = 6000;
+  std::map<DocumentId, Fingerprint> stored;
+  // Set by this thread between rounds, read by the readers during them.
+  std::vector<IdFingerprint> docs;
+  std::vector<Fingerprint> probes;
+  std::atomic<bool> merged{false};
+  std::barrier round(kReaders + 1);
+  Failures failures;
+  std::atomic<std::uint64_t> queries{0};
+  std::vector<std::jthread> readers;
+  for (int r = 0; r < kReaders; ++r) {
+    readers.emplace_back([&, r] {
+      Random pick(TestSeed(40 + r));
+      for (int i = 0; i < kRounds; ++i) {
+        round.arrive_and_wait();  // the round's documents are stored
+        while (!merged.load()) {
+          const Fingerprint q = probes[pick.Uniform(probes.size())];
+          Result<std::vector<Match>> found = store.Query(q, kDistance);
+          ++queries;
+          if (!found.ok()) {
+            failures.Add("Query: " + found.status().ToString());
+            continue;
+          }
+          std::vector<IdDistance> got;
+          for (const Match& m : *found) got.push_back({m.id, m.distance});
+          std::sort(got.begin(), got.end());
+          if (got != BruteForceQuery(docs, q, kDistance)) {
+            failures.Add("query " + std::to_string(q) + ": " + std::to_string(got.size()) +
+                         " matches, brute force " +
+                         std::to_string(BruteForceQuery(docs, q, kDistance).size()));
+          }
+        }
+        round.arrive_and_wait();  // before the next round's writes
+      }
+    });
+  }
+  for (int i = 0; i < kRounds; ++i) {
+    std::vector<NewDocument> batch;
+    std::set<DocumentId> in_batch;
+    for (int j = 0; j < 1500; ++j) {
+      // New documents and replacements; a third land near a stored one.
+      const DocumentId id = 1 + rnd.Uniform(kIds);
+      if (!in_batch.insert(id).second) continue;
+      const Fingerprint fp = stored.empty() || j % 3 != 0
+                                 ? rnd.Next()
+                                 : std::next(stored.begin(), rnd.Uniform(stored.size()))->second ^
+                                       (Fingerprint{1} << rnd.Uniform(64));
+      batch.push_back({id, fp, {}});
+    }
+    // No ASSERT in this loop: the readers wait at the barrier.
+    if (Status s = store.InsertBatch(batch); !s.ok()) failures.Add("InsertBatch: " + s.ToString());
+    for (const NewDocument& d : batch) stored[d.id] = d.fingerprint;
+    for (int j = 0; j < 30; ++j) {
+      const auto it = std::next(stored.begin(), rnd.Uniform(stored.size()));
+      if (Status s = store.Remove(it->first); !s.ok()) failures.Add("Remove: " + s.ToString());
+      stored.erase(it);
+    }
+    docs.clear();
+    probes.clear();
+    for (const auto& [id, fp] : stored) docs.push_back({id, fp});
+    for (std::size_t j = 0; j < docs.size(); j += 11) {
+      probes.push_back(docs[j].fingerprint);
+      probes.push_back(docs[j].fingerprint ^ (Fingerprint{1} << (j % 64)));
+    }
+    merged = false;
+    round.arrive_and_wait();
+    if (Status s = store.Flush(); !s.ok()) failures.Add("Flush: " + s.ToString());
+    merged = true;
+    round.arrive_and_wait();
+  }
+  readers.clear();
+  EXPECT_FALSE(failures.any()) << failures.Summary();
+  EXPECT_GT(queries.load(), 0u);
+  Status verified = store.Verify();
+  EXPECT_TRUE(verified.ok()) << verified.ToString();
 }
 
 // ---- Writers while a merge runs ----

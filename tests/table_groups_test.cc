@@ -23,6 +23,7 @@
 #include "group_writer.h"
 #include "member_filters.h"
 #include "rocks_config.h"
+#include "sst_sink.h"
 #include "store_impl.h"
 #include "table_entries.h"
 #include "temp_dir.h"
@@ -536,6 +537,76 @@ TEST(MemberFiltersTest, CoverEveryMemberThroughFlushesAndCompactions) {
       check("round " + std::to_string(round) + ", compacted");
     }
   }
+}
+
+// A merge's files go in while queries go on, their filters published
+// first: they must stay in every view until the ingestion is done, a
+// refresh after a compaction included, which reads the family's files
+// before the new ones are among them. After it, the tables' own hold them.
+TEST(MemberFiltersTest, PendingFilesStayThroughRefreshesUntilIngested) {
+  Random rnd(TestSeed(66));
+  TempDir dir;
+  PackedTableDb packed(dir.Sub("db"));
+  const GroupLayout layout = packed.layout();
+  const auto random_members = [&] {
+    std::vector<Fingerprint> members;
+    for (int i = 0; i < 3000; ++i) members.push_back(rnd.Next());
+    std::sort(members.begin(), members.end());
+    members.erase(std::unique(members.begin(), members.end()), members.end());
+    return members;
+  };
+  const auto write = [&](const std::string& name, const std::vector<Fingerprint>& members,
+                         GroupWriter::Mode mode) {
+    rocksdb::IngestExternalFileArg arg = IngestionInto(packed.table());
+    SstSink sink(packed.db(), packed.table(), dir.Sub(name), SstUse::kMergeIntoLevel0);
+    GroupWriter writer(sink, layout, mode);
+    for (Fingerprint m : members) EXPECT_TRUE(writer.Add(m, /*put=*/true).ok());
+    EXPECT_TRUE(writer.Finish().ok());
+    EXPECT_TRUE(sink.Finish(arg.external_files).ok());
+    return arg;
+  };
+  const std::vector<Fingerprint> loaded = random_members();
+  const rocksdb::IngestExternalFileArg load = write("load.sst", loaded, GroupWriter::kWhole);
+  ASSERT_TRUE(packed.db().IngestExternalFiles({load}).ok());
+
+  MemberFilters filters(*PermutationPlan::Create(6, 3), {false, true}, PackedTableDb::kGroupBits,
+                        nullptr);
+  const std::vector<rocksdb::ColumnFamilyHandle*> tables = {packed.table(), packed.table()};
+  filters.Attach(&packed.db(), tables);
+  const auto passing = [&](const std::vector<Fingerprint>& members) {
+    const MemberFilters::View view = filters.Current();
+    return std::count_if(members.begin(), members.end(),
+                         [&](Fingerprint m) { return (*view)[1]->MayContain(m); });
+  };
+  const auto pending = [&](const rocksdb::IngestExternalFileArg& arg) {
+    Result<MemberFilters::Ingested> read = filters.ReadIngested(packed.db(), std::span(&arg, 1));
+    EXPECT_TRUE(read.ok()) << read.status().ToString();
+    filters.AddPending(*read);
+  };
+  ASSERT_EQ(passing(loaded), std::ssize(loaded));
+
+  const std::vector<Fingerprint> merged = random_members();
+  const rocksdb::IngestExternalFileArg merge = write("merge.sst", merged, GroupWriter::kOperands);
+  EXPECT_LT(passing(merged), std::ssize(merged) / 20);
+  pending(merge);
+  EXPECT_EQ(passing(merged), std::ssize(merged));
+  filters.Refresh(tables);  // as after a compaction, before the file is in
+  EXPECT_EQ(passing(merged), std::ssize(merged));
+  EXPECT_EQ(passing(loaded), std::ssize(loaded));
+  ASSERT_TRUE(packed.db().IngestExternalFiles({merge}).ok());
+  filters.EndPending();
+  filters.Refresh(tables);
+  EXPECT_EQ(passing(merged), std::ssize(merged));
+  EXPECT_EQ(passing(loaded), std::ssize(loaded));
+
+  // A file that never went in leaves the views with the next refresh.
+  const std::vector<Fingerprint> failed = random_members();
+  pending(write("failed.sst", failed, GroupWriter::kOperands));
+  EXPECT_EQ(passing(failed), std::ssize(failed));
+  filters.EndPending();
+  filters.Refresh(tables);
+  EXPECT_LT(passing(failed), std::ssize(failed) / 20);
+  filters.Detach();
 }
 
 }  // namespace
