@@ -273,6 +273,8 @@ Status StoreImpl::IngestBesideQueries(const std::vector<rocksdb::IngestExternalF
                                       const MemberFilters::Ingested& ingested) {
   rocksdb::Status rs;
   {
+    // Writers wait, as they did while ingest_mu_ was held.
+    std::unique_lock writers(load_mu_);
     // Ends what it starts, however the ingestion ends.
     struct Ingesting {
       StoreImpl& store;
@@ -289,8 +291,6 @@ Status StoreImpl::IngestBesideQueries(const std::vector<rocksdb::IngestExternalF
         store.member_filters_->EndPending();
       }
     } ingesting(*this, ingested);
-    // Writers wait, as they did while ingest_mu_ was held.
-    std::unique_lock writers(load_mu_);
     // While any snapshot lives, RocksDB gives every file a sequence number
     // above the snapshots' (with none, a file for an empty table would go
     // in at 0 and show to queries whose snapshot still has the marks).
