@@ -202,15 +202,15 @@ class MemberFilters {
   void Detach();
 
   // Reads the filters of the packed tables among `families` anew: after an
-  // ingestion into them that failed. Each refresh
-  // reads and publishes under one mutex, so one that read the files before
-  // an ingestion cannot publish after that ingestion's own.
+  // ingestion into them that failed. Each refresh reads and publishes under
+  // one mutex, so one that read the files before an ingestion cannot
+  // publish after that ingestion's own.
   void Refresh(std::span<rocksdb::ColumnFamilyHandle* const> families);
 
   // The filters of files about to be ingested, read from the files before
   // the ingestion: read from the tables after it, inside the section that
-  // held queries off, they held them up to 23 ms more an ingestion. Once ingested, RocksDB's
-  // table readers hold a copy of their own.
+  // held queries off, they held them up to 23 ms more an ingestion. Once
+  // ingested, RocksDB's table readers hold a copy of their own.
   struct Ingested {
     std::vector<std::pair<std::uint32_t, std::shared_ptr<const rocksdb::TableProperties>>> files;
     // The filters' bytes.

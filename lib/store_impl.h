@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "fpstore/store.h"
+#include "freed_memory.h"
 #include "group_commit.h"
 #include "id_locks.h"
 #include "key_codec.h"
@@ -277,12 +278,9 @@ class StoreImpl final : public Store {
   // those flushes.
   void FlushBeforeIngesting(std::span<const rocksdb::IngestExternalFileArg> args);
   // A merge's ingestion of `args`, whose files' filters are `ingested`,
-  // while queries go on (an ingestion took 9-62 ms, and queries beside
-  // inserts waited it out). A query reads the tables and the staging marks
-  // at one snapshot, and the ingestion deletes the merged documents' marks
-  // in the same atomic step that adds their entries, so at any snapshot a
-  // merged document is in the tables or staged, not both nor neither;
-  // merging_ keeps the staged ones findable until after. Writers wait.
+  // while queries go on and writers wait (docs/design.md, "Consistent
+  // queries": at a query's snapshot a merged document is in the tables or
+  // staged, never both nor neither).
   Status IngestBesideQueries(const std::vector<rocksdb::IngestExternalFileArg>& args,
                              const MemberFilters::Ingested& ingested);
   // After the ingestion of `args`, before queries that waited for it
@@ -489,20 +487,8 @@ class StoreImpl final : public Store {
   rocksdb::ColumnFamilyHandle* table(std::size_t t) const { return tables()[t]; }
   rocksdb::ColumnFamilyHandle* meta() const { return handles_[0]; }
 
-  // A store's cached blocks and member filters (about 450 MB at 10M) are
-  // freed into the heaps of the threads that used them, and glibc keeps
-  // those pages: a store opened next in the process, its threads
-  // allocating from other heaps, reused only part of them (the benchmark's
-  // query rows reopen the store: 158-160 MB stayed resident after one
-  // reopen, and warm queries peaked at 601-710 MB, 560-564 MB with this).
-  // Declared first, so destroyed last, once every other member has let
-  // go: gives the freed pages back to the system.
-  struct FreedMemoryReturn {
-    FreedMemoryReturn() = default;
-    FreedMemoryReturn(const FreedMemoryReturn&) = delete;
-    FreedMemoryReturn& operator=(const FreedMemoryReturn&) = delete;
-    ~FreedMemoryReturn();
-  } freed_memory_return_;
+  // First, so destroyed last (freed_memory.h).
+  FreedMemoryReturn freed_memory_return_;
 
   const std::string path_;
   const StoreOptions options_;

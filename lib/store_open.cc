@@ -1,7 +1,6 @@
 // Opening, creating and closing a store; the metadata record.
 
 #include <fcntl.h>
-#include <malloc.h>
 #include <rocksdb/db.h>
 #include <unistd.h>
 
@@ -375,14 +374,6 @@ StoreImpl::StoreImpl(std::string path, StoreOptions options, int format_version,
 }
 
 StoreImpl::~StoreImpl() { (void)Close(); }
-
-// malloc_trim walks every heap of the process, not only the store's: about
-// 10 ms after a 10M store's queries.
-StoreImpl::FreedMemoryReturn::~FreedMemoryReturn() {
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
-}
 
 Status StoreImpl::FlushPackedTables() {
   std::vector<rocksdb::ColumnFamilyHandle*> packed_tables;
