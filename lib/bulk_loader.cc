@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <limits>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -305,8 +304,9 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   // ones nearly every read of table 0 missed the TLB.
   ZeroedMapping crowded_bits;
   std::atomic<LoneBits>* crowded = nullptr;
-  if (into_empty && store_.recent_family() != nullptr &&
-      change_count <= std::numeric_limits<std::uint32_t>::max()) {
+  // Always, in a load into an empty store: from format 9 a fingerprint
+  // without bits is alone everywhere, unless it is recent.
+  if (into_empty && store_.recent_family() != nullptr) {
     crowded_bits = ZeroedMapping(change_count * sizeof(std::atomic<LoneBits>));
     crowded = static_cast<std::atomic<LoneBits>*>(crowded_bits.data());
     for (std::uint64_t i = 0; i < change_count; ++i) new (&crowded[i]) std::atomic<LoneBits>(0);

@@ -30,6 +30,7 @@ void SetSplitLastTableAboveForTesting(std::size_t ops);
 class StoreImpl;
 struct StagedDocument;
 class Changes;
+class CrowdedTables;
 struct SortBuffers;
 
 class BulkLoaderImpl final : public BulkLoader {
@@ -52,6 +53,11 @@ class BulkLoaderImpl final : public BulkLoader {
   Status WriteMergeFiles(std::span<const StagedDocument> staged,
                          std::vector<rocksdb::IngestExternalFileArg>& args,
                          std::optional<MemberFilters::Ingested>& filters) const;
+  // The crowded family's file of a rewrite of the lone bits (format 9):
+  // a range deletion of every key, and `crowded`'s fingerprints with their
+  // bits, appended to `args`.
+  Status WriteLoneBitsFile(const CrowdedTables& crowded,
+                           std::vector<rocksdb::IngestExternalFileArg>& args) const;
 
  private:
   // Reserves the buffer's room for a whole run, on the first Add.
@@ -73,14 +79,17 @@ class BulkLoaderImpl final : public BulkLoader {
   // changes' order; puts only), sets bit t of each change whose
   // fingerprint shares its prefix here with another, and table 0 writes
   // the other bits as lone bits, so it must come after the others: it
-  // calls before_writing(), if set, once its ops are sorted. `use`: how the
+  // calls before_writing(), if set, once its ops are sorted. It writes
+  // them as its values in formats 5 to 8, and from format 9 as the
+  // crowded family's file, described in `lone_bits_arg`. `use`: how the
   // file is written (sst_sink.h): kLoad, or for a merge either merge use,
   // which it picks by whether the table has files.
   Status WriteTable(std::size_t t, const Changes& changes,
                     const std::vector<bool>& old_keys_leaving, std::size_t max_ops,
                     SortBuffers& buffers, std::atomic<LoneBits>* crowded,
                     const std::function<void()>& before_writing, SstUse use,
-                    rocksdb::IngestExternalFileArg& arg) const;
+                    rocksdb::IngestExternalFileArg& arg,
+                    rocksdb::IngestExternalFileArg& lone_bits_arg) const;
   // Writes every table's SST from `changes`, tables spread over
   // threads; calls table_done() after each table. Appends them to `args`,
   // and sets `filters` to the packed tables' filters read from the new

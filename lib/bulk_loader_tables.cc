@@ -31,6 +31,35 @@ std::atomic<std::size_t> split_above_for_testing{0};
 
 void SetSplitLastTableAboveForTesting(std::size_t ops) { split_above_for_testing = ops; }
 
+namespace {
+
+// A crowded-family entry (format 9): a fingerprint's lone bits, keyed by
+// the fingerprint as table 0 permutes it. One alone everywhere has none.
+Status PutLoneBits(SstSink& sink, Fingerprint permuted0, LoneBits lone, std::size_t tables) {
+  if (lone == AllLoneBits(tables)) return Status::OK();
+  char key[8];
+  PutBigEndian64(key, permuted0);
+  return sink.Put(rocksdb::Slice(key, 8), EncodeLoneBits(lone, tables));
+}
+
+}  // namespace
+
+Status BulkLoaderImpl::WriteLoneBitsFile(const CrowdedTables& crowded,
+                                         std::vector<rocksdb::IngestExternalFileArg>& args) const {
+  SstSink sink(*store_.db_, store_.crowded_family(), TempPath("crowded.sst"));
+  const std::string end(9, '\xff');  // past every 8-byte key
+  if (Status s = sink.DeleteRange(rocksdb::Slice(), end); !s.ok()) return s;
+  const std::size_t tables = store_.plan_.table_count();
+  Status s = crowded.ForEach([&](Fingerprint permuted0, LoneBits lone) {
+    return PutLoneBits(sink, permuted0, lone, tables);
+  });
+  if (!s.ok()) return s;
+  rocksdb::IngestExternalFileArg arg = IngestionInto(store_.crowded_family());
+  if (Status s = sink.Finish(arg.external_files); !s.ok()) return s;
+  args.push_back(std::move(arg));
+  return Status::OK();
+}
+
 Status BulkLoaderImpl::WriteTables(const Changes& changes,
                                    const std::vector<bool>& old_keys_leaving,
                                    const std::function<Status()>& table_done,
@@ -49,6 +78,7 @@ Status BulkLoaderImpl::WriteTables(const Changes& changes,
   const std::size_t max_ops =
       std::max<std::size_t>(1024, options_.memory_bytes / threads / (2 * sizeof(TableOp)));
   std::vector<rocksdb::IngestExternalFileArg> table_args(tables);
+  rocksdb::IngestExternalFileArg lone_bits_arg;
   std::vector<std::optional<MemberFilters::Ingested>> table_filters(tables);
   // The filters read ahead are a copy beside the one RocksDB's table
   // readers hold once the files are in: at 100M, 2.4 GB more at the
@@ -95,7 +125,7 @@ Status BulkLoaderImpl::WriteTables(const Changes& changes,
           failures[w] =
               WriteTable(t, changes, old_keys_leaving, max_ops, buffers, crowded,
                          crowded != nullptr && t == 0 ? wait_for_others : std::function<void()>(),
-                         use, table_args[t]);
+                         use, table_args[t], lone_bits_arg);
           // Read while other tables are written, not all after them: 0.3 s
           // of one core at 10M, with the other idle.
           if (failures[w].ok() && filter_bytes <= max_filter_bytes) {
@@ -122,6 +152,7 @@ Status BulkLoaderImpl::WriteTables(const Changes& changes,
   for (const Status& s : failures) {
     if (!s.ok()) return s;
   }
+  table_args.push_back(std::move(lone_bits_arg));
   for (rocksdb::IngestExternalFileArg& arg : table_args) {
     if (!arg.external_files.empty()) args.push_back(std::move(arg));
   }
@@ -192,7 +223,8 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
                                   const std::vector<bool>& old_keys_leaving, std::size_t max_ops,
                                   SortBuffers& buffers, std::atomic<LoneBits>* crowded,
                                   const std::function<void()>& before_writing, SstUse use,
-                                  rocksdb::IngestExternalFileArg& arg) const {
+                                  rocksdb::IngestExternalFileArg& arg,
+                                  rocksdb::IngestExternalFileArg& lone_bits_arg) const {
   const TablePermutation& perm = store_.plan_.table(t);
   const TableKeyCodec codec = store_.codec(t);
   const std::string name = "table-" + std::to_string(t);
@@ -205,22 +237,31 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     // Were the guess wrong it would cost bytes or time, not answers.
     use = family.file_count == 0 ? SstUse::kMergeIntoEmpty : SstUse::kMergeIntoLevel0;
   }
-  // One file of the table, or one of its two halves.
+  const bool reads_crowded = crowded != nullptr && t == 0;
+  const std::size_t tables = store_.plan_.table_count();
+  // One file of the table, or one of its two halves; and in format 9 table
+  // 0's crowded-family file of the same fingerprints, when it reads the
+  // crowded marks.
   struct FilePart {
     FilePart(const BulkLoaderImpl& loader, std::size_t t, const std::string& path, SstUse use,
-             bool whole_groups)
+             bool whole_groups, bool writes_crowded)
         : sink(*loader.store_.db_, loader.store_.table(t), path, use) {
       if (loader.store_.packed(t)) {
         groups.emplace(sink, loader.store_.group_layout(t),
                        whole_groups ? GroupWriter::kWhole : GroupWriter::kOperands);
       }
+      if (writes_crowded) {
+        crowded.emplace(*loader.store_.db_, loader.store_.crowded_family(), path + ".crowded", use);
+      }
     }
     SstSink sink;
     std::optional<GroupWriter> groups;
+    std::optional<SstSink> crowded;
     std::optional<TableOp> last;
     std::vector<std::uint64_t> to_mark;  // crowded changes not yet marked
   };
-  FilePart part(*this, t, TempPath(name + ".sst"), use, family.file_count == 0);
+  const bool writes_crowded = reads_crowded && store_.crowded_family() != nullptr;
+  FilePart part(*this, t, TempPath(name + ".sst"), use, family.file_count == 0, writes_crowded);
   // Both buffers at their final size up front: growth by doubling would
   // overshoot the memory budget.
   const std::size_t capacity = std::min<std::size_t>(max_ops, 2 * changes.count());
@@ -276,19 +317,22 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
   // a table without ids: an SST's keys must be unique. One out of order is
   // a bug in the sort or the merge of runs, and would lose its key.
   auto write = [&](FilePart& f, const TableOp& op) -> Status {
+    const bool same_fingerprint = f.last && op.permuted == f.last->permuted;
     if (f.last) {
       if (op < *f.last) return Status::Corruption("bulk load: " + name + "'s entries out of order");
-      if (!codec.keeps_ids() && op.permuted == f.last->permuted) return Status::OK();
+      if (!codec.keeps_ids() && same_fingerprint) return Status::OK();
     }
     f.last = op;
     if (f.groups) return f.groups->Add(op.permuted, op.put);
     const TableKey key = codec.Encode(
         op.permuted, !reads_ids ? 0 : !ids.empty() ? ids[op.change] : changes.IdOf(op.change));
     if (!op.put) return f.sink.Delete(AsSlice(key));
-    if (crowded != nullptr && t == 0) {
-      const std::size_t tables = store_.plan_.table_count();
-      return f.sink.Put(AsSlice(key),
-                        EncodeLoneBits(AllLoneBits(tables) & ~crowded[op.change].load(), tables));
+    if (reads_crowded) {
+      const LoneBits lone = AllLoneBits(tables) & ~crowded[op.change].load();
+      if (!f.crowded) return f.sink.Put(AsSlice(key), EncodeLoneBits(lone, tables));
+      if (!same_fingerprint) {
+        if (Status s = PutLoneBits(*f.crowded, op.permuted, lone, tables); !s.ok()) return s;
+      }
     }
     return f.sink.Put(AsSlice(key), rocksdb::Slice());
   };
@@ -301,7 +345,6 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     for (std::uint64_t change : f.to_mark) crowded[change].fetch_or(LoneBits{1} << t);
     f.to_mark.clear();
   };
-  const bool reads_crowded = crowded != nullptr && t == 0;
   constexpr std::size_t kAhead = 16;
   constexpr std::size_t kMarkBatch = 64;
   // Writes sorted ops that end with a whole prefix. With lone bits, each
@@ -349,7 +392,8 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     if (!before_writing || sorted.size() < split_above || half == sorted.size()) {
       return write_prefixes(part, sorted);
     }
-    second_half.emplace(*this, t, TempPath(name + "-2.sst"), use, family.file_count == 0);
+    second_half.emplace(*this, t, TempPath(name + "-2.sst"), use, family.file_count == 0,
+                        writes_crowded);
     Status second;
     std::thread helper;
     try {
@@ -441,6 +485,12 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
       if (Status s = f->groups->Finish(); !s.ok()) return s;
     }
     if (Status s = f->sink.Finish(arg.external_files); !s.ok()) return s;
+    if (f->crowded) {
+      if (lone_bits_arg.external_files.empty()) {
+        lone_bits_arg = IngestionInto(store_.crowded_family());
+      }
+      if (Status s = f->crowded->Finish(lone_bits_arg.external_files); !s.ok()) return s;
+    }
   }
   return Status::OK();
 }

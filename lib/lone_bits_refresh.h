@@ -3,10 +3,11 @@
 // too and the recent prefixes, which grow with every merge, can be cleared.
 //
 // The store finds, at a snapshot, which fingerprints share a prefix with
-// another in each table (CrowdedTables), hands them to the
-// LoneBitsRewriter installed on table 0's family, and compacts table 0:
-// every value the compaction writes gets the fingerprint's bits anew.
-// Merges go on meanwhile (store_lone_bits.cc).
+// another in each table (CrowdedTables). In formats 5 to 8 it hands them
+// to the LoneBitsRewriter installed on table 0's family, and compacts
+// table 0: every value the compaction writes gets the fingerprint's bits
+// anew. From format 9 they replace the crowded family's entries in one
+// ingested file. Merges go on meanwhile (store_lone_bits.cc).
 
 #ifndef FPSTORE_LIB_LONE_BITS_REFRESH_H_
 #define FPSTORE_LIB_LONE_BITS_REFRESH_H_
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "fpstore/permutation.h"
+#include "fpstore/status.h"
 #include "key_codec.h"
 
 namespace fpstore::internal {
@@ -38,6 +40,15 @@ class CrowdedTables {
   LoneBits BitsOf(Fingerprint permuted0) const;
   // Fingerprints crowded in some table.
   std::size_t size() const { return crowded_.size(); }
+  // Calls visit(permuted as in table 0, lone bits) for each crowded
+  // fingerprint, ascending, until it fails.
+  template <typename Visit>
+  Status ForEach(Visit&& visit) const {
+    for (const auto& [permuted0, crowded] : crowded_) {
+      if (Status s = visit(permuted0, all_ & ~crowded); !s.ok()) return s;
+    }
+    return Status::OK();
+  }
 
  private:
   LoneBits all_;
@@ -86,9 +97,10 @@ void SetLoneBitsRefreshThresholdForTesting(std::uint64_t threshold);
 // store meanwhile, or of Close. Empty: nothing.
 void SetBeforeLoneBitsRewriteForTesting(std::function<void(const std::atomic<bool>&)> hook);
 // Called by a rewrite of the lone bits on its thread (Compact's, or the
-// store's refresher) right before it starts the rewriter, with no lock held
-// that merges or writers take; `closing` is the store's flag that Close
-// sets.
+// store's refresher) once it has found the crowded fingerprints, right
+// before it writes their bits (starts the rewriter, or writes the crowded
+// family), with no lock held that merges or writers take; `closing` is the
+// store's flag that Close sets.
 void BeforeLoneBitsRewrite(const std::atomic<bool>& closing);
 
 // While set, LoneBitsRewriter::Start takes no effect: compactions keep

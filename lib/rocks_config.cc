@@ -221,7 +221,7 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     SetCompression(cf);
     cf.write_buffer_size = memtable_bytes;
     cf.level_compaction_dynamic_level_bytes = true;
-    if (t == 0 && format_version >= 5) {
+    if (t == 0 && format_version >= 5 && format_version < 9) {
       config.lone_bits = std::make_shared<LoneBitsRewriter>(plan);
       cf.compaction_filter_factory = config.lone_bits;
     }
@@ -237,6 +237,18 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     // inserts left 16.
     AllowManyLevelZeroFiles(cf);
     config.families.emplace_back(kRecentFamily, cf);
+  }
+
+  // The crowded fingerprints' lone bits: a point lookup for each hit, most
+  // of them of fingerprints that are not there (alone everywhere). Written
+  // whole, by a bulk load into an empty store or a rewrite of the bits.
+  if (format_version >= 9) {
+    rocksdb::ColumnFamilyOptions cf;
+    cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(LookupTableOptions(cache)));
+    cf.compression = rocksdb::kLZ4Compression;
+    cf.write_buffer_size = memtable_bytes;
+    cf.level_compaction_dynamic_level_bytes = true;
+    config.families.emplace_back(kCrowdedFamily, cf);
   }
   return config;
 }

@@ -18,10 +18,10 @@ namespace fpstore::internal {
 
 struct RocksConfig {
   rocksdb::DBOptions db;
-  // Metadata (default family), documents, staging (from format 3 on), then
-  // one per table.
+  // Metadata (default family), documents, staging (from format 3 on), one
+  // per table, recent (from format 5 on), then crowded (from format 9 on).
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
-  // Table 0's compaction filter factory, from format 5 on (else null).
+  // Table 0's compaction filter factory, in formats 5 to 8 (else null).
   std::shared_ptr<LoneBitsRewriter> lone_bits;
   // The block cache every family shares (null for inspection).
   std::shared_ptr<rocksdb::Cache> block_cache;

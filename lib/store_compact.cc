@@ -47,7 +47,12 @@ Status StoreImpl::Compact(const ScanOptions& scan) {
 }
 
 Status StoreImpl::CompactTableZero(const ScanOptions& scan) {
+  // Formats 5 to 8 rewrite the bits as they compact table 0; from format
+  // 9 the bits are the crowded family's, compacted with the others.
   if (lone_bits_ != nullptr) return RefreshLoneBits(scan, /*in_background=*/false);
+  if (crowded_family() != nullptr) {
+    if (Status s = RefreshLoneBits(scan, /*in_background=*/false); !s.ok()) return s;
+  }
   rocksdb::CompactRangeOptions cro;
   cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
   return FromRocks(db_->CompactRange(cro, table(0), nullptr, nullptr),

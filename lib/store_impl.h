@@ -37,6 +37,7 @@ namespace fpstore::internal {
 inline constexpr char kDocumentsFamily[] = "documents";
 inline constexpr char kStagingFamily[] = "staging";
 inline constexpr char kRecentFamily[] = "recent";
+inline constexpr char kCrowdedFamily[] = "crowded";  // format 9
 inline constexpr char kFormatVersionKey[] = "fpstore.format_version";
 inline constexpr char kPlanKey[] = "fpstore.plan";
 inline constexpr char kGroupBitsKey[] = "fpstore.group_bits";  // format 7
@@ -111,7 +112,8 @@ class StoreImpl final : public Store {
     int distance;
     // Found in a table without ids: `id` is not known yet (ResolveIds).
     bool by_fingerprint = false;
-    // Its lone bits, once its entry in table 0 was read (key_codec.h).
+    // Its lone bits (key_codec.h), once read: with its entry in table 0 in
+    // formats 5 to 8, from the crowded family from format 9.
     LoneBits lone = 0;
   };
 
@@ -293,6 +295,9 @@ class StoreImpl final : public Store {
   // files' member filters passes, from only those files if it has several.
   Status ScanGroup(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
                    Fingerprint query, int k, std::vector<Hit>& hits) const;
+  // Sets each hit's lone bits from the crowded family at `snapshot`
+  // (format 9).
+  Status ReadLoneBits(std::span<Hit> hits, const rocksdb::Snapshot* snapshot) const;
   // Replaces each hit found by fingerprint by one hit per document that
   // table 0 holds with that fingerprint.
   Status ResolveIds(std::vector<Hit>& hits, rocksdb::Iterator& table0) const;
@@ -343,17 +348,21 @@ class StoreImpl final : public Store {
   // Compacts table 0 and, from format 5 on, writes every fingerprint's lone
   // bits anew on the way (RefreshLoneBits).
   Status CompactTableZero(const ScanOptions& scan);
-  // Writes every fingerprint's lone bits in table 0 anew, from the tables
+  // Writes every fingerprint's lone bits anew, from the tables
   // at one snapshot, while merges go on (docs/design.md, "Hits that skip
   // tables"), then forgets the recent fingerprints that were merged before
   // the snapshot. Bulk loads wait meanwhile. `in_background`: its scans run
   // at the lowest CPU priority. REQUIRES: format 5.
   Status RefreshLoneBits(const ScanOptions& scan, bool in_background);
   // RefreshLoneBits' work between the seal and its end: the crowded tables
-  // at `snapshot`, table 0 compacted with them, and whether every entry it
-  // holds now has bits no greater than theirs.
+  // at `snapshot`; then in formats 5 to 8 table 0 compacted with them, and
+  // whether every entry it holds now has bits no greater than theirs; from
+  // format 9 the crowded family replaced (true once done).
   Result<bool> RewriteLoneBits(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
                                bool in_background);
+  // Format 9: the crowded family's entries replaced by `crowded`'s, in one
+  // ingested file.
+  Status ReplaceCrowdedFamily(const CrowdedTables& crowded);
   // True if no table-0 entry claims a table that `crowded` says is not
   // lone: then the recent fingerprints sealed with it are needed no more.
   Result<bool> LoneBitsMatch(const CrowdedTables& crowded) const;
@@ -478,7 +487,12 @@ class StoreImpl final : public Store {
   }
   // Null before format 5, which has no lone bits.
   rocksdb::ColumnFamilyHandle* recent_family() const {
-    return format_version_ >= 5 ? handles_.back() : nullptr;
+    return format_version_ >= 5 ? handles_[3 + plan_.table_count()] : nullptr;
+  }
+  // From format 9, the lone bits of the crowded fingerprints, which table
+  // 0's values held in formats 5 to 8; null before.
+  rocksdb::ColumnFamilyHandle* crowded_family() const {
+    return format_version_ >= 9 ? handles_[4 + plan_.table_count()] : nullptr;
   }
   // Every table's family, in table order.
   std::span<rocksdb::ColumnFamilyHandle* const> tables() const {
@@ -498,7 +512,8 @@ class StoreImpl final : public Store {
   const Fingerprinter fingerprinter_;
   std::unique_ptr<rocksdb::DB> db_;
   // [0] default (metadata), [1] documents, [2] staging, [3 + t] table t,
-  // then (format 5) recent; in format 2, [2 + t] table t.
+  // then (format 5) recent, then (format 9) crowded; in format 2, [2 + t]
+  // table t.
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   GroupCommit group_commit_;
   // Table iterators kept between queries, and the writes that make a query
@@ -576,7 +591,7 @@ class StoreImpl final : public Store {
   // Add (AddRecentPrefixes) and Seal with merge_mu_ held; DropSealed with
   // merge_mu_ and ingest_mu_ held.
   RecentPrefixes recent_{plan_, RecentPrefixesLimit()};
-  // Table 0's compaction filter factory; null before format 5.
+  // Table 0's compaction filter factory, in formats 5 to 8; else null.
   const std::shared_ptr<LoneBitsRewriter> lone_bits_;
   // The packed tables' filters (member_filters.h): a merge's files' are
   // published before its ingestion, and a bulk load's after it with

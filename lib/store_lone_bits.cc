@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include "bulk_loader.h"
 #include "rocks_status.h"
 #include "scan_support.h"
 #include "store_impl.h"
@@ -116,6 +117,16 @@ Result<bool> StoreImpl::RewriteLoneBits(const ScanOptions& scan, const rocksdb::
   rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, log,
                "fpstore: lone bits: %zu fingerprints crowded, found in %.1f s", bits->size(),
                seconds());
+  // Fingerprints merged from now on get bits that ignore their neighbours,
+  // and their neighbours' bits ignore them; their prefixes are recent and
+  // stay so, which makes both harmless (lone_bits_refresh.h).
+  BeforeLoneBitsRewrite(closing_);
+  if (crowded_family() != nullptr) {
+    if (Status s = ReplaceCrowdedFamily(*bits); !s.ok()) return s;
+    rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, log, "fpstore: lone bits: %s written in %.1f s",
+                 kCrowdedFamily, seconds());
+    return true;
+  }
 
   // Verify's snapshot would see the rewritten values (compaction filters
   // ignore snapshots) beside tables older than the bits.
@@ -129,10 +140,6 @@ Result<bool> StoreImpl::RewriteLoneBits(const ScanOptions& scan, const rocksdb::
   // Flushes and the other families' compactions go on: inserts need them.
   cro.exclusive_manual_compaction = false;
   cro.canceled = &closing_;
-  // Fingerprints merged from now on get bits that ignore their neighbours,
-  // and their neighbours' bits ignore them; their prefixes are recent and
-  // stay so, which makes both harmless (lone_bits_refresh.h).
-  BeforeLoneBitsRewrite(closing_);
   lone_bits_->Start(bits);
   const rocksdb::Status rs = db_->CompactRange(cro, table(0), nullptr, nullptr);
   lone_bits_->Stop();
@@ -149,6 +156,19 @@ Result<bool> StoreImpl::RewriteLoneBits(const ScanOptions& scan, const rocksdb::
     return matched.status();
   });
   return matched;
+}
+
+Status StoreImpl::ReplaceCrowdedFamily(const CrowdedTables& crowded) {
+  BulkLoadOptions options;
+  options.memory_bytes = options_.write_buffer_bytes;
+  Result<std::unique_ptr<BulkLoaderImpl>> loader = MakeBulkLoader(options);
+  if (!loader.ok()) return loader.status();
+  std::vector<rocksdb::IngestExternalFileArg> args;
+  if (Status s = (*loader)->WriteLoneBitsFile(crowded, args); !s.ok()) return s;
+  if (closing_) return Closing();
+  // Its own family, which nothing else writes: queries read it at their
+  // snapshots, and an ingested file's entries are newer than every one.
+  return FromRocks(db_->IngestExternalFiles(args), "writing " + std::string(kCrowdedFamily));
 }
 
 Result<bool> StoreImpl::LoneBitsMatch(const CrowdedTables& crowded) const {

@@ -344,7 +344,7 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   }
   if (!options.read_only) {
     store->merger_ = std::thread([raw = store.get()] { raw->MergeWhenFull(); });
-    if (store->lone_bits_ != nullptr) {
+    if (store->recent_family() != nullptr) {
       store->refresher_ = std::thread([raw = store.get()] { raw->RefreshWhenDue(); });
     }
   }

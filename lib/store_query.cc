@@ -143,6 +143,27 @@ Status StoreImpl::ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint
   return FromRocks(table0.status(), "reading " + TableFamilyName(0));
 }
 
+Status StoreImpl::ReadLoneBits(std::span<Hit> hits, const rocksdb::Snapshot* snapshot) const {
+  const TablePermutation& perm0 = plan_.table(0);
+  std::vector<Fingerprint> keys;  // the crowded family's: as table 0 permutes them
+  keys.reserve(hits.size());
+  for (const Hit& h : hits) keys.push_back(perm0.Apply(h.fingerprint));
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  // Most fingerprints are alone everywhere, and not there.
+  std::vector<LoneBits> lone(keys.size(), AllLoneBits(plan_.table_count()));
+  Status s = MultiGetIds(crowded_family(), snapshot, keys, [&](std::size_t i, std::string_view v) {
+    lone[i] = DecodeLoneBits(v);
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
+  for (Hit& h : hits) {
+    const auto at = std::lower_bound(keys.begin(), keys.end(), perm0.Apply(h.fingerprint));
+    h.lone = lone[at - keys.begin()];
+  }
+  return Status::OK();
+}
+
 Status StoreImpl::ResolveIds(std::vector<Hit>& hits, rocksdb::Iterator& table0) const {
   std::vector<Hit> resolved;
   resolved.reserve(hits.size());
@@ -452,10 +473,14 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
       for (std::size_t i = 0; i < fingerprints.size(); ++i) {
         if (hits[i].size() == marked[i]) continue;
         std::vector<Hit> fresh(hits[i].begin() + marked[i], hits[i].end());
-        // Before a hand-off, only hits from table 0, whose bits came with
-        // them: reading table 0 for the others would wait on the device
-        // once more before the tables side by side.
-        if (!hand_off) {
+        // Before a hand-off in formats 5 to 8, only hits from table 0,
+        // whose bits came with them: reading table 0 for the others would
+        // wait on the device once more before the tables side by side.
+        // From format 9 the bits are the crowded family's, a small family
+        // whose filters are in memory: every hit's.
+        if (crowded_family() != nullptr) {
+          if (Status s = ReadLoneBits(fresh, snapshot); !s.ok()) return s;
+        } else if (!hand_off) {
           if (Status s = ResolveIds(fresh, *tables.tables[0]); !s.ok()) return s;
         }
         MarkSkippable(fingerprints[i], fresh, t, skip[i]);

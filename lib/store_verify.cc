@@ -184,6 +184,20 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
     }
     if (!it->status().ok()) return FromRocks(it->status(), "scanning the recent family");
   }
+  if (crowded_family() != nullptr) {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(ScanReadOptions(snapshot.snapshot()), crowded_family()));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      if (it->key().size() != 8 || it->value().size() > 4) {
+        problem(std::string(kCrowdedFamily) + ": malformed entry " + it->key().ToString(true));
+      } else if ((DecodeLoneBits(it->value().ToStringView()) & ~AllLoneBits(tables)) != 0) {
+        problem(std::string(kCrowdedFamily) + ": fingerprint " +
+                std::to_string(plan_.table(0).Invert(GetBigEndian64(it->key().data()))) +
+                " has lone bits for tables the plan does not have");
+      }
+    }
+    if (!it->status().ok()) return FromRocks(it->status(), "scanning the crowded family");
+  }
   std::mutex problem_mu;
 
   std::vector<std::uint64_t> actual_sum(tables, 0), actual_count(tables, 0);
@@ -207,6 +221,19 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
       if (group.size() < 2) return Status::OK();
       for (Fingerprint fp : group) {
         if (std::binary_search(recent.begin(), recent.end(), fp)) return Status::OK();
+      }
+      if (crowded_family() != nullptr) {
+        std::vector<Hit> hits;
+        for (Fingerprint fp : group) hits.push_back({0, fp, 0, true, 0});
+        if (Status s = ReadLoneBits(hits, snapshot.snapshot()); !s.ok()) return s;
+        for (const Hit& h : hits) {
+          if ((h.lone >> t & 1) == 0) continue;
+          std::lock_guard lock(problem_mu);
+          problem(std::string(kCrowdedFamily) + ": fingerprint " + std::to_string(h.fingerprint) +
+                  " is marked alone with its prefix in " + TableFamilyName(t) +
+                  ", where other fingerprints share it");
+        }
+        return Status::OK();
       }
       if (!table0) {
         table0.reset(db_->NewIterator(LookupReadOptions(snapshot.snapshot()), table(0)));
@@ -273,11 +300,18 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
         fingerprint_sum += FingerprintHash(perm.Invert(e.permuted));
         ++fingerprint_count;
       }
-      if (t == 0 && recent_family() != nullptr && decoded &&
-          (DecodeLoneBits(it->value().ToStringView()) & ~AllLoneBits(tables)) != 0) {
-        std::lock_guard lock(problem_mu);
-        problem(TableFamilyName(0) + ": document " + std::to_string(e.id) +
-                " has lone bits for tables the plan does not have");
+      if (t == 0 && recent_family() != nullptr && decoded) {
+        // Formats 5 to 8 keep the lone bits here, format 9 in the crowded
+        // family.
+        const std::string_view value = it->value().ToStringView();
+        const char* wrong = crowded_family() != nullptr ? (value.empty() ? nullptr : " has a value")
+                            : (DecodeLoneBits(value) & ~AllLoneBits(tables)) != 0
+                                ? " has lone bits for tables the plan does not have"
+                                : nullptr;
+        if (wrong != nullptr) {
+          std::lock_guard lock(problem_mu);
+          problem(TableFamilyName(0) + ": document " + std::to_string(e.id) + wrong);
+        }
       }
       if (check_lone && decoded) {
         if (Status s = track_lone(e); !s.ok()) return s;

@@ -39,7 +39,6 @@ using internal::RecentPrefixes;
 using testing::ExpectMatchesBruteForce;
 using testing::MakeCorpus;
 using testing::MetadataFor;
-using testing::MustOpen;
 using testing::Plant;
 using testing::Random;
 using testing::TempDir;
@@ -111,21 +110,63 @@ std::map<DocumentId, LoneBits> ExpectedBits(const PermutationPlan& plan,
   return bits;
 }
 
-// What table 0 of the closed store at `path` holds, by id.
+// The lone bits of each document of the closed store at `path`, by id:
+// table 0's values in format 8, the crowded family's in format 9 (a
+// fingerprint not there is alone everywhere).
 std::map<DocumentId, LoneBits> StoredBits(const std::string& path, const PermutationPlan& plan) {
   std::map<DocumentId, LoneBits> bits;
   const internal::TableKeyCodec codec0(plan.table(0).prefix_bits(),
                                        internal::TableKeyCodec::Ids::kKept);
   testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
+    std::vector<std::string> names;
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies({}, path, &names).ok());
+    const bool crowded_family =
+        std::find(names.begin(), names.end(), internal::kCrowdedFamily) != names.end();
+    std::map<Fingerprint, LoneBits> crowded;  // by table-0 permuted fingerprint
+    if (crowded_family) {
+      std::unique_ptr<rocksdb::Iterator> it(db.NewIterator({}, family(internal::kCrowdedFamily)));
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        ASSERT_EQ(it->key().size(), 8u);
+        crowded[internal::GetBigEndian64(it->key().data())] =
+            internal::DecodeLoneBits(it->value().ToStringView());
+      }
+      ASSERT_TRUE(it->status().ok());
+    }
     std::unique_ptr<rocksdb::Iterator> it(db.NewIterator({}, family("table-000")));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       internal::TableEntry e;
       ASSERT_TRUE(codec0.Decode(it->key().ToStringView(), &e));
-      bits[e.id] = internal::DecodeLoneBits(it->value().ToStringView());
+      if (!crowded_family) {
+        bits[e.id] = internal::DecodeLoneBits(it->value().ToStringView());
+        continue;
+      }
+      EXPECT_TRUE(it->value().empty());
+      const auto c = crowded.find(e.permuted);
+      bits[e.id] = c != crowded.end() ? c->second : AllTables(plan);
     }
     ASSERT_TRUE(it->status().ok());
   });
   return bits;
+}
+
+// Writes `value` as the lone bits of fingerprint `fp` (document `id`) in the
+// closed store at `path`, where the store's format keeps them.
+void WriteBits(const std::string& path, const PermutationPlan& plan, int format, DocumentId id,
+               Fingerprint fp, const std::string& value) {
+  testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
+    const Fingerprint permuted0 = plan.table(0).Apply(fp);
+    if (format >= 9) {
+      char key[8];
+      internal::PutBigEndian64(key, permuted0);
+      ASSERT_TRUE(db.Put({}, family(internal::kCrowdedFamily), rocksdb::Slice(key, 8), value).ok());
+      return;
+    }
+    const internal::TableKeyCodec codec0(plan.table(0).prefix_bits(),
+                                         internal::TableKeyCodec::Ids::kKept);
+    const internal::TableKey key = codec0.Encode(permuted0, id);
+    ASSERT_TRUE(
+        db.Put({}, family("table-000"), rocksdb::Slice(key.data(), key.size()), value).ok());
+  });
 }
 
 std::uint64_t RecentCount(Store& store) {
@@ -166,6 +207,18 @@ std::pair<std::vector<IdFingerprint>, std::vector<Fingerprint>> CopiesOfFirst(
   }
   return {copies, queries};
 }
+
+// Formats 8 (the bits in table 0's values) and 9 (in the crowded family).
+class LoneBitsTest : public ::testing::TestWithParam<int> {
+ protected:
+  int format() const { return GetParam(); }
+  std::unique_ptr<Store> MustOpen(const std::string& path, const StoreOptions& options = {}) {
+    return testing::MustOpen(path, options, format());
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Formats, LoneBitsTest, ::testing::Values(8, 9),
+                         [](const auto& info) { return "Format" + std::to_string(info.param); });
 
 TEST(RecentPrefixesTest, HoldsEveryPrefixAddedAndFewOthers) {
   Result<PermutationPlan> plan = PermutationPlan::Create(6, 3);
@@ -290,7 +343,7 @@ TEST(RecentPrefixesTest, DropSealedForgetsOnlyWhatWasSealed) {
   EXPECT_EQ(recent.size(), 0u);
 }
 
-TEST(LoneBitsTest, LoadedBitsAreWhatQueriesTrustAndVerifyChecks) {
+TEST_P(LoneBitsTest, LoadedBitsAreWhatQueriesTrustAndVerifyChecks) {
   TempDir dir;
   const std::string path = dir.Sub("store");
   Random rnd(TestSeed(17));
@@ -311,25 +364,13 @@ TEST(LoneBitsTest, LoadedBitsAreWhatQueriesTrustAndVerifyChecks) {
   ASSERT_TRUE(plan.ok());
   const LoneBits shared = SharedTables(*plan, f, g);
   ASSERT_NE(shared & ~LoneBits{1}, 0u);  // some table after table 0
-  const internal::TableKeyCodec codec0(plan->table(0).prefix_bits(),
-                                       internal::TableKeyCodec::Ids::kKept);
-  const internal::TableKey f_key = codec0.Encode(plan->table(0).Apply(f), 1);
-  testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
-    auto bits_of = [&](DocumentId id, Fingerprint fp) {
-      const internal::TableKey key = codec0.Encode(plan->table(0).Apply(fp), id);
-      std::string value;
-      EXPECT_TRUE(
-          db.Get({}, family("table-000"), rocksdb::Slice(key.data(), key.size()), &value).ok());
-      return internal::DecodeLoneBits(value);
-    };
-    EXPECT_EQ(bits_of(1, f), AllTables(*plan) & ~shared);
-    EXPECT_EQ(bits_of(2, g), AllTables(*plan) & ~shared);
-    EXPECT_EQ(bits_of(3, h), AllTables(*plan));
-    // Now claim that f is alone everywhere.
-    EXPECT_TRUE(db.Put({}, family("table-000"), rocksdb::Slice(f_key.data(), f_key.size()),
-                       internal::EncodeLoneBits(AllTables(*plan), plan->table_count()))
-                    .ok());
-  });
+  const std::map<DocumentId, LoneBits> bits = StoredBits(path, *plan);
+  EXPECT_EQ(bits.at(1), AllTables(*plan) & ~shared);
+  EXPECT_EQ(bits.at(2), AllTables(*plan) & ~shared);
+  EXPECT_EQ(bits.at(3), AllTables(*plan));
+  // Now claim that f is alone everywhere.
+  WriteBits(path, *plan, format(), 1, f,
+            internal::EncodeLoneBits(AllTables(*plan), plan->table_count()));
   std::unique_ptr<Store> store = MustOpen(path);
   ASSERT_NE(store, nullptr);
   // The query believes the bit and skips the table where g is: the bits
@@ -341,13 +382,14 @@ TEST(LoneBitsTest, LoadedBitsAreWhatQueriesTrustAndVerifyChecks) {
   // ... and Verify names it.
   Status verify = store->Verify();
   EXPECT_TRUE(verify.IsCorruption()) << verify.ToString();
-  EXPECT_NE(verify.message().find("document 1 is marked alone with its prefix"), std::string::npos)
+  const std::string named = format() >= 9 ? "fingerprint " + std::to_string(f) : "document 1";
+  EXPECT_NE(verify.message().find(named + " is marked alone with its prefix"), std::string::npos)
       << verify.ToString();
 }
 
 // A value with bits for tables the plan does not have (4 tables, one byte)
 // names no table to a query, and Verify reports it.
-TEST(LoneBitsTest, BitsPastThePlanAreReportedNotFollowed) {
+TEST_P(LoneBitsTest, BitsPastThePlanAreReportedNotFollowed) {
   TempDir dir;
   const std::string path = dir.Sub("store");
   Random rnd(TestSeed(29));
@@ -363,13 +405,7 @@ TEST(LoneBitsTest, BitsPastThePlanAreReportedNotFollowed) {
   Result<PermutationPlan> plan = PermutationPlan::Create(4, 3);
   ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->table_count(), 4u);
-  const internal::TableKeyCodec codec0(plan->table(0).prefix_bits(),
-                                       internal::TableKeyCodec::Ids::kKept);
-  const internal::TableKey key = codec0.Encode(plan->table(0).Apply(docs[0].fingerprint), 1);
-  testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
-    EXPECT_TRUE(
-        db.Put({}, family("table-000"), rocksdb::Slice(key.data(), key.size()), "\xff").ok());
-  });
+  WriteBits(path, *plan, format(), 1, docs[0].fingerprint, "\xff");
   std::unique_ptr<Store> store = MustOpen(path, options);
   ASSERT_NE(store, nullptr);
   ExpectExact(*store, docs, {docs[0].fingerprint, docs[1].fingerprint}, "bits past the plan");
@@ -379,7 +415,7 @@ TEST(LoneBitsTest, BitsPastThePlanAreReportedNotFollowed) {
       << verify.ToString();
 }
 
-TEST(LoneBitsTest, LaterDocumentsInLoneTablesAreFound) {
+TEST_P(LoneBitsTest, LaterDocumentsInLoneTablesAreFound) {
   const std::uint64_t seed = TestSeed(23);
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -448,7 +484,7 @@ TEST(LoneBitsTest, LaterDocumentsInLoneTablesAreFound) {
 // Compact writes the bits of every document anew, inserted or loaded, and
 // forgets the recent fingerprints, in memory and on disk; read in memory
 // or, when the scan's budget is too small for that, from the tables.
-TEST(LoneBitsTest, CompactWritesEveryDocumentsBitsAndForgetsRecent) {
+TEST_P(LoneBitsTest, CompactWritesEveryDocumentsBitsAndForgetsRecent) {
   for (std::size_t memory_bytes : {std::size_t{1} << 30, std::size_t{1}}) {
     SCOPED_TRACE("scan memory " + std::to_string(memory_bytes));
     const std::uint64_t seed = TestSeed(31);
@@ -507,9 +543,40 @@ TEST(LoneBitsTest, CompactWritesEveryDocumentsBitsAndForgetsRecent) {
   }
 }
 
+// A rewrite replaces every fingerprint's bits: one whose company was
+// removed is alone again, in format 9 by the crowded family losing it.
+TEST_P(LoneBitsTest, RemovalsLeaveFingerprintsAloneAtTheNextRewrite) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  Random rnd(TestSeed(71));
+  const Fingerprint f = rnd.Next();
+  const Fingerprint g = f ^ (Fingerprint{1} << 62);  // shares f's prefix in some tables
+  const Fingerprint h = rnd.Next();
+  Result<PermutationPlan> plan = PermutationPlan::Create(6, 3);
+  ASSERT_TRUE(plan.ok());
+  {
+    std::unique_ptr<Store> store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    BulkLoad(*store, {{1, f}, {2, g}, {3, h}});
+  }
+  EXPECT_EQ(StoredBits(path, *plan).at(1), AllTables(*plan) & ~SharedTables(*plan, f, g));
+  {
+    std::unique_ptr<Store> store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Remove(2).ok());
+    ASSERT_TRUE(store->Compact().ok());
+    EXPECT_TRUE(store->Verify().ok());
+    ExpectExact(*store, {{1, f}, {3, h}}, {f, g, h}, "removed, rewritten");
+  }
+  const std::map<DocumentId, LoneBits> bits = StoredBits(path, *plan);
+  EXPECT_EQ(bits.size(), 2u);
+  EXPECT_EQ(bits.at(1), AllTables(*plan));
+  EXPECT_EQ(bits.at(3), AllTables(*plan));
+}
+
 // Inserts and removals while Compact writes the bits: merges go on, and
 // every answer stays exact.
-TEST(LoneBitsTest, WritesDuringCompactAreFound) {
+TEST_P(LoneBitsTest, WritesDuringCompactAreFound) {
   const std::uint64_t seed = TestSeed(37);
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -556,7 +623,7 @@ TEST(LoneBitsTest, WritesDuringCompactAreFound) {
 // A store whose recent fingerprints outgrow the filter's limit stops
 // using lone bits (merged documents past the limit are not in the filter),
 // after a reopen too, until Compact writes the bits anew.
-TEST(LoneBitsTest, TooManyRecentFingerprintsStopTheSkipsUntilCompact) {
+TEST_P(LoneBitsTest, TooManyRecentFingerprintsStopTheSkipsUntilCompact) {
   const std::uint64_t seed = TestSeed(43);
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -616,7 +683,7 @@ TEST(LoneBitsTest, TooManyRecentFingerprintsStopTheSkipsUntilCompact) {
 // (a scan's, say) can keep past the compaction that follows; fingerprints
 // merged after it must still come back on open. The deletion is written
 // here as Compact writes it.
-TEST(LoneBitsTest, FingerprintsMergedAfterTheRecentClearingComeBack) {
+TEST_P(LoneBitsTest, FingerprintsMergedAfterTheRecentClearingComeBack) {
   const std::uint64_t seed = TestSeed(53);
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -652,7 +719,7 @@ TEST(LoneBitsTest, FingerprintsMergedAfterTheRecentClearingComeBack) {
 // its neighbours and leaves its neighbours' bits ignoring it. Its prefixes
 // stay recent, after a reopen too, so that every answer stays exact, until
 // a later rewrite takes it in.
-TEST(LoneBitsTest, MergesDuringTheRewriteStayRecent) {
+TEST_P(LoneBitsTest, MergesDuringTheRewriteStayRecent) {
   const std::uint64_t seed = TestSeed(41);
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -696,7 +763,7 @@ TEST(LoneBitsTest, MergesDuringTheRewriteStayRecent) {
 // Past its threshold of recent fingerprints a store writes the bits anew by
 // itself, while inserts and merges go on; every answer stays exact
 // throughout, and once the inserts stop the bits are exact again.
-TEST(LoneBitsTest, TheStoreRewritesTheBitsInTheBackground) {
+TEST_P(LoneBitsTest, TheStoreRewritesTheBitsInTheBackground) {
   const std::uint64_t seed = TestSeed(59);
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -743,7 +810,7 @@ TEST(LoneBitsTest, TheStoreRewritesTheBitsInTheBackground) {
 
 // Close stops a rewrite under way; what it leaves is a store whose recent
 // fingerprints still cover the old bits.
-TEST(LoneBitsTest, CloseStopsARewriteUnderWay) {
+TEST_P(LoneBitsTest, CloseStopsARewriteUnderWay) {
   const std::uint64_t seed = TestSeed(61);
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -793,8 +860,9 @@ TEST(LoneBitsTest, CloseStopsARewriteUnderWay) {
 // Compact forgets the recent fingerprints only once it has read back bits
 // that need none of them. Should the rewrite have missed entries, their
 // bits are as old as before, and the recent prefixes must stay, on disk
-// too, to keep the queries exact.
-TEST(LoneBitsTest, CompactKeepsRecentWhenBitsWereNotRewritten) {
+// too, to keep the queries exact. (Format 8: from format 9 the bits are
+// written whole, in one file, with nothing to read back.)
+TEST(LoneBitsFormat8Test, CompactKeepsRecentWhenBitsWereNotRewritten) {
   const std::uint64_t seed = TestSeed(47);
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -803,7 +871,7 @@ TEST(LoneBitsTest, CompactKeepsRecentWhenBitsWereNotRewritten) {
   const Result<PermutationPlan> plan = PermutationPlan::Create(6, 3);
   ASSERT_TRUE(plan.ok());
   {
-    std::unique_ptr<Store> store = MustOpen(path);
+    std::unique_ptr<Store> store = testing::MustOpen(path, {}, 8);
     ASSERT_NE(store, nullptr);
     BulkLoad(*store, docs);
     Insert(*store, copies);
@@ -812,7 +880,7 @@ TEST(LoneBitsTest, CompactKeepsRecentWhenBitsWereNotRewritten) {
   const std::map<DocumentId, LoneBits> loaded_bits = StoredBits(path, *plan);
   docs.insert(docs.end(), copies.begin(), copies.end());
   {
-    std::unique_ptr<Store> store = MustOpen(path);
+    std::unique_ptr<Store> store = testing::MustOpen(path, {}, 8);
     ASSERT_NE(store, nullptr);
     internal::SetSkipLoneBitsRewriteForTesting(true);
     const Status compacted = store->Compact();
@@ -823,7 +891,7 @@ TEST(LoneBitsTest, CompactKeepsRecentWhenBitsWereNotRewritten) {
   }
   EXPECT_EQ(StoredBits(path, *plan), loaded_bits);  // the test's premise
   {
-    std::unique_ptr<Store> store = MustOpen(path);
+    std::unique_ptr<Store> store = testing::MustOpen(path, {}, 8);
     ASSERT_NE(store, nullptr);
     EXPECT_EQ(RecentCount(*store), DistinctFingerprints(copies));
     ExpectExact(*store, docs, queries, "reopened");

@@ -16,6 +16,7 @@
 
 #include "brute_force.h"
 #include "fpstore/store.h"
+#include "store_impl.h"
 
 namespace fpstore::testing {
 
@@ -60,11 +61,12 @@ inline std::vector<std::vector<DocumentId>> BruteForceClusters(std::span<const I
 // Opens (creating if needed) a store sized for tests: small caches and no
 // fsync, since durability has tests of its own. Null, with a test failure,
 // if it cannot.
-inline std::unique_ptr<Store> MustOpen(const std::string& path, StoreOptions options = {}) {
+inline std::unique_ptr<Store> MustOpen(const std::string& path, StoreOptions options = {},
+                                       int format = Store::kFormatVersion) {
   options.durability = Durability::kNoSync;
   options.block_cache_bytes = 8 << 20;
   options.write_buffer_bytes = 8 << 20;
-  Result<std::unique_ptr<Store>> store = Store::Open(path, options);
+  Result<std::unique_ptr<Store>> store = internal::StoreImpl::Open(path, options, format);
   EXPECT_TRUE(store.ok()) << store.status().ToString();
   return store.ok() ? *std::move(store) : nullptr;
 }
