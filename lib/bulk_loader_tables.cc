@@ -323,17 +323,16 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
       if (!codec.keeps_ids() && same_fingerprint) return Status::OK();
     }
     f.last = op;
+    const LoneBits lone =
+        reads_crowded && op.put ? AllLoneBits(tables) & ~crowded[op.change].load() : 0;
+    if (f.crowded && op.put && !same_fingerprint) {
+      if (Status s = PutLoneBits(*f.crowded, op.permuted, lone, tables); !s.ok()) return s;
+    }
     if (f.groups) return f.groups->Add(op.permuted, op.put);
     const TableKey key = codec.Encode(
         op.permuted, !reads_ids ? 0 : !ids.empty() ? ids[op.change] : changes.IdOf(op.change));
     if (!op.put) return f.sink.Delete(AsSlice(key));
-    if (reads_crowded) {
-      const LoneBits lone = AllLoneBits(tables) & ~crowded[op.change].load();
-      if (!f.crowded) return f.sink.Put(AsSlice(key), EncodeLoneBits(lone, tables));
-      if (!same_fingerprint) {
-        if (Status s = PutLoneBits(*f.crowded, op.permuted, lone, tables); !s.ok()) return s;
-      }
-    }
+    if (reads_crowded && !f.crowded) return f.sink.Put(AsSlice(key), EncodeLoneBits(lone, tables));
     return f.sink.Put(AsSlice(key), rocksdb::Slice());
   };
   // Crowded changes are marked a batch at a time, their cache lines

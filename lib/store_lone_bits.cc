@@ -122,7 +122,10 @@ Result<bool> StoreImpl::RewriteLoneBits(const ScanOptions& scan, const rocksdb::
   // stay so, which makes both harmless (lone_bits_refresh.h).
   BeforeLoneBitsRewrite(closing_);
   if (crowded_family() != nullptr) {
-    if (Status s = ReplaceCrowdedFamily(*bits); !s.ok()) return s;
+    if (Status s = AtLowPriority(in_background, [&] { return ReplaceCrowdedFamily(*bits); });
+        !s.ok()) {
+      return s;
+    }
     rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, log, "fpstore: lone bits: %s written in %.1f s",
                  kCrowdedFamily, seconds());
     return true;

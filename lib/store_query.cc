@@ -469,7 +469,8 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
     const std::size_t found_before = std::exchange(found, HitCount(hits));
     const bool hand_off = t + 1 < plan_.table_count() && found > found_before &&
                           ProbesWaitedOnDevice(took, fingerprints.size());
-    if (lone_bits && found > found_before && t + 1 < RecentPrefixes::kMaxTables) {
+    if (lone_bits && found > found_before && t + 1 < RecentPrefixes::kMaxTables &&
+        t + 1 < plan_.table_count()) {
       for (std::size_t i = 0; i < fingerprints.size(); ++i) {
         if (hits[i].size() == marked[i]) continue;
         std::vector<Hit> fresh(hits[i].begin() + marked[i], hits[i].end());

@@ -501,7 +501,8 @@ TEST_P(LoneBitsTest, CompactWritesEveryDocumentsBitsAndForgetsRecent) {
     std::vector<Fingerprint> queries;
     for (const IdFingerprint& d : corpus) queries.push_back(d.fingerprint);
     {
-      // A store built by inserts alone has no bits until it is compacted.
+      // A store built by inserts alone has no bits it can trust until it
+      // is compacted: every fingerprint is recent.
       std::unique_ptr<Store> store = MustOpen(path);
       ASSERT_NE(store, nullptr);
       Insert(*store, first);
@@ -572,6 +573,34 @@ TEST_P(LoneBitsTest, RemovalsLeaveFingerprintsAloneAtTheNextRewrite) {
   EXPECT_EQ(bits.size(), 2u);
   EXPECT_EQ(bits.at(1), AllTables(*plan));
   EXPECT_EQ(bits.at(3), AllTables(*plan));
+}
+
+// A load into a store that removals emptied writes the bits of what it
+// loads; in format 9 the crowded family keeps the entries of fingerprints
+// no longer stored, whose bits claim no more than the truth, or a loaded
+// fingerprint's entry replaces them.
+TEST_P(LoneBitsTest, ALoadIntoAStoreEmptiedByRemovalsIsExact) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  Random rnd(TestSeed(73));
+  const Fingerprint f = rnd.Next();
+  const Fingerprint g = f ^ (Fingerprint{1} << 62);  // block 0
+  const Fingerprint h = rnd.Next();
+  const Fingerprint f2 = f ^ Fingerprint { 2 };  // block 5: other tables than g
+  Result<PermutationPlan> plan = PermutationPlan::Create(6, 3);
+  ASSERT_TRUE(plan.ok());
+  std::unique_ptr<Store> store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  BulkLoad(*store, {{1, f}, {2, g}, {3, h}});
+  for (DocumentId id : {1, 2, 3}) ASSERT_TRUE(store->Remove(id).ok());
+  ASSERT_TRUE(store->Flush().ok());
+  BulkLoad(*store, {{4, f}, {5, f2}, {6, g ^ (Fingerprint{1} << 40)}});
+  const std::vector<IdFingerprint> now = {{4, f}, {5, f2}, {6, g ^ (Fingerprint{1} << 40)}};
+  ExpectExact(*store, now, {f, g, h, f2, now[2].fingerprint}, "loaded after the removals");
+  const Status verify = store->Verify();
+  EXPECT_TRUE(verify.ok()) << verify.ToString();
+  store.reset();
+  EXPECT_EQ(StoredBits(path, *plan), ExpectedBits(*plan, now));
 }
 
 // Inserts and removals while Compact writes the bits: merges go on, and
