@@ -34,26 +34,41 @@ inline bool IsPackedTable(int format_version, std::size_t t) {
 // (GroupBitsFor, options.h).
 inline constexpr int kFormat6GroupBits = 20;
 
+// A member of a group that keeps ids (table 0, from format 10): a
+// document's member bits and its id, in (bits, id) order.
+struct IdMember {
+  Fingerprint bits;
+  DocumentId id;
+  friend auto operator<=>(const IdMember&, const IdMember&) = default;
+};
+
 // Where a table's groups are cut, and how their keys and members are laid
 // out. A group key is the first G bits of the permuted fingerprint,
 // left-aligned in whole bytes; a member is the other 64 - G bits,
-// big-endian in whole bytes.
+// big-endian in whole bytes, and in a table that keeps ids then the
+// document's id (8 bytes): byte order is (bits, id) order.
 class GroupLayout {
  public:
+  enum class Ids { kNone, kKept };
+
   // G is the store's `group_bits`, or the prefix if shorter, so that a
   // probe never reads more than one group.
   // REQUIRES: 1 <= prefix_bits <= 64, 1 <= group_bits
-  GroupLayout(int prefix_bits, int group_bits)
+  GroupLayout(int prefix_bits, int group_bits, Ids ids = Ids::kNone)
       : group_bits_(std::min(prefix_bits, group_bits)),
         key_bytes_((group_bits_ + 7) / 8),
-        member_bytes_((64 - group_bits_ + 7) / 8) {}
+        bits_bytes_((64 - group_bits_ + 7) / 8),
+        id_bytes_(ids == Ids::kKept ? 8 : 0) {}
 
   static constexpr std::size_t kMaxKeySize = 8;
   using Key = std::array<char, kMaxKeySize>;
 
   int group_bits() const { return group_bits_; }
   std::size_t key_bytes() const { return key_bytes_; }
-  std::size_t member_bytes() const { return member_bytes_; }
+  // A member's bytes: its bits, then its id if the table keeps ids.
+  std::size_t member_bytes() const { return bits_bytes_ + id_bytes_; }
+  std::size_t bits_bytes() const { return bits_bytes_; }
+  bool keeps_ids() const { return id_bytes_ != 0; }
 
   // The first fingerprint of `permuted`'s group.
   Fingerprint GroupOf(Fingerprint permuted) const {
@@ -73,28 +88,37 @@ class GroupLayout {
   Fingerprint MemberBits(Fingerprint permuted) const {
     return group_bits_ == 64 ? 0 : permuted & (~Fingerprint{0} >> group_bits_);
   }
-  void AppendMember(std::string& out, Fingerprint permuted) const {
+  // Appends the member of `permuted` (with `id` if the table keeps ids).
+  void AppendMember(std::string& out, Fingerprint permuted, DocumentId id = 0) const {
     const std::size_t at = out.size();
-    out.resize(at + member_bytes_);
-    PutBigEndianBytes(out.data() + at, MemberBits(permuted), member_bytes_);
+    out.resize(at + member_bytes());
+    PutBigEndianBytes(out.data() + at, MemberBits(permuted), bits_bytes_);
+    if (keeps_ids()) PutBigEndian64(out.data() + at + bits_bytes_, id);
   }
+  // The permuted fingerprint of the member at `in`, in `group`.
   Fingerprint MemberAt(Fingerprint group, const char* in) const {
-    return group | GetBigEndianBytes(in, member_bytes_);
+    return group | GetBigEndianBytes(in, bits_bytes_);
   }
+  // The id of the member at `in`. REQUIRES: keeps_ids()
+  DocumentId IdAt(const char* in) const { return GetBigEndian64(in + bits_bytes_); }
 
  private:
   int group_bits_;
   std::size_t key_bytes_;
-  std::size_t member_bytes_;
+  std::size_t bits_bytes_;
+  std::size_t id_bytes_;
 };
 
-// A group's value: its members' bits, ascending, each once.
+// A group's value: its members, ascending, each once.
 // A merge operand: the count of members it adds (4 bytes, big-endian), the
 // members it adds, then the members it removes, each part ascending. Applied
 // to a group: its members less those removed, with those added.
-struct GroupChange {
-  std::vector<Fingerprint> adds;     // member bits, ascending, unique
-  std::vector<Fingerprint> removes;  // member bits, ascending, unique
+// Members are their bits (Fingerprint), or in a table that keeps ids
+// IdMember; each function below takes both, and the layout must say which.
+template <typename Member>
+struct BasicGroupChange {
+  std::vector<Member> adds;     // ascending, unique
+  std::vector<Member> removes;  // ascending, unique
 
   bool empty() const { return adds.empty() && removes.empty(); }
   void clear() {
@@ -102,10 +126,14 @@ struct GroupChange {
     removes.clear();
   }
 };
+using GroupChange = BasicGroupChange<Fingerprint>;
+using IdGroupChange = BasicGroupChange<IdMember>;
 
-// Encodes a group's value from member bits, ascending and unique, into
-// `out` (its old contents gone; its capacity kept, for writers of many).
+// Encodes a group's value from members, ascending and unique, into `out`
+// (its old contents gone; its capacity kept, for writers of many).
 void EncodeGroupValue(const GroupLayout& layout, std::span<const Fingerprint> members,
+                      std::string& out);
+void EncodeGroupValue(const GroupLayout& layout, std::span<const IdMember> members,
                       std::string& out);
 inline std::string EncodeGroupValue(const GroupLayout& layout,
                                     std::span<const Fingerprint> members) {
@@ -113,17 +141,31 @@ inline std::string EncodeGroupValue(const GroupLayout& layout,
   EncodeGroupValue(layout, members, value);
   return value;
 }
+inline std::string EncodeGroupValue(const GroupLayout& layout, std::span<const IdMember> members) {
+  std::string value;
+  EncodeGroupValue(layout, members, value);
+  return value;
+}
 // False if `value` is not a whole number of members in ascending order.
 bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
                       std::vector<Fingerprint>& members);
+bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
+                      std::vector<IdMember>& members);
 
 void EncodeGroupOperand(const GroupLayout& layout, const GroupChange& change, std::string& out);
+void EncodeGroupOperand(const GroupLayout& layout, const IdGroupChange& change, std::string& out);
 inline std::string EncodeGroupOperand(const GroupLayout& layout, const GroupChange& change) {
   std::string operand;
   EncodeGroupOperand(layout, change, operand);
   return operand;
 }
+inline std::string EncodeGroupOperand(const GroupLayout& layout, const IdGroupChange& change) {
+  std::string operand;
+  EncodeGroupOperand(layout, change, operand);
+  return operand;
+}
 bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand, GroupChange& change);
+bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand, IdGroupChange& change);
 
 // Calls visit(member bits) for each member a group's value holds
 // (`operand` false) or a merge operand adds or removes (true), checking
@@ -142,14 +184,15 @@ bool ForEachMemberOf(const GroupLayout& layout, std::string_view value, bool ope
   const std::size_t width = layout.member_bytes();
   if (value.size() % width != 0) return false;
   for (std::size_t i = 0; i < value.size(); i += width) {
-    visit(GetBigEndianBytes(value.data() + i, width));
+    visit(GetBigEndianBytes(value.data() + i, layout.bits_bytes()));
   }
   return true;
 }
 
 // Folds merge operands into their group (FullMergeV2), or into one operand
-// (PartialMergeMulti). Malformed input fails the merge, which RocksDB reports
-// as corruption of the read or compaction that met it.
+// (PartialMergeMulti), with or without ids as its layout says. Malformed
+// input fails the merge, which RocksDB reports as corruption of the read
+// or compaction that met it.
 class GroupMergeOperator final : public rocksdb::MergeOperator {
  public:
   explicit GroupMergeOperator(GroupLayout layout) : layout_(layout) {}

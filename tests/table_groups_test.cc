@@ -15,6 +15,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "brute_force.h"
@@ -114,40 +115,99 @@ TEST(GroupLayoutTest, MalformedKeysAndValuesAreRefused) {
   EXPECT_FALSE(DecodeGroupOperand(layout, too_many, decoded));
 }
 
+TEST(GroupLayoutTest, MembersWithIdsRoundTripInBitsThenIdOrder) {
+  Random rnd(TestSeed(63));
+  for (int bits : {16, 20, 57}) {
+    const GroupLayout layout(64, bits, GroupLayout::Ids::kKept);
+    EXPECT_TRUE(layout.keeps_ids());
+    EXPECT_EQ(layout.bits_bytes(), static_cast<std::size_t>((64 - bits + 7) / 8));
+    EXPECT_EQ(layout.member_bytes(), layout.bits_bytes() + 8);
+    // Few fingerprints, each with several ids, in one group.
+    const Fingerprint group = layout.GroupOf(rnd.Next());
+    std::vector<IdMember> members;
+    for (int i = 0; i < 200; ++i) {
+      members.push_back({layout.MemberBits(rnd.Uniform(4) == 0 ? ~Fingerprint{0} : rnd.Uniform(5)),
+                         i % 3 == 0 ? ~DocumentId{0} : rnd.Uniform(1000)});
+    }
+    std::sort(members.begin(), members.end());
+    members.erase(std::unique(members.begin(), members.end()), members.end());
+    std::string previous;
+    for (const IdMember& m : members) {
+      std::string member;
+      layout.AppendMember(member, group | m.bits, m.id);
+      ASSERT_EQ(member.size(), layout.member_bytes());
+      EXPECT_EQ(layout.MemberAt(group, member.data()), group | m.bits);
+      EXPECT_EQ(layout.IdAt(member.data()), m.id);
+      EXPECT_LT(previous, member);  // byte order is (bits, id) order
+      previous = member;
+    }
+    std::vector<IdMember> decoded;
+    const std::string value = EncodeGroupValue(layout, members);
+    ASSERT_TRUE(DecodeGroupValue(layout, value, decoded));
+    EXPECT_EQ(decoded, members);
+    // Only the bits reach the member filters.
+    std::vector<Fingerprint> seen;
+    ASSERT_TRUE(ForEachMemberOf(layout, value, false, [&](Fingerprint b) { seen.push_back(b); }));
+    ASSERT_EQ(seen.size(), members.size());
+    for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], members[i].bits);
+    // Out of order, twice, or cut short.
+    const std::size_t w = layout.member_bytes();
+    EXPECT_FALSE(DecodeGroupValue(layout, value.substr(w, w) + value.substr(0, w), decoded));
+    EXPECT_FALSE(DecodeGroupValue(layout, value.substr(0, w) + value.substr(0, w), decoded));
+    EXPECT_FALSE(DecodeGroupValue(layout, value.substr(0, w - 1), decoded));
+  }
+}
+
+// The members a fold test draws: few values, so that operands meet often,
+// or more, so that a group is long runs its operands leave alone; small,
+// or with every member bit random; with ids, several a fingerprint.
+template <typename Member>
+std::vector<Member> MemberPool(const GroupLayout& layout, int trial, Random& rnd) {
+  constexpr bool kIds = std::is_same_v<Member, IdMember>;
+  std::vector<Member> pool((trial / 8) % 2 == 0 ? 8 : 256);
+  Fingerprint bits = 0;
+  for (std::size_t i = 0; i < pool.size(); ++i) {
+    if (!kIds || i % 3 == 0) bits = layout.MemberBits((trial / 16) % 2 == 0 ? i : rnd.Next());
+    if constexpr (kIds) {
+      pool[i] = {bits, i % 3 == 2 ? ~DocumentId{0} : i % 3};
+    } else {
+      pool[i] = bits;
+    }
+  }
+  std::sort(pool.begin(), pool.end());
+  pool.erase(std::unique(pool.begin(), pool.end()), pool.end());
+  return pool;
+}
+
 // Random adds and removes of a few members, folded by the operator in
 // random ways (whole, or first partly merged in runs), against a set, for
-// members of every width from 1 to 8 bytes.
-TEST(GroupMergeOperatorTest, FoldsOperandsAsTheyWereApplied) {
+// members of every width from 1 to 8 bytes, without ids and with.
+template <typename Member>
+void ExpectFoldsAsApplied(GroupLayout::Ids ids) {
   Random rnd(TestSeed(62));
   for (int trial = 0; trial < 1600; ++trial) {
-    // Groups of 57 bits down to 1: members of 1 to 8 bytes.
-    const GroupLayout layout(64, std::array{57, 48, 40, 32, 24, 16, 9, 1}[trial % 8]);
+    // Groups of 57 bits down to 1: members of 1 to 8 bytes (and the id).
+    const GroupLayout layout(64, std::array{57, 48, 40, 32, 24, 16, 9, 1}[trial % 8], ids);
     const GroupMergeOperator op(layout);
-    // Members from a pool of few values, so that operands meet often, or
-    // of more, so that a group is long runs its operands leave alone; the
-    // values small, or with every member bit random.
-    std::vector<Fingerprint> pool((trial / 8) % 2 == 0 ? 8 : 256);
-    for (std::size_t i = 0; i < pool.size(); ++i) {
-      pool[i] = layout.MemberBits((trial / 16) % 2 == 0 ? i : rnd.Next());
-    }
+    const std::vector<Member> pool = MemberPool<Member>(layout, trial, rnd);
     const auto draw = [&] { return pool[rnd.Uniform(pool.size())]; };
-    std::set<Fingerprint> model;
+    std::set<Member> model;
     const bool has_base = rnd.Uniform(2) == 1;
     std::string base;
     if (has_base) {
       for (int i = static_cast<int>(rnd.Uniform(pool.size() / 2)); i > 0; --i) {
         model.insert(draw());
       }
-      base = EncodeGroupValue(layout, std::vector<Fingerprint>(model.begin(), model.end()));
+      base = EncodeGroupValue(layout, std::vector<Member>(model.begin(), model.end()));
     }
     std::vector<std::string> operands;
     for (int o = 1 + static_cast<int>(rnd.Uniform(6)); o > 0; --o) {
-      std::set<Fingerprint> adds, removes;
+      std::set<Member> adds, removes;
       for (int i = static_cast<int>(rnd.Uniform(4)); i > 0; --i) adds.insert(draw());
       for (int i = static_cast<int>(rnd.Uniform(4)); i > 0; --i) removes.insert(draw());
-      GroupChange change{{adds.begin(), adds.end()}, {removes.begin(), removes.end()}};
+      BasicGroupChange<Member> change{{adds.begin(), adds.end()}, {removes.begin(), removes.end()}};
       operands.push_back(EncodeGroupOperand(layout, change));
-      for (Fingerprint r : removes) model.erase(r);
+      for (const Member& r : removes) model.erase(r);
       model.insert(adds.begin(), adds.end());
     }
     // Runs of operands partly merged first, as compactions may.
@@ -172,10 +232,18 @@ TEST(GroupMergeOperatorTest, FoldsOperandsAsTheyWereApplied) {
     rocksdb::Slice existing;
     rocksdb::MergeOperator::MergeOperationOutput out(merged, existing);
     ASSERT_TRUE(op.FullMergeV2(in, &out));
-    std::vector<Fingerprint> members;
+    std::vector<Member> members;
     ASSERT_TRUE(DecodeGroupValue(layout, merged, members));
-    EXPECT_EQ(members, std::vector<Fingerprint>(model.begin(), model.end())) << "trial " << trial;
+    EXPECT_TRUE(members == std::vector<Member>(model.begin(), model.end())) << "trial " << trial;
   }
+}
+
+TEST(GroupMergeOperatorTest, FoldsOperandsAsTheyWereApplied) {
+  ExpectFoldsAsApplied<Fingerprint>(GroupLayout::Ids::kNone);
+}
+
+TEST(GroupMergeOperatorTest, FoldsMembersWithIdsAsTheyWereApplied) {
+  ExpectFoldsAsApplied<IdMember>(GroupLayout::Ids::kKept);
 }
 
 TEST(GroupMergeOperatorTest, MalformedInputFailsTheMerge) {
@@ -199,7 +267,7 @@ TEST(GroupMergeOperatorTest, MalformedInputFailsTheMerge) {
   const std::string two = EncodeGroupValue(layout, std::vector<Fingerprint>{5, 9});
   std::string padded = EncodeGroupValue(layout, std::vector<Fingerprint>{5});
   padded[0] = '\x80';  // 44 member bits in 6 bytes
-  const std::string operand = EncodeGroupOperand(layout, {{7}, {}});
+  const std::string operand = EncodeGroupOperand(layout, GroupChange{{7}, {}});
   const std::vector<rocksdb::Slice> operands{rocksdb::Slice(operand)};
   for (const std::string& group :
        {two.substr(6) + two.substr(0, 6), two.substr(0, 6) + two.substr(0, 6), padded}) {
