@@ -281,7 +281,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
   // its share of the memory budget (at 10M and the default 1 GiB, 80 MB
   // beside 320 MB of 512), they are copied into huge pages for the table.
   // A merge's staged documents hold theirs in memory already.
-  const bool reads_ids = codec.keeps_ids() && !part.groups;
+  const bool reads_ids = store_.keeps_ids(t);
   std::vector<DocumentId> ids;
   auto id_address = [&](std::uint64_t change) {
     return !ids.empty() ? reinterpret_cast<const char*>(&ids[change]) : changes.IdAddress(change);
@@ -320,7 +320,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     const bool same_fingerprint = f.last && op.permuted == f.last->permuted;
     if (f.last) {
       if (op < *f.last) return Status::Corruption("bulk load: " + name + "'s entries out of order");
-      if (!codec.keeps_ids() && same_fingerprint) return Status::OK();
+      if (!reads_ids && same_fingerprint) return Status::OK();
     }
     f.last = op;
     const LoneBits lone =
@@ -328,9 +328,9 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
     if (f.crowded && op.put && !same_fingerprint) {
       if (Status s = PutLoneBits(*f.crowded, op.permuted, lone, tables); !s.ok()) return s;
     }
-    if (f.groups) return f.groups->Add(op.permuted, op.put);
-    const TableKey key = codec.Encode(
-        op.permuted, !reads_ids ? 0 : !ids.empty() ? ids[op.change] : changes.IdOf(op.change));
+    const DocumentId id = !reads_ids ? 0 : !ids.empty() ? ids[op.change] : changes.IdOf(op.change);
+    if (f.groups) return f.groups->Add(op.permuted, op.put, id);
+    const TableKey key = codec.Encode(op.permuted, id);
     if (!op.put) return f.sink.Delete(AsSlice(key));
     if (reads_crowded && !f.crowded) return f.sink.Put(AsSlice(key), EncodeLoneBits(lone, tables));
     return f.sink.Put(AsSlice(key), rocksdb::Slice());
@@ -376,16 +376,22 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
   // marks) writes its two halves side by side: nothing else is left for
   // the other core but the documents' file, and table 0 alone took 2.5 s
   // of one core at 10M. The halves meet between prefixes, as crowded marks
-  // and a fingerprint's duplicates go by prefix.
+  // and a fingerprint's duplicates go by prefix; in a packed table between
+  // groups, each a key of one file.
   std::optional<FilePart> second_half;
+  const std::optional<GroupLayout> groups =
+      store_.packed(t) ? std::optional(store_.group_layout(t)) : std::nullopt;
+  auto same_part = [&](Fingerprint a, Fingerprint b) {
+    return groups ? groups->GroupOf(a) == groups->GroupOf(b)
+                  : (a & perm.prefix_mask()) == (b & perm.prefix_mask());
+  };
   auto write_sorted = [&](std::span<const TableOp> sorted) -> Status {
     const std::size_t split_above = split_above_for_testing.load() != 0
                                         ? split_above_for_testing.load()
                                         : std::size_t{1} << 20;
     std::size_t half = sorted.size() / 2;
     while (half > 0 && half < sorted.size() &&
-           (sorted[half].permuted & perm.prefix_mask()) ==
-               (sorted[half - 1].permuted & perm.prefix_mask())) {
+           same_part(sorted[half].permuted, sorted[half - 1].permuted)) {
       ++half;
     }
     if (!before_writing || sorted.size() < split_above || half == sorted.size()) {
@@ -429,8 +435,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
       const TableOp put{perm.Apply(c.fingerprint), change, true};
       ops.push_back(put);
     }
-    if (c.had_old &&
-        (codec.keeps_ids() || (!old_keys_leaving.empty() && old_keys_leaving[change]))) {
+    if (c.had_old && (reads_ids || (!old_keys_leaving.empty() && old_keys_leaving[change]))) {
       const TableOp remove{perm.Apply(c.old), change, false};
       ops.push_back(remove);
     }

@@ -17,15 +17,20 @@ class GroupWriter {
   GroupWriter(SstSink& sink, GroupLayout layout, Mode mode)
       : sink_(sink), layout_(layout), mode_(mode) {}
 
-  // REQUIRES: `permuted` ascending from call to call; each once.
-  Status Add(Fingerprint permuted, bool put) {
+  // `id` counts only where the layout keeps ids.
+  // REQUIRES: (permuted, id) ascending from call to call; each once.
+  Status Add(Fingerprint permuted, bool put, DocumentId id = 0) {
     const Fingerprint group = layout_.GroupOf(permuted);
     if (group != group_ || !started_) {
       if (Status s = Flush(); !s.ok()) return s;
       group_ = group;
       started_ = true;
     }
-    (put ? change_.adds : change_.removes).push_back(layout_.MemberBits(permuted));
+    if (layout_.keeps_ids()) {
+      (put ? id_change_.adds : id_change_.removes).push_back({layout_.MemberBits(permuted), id});
+    } else {
+      (put ? change_.adds : change_.removes).push_back(layout_.MemberBits(permuted));
+    }
     return Status::OK();
   }
 
@@ -33,22 +38,25 @@ class GroupWriter {
   Status Finish() { return Flush(); }
 
  private:
-  Status Flush() {
-    if (change_.empty()) return Status::OK();
+  Status Flush() { return layout_.keeps_ids() ? Flush(id_change_) : Flush(change_); }
+
+  template <typename Change>
+  Status Flush(Change& change) {
+    if (change.empty()) return Status::OK();
     const GroupLayout::Key key = layout_.KeyOf(group_);
     const rocksdb::Slice key_slice(key.data(), layout_.key_bytes());
     Status s;
     // A table without members loses nothing to removals.
     if (mode_ == kWhole) {
-      if (!change_.adds.empty()) {
-        EncodeGroupValue(layout_, change_.adds, value_);
+      if (!change.adds.empty()) {
+        EncodeGroupValue(layout_, change.adds, value_);
         s = sink_.Put(key_slice, value_);
       }
     } else {
-      EncodeGroupOperand(layout_, change_, value_);
+      EncodeGroupOperand(layout_, change, value_);
       s = sink_.Merge(key_slice, value_);
     }
-    change_.clear();
+    change.clear();
     return s;
   }
 
@@ -57,7 +65,8 @@ class GroupWriter {
   const Mode mode_;
   Fingerprint group_ = 0;
   bool started_ = false;
-  GroupChange change_;
+  GroupChange change_;       // without ids
+  IdGroupChange id_change_;  // with ids
   std::string value_;  // the entry being written, its capacity kept
 };
 

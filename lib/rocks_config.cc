@@ -203,9 +203,10 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   for (std::size_t t = 0; t < plan.table_count(); ++t) {
     if (IsPackedTable(format_version, t)) {
       const int prefix_bits = plan.table(t).prefix_bits();
+      const GroupLayout layout(prefix_bits, group_bits,
+                               t == 0 ? GroupLayout::Ids::kKept : GroupLayout::Ids::kNone);
       config.families.emplace_back(TableFamilyName(t),
-                                   PackedTableOptions(cache, GroupLayout(prefix_bits, group_bits),
-                                                      prefix_bits, memtable_bytes));
+                                   PackedTableOptions(cache, layout, prefix_bits, memtable_bytes));
       continue;
     }
     rocksdb::BlockBasedTableOptions bt = LookupTableOptions(cache);
@@ -264,16 +265,17 @@ RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names) {
 }
 
 RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
-                                 const PermutationPlan& plan, int group_bits) {
+                                 const PermutationPlan& plan, int format_version, int group_bits) {
   RocksConfig config = MakeInspectionConfig(family_names);
   // A packed table's merge operands (removals, and merges into tables
   // with files) need its operator, whose layout comes from the plan.
   // Tables that keep a key each never meet it.
   for (rocksdb::ColumnFamilyDescriptor& family : config.families) {
-    for (std::size_t t = 1; t < plan.table_count(); ++t) {
-      if (family.name == TableFamilyName(t)) {
+    for (std::size_t t = 0; t < plan.table_count(); ++t) {
+      if (family.name == TableFamilyName(t) && IsPackedTable(format_version, t)) {
         family.options.merge_operator = std::make_shared<GroupMergeOperator>(
-            GroupLayout(plan.table(t).prefix_bits(), group_bits));
+            GroupLayout(plan.table(t).prefix_bits(), group_bits,
+                        t == 0 ? GroupLayout::Ids::kKept : GroupLayout::Ids::kNone));
       }
     }
   }

@@ -33,11 +33,11 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
                             int format_version, int group_bits);
 
 // Options good enough to read the metadata of a store whose plan is not yet
-// known, or with the `plan` and `group_bits` it records, its tables too.
-// Reading only: nothing is created.
+// known, or with the `plan`, format and `group_bits` it records, its tables
+// too. Reading only: nothing is created.
 RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names);
 RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
-                                 const PermutationPlan& plan, int group_bits);
+                                 const PermutationPlan& plan, int format_version, int group_bits);
 
 }  // namespace fpstore::internal
 

@@ -206,7 +206,7 @@ Status StoreImpl::DeleteTableEntries(rocksdb::WriteBatch& batch,
     const TableKeyCodec table_codec = codec(t);
     const TableLayout table_layout = layout(t);
     for (std::size_t i = 0; i < leaving.size(); ++i) {
-      if (!table_codec.keeps_ids() &&
+      if (!table_layout.keeps_ids() &&
           std::binary_search(kept.begin(), kept.end(), leaving[i].fingerprint)) {
         continue;
       }
@@ -214,12 +214,12 @@ Status StoreImpl::DeleteTableEntries(rocksdb::WriteBatch& batch,
         // An operand that removes the member; a compaction folds it in.
         const GroupLayout& g = *table_layout.groups;
         const Fingerprint permuted = plan_.table(t).Apply(leaving[i].fingerprint);
-        GroupChange change;
-        change.removes.push_back(g.MemberBits(permuted));
+        const Fingerprint bits = g.MemberBits(permuted);
         const GroupLayout::Key key = g.KeyOf(permuted);
         batch
             .Merge(table(t), rocksdb::Slice(key.data(), g.key_bytes()),
-                   EncodeGroupOperand(g, change))
+                   g.keeps_ids() ? EncodeGroupOperand(g, IdGroupChange{{}, {{bits, leaving[i].id}}})
+                                 : EncodeGroupOperand(g, GroupChange{{}, {bits}}))
             .PermitUncheckedError();
         continue;
       }
@@ -510,8 +510,12 @@ Result<std::unique_ptr<BulkLoader>> StoreImpl::NewBulkLoader(const BulkLoadOptio
 }
 
 std::uint64_t StoreImpl::EstimatedEntries(std::size_t t) const {
+  // A packed table's keys are groups: the documents family's count stands
+  // in for table 0's entries, and those for each packed table's (each
+  // document once, at most).
   std::uint64_t n = 0;
-  db_->GetIntProperty(table(packed(t) ? 0 : t), rocksdb::DB::Properties::kEstimateNumKeys, &n);
+  db_->GetIntProperty(packed(0) ? documents_family() : table(packed(t) ? 0 : t),
+                      rocksdb::DB::Properties::kEstimateNumKeys, &n);
   return n;
 }
 

@@ -295,6 +295,11 @@ class StoreImpl final : public Store {
   // files' member filters passes, from only those files if it has several.
   Status ScanGroup(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
                    Fingerprint query, int k, std::vector<Hit>& hits) const;
+  // The index of the first member of `group`'s `value` whose permuted
+  // fingerprint is at least `permuted`; Corruption (without a message) if
+  // the value is not whole members.
+  static Result<std::size_t> FirstMemberAtLeast(const GroupLayout& layout, Fingerprint group,
+                                                std::string_view value, Fingerprint permuted);
   // Sets each hit's lone bits from the crowded family at `snapshot`
   // (format 9).
   Status ReadLoneBits(std::span<Hit> hits, const rocksdb::Snapshot* snapshot) const;
@@ -467,12 +472,17 @@ class StoreImpl final : public Store {
   // From format 8, a replacement or removal leaves the tables at the next
   // merge, not in its own write (docs/design.md, "Inserts").
   bool stages_removals() const { return format_version_ >= 8; }
-  // From format 6, tables 1 and up keep packed groups (table_groups.h).
+  // From format 6, tables 1 and up keep packed groups (table_groups.h), and
+  // from format 10 table 0 too, its members with their documents' ids.
   bool packed(std::size_t t) const { return IsPackedTable(format_version_, t); }
   // REQUIRES: packed(t)
   GroupLayout group_layout(std::size_t t) const {
-    return GroupLayout(plan_.table(t).prefix_bits(), group_bits_);
+    return GroupLayout(plan_.table(t).prefix_bits(), group_bits_,
+                       t == 0 ? GroupLayout::Ids::kKept : GroupLayout::Ids::kNone);
   }
+  // Table t holds an entry per document, with its id (table 0, and every
+  // table before format 4), rather than each fingerprint once.
+  bool keeps_ids(std::size_t t) const { return layout(t).keeps_ids(); }
   TableLayout layout(std::size_t t) const {
     TableLayout l{codec(t), std::nullopt};
     if (packed(t)) l.groups = group_layout(t);

@@ -93,42 +93,79 @@ Status StoreImpl::ScanGroup(rocksdb::Iterator& it, const GroupReads& groups, std
     return FromRocks(reader->status(), "scanning " + TableFamilyName(t));
   }
   const std::string_view value = reader->value().ToStringView();
-  const std::size_t width = layout.member_bytes();
-  if (value.size() % width != 0) {
+  const Fingerprint prefix = permuted_query & perm.prefix_mask();
+  const Fingerprint group = layout.GroupOf(permuted_query);
+  const Result<std::size_t> first = FirstMemberAtLeast(layout, group, value, prefix);
+  if (!first.ok()) {
     return Status::Corruption(TableFamilyName(t) + " holds a malformed group " +
                               reader->key().ToString(true));
   }
-  const Fingerprint prefix = permuted_query & perm.prefix_mask();
-  const Fingerprint group = layout.GroupOf(permuted_query);
-  // Members are ascending: those with the prefix are a run, found by
-  // binary search over the fixed-width members.
-  const std::size_t count = value.size() / width;
-  std::size_t lo = 0, hi = count;
-  while (lo < hi) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    if (layout.MemberAt(group, value.data() + mid * width) < prefix) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  for (std::size_t i = lo; i < count; ++i) {
-    const Fingerprint permuted = layout.MemberAt(group, value.data() + i * width);
+  const std::size_t width = layout.member_bytes();
+  for (std::size_t i = *first; i < value.size() / width; ++i) {
+    const char* member = value.data() + i * width;
+    const Fingerprint permuted = layout.MemberAt(group, member);
     if ((permuted & perm.prefix_mask()) != prefix) break;
     const int d = HammingDistance(permuted, permuted_query);
     if (d > k) continue;
     const Fingerprint fp = perm.Invert(permuted);
     if (plan_.FirstSharedTable(query, fp) == static_cast<int>(t)) {
-      hits.push_back({0, fp, d, /*by_fingerprint=*/true, 0});
+      // Table 0's members name their documents (format 10); the others'
+      // are resolved through it.
+      if (layout.keeps_ids()) {
+        hits.push_back({layout.IdAt(member), fp, d, /*by_fingerprint=*/false, 0});
+      } else {
+        hits.push_back({0, fp, d, /*by_fingerprint=*/true, 0});
+      }
     }
   }
   return Status::OK();
 }
 
+Result<std::size_t> StoreImpl::FirstMemberAtLeast(const GroupLayout& layout, Fingerprint group,
+                                                  std::string_view value, Fingerprint permuted) {
+  const std::size_t width = layout.member_bytes();
+  if (value.size() % width != 0) return Status::Corruption("");
+  // Members are ascending: a binary search over the fixed-width members.
+  std::size_t lo = 0, hi = value.size() / width;
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (layout.MemberAt(group, value.data() + mid * width) < permuted) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 Status StoreImpl::ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
                               const std::function<bool(DocumentId, LoneBits)>& found) const {
-  const TableKeyCodec codec0 = codec(0);
   const Fingerprint permuted = plan_.table(0).Apply(fingerprint);
+  if (packed(0)) {
+    // The fingerprint's documents are a run of members of one group.
+    const GroupLayout layout = group_layout(0);
+    const GroupLayout::Key key = layout.KeyOf(permuted);
+    const rocksdb::Slice key_slice(key.data(), layout.key_bytes());
+    table0.Seek(key_slice);
+    if (!table0.Valid() || table0.key() != key_slice) {
+      if (table0.status().ok()) return Status::OK();
+      return FromRocks(table0.status(), "reading " + TableFamilyName(0));
+    }
+    const std::string_view value = table0.value().ToStringView();
+    const Fingerprint group = layout.GroupOf(permuted);
+    const Result<std::size_t> first = FirstMemberAtLeast(layout, group, value, permuted);
+    if (!first.ok()) {
+      return Status::Corruption(TableFamilyName(0) + " holds a malformed group " +
+                                table0.key().ToString(true));
+    }
+    const std::size_t width = layout.member_bytes();
+    for (std::size_t i = *first; i < value.size() / width; ++i) {
+      const char* member = value.data() + i * width;
+      if (layout.MemberAt(group, member) != permuted || !found(layout.IdAt(member), 0)) break;
+    }
+    return Status::OK();
+  }
+  const TableKeyCodec codec0 = codec(0);
   for (table0.Seek(AsSlice(codec0.Encode(permuted, 0))); table0.Valid(); table0.Next()) {
     TableEntry e;
     if (!codec0.Decode(table0.key().ToStringView(), &e)) {

@@ -135,31 +135,36 @@ Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
   // Table 0 holds every document that is not staged, keys only: the
   // smallest thing to read. Slices of its key range are read in parallel.
   const TablePermutation& perm = plan_.table(0);
-  const TableKeyCodec codec = this->codec(0);
-  const std::size_t slices = ScanThreads(threads, 64);
+  const TableLayout layout = this->layout(0);
+  // Slices meet between groups in a packed table 0: at most one a group.
+  const std::size_t slices =
+      ScanThreads(threads, layout.groups && layout.groups->group_bits() < 6
+                               ? std::size_t{1} << layout.groups->group_bits()
+                               : 64);
   const LeavingVersions leaving(staged);
   std::vector<std::vector<IdFingerprint>> read(slices);
   std::atomic<std::size_t> total{staged.size()};
   std::atomic<bool> over{total > limit};
   Status s = ForEachInParallel(slices, static_cast<int>(slices), [&](std::size_t slice, int) {
     // Slice i holds the permuted fingerprints whose top 6 bits, of 64
-    // values, fall in its share.
-    auto bound = [&](std::size_t i) { return codec.Encode(Fingerprint(64 * i / slices) << 58, 0); };
+    // values, fall in its share: the keys from its first one's.
+    auto bound = [&](std::size_t i) {
+      const Fingerprint first = Fingerprint(64 * i / slices) << 58;
+      if (!layout.groups) return std::string(AsSlice(layout.keys.Encode(first, 0)).ToStringView());
+      return std::string(layout.groups->KeyView(layout.groups->KeyOf(first)));
+    };
     rocksdb::ReadOptions ro = ScanReadOptions(snapshot);
-    const TableKey upper = slice + 1 < slices ? bound(slice + 1) : TableKey();
-    const rocksdb::Slice upper_slice = AsSlice(upper);
+    const std::string upper = slice + 1 < slices ? bound(slice + 1) : std::string();
+    const rocksdb::Slice upper_slice(upper);
     if (slice + 1 < slices) ro.iterate_upper_bound = &upper_slice;
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, table(0)));
-    const TableKey lower = bound(slice);
+    TableEntryCursor entries(*it, layout, TableFamilyName(0));
     std::vector<IdFingerprint>& docs = read[slice];
     // Growing by doubling would copy and fault in twice the memory.
     docs.reserve(std::min(estimate, limit) / slices * 9 / 8);
-    for (it->Seek(AsSlice(lower)); it->Valid() && !over; it->Next()) {
-      TableEntry e;
-      if (!codec.Decode(it->key().ToStringView(), &e)) {
-        return Status::Corruption(TableFamilyName(0) + " holds a malformed key " +
-                                  it->key().ToString(true));
-      }
+    for (entries.Seek(Fingerprint(64 * slice / slices) << 58); entries.Valid() && !over;
+         entries.Next()) {
+      const TableEntry& e = entries.entry();
       const Fingerprint fp = perm.Invert(e.permuted);
       if (leaving.Contains(e.id, fp)) continue;
       docs.push_back({e.id, fp});
@@ -168,7 +173,7 @@ Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
         if (total.fetch_add(4096) + 4096 > limit) over = true;
       }
     }
-    return FromRocks(it->status(), "scanning " + TableFamilyName(0));
+    return entries.status();
   });
   if (!s.ok()) return s;
   std::size_t size = staged.size();
@@ -205,8 +210,8 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
     if (closing_) return Closing();
     const TablePermutation& perm = plan_.table(t);
     const Fingerprint mask = perm.prefix_mask();
-    const TableKeyCodec codec = this->codec(t);
-    const bool every_run = codec.keeps_ids() || runs == Runs::kEvery;
+    const bool with_ids = keeps_ids(t);
+    const bool every_run = with_ids || runs == Runs::kEvery;
     std::vector<TableEntry> staged_entries;
     staged_entries.reserve(staged.size());
     for (const StagedDocument& doc : staged) {
@@ -312,7 +317,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
         by_fingerprint.clear();
       }
       run.push_back(e);
-      by_fingerprint.push_back(from_table && !codec.keeps_ids());
+      by_fingerprint.push_back(from_table && !with_ids);
       if (++unreported == 4096) {
         progress.Add(unreported);
         unreported = 0;
@@ -322,8 +327,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
     TableEntryCursor entries(*it, layout(t), TableFamilyName(t));
     for (entries.SeekToFirst(); entries.Valid() && status.ok(); entries.Next()) {
       const TableEntry& e = entries.entry();
-      if (codec.keeps_ids() && !leaving.empty() &&
-          leaving.Contains(e.id, perm.Invert(e.permuted))) {
+      if (with_ids && !leaving.empty() && leaving.Contains(e.id, perm.Invert(e.permuted))) {
         continue;
       }
       for (; next_staged != staged_entries.end() && *next_staged <= e; ++next_staged) {

@@ -74,14 +74,14 @@ void StoreImpl::FingerprintTableProblems(std::size_t t, const rocksdb::Snapshot*
       if (!check_held(e.permuted)) return;
     }
   }
-  // And the other way: every fingerprint of table 0 has its entry here.
-  const TableKeyCodec codec0 = this->codec(0);
+  // And the other way: every fingerprint of table 0 has its entry here. (A
+  // malformed entry of table 0 ends the walk: table 0's own problem.)
   it.reset(db_->NewIterator(LookupReadOptions(snapshot), table(t)));
   table0.reset(db_->NewIterator(ScanReadOptions(snapshot), table(0)));
   TableEntryCursor entries(*it, layout(t), TableFamilyName(t));
-  for (table0->SeekToFirst(); table0->Valid(); table0->Next()) {
-    TableEntry e;
-    if (!codec0.Decode(table0->key().ToStringView(), &e)) continue;  // table 0's own problem
+  TableEntryCursor entries0(*table0, layout(0), TableFamilyName(0));
+  for (entries0.SeekToFirst(); entries0.Valid(); entries0.Next()) {
+    const TableEntry& e = entries0.entry();
     const Fingerprint fp = plan_.table(0).Invert(e.permuted);
     entries.Seek(perm.Apply(fp));
     if (entries.Valid() && entries.entry().permuted == perm.Apply(fp)) continue;
@@ -262,12 +262,27 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
       if (group.empty() || group.back() != fp) group.push_back(fp);
       return Status::OK();
     };
+    // Table 0's distinct fingerprints, in its (permuted) order.
+    auto track_fingerprint = [&](const TableEntry& e) {
+      if (t != 0 || (fingerprint_count != 0 && e.permuted == last)) return;
+      last = e.permuted;
+      fingerprint_sum += FingerprintHash(perm.Invert(e.permuted));
+      ++fingerprint_count;
+    };
     if (packed(t)) {
       const TableMemberFilter& filter = *(*filters)[t];
+      const bool with_ids = keeps_ids(t);
       TableEntryCursor entries(*it, layout(t), TableFamilyName(t));
       for (entries.SeekToFirst(); entries.Valid(); entries.Next()) {
         const TableEntry& e = entries.entry();
-        actual_sum[t] += FingerprintHash(perm.Invert(e.permuted));
+        if (with_ids) {
+          // Hashed as the key it would have in a table of a key each.
+          const TableKey key = codec.Encode(e.permuted, e.id);
+          actual_sum[t] += EntryHash(key.data(), key.size());
+          track_fingerprint(e);
+        } else {
+          actual_sum[t] += FingerprintHash(perm.Invert(e.permuted));
+        }
         if (++actual_count[t] % 4096 == 0) progress.Add(4096);
         if (!filter.MayContain(e.permuted)) {
           std::lock_guard lock(problem_mu);
@@ -295,11 +310,7 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
         actual_sum[t] += FingerprintHash(perm.Invert(e.permuted));
       }
       if (++actual_count[t] % 4096 == 0) progress.Add(4096);
-      if (t == 0 && decoded && (fingerprint_count == 0 || e.permuted != last)) {
-        last = e.permuted;
-        fingerprint_sum += FingerprintHash(perm.Invert(e.permuted));
-        ++fingerprint_count;
-      }
+      if (decoded) track_fingerprint(e);
       if (t == 0 && recent_family() != nullptr && decoded) {
         // Formats 5 to 8 keep the lone bits here, format 9 in the crowded
         // family.
@@ -341,17 +352,12 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
     Roaring64Map seen;
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      TableEntry e;
-      if (!codec.Decode(it->key().ToStringView(), &e)) {
-        problem(TableFamilyName(t) + ": malformed key " + it->key().ToString(true));
-        continue;
-      }
+    auto check = [&](const TableEntry& e) {
       if (!ids.contains(e.id)) {
         ++orphans;
         problem(TableFamilyName(t) + ": entry for document " + std::to_string(e.id) +
                 ", which is not stored or is staged");
-        continue;
+        return;
       }
       if (!seen.addChecked(e.id)) {
         ++duplicates;
@@ -375,6 +381,21 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
         ++wrong;
         problem(TableFamilyName(t) + ": entry for document " + std::to_string(e.id) +
                 " does not match its fingerprint");
+      }
+    };
+    if (packed(t)) {
+      // A malformed group ends the walk: its members cannot be told apart.
+      TableEntryCursor entries(*it, layout(t), TableFamilyName(t));
+      for (entries.SeekToFirst(); entries.Valid(); entries.Next()) check(entries.entry());
+      if (Status s = entries.status(); !s.ok()) problem(s.ToString());
+    } else {
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        TableEntry e;
+        if (!codec.Decode(it->key().ToStringView(), &e)) {
+          problem(TableFamilyName(t) + ": malformed key " + it->key().ToString(true));
+          continue;
+        }
+        check(e);
       }
     }
     const Roaring64Map missing = ids - seen;

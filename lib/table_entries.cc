@@ -27,12 +27,24 @@ void TableEntryCursor::Seek(Fingerprint permuted) {
 
 void TableEntryCursor::Next() {
   if (!valid_) return;
-  if (layout_.groups && ++member_ < members_.size()) {
-    entry_.permuted = group_ | members_[member_];
+  if (layout_.groups && ++member_ < GroupSize()) {
+    SetEntry();
     return;
   }
   it_.Next();
   Settle(0);
+}
+
+std::size_t TableEntryCursor::GroupSize() const {
+  return layout_.groups->keeps_ids() ? id_members_.size() : members_.size();
+}
+
+void TableEntryCursor::SetEntry() {
+  if (layout_.groups->keeps_ids()) {
+    entry_ = {group_ | id_members_[member_].bits, id_members_[member_].id};
+  } else {
+    entry_ = {group_ | members_[member_], 0};
+  }
 }
 
 void TableEntryCursor::Settle(Fingerprint member_bits) {
@@ -48,13 +60,19 @@ void TableEntryCursor::Settle(Fingerprint member_bits) {
       return;
     }
     const GroupLayout& g = *layout_.groups;
-    if (!g.DecodeKey(key, &group_) || !DecodeGroupValue(g, it_.value().ToStringView(), members_)) {
+    const std::string_view value = it_.value().ToStringView();
+    if (!g.DecodeKey(key, &group_) || !(g.keeps_ids() ? DecodeGroupValue(g, value, id_members_)
+                                                      : DecodeGroupValue(g, value, members_))) {
       Corrupt("a malformed group " + it_.key().ToString(true));
       return;
     }
-    member_ = std::lower_bound(members_.begin(), members_.end(), member_bits) - members_.begin();
-    if (member_ < members_.size()) {
-      entry_ = {group_ | members_[member_], 0};
+    member_ =
+        g.keeps_ids()
+            ? std::lower_bound(id_members_.begin(), id_members_.end(), IdMember{member_bits, 0}) -
+                  id_members_.begin()
+            : std::lower_bound(members_.begin(), members_.end(), member_bits) - members_.begin();
+    if (member_ < GroupSize()) {
+      SetEntry();
       valid_ = true;
       return;
     }

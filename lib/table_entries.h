@@ -16,16 +16,17 @@
 
 namespace fpstore::internal {
 
-// A table's layout: packed (format 6 and up, tables 1 and up) or a key each.
+// A table's layout: packed (format 6 and up, tables 1 and up; format 10
+// and up, table 0 too) or a key each.
 struct TableLayout {
   TableKeyCodec keys;
   std::optional<GroupLayout> groups;  // set if packed
 
-  bool keeps_ids() const { return !groups && keys.keeps_ids(); }
+  bool keeps_ids() const { return groups ? groups->keeps_ids() : keys.keeps_ids(); }
 };
 
-// Entries in (permuted, id) order; a packed table's have id 0. A malformed
-// key or group ends the walk with Corruption, naming `table`.
+// Entries in (permuted, id) order; those of a table without ids have id 0.
+// A malformed key or group ends the walk with Corruption, naming `table`.
 class TableEntryCursor {
  public:
   TableEntryCursor(rocksdb::Iterator& it, const TableLayout& layout, std::string table)
@@ -44,6 +45,9 @@ class TableEntryCursor {
   // one (a group may have no members left), at or past `member_bits`.
   void Settle(Fingerprint member_bits);
   bool Corrupt(const std::string& what);
+  // The current group's member count; entry_ from its member_.
+  std::size_t GroupSize() const;
+  void SetEntry();
 
   rocksdb::Iterator& it_;
   const TableLayout layout_;
@@ -51,7 +55,9 @@ class TableEntryCursor {
   bool valid_ = false;
   TableEntry entry_{};
   Fingerprint group_ = 0;
+  // The group's members: bits alone, or with ids where the layout keeps them.
   std::vector<Fingerprint> members_;
+  std::vector<IdMember> id_members_;
   std::size_t member_ = 0;
   Status corruption_;
 };

@@ -23,9 +23,10 @@
 
 namespace fpstore::internal {
 
-// Whether table t of a store of `format_version` is packed.
+// Whether table t of a store of `format_version` is packed: tables 1 and
+// up from format 6, table 0 too (its members keeping ids) from format 10.
 inline bool IsPackedTable(int format_version, std::size_t t) {
-  return format_version >= 6 && t > 0;
+  return format_version >= 6 && (t > 0 || format_version >= 10);
 }
 
 // The most bits a store's groups are cut at (G below the prefix, if

@@ -72,8 +72,8 @@ TEST(FingerprintTablesTest, NewStoresUseTheFormatWithoutIds) {
   Result<StoreStats> stats = store->Stats();
   ASSERT_TRUE(stats.ok());
   // Format 7's packed tables, removals staged (8), the lone bits in a
-  // family of their own (9).
-  EXPECT_EQ(stats->format_version, 9);
+  // family of their own (9), table 0 packed too (10).
+  EXPECT_EQ(stats->format_version, 10);
   EXPECT_EQ(stats->group_bits, 19);     // cut for 100M documents, the default
 }
 
@@ -332,7 +332,7 @@ TEST_P(TableFormatTest, VerifyFindsStrayAndMissingFingerprints) {
   EXPECT_TRUE(stray_found.status().IsCorruption()) << stray_found.status().ToString();
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, TableFormatTest, ::testing::Values(5, 6, 7),
+INSTANTIATE_TEST_SUITE_P(Formats, TableFormatTest, ::testing::Values(5, 6, 7, 8, 9, 10),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return "format" + std::to_string(info.param);
                          });
@@ -341,13 +341,14 @@ INSTANTIATE_TEST_SUITE_P(Formats, TableFormatTest, ::testing::Values(5, 6, 7),
 // stay: at the bottom of an empty table. Where the table has files they go
 // to level 0, for a compaction to rewrite, and are written uncompressed
 // (sst_sink.h). A packed table's files hold random bits, and are never
-// compressed.
+// compressed. (Format 9, whose table 0 keeps a key each; from format 10 it
+// is packed too.)
 TEST(FingerprintTablesTest, MergedTableFilesAreCompressedWhereTheyStay) {
   TempDir dir;
   const std::string path = dir.Sub("store");
   Random rnd(TestSeed(21));
   const auto insert_and_flush = [&] {
-    std::unique_ptr<Store> store = MustOpen(path);
+    std::unique_ptr<Store> store = MustOpen(path, {}, 9);
     ASSERT_NE(store, nullptr);
     std::vector<NewDocument> batch;
     for (int i = 0; i < 1000; ++i) batch.push_back({rnd.Next(), rnd.Next(), {}});

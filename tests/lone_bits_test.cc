@@ -28,6 +28,7 @@
 #include "read_pool.h"
 #include "recent_prefixes.h"
 #include "store_checks.h"
+#include "table_entries.h"
 #include "temp_dir.h"
 
 namespace fpstore {
@@ -132,19 +133,28 @@ std::map<DocumentId, LoneBits> StoredBits(const std::string& path, const Permuta
       }
       ASSERT_TRUE(it->status().ok());
     }
+    // A key each, or (format 10) packed groups of members with ids.
+    internal::TableLayout layout{codec0, std::nullopt};
+    if (internal::IsPackedTable(testing::RecordedFormat(path), 0)) {
+      layout.groups =
+          internal::GroupLayout(plan.table(0).prefix_bits(), testing::RecordedGroupBits(path),
+                                internal::GroupLayout::Ids::kKept);
+    }
     std::unique_ptr<rocksdb::Iterator> it(db.NewIterator({}, family("table-000")));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      internal::TableEntry e;
-      ASSERT_TRUE(codec0.Decode(it->key().ToStringView(), &e));
+    internal::TableEntryCursor entries(*it, layout, "table-000");
+    for (entries.SeekToFirst(); entries.Valid(); entries.Next()) {
+      const internal::TableEntry& e = entries.entry();
       if (!crowded_family) {
         bits[e.id] = internal::DecodeLoneBits(it->value().ToStringView());
         continue;
       }
-      EXPECT_TRUE(it->value().empty());
+      if (!layout.groups) {
+        EXPECT_TRUE(it->value().empty());
+      }
       const auto c = crowded.find(e.permuted);
       bits[e.id] = c != crowded.end() ? c->second : AllTables(plan);
     }
-    ASSERT_TRUE(it->status().ok());
+    ASSERT_TRUE(entries.status().ok()) << entries.status().ToString();
   });
   return bits;
 }
@@ -208,7 +218,8 @@ std::pair<std::vector<IdFingerprint>, std::vector<Fingerprint>> CopiesOfFirst(
   return {copies, queries};
 }
 
-// Formats 8 (the bits in table 0's values) and 9 (in the crowded family).
+// Formats 8 (the bits in table 0's values), 9 (in the crowded family) and
+// 10 (table 0 packed too).
 class LoneBitsTest : public ::testing::TestWithParam<int> {
  protected:
   int format() const { return GetParam(); }
@@ -217,7 +228,7 @@ class LoneBitsTest : public ::testing::TestWithParam<int> {
   }
 };
 
-INSTANTIATE_TEST_SUITE_P(Formats, LoneBitsTest, ::testing::Values(8, 9),
+INSTANTIATE_TEST_SUITE_P(Formats, LoneBitsTest, ::testing::Values(8, 9, 10),
                          [](const auto& info) { return "Format" + std::to_string(info.param); });
 
 TEST(RecentPrefixesTest, HoldsEveryPrefixAddedAndFewOthers) {

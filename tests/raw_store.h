@@ -61,6 +61,15 @@ inline int RecordedGroupBits(const std::string& path) {
   return bits >= 1 && bits <= 64 ? bits : internal::kFormat6GroupBits;
 }
 
+// The format the store at `path` records; a record that is not a number
+// reads as the newest format (a store refused on open has nothing to fold).
+inline int RecordedFormat(const std::string& path) {
+  const std::optional<std::string> value = RecordedValue(path, "fpstore.format_version");
+  int format = 0;
+  if (value) std::sscanf(value->c_str(), "%d", &format);
+  return format > 0 ? format : Store::kFormatVersion;
+}
+
 // Opens the closed store at `path`, calls edit(db, family) with a lookup of
 // its column families by name, and closes it. The document count in the
 // default family needs its merge operator, and a packed table its own,
@@ -74,7 +83,8 @@ inline void EditWithRocksDb(
   ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
   const std::optional<PermutationPlan> plan = RecordedPlan(path);
   internal::RocksConfig config =
-      plan ? internal::MakeInspectionConfig(names, *plan, RecordedGroupBits(path))
+      plan ? internal::MakeInspectionConfig(names, *plan, RecordedFormat(path),
+                                            RecordedGroupBits(path))
            : internal::MakeInspectionConfig(names);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;

@@ -577,7 +577,7 @@ TEST_P(OlderFormatTest, StoreIsUsedAsItIs) {
   ExpectUsedAsItIs(path, GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, OlderFormatTest, ::testing::Values(5, 6, 7, 8),
+INSTANTIATE_TEST_SUITE_P(Formats, OlderFormatTest, ::testing::Values(5, 6, 7, 8, 9),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return "Format" + std::to_string(info.param);
                          });

@@ -107,7 +107,7 @@ struct StoreStats {
 class Store {
  public:
   // The on-disk format this build writes; see docs/format.md.
-  static constexpr int kFormatVersion = 9;
+  static constexpr int kFormatVersion = 10;
   // The oldest format this build reads (docs/format.md, "Versions").
   static constexpr int kOldestFormatVersion = 2;
 

@@ -198,7 +198,7 @@ TEST(AdminCreateTest, CreatesWithPlanAndOptionsThatStatsReports) {
   r = Admin({"stats", "--db", db});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "documents:          0\n")) << r.out;
-  EXPECT_TRUE(Contains(r.out, "format version:     9\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "format version:     10\n")) << r.out;
   // Cut for the 10^9 documents expected: 22 bits, at most 256 a group.
   EXPECT_TRUE(Contains(r.out, "group bits:         22 ")) << r.out;
   EXPECT_TRUE(Contains(r.out, "fingerprint:        v1 window=5 weighting=presence\n")) << r.out;
