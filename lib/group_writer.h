@@ -27,17 +27,27 @@ class GroupWriter {
       started_ = true;
     }
     if (layout_.keeps_ids()) {
-      (put ? id_change_.adds : id_change_.removes).push_back({layout_.MemberBits(permuted), id});
-    } else {
-      (put ? change_.adds : change_.removes).push_back(layout_.MemberBits(permuted));
+      return Append(put ? id_change_.adds : id_change_.removes,
+                    IdMember{layout_.MemberBits(permuted), id});
     }
-    return Status::OK();
+    return Append(put ? change_.adds : change_.removes, layout_.MemberBits(permuted));
   }
 
   // Writes the last group.
   Status Finish() { return Flush(); }
 
  private:
+  // A group's members must ascend: one that does not would make a value
+  // that every later read and compaction of it refuses.
+  template <typename Member>
+  static Status Append(std::vector<Member>& members, const Member& member) {
+    if (!members.empty() && !(members.back() < member)) {
+      return Status::Corruption("a packed table's members out of order");
+    }
+    members.push_back(member);
+    return Status::OK();
+  }
+
   Status Flush() { return layout_.keeps_ids() ? Flush(id_change_) : Flush(change_); }
 
   template <typename Change>

@@ -136,20 +136,23 @@ Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
   // smallest thing to read. Slices of its key range are read in parallel.
   const TablePermutation& perm = plan_.table(0);
   const TableLayout layout = this->layout(0);
-  // Slices meet between groups in a packed table 0: at most one a group.
-  const std::size_t slices =
-      ScanThreads(threads, layout.groups && layout.groups->group_bits() < 6
-                               ? std::size_t{1} << layout.groups->group_bits()
-                               : 64);
+  // Slices cut the permuted fingerprints by their top 6 bits, or in a
+  // packed table 0 with fewer group bits by those: they meet between
+  // groups.
+  const int slice_bits = layout.groups ? std::min(layout.groups->group_bits(), 6) : 6;
+  const std::size_t slices = ScanThreads(threads, std::size_t{1} << slice_bits);
   const LeavingVersions leaving(staged);
   std::vector<std::vector<IdFingerprint>> read(slices);
   std::atomic<std::size_t> total{staged.size()};
   std::atomic<bool> over{total > limit};
   Status s = ForEachInParallel(slices, static_cast<int>(slices), [&](std::size_t slice, int) {
-    // Slice i holds the permuted fingerprints whose top 6 bits, of 64
-    // values, fall in its share: the keys from its first one's.
+    // Slice i holds the permuted fingerprints whose top bits fall in its
+    // share of their values: the keys from its first one's.
+    auto first_of = [&](std::size_t i) {
+      return (Fingerprint{i} << slice_bits) / slices << (64 - slice_bits);
+    };
     auto bound = [&](std::size_t i) {
-      const Fingerprint first = Fingerprint(64 * i / slices) << 58;
+      const Fingerprint first = first_of(i);
       if (!layout.groups) return std::string(AsSlice(layout.keys.Encode(first, 0)).ToStringView());
       return std::string(layout.groups->KeyView(layout.groups->KeyOf(first)));
     };
@@ -162,8 +165,7 @@ Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
     std::vector<IdFingerprint>& docs = read[slice];
     // Growing by doubling would copy and fault in twice the memory.
     docs.reserve(std::min(estimate, limit) / slices * 9 / 8);
-    for (entries.Seek(Fingerprint(64 * slice / slices) << 58); entries.Valid() && !over;
-         entries.Next()) {
+    for (entries.Seek(first_of(slice)); entries.Valid() && !over; entries.Next()) {
       const TableEntry& e = entries.entry();
       const Fingerprint fp = perm.Invert(e.permuted);
       if (leaving.Contains(e.id, fp)) continue;

@@ -7,6 +7,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/table_properties.h>
 
+#include <algorithm>
 #include <string>
 #include <thread>
 #include <utility>
@@ -75,6 +76,37 @@ TEST(FingerprintTablesTest, NewStoresUseTheFormatWithoutIds) {
   // family of their own (9), table 0 packed too (10).
   EXPECT_EQ(stats->format_version, 10);
   EXPECT_EQ(stats->group_bits, 19);     // cut for 100M documents, the default
+}
+
+// A plan whose prefixes are shorter than 6 bits cuts table 0's groups
+// there: the in-memory scans, which read table 0 in slices, one a thread,
+// must cut them between groups, however many threads read.
+TEST(FingerprintTablesTest, ScansReadEveryDocumentOfGroupsFewerThanTheirSlices) {
+  const std::uint64_t seed = TestSeed(69);
+  TempDir dir;
+  StoreOptions options;
+  options.blocks = 13;  // 13 tables, prefixes of 4 and 5 bits
+  options.distance = 12;
+  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"), options);
+  ASSERT_NE(store, nullptr);
+  ASSERT_LT(store->plan().table(0).prefix_bits(), 6);
+  // Copies, so that FindAll at distance 0 has pairs in every group.
+  const std::vector<IdFingerprint> docs = Copies(seed, 200, 2);
+  std::vector<NewDocument> batch;
+  for (const IdFingerprint& d : docs) batch.push_back({d.id, d.fingerprint, {}});
+  ASSERT_TRUE(store->InsertBatch(batch).ok());
+  ASSERT_TRUE(store->Flush().ok());
+  for (int threads : {1, 2, 3, 5, 6}) {
+    ScanOptions scan;
+    scan.threads = threads;
+    std::vector<NearPair> pairs;
+    ASSERT_TRUE(store
+                    ->FindAll(
+                        0, [&](const NearPair& p) { pairs.push_back(p); }, scan)
+                    .ok());
+    std::sort(pairs.begin(), pairs.end());
+    EXPECT_TRUE(pairs == testing::BruteForcePairs(docs, 0)) << threads << " threads";
+  }
 }
 
 // The groups are cut for the documents expected when the store is created,
