@@ -295,11 +295,6 @@ class StoreImpl final : public Store {
   // files' member filters passes, from only those files if it has several.
   Status ScanGroup(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
                    Fingerprint query, int k, std::vector<Hit>& hits) const;
-  // The index of the first member of `group`'s `value` whose permuted
-  // fingerprint is at least `permuted`; Corruption (without a message) if
-  // the value is not whole members.
-  static Result<std::size_t> FirstMemberAtLeast(const GroupLayout& layout, Fingerprint group,
-                                                std::string_view value, Fingerprint permuted);
   // Sets each hit's lone bits from the crowded family at `snapshot`
   // (format 9).
   Status ReadLoneBits(std::span<Hit> hits, const rocksdb::Snapshot* snapshot) const;
@@ -351,7 +346,8 @@ class StoreImpl final : public Store {
   // unsealed_ while a rewrite of the lone bits runs). REQUIRES: merge_mu_.
   void AddRecentPrefixes(std::span<const Fingerprint> fingerprints);
   // Compacts table 0 and, from format 5 on, writes every fingerprint's lone
-  // bits anew on the way (RefreshLoneBits).
+  // bits anew (RefreshLoneBits): in formats 5 to 8 on the way, from format
+  // 9 before it.
   Status CompactTableZero(const ScanOptions& scan);
   // Writes every fingerprint's lone bits anew, from the tables
   // at one snapshot, while merges go on (docs/design.md, "Hits that skip

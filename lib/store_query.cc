@@ -95,8 +95,8 @@ Status StoreImpl::ScanGroup(rocksdb::Iterator& it, const GroupReads& groups, std
   const std::string_view value = reader->value().ToStringView();
   const Fingerprint prefix = permuted_query & perm.prefix_mask();
   const Fingerprint group = layout.GroupOf(permuted_query);
-  const Result<std::size_t> first = FirstMemberAtLeast(layout, group, value, prefix);
-  if (!first.ok()) {
+  const std::optional<std::size_t> first = FirstMemberAtLeast(layout, group, value, prefix);
+  if (!first) {
     return Status::Corruption(TableFamilyName(t) + " holds a malformed group " +
                               reader->key().ToString(true));
   }
@@ -121,23 +121,6 @@ Status StoreImpl::ScanGroup(rocksdb::Iterator& it, const GroupReads& groups, std
   return Status::OK();
 }
 
-Result<std::size_t> StoreImpl::FirstMemberAtLeast(const GroupLayout& layout, Fingerprint group,
-                                                  std::string_view value, Fingerprint permuted) {
-  const std::size_t width = layout.member_bytes();
-  if (value.size() % width != 0) return Status::Corruption("");
-  // Members are ascending: a binary search over the fixed-width members.
-  std::size_t lo = 0, hi = value.size() / width;
-  while (lo < hi) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    if (layout.MemberAt(group, value.data() + mid * width) < permuted) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
-}
-
 Status StoreImpl::ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
                               const std::function<bool(DocumentId, LoneBits)>& found) const {
   const Fingerprint permuted = plan_.table(0).Apply(fingerprint);
@@ -153,8 +136,8 @@ Status StoreImpl::ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint
     }
     const std::string_view value = table0.value().ToStringView();
     const Fingerprint group = layout.GroupOf(permuted);
-    const Result<std::size_t> first = FirstMemberAtLeast(layout, group, value, permuted);
-    if (!first.ok()) {
+    const std::optional<std::size_t> first = FirstMemberAtLeast(layout, group, value, permuted);
+    if (!first) {
       return Status::Corruption(TableFamilyName(0) + " holds a malformed group " +
                                 table0.key().ToString(true));
     }

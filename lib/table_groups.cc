@@ -247,6 +247,22 @@ bool GroupLayout::DecodeKey(std::string_view key, Fingerprint* group) const {
   return true;
 }
 
+std::optional<std::size_t> FirstMemberAtLeast(const GroupLayout& layout, Fingerprint group,
+                                              std::string_view value, Fingerprint permuted) {
+  const std::size_t width = layout.member_bytes();
+  if (value.size() % width != 0) return std::nullopt;
+  std::size_t lo = 0, hi = value.size() / width;
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (layout.MemberAt(group, value.data() + mid * width) < permuted) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 void EncodeGroupValue(const GroupLayout& layout, std::span<const Fingerprint> members,
                       std::string& out) {
   out.clear();

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -167,6 +168,12 @@ inline std::string EncodeGroupOperand(const GroupLayout& layout, const IdGroupCh
 }
 bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand, GroupChange& change);
 bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand, IdGroupChange& change);
+
+// The index of the first member of `group`'s `value` whose permuted
+// fingerprint is at least `permuted`, found by binary search over the
+// fixed-width members; none if the value is not whole members.
+std::optional<std::size_t> FirstMemberAtLeast(const GroupLayout& layout, Fingerprint group,
+                                              std::string_view value, Fingerprint permuted);
 
 // Calls visit(member bits) for each member a group's value holds
 // (`operand` false) or a merge operand adds or removes (true), checking
