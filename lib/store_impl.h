@@ -128,11 +128,14 @@ class StoreImpl final : public Store {
   // table's keys are groups, so table 0's count (a key per document)
   // stands for its entries.
   std::uint64_t EstimatedEntries(std::size_t t) const;
-  // Flushes the packed tables' memtables, whose removals would otherwise
-  // stay in the log: a build older than format 6 replays the log to read
-  // the format version, and RocksDB refuses their merge operands without
-  // the tables' merge operator (Corruption instead of NotSupported).
-  Status FlushPackedTables();
+  // Flushes every family's memtable, so that a clean close leaves nothing
+  // in the log. A build older than format 6 replays the log to read the
+  // format version, and RocksDB refuses the packed tables' merge operands
+  // without their merge operator (Corruption instead of NotSupported). And
+  // the next open for writing flushes what the log holds and deletes it:
+  // a read-only open beside it that had read the manifest before would
+  // miss those writes (the document count, in the tools' tests).
+  Status FlushEveryFamily();
   // The error of work that Close cut short.
   Status Closing() const;
   Status CheckWritable() const;

@@ -375,13 +375,8 @@ StoreImpl::StoreImpl(std::string path, StoreOptions options, int format_version,
 
 StoreImpl::~StoreImpl() { (void)Close(); }
 
-Status StoreImpl::FlushPackedTables() {
-  std::vector<rocksdb::ColumnFamilyHandle*> packed_tables;
-  for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-    if (packed(t)) packed_tables.push_back(table(t));
-  }
-  if (packed_tables.empty()) return Status::OK();
-  return FromRocks(db_->Flush(rocksdb::FlushOptions(), packed_tables), "closing " + path_);
+Status StoreImpl::FlushEveryFamily() {
+  return FromRocks(db_->Flush(rocksdb::FlushOptions(), handles_), "closing " + path_);
 }
 
 Status StoreImpl::Close() {
@@ -400,7 +395,7 @@ Status StoreImpl::Close() {
   if (!options_.read_only && options_.durability == Durability::kNoSync) {
     result = FromRocks(db_->SyncWAL(), "closing " + path_);
   }
-  if (!options_.read_only && result.ok()) result = FlushPackedTables();
+  if (!options_.read_only && result.ok()) result = FlushEveryFamily();
   cursors_->Detach();
   member_filters_->Detach();
   for (rocksdb::ColumnFamilyHandle* h : handles_) {
