@@ -242,10 +242,19 @@ Result<std::vector<Fingerprint>> StoreImpl::FingerprintsKept(
                            std::vector<Fingerprint>& kept) -> Status {
     try {
       std::unique_ptr<rocksdb::Iterator> table0(db_->NewIterator(rocksdb::ReadOptions(), table(0)));
+      // Once per fingerprint (a batch may replace thousands of copies of
+      // one), in table 0's order: a packed table 0 then reads each group
+      // once for all its fingerprints (ForEachIdOf).
+      std::vector<Fingerprint> fps;
       for (std::size_t i = 0; i < part.size(); ++i) {
-        const Fingerprint fp = part[i].fingerprint;
-        // Once per fingerprint: a batch may replace thousands of copies of one.
-        if (i > 0 && part[i - 1].fingerprint == fp) continue;
+        if (i == 0 || part[i - 1].fingerprint != part[i].fingerprint) {
+          fps.push_back(part[i].fingerprint);
+        }
+      }
+      const TablePermutation& perm0 = plan_.table(0);
+      std::sort(fps.begin(), fps.end(),
+                [&](Fingerprint a, Fingerprint b) { return perm0.Apply(a) < perm0.Apply(b); });
+      for (const Fingerprint fp : fps) {
         bool keeps = false;
         Status s = ForEachIdOf(*table0, fp, [&](DocumentId id, LoneBits) {
           keeps = !std::binary_search(leaving.begin(), leaving.end(), IdFingerprint{id, fp},
@@ -283,6 +292,7 @@ Result<std::vector<Fingerprint>> StoreImpl::FingerprintsKept(
   if (!first.ok()) return first;
   if (!second.ok()) return second;
   kept.insert(kept.end(), kept_after.begin(), kept_after.end());
+  std::sort(kept.begin(), kept.end());
   return kept;
 }
 

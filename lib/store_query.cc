@@ -129,7 +129,9 @@ Status StoreImpl::ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint
     const GroupLayout layout = group_layout(0);
     const GroupLayout::Key key = layout.KeyOf(permuted);
     const rocksdb::Slice key_slice(key.data(), layout.key_bytes());
-    table0.Seek(key_slice);
+    // Callers that go through fingerprints in table 0's order find the
+    // iterator on their group already, its operands folded.
+    if (!table0.Valid() || table0.key() != key_slice) table0.Seek(key_slice);
     if (!table0.Valid() || table0.key() != key_slice) {
       if (table0.status().ok()) return Status::OK();
       return FromRocks(table0.status(), "reading " + TableFamilyName(0));
