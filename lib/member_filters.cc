@@ -486,10 +486,8 @@ void MemberFilters::RefreshLocked(std::optional<std::vector<std::uint32_t>> ids)
     if (!packed_[t]) continue;
     if (ids && std::find(ids->begin(), ids->end(), tables_[t]->GetID()) == ids->end()) continue;
     const int prefix_bits = plan_.table(t).prefix_bits();
-    const GroupLayout layout(prefix_bits, group_bits_,
-                             t == 0 ? GroupLayout::Ids::kKept : GroupLayout::Ids::kNone);
-    Result<std::shared_ptr<const TableMemberFilter>> read =
-        TableMemberFilter::Read(*db_, tables_[t], layout, prefix_bits, &charges_);
+    Result<std::shared_ptr<const TableMemberFilter>> read = TableMemberFilter::Read(
+        *db_, tables_[t], TableGroupLayout(plan_, t, group_bits_), prefix_bits, &charges_);
     if (read.ok()) {
       (*next)[t] = *std::move(read);
       // Files being ingested, which the family may not list yet.

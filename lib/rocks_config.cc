@@ -202,11 +202,9 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   // nothing (the common case for a crawler) skip the data blocks.
   for (std::size_t t = 0; t < plan.table_count(); ++t) {
     if (IsPackedTable(format_version, t)) {
-      const int prefix_bits = plan.table(t).prefix_bits();
-      const GroupLayout layout(prefix_bits, group_bits,
-                               t == 0 ? GroupLayout::Ids::kKept : GroupLayout::Ids::kNone);
-      config.families.emplace_back(TableFamilyName(t),
-                                   PackedTableOptions(cache, layout, prefix_bits, memtable_bytes));
+      config.families.emplace_back(
+          TableFamilyName(t), PackedTableOptions(cache, TableGroupLayout(plan, t, group_bits),
+                                                 plan.table(t).prefix_bits(), memtable_bytes));
       continue;
     }
     rocksdb::BlockBasedTableOptions bt = LookupTableOptions(cache);
@@ -273,9 +271,8 @@ RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
   for (rocksdb::ColumnFamilyDescriptor& family : config.families) {
     for (std::size_t t = 0; t < plan.table_count(); ++t) {
       if (family.name == TableFamilyName(t) && IsPackedTable(format_version, t)) {
-        family.options.merge_operator = std::make_shared<GroupMergeOperator>(
-            GroupLayout(plan.table(t).prefix_bits(), group_bits,
-                        t == 0 ? GroupLayout::Ids::kKept : GroupLayout::Ids::kNone));
+        family.options.merge_operator =
+            std::make_shared<GroupMergeOperator>(TableGroupLayout(plan, t, group_bits));
       }
     }
   }

@@ -125,8 +125,8 @@ class StoreImpl final : public Store {
 
   Status CheckOpen() const;
   // Table t's entries as RocksDB estimates them from its keys. A packed
-  // table's keys are groups, so table 0's count (a key per document)
-  // stands for its entries.
+  // table's keys are groups: table 0's count (a key per document) stands
+  // for its entries, or from format 10 the documents family's.
   std::uint64_t EstimatedEntries(std::size_t t) const;
   // Flushes every family's memtable, so that a clean close leaves nothing
   // in the log. A build older than format 6 replays the log to read the
@@ -475,10 +475,7 @@ class StoreImpl final : public Store {
   // from format 10 table 0 too, its members with their documents' ids.
   bool packed(std::size_t t) const { return IsPackedTable(format_version_, t); }
   // REQUIRES: packed(t)
-  GroupLayout group_layout(std::size_t t) const {
-    return GroupLayout(plan_.table(t).prefix_bits(), group_bits_,
-                       t == 0 ? GroupLayout::Ids::kKept : GroupLayout::Ids::kNone);
-  }
+  GroupLayout group_layout(std::size_t t) const { return TableGroupLayout(plan_, t, group_bits_); }
   // Table t holds an entry per document, with its id (table 0, and every
   // table before format 4), rather than each fingerprint once.
   bool keeps_ids(std::size_t t) const { return layout(t).keeps_ids(); }

@@ -20,6 +20,7 @@
 
 #include "fpstore/document.h"
 #include "fpstore/options.h"
+#include "fpstore/permutation.h"
 #include "key_codec.h"
 
 namespace fpstore::internal {
@@ -110,6 +111,13 @@ class GroupLayout {
   std::size_t bits_bytes_;
   std::size_t id_bytes_;
 };
+
+// Table t's groups in a store whose groups are cut at `group_bits`: table
+// 0's members keep their documents' ids (format 10), the others' do not.
+inline GroupLayout TableGroupLayout(const PermutationPlan& plan, std::size_t t, int group_bits) {
+  return GroupLayout(plan.table(t).prefix_bits(), group_bits,
+                     t == 0 ? GroupLayout::Ids::kKept : GroupLayout::Ids::kNone);
+}
 
 // A group's value: its members, ascending, each once.
 // A merge operand: the count of members it adds (4 bytes, big-endian), the
