@@ -219,109 +219,8 @@ void BM_BruteForceQuery(benchmark::State& state) {
 BENCHMARK(BM_StoreQuery);
 BENCHMARK(BM_BruteForceQuery);
 
-// ---- Writing a table's file, against writing its keys' bytes ----
+// ---- Staging inserts, against appending them to a vector ----
 //
-// The bulk load and the merges write every table key through RocksDB's
-// SstFileWriter with the tables' own options (2 KiB blocks, the prefix
-// bloom filter, ZSTD at level -1), twenty keys a document under plan
-// (6, 3). This times that per key against writing the same keys' bytes to
-// a file, and prints the ceiling it alone puts on a load.
-
-constexpr std::size_t kFileKeys = 1'000'000;  // before duplicates are dropped
-constexpr std::size_t kFileTable = 1;  // a table without ids, as 19 of the 20 are
-
-class TableFileFixture {
- public:
-  TableFileFixture()
-      : dir_(std::filesystem::temp_directory_path() /
-             ("fpstore-micro-bench-sst." + std::to_string(::getpid()))),
-        plan_(Check(fpstore::PermutationPlan::Create(6, 3))) {
-    std::filesystem::remove_all(dir_);
-    // Format 5's tables, a key each: bench/table_layout times the packed
-    // tables of format 6 against them.
-    fpstore::internal::RocksConfig config =
-        fpstore::internal::MakeRocksConfig(fpstore::StoreOptions(), plan_, /*format_version=*/5,
-                                           /*group_bits=*/0);
-    config.db.create_if_missing = true;
-    config.db.create_missing_column_families = true;
-    rocksdb::DB* db = nullptr;
-    const rocksdb::Status s =
-        rocksdb::DB::Open(config.db, dir_.string(), config.families, &handles_, &db);
-    if (!s.ok()) Die(s.ToString());
-    db_.reset(db);
-    const std::string name = fpstore::internal::TableFamilyName(kFileTable);
-    for (rocksdb::ColumnFamilyHandle* h : handles_) {
-      if (h->GetName() == name) table_ = h;
-    }
-    if (table_ == nullptr) Die("no family " + name);
-
-    const fpstore::TablePermutation& perm = plan_.table(kFileTable);
-    std::vector<fpstore::Fingerprint> permuted = RandomFingerprints(kFileKeys, 5);
-    for (fpstore::Fingerprint& f : permuted) f = perm.Apply(f);
-    std::sort(permuted.begin(), permuted.end());
-    permuted.erase(std::unique(permuted.begin(), permuted.end()), permuted.end());
-    const fpstore::internal::TableKeyCodec codec(perm.prefix_bits(),
-                                                 fpstore::internal::TableKeyCodec::Ids::kNone);
-    for (fpstore::Fingerprint f : permuted) keys_.push_back(codec.Encode(f, 0));
-  }
-  ~TableFileFixture() {
-    for (rocksdb::ColumnFamilyHandle* h : handles_) db_->DestroyColumnFamilyHandle(h);
-    db_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  rocksdb::DB& db() { return *db_; }
-  rocksdb::ColumnFamilyHandle* table() { return table_; }
-  const std::vector<fpstore::internal::TableKey>& keys() const { return keys_; }
-  std::size_t table_count() const { return plan_.table_count(); }
-  std::string FilePath() const { return (dir_ / "bench.sst").string(); }
-
- private:
-  std::filesystem::path dir_;
-  fpstore::PermutationPlan plan_;
-  std::unique_ptr<rocksdb::DB> db_;
-  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
-  rocksdb::ColumnFamilyHandle* table_ = nullptr;
-  std::vector<fpstore::internal::TableKey> keys_;
-};
-
-TableFileFixture& FileFixture() {
-  static TableFileFixture fixture;
-  return fixture;
-}
-
-void BM_TableFileWrite(benchmark::State& state) {
-  TableFileFixture& f = FileFixture();
-  for (auto _ : state) {
-    fpstore::internal::SstSink sink(f.db(), f.table(), f.FilePath());
-    for (const fpstore::internal::TableKey& key : f.keys()) {
-      Check(sink.Put(fpstore::internal::AsSlice(key), rocksdb::Slice()));
-    }
-    std::vector<std::string> files;
-    Check(sink.Finish(files));
-    std::filesystem::remove(f.FilePath());
-  }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * f.keys().size()));
-}
-
-void BM_TableKeysWrite(benchmark::State& state) {
-  TableFileFixture& f = FileFixture();
-  for (auto _ : state) {
-    std::FILE* out = std::fopen(f.FilePath().c_str(), "wb");
-    if (out == nullptr) Die("cannot create " + f.FilePath());
-    for (const fpstore::internal::TableKey& key : f.keys()) {
-      std::fwrite(key.data(), 1, key.size(), out);
-    }
-    if (std::fflush(out) != 0 || ::fsync(::fileno(out)) != 0 || std::fclose(out) != 0) {
-      Die("cannot write " + f.FilePath());
-    }
-    std::filesystem::remove(f.FilePath());
-  }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * f.keys().size()));
-}
-
-BENCHMARK(BM_TableFileWrite)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_TableKeysWrite)->Unit(benchmark::kMillisecond);
-
 // Staging a merge's worth of inserts (the store's default, 512 Ki) in
 // batches of 1,000, into an index made with room for twice as many, as the
 // store makes it, and into one that grows as it fills; the baseline appends
@@ -451,7 +350,6 @@ class RatioReporter final : public benchmark::ConsoleReporter {
       if (run.run_type == Run::RT_Iteration) {
         const auto iterations = static_cast<double>(run.iterations);
         seconds_[run.benchmark_name()] = run.real_accumulated_time / iterations;
-        cpu_seconds_[run.benchmark_name()] = run.cpu_accumulated_time / iterations;
       }
     }
     ConsoleReporter::ReportRuns(runs);
@@ -466,7 +364,6 @@ class RatioReporter final : public benchmark::ConsoleReporter {
         {"BM_PermuteAllTables", "BM_CopyBaseline"},
         {"BM_HammingDistance", "BM_XorBaseline"},
         {"BM_StoreQuery", "BM_BruteForceQuery"},
-        {"BM_TableFileWrite", "BM_TableKeysWrite"},
         {"BM_StagingIndexAdd/reserved", "BM_StagingEntriesAppend"},
         {"BM_StagingIndexAdd/growing", "BM_StagingEntriesAppend"},
         {"BM_GroupFold", "BM_GroupCopyBaseline"}};
@@ -476,27 +373,10 @@ class RatioReporter final : public benchmark::ConsoleReporter {
       if (a == seconds_.end() || b == seconds_.end()) continue;  // filtered out
       std::printf("  %-32s %8.2fx %s\n", name, a->second / b->second, baseline);
     }
-    // One core per table file at a time, as the bulk loader does; a table
-    // without ids holds each distinct fingerprint once.
-    if (seconds_.contains("BM_TableFileWrite")) {
-      const TableFileFixture& f = FileFixture();
-      const auto keys = static_cast<double>(f.keys().size());
-      const double wall = keys / seconds_.at("BM_TableFileWrite");
-      const double cpu = keys / cpu_seconds_.at("BM_TableFileWrite");
-      const std::size_t tables = f.table_count();
-      const std::size_t cores =
-          std::min<std::size_t>(tables, std::max(1u, std::thread::hardware_concurrency()));
-      std::printf(
-          "\nSstFileWriter alone: %.0f table keys/s a core (%.0f on CPU time). With %zu\n"
-          "tables on %zu cores, a load of distinct fingerprints cannot pass %.0f (%.0f)\n"
-          "documents/s\n",
-          wall, cpu, tables, cores, wall * cores / tables, cpu * cores / tables);
-    }
   }
 
  private:
   std::map<std::string, double> seconds_;
-  std::map<std::string, double> cpu_seconds_;
 };
 
 }  // namespace

@@ -1,9 +1,9 @@
-// What packed tables (formats 6 and 7, lib/table_groups.h) save and cost
-// against the key-per-fingerprint tables of format 5, on one table of plan (6, 3),
-// each with the store's own options and writers: every table write,
-// compaction and filter of format 5 works per fingerprint, and at 20
-// tables those per-key costs bound bulk loads and sustained inserts
-// (docs/performance.md, "Packed tables").
+// What the store's packed tables (lib/table_groups.h) save and cost against
+// tables of a key per fingerprint, on one table of plan (6, 3), each with
+// options and writers made for it: every table write, compaction and filter
+// of the key-per-fingerprint layout works per fingerprint, and at 20 tables
+// those per-key costs bound bulk loads and sustained inserts
+// (docs/design.md, "Packed tables").
 //
 // In one run, for each layout: the load's file of N fingerprints, merges of
 // random fingerprints ingested into level 0 and the compaction that folds
@@ -17,6 +17,9 @@
 // for N documents would (GroupBitsFor).
 
 #include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/slice_transform.h>
+#include <rocksdb/table.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -68,6 +71,70 @@ double WallSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// The key-per-fingerprint layout: the permuted fingerprint's p-bit prefix
+// left-aligned in whole bytes, then its other bits left-aligned in whole
+// bytes, so that a prefix bloom filter of ceil(p / 8) bytes tests exactly
+// the bits a probe looks up.
+class KeyLayout {
+ public:
+  explicit KeyLayout(int prefix_bits)
+      : prefix_bits_(prefix_bits),
+        prefix_bytes_((prefix_bits + 7) / 8),
+        rest_bytes_((64 - prefix_bits + 7) / 8) {}
+  std::size_t prefix_bytes() const { return prefix_bytes_; }
+  std::string Encode(Fingerprint permuted) const {
+    std::string key(prefix_bytes_ + rest_bytes_, '\0');
+    const int rest_bits = 64 - prefix_bits_;
+    fpstore::internal::PutBigEndianBytes(
+        key.data(), permuted >> rest_bits << (8 * prefix_bytes_ - prefix_bits_), prefix_bytes_);
+    if (rest_bits > 0) {
+      const Fingerprint rest = permuted & (~Fingerprint{0} >> prefix_bits_);
+      fpstore::internal::PutBigEndianBytes(key.data() + prefix_bytes_,
+                                           rest << (8 * rest_bytes_ - rest_bits), rest_bytes_);
+    }
+    return key;
+  }
+  Fingerprint Decode(std::string_view key) const {
+    const int rest_bits = 64 - prefix_bits_;
+    const std::uint64_t prefix = fpstore::internal::GetBigEndianBytes(key.data(), prefix_bytes_);
+    Fingerprint permuted = (prefix >> (8 * prefix_bytes_ - prefix_bits_)) << rest_bits;
+    if (rest_bits > 0) {
+      const std::uint64_t rest =
+          fpstore::internal::GetBigEndianBytes(key.data() + prefix_bytes_, rest_bytes_);
+      permuted |= rest >> (8 * rest_bytes_ - rest_bits);
+    }
+    return permuted;
+  }
+
+ private:
+  int prefix_bits_;
+  std::size_t prefix_bytes_;
+  std::size_t rest_bytes_;
+};
+
+// A key-per-fingerprint table's options: its prefix bloom filter, pinned
+// with the index; 2 KiB blocks, of which a hit reads one; LZ4, and ZSTD at
+// its fast level at the bottom.
+rocksdb::ColumnFamilyOptions KeyTableOptions(const KeyLayout& layout) {
+  rocksdb::BlockBasedTableOptions t;
+  t.block_cache = rocksdb::NewLRUCache(std::size_t{512} << 20);
+  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  t.whole_key_filtering = false;
+  t.block_size = 2048;
+  t.cache_index_and_filter_blocks = true;
+  t.cache_index_and_filter_blocks_with_high_priority = true;
+  t.metadata_cache_options.unpartitioned_pinning = rocksdb::PinningTier::kAll;
+  rocksdb::ColumnFamilyOptions cf;
+  cf.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(layout.prefix_bytes()));
+  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  cf.compression = rocksdb::kLZ4Compression;
+  cf.bottommost_compression = rocksdb::kZSTD;
+  cf.bottommost_compression_opts.enabled = true;
+  cf.bottommost_compression_opts.level = -1;
+  cf.level_compaction_dynamic_level_bytes = true;
+  return cf;
+}
+
 struct Costs {
   double load_cpu_ns = 0, load_bytes = 0;  // per fingerprint
   double merge_cpu_ns = 0;                 // writing the merges' files, per fingerprint
@@ -84,7 +151,7 @@ class Bench {
         probes_(probes),
         plan_(*fpstore::PermutationPlan::Create(6, 3)),
         prefix_bits_(plan_.table(kTable).prefix_bits()),
-        keys_codec_(prefix_bits_, fpstore::internal::TableKeyCodec::Ids::kNone),
+        keys_layout_(prefix_bits_),
         group_bits_(group_bits),
         groups_(prefix_bits_, group_bits),
         dir_(std::filesystem::temp_directory_path() /
@@ -162,29 +229,27 @@ class Bench {
  private:
   static constexpr std::size_t kTable = 1;  // a table without ids
 
-  // Table 1's family as format 5 and as this build make it.
-  rocksdb::ColumnFamilyDescriptor TableFamily(int format, const std::string& name) const {
+  // Table 1's family as the store makes it.
+  rocksdb::ColumnFamilyDescriptor PackedFamily() const {
     const fpstore::internal::RocksConfig config =
-        fpstore::internal::MakeRocksConfig(fpstore::StoreOptions(), plan_, format, group_bits_);
+        fpstore::internal::MakeRocksConfig(fpstore::StoreOptions(), plan_, group_bits_);
     for (const rocksdb::ColumnFamilyDescriptor& f : config.families) {
-      if (f.name != fpstore::internal::TableFamilyName(kTable)) continue;
-      rocksdb::ColumnFamilyDescriptor d(name, f.options);
-      // Each layout's compaction is timed on its own.
-      d.options.disable_auto_compactions = true;
-      return d;
+      if (f.name == fpstore::internal::TableFamilyName(kTable)) return {"packed", f.options};
     }
-    Die("no table family in format " + std::to_string(format));
+    Die("no table family");
   }
 
   void Open() {
-    fpstore::internal::RocksConfig config = fpstore::internal::MakeRocksConfig(
-        fpstore::StoreOptions(), plan_, fpstore::Store::kFormatVersion, group_bits_);
+    fpstore::internal::RocksConfig config =
+        fpstore::internal::MakeRocksConfig(fpstore::StoreOptions(), plan_, group_bits_);
     config.db.create_if_missing = true;
     config.db.create_missing_column_families = true;
-    const std::vector<rocksdb::ColumnFamilyDescriptor> families = {
+    std::vector<rocksdb::ColumnFamilyDescriptor> families = {
         {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
-        TableFamily(5, "keys"),
-        TableFamily(fpstore::Store::kFormatVersion, "packed")};
+        {"keys", KeyTableOptions(keys_layout_)},
+        PackedFamily()};
+    // Each layout's compaction is timed on its own.
+    for (auto& f : families) f.options.disable_auto_compactions = true;
     rocksdb::DB* db = nullptr;
     Check(rocksdb::DB::Open(config.db, dir_.string(), families, &handles_, &db), "opening");
     db_.reset(db);
@@ -207,10 +272,7 @@ class Bench {
       for (Fingerprint f : fps) Check(writer.Add(f, /*put=*/true));
       Check(writer.Finish());
     } else {
-      for (Fingerprint f : fps) {
-        const fpstore::internal::TableKey key = keys_codec_.Encode(f, 0);
-        Check(sink.Put(rocksdb::Slice(key.data(), key.size()), rocksdb::Slice()));
-      }
+      for (Fingerprint f : fps) Check(sink.Put(keys_layout_.Encode(f), rocksdb::Slice()));
     }
     std::vector<std::string> files;
     Check(sink.Finish(files));
@@ -232,8 +294,6 @@ class Bench {
     const Fingerprint prefix_mask = ~Fingerprint{0} << (64 - prefix_bits_);
     rocksdb::ReadOptions options;
     options.ignore_range_deletions = true;
-    const fpstore::internal::TableLayout layout{keys_codec_,
-                                                packed ? std::optional(groups_) : std::nullopt};
     std::shared_ptr<const fpstore::internal::TableMemberFilter> filter;
     if (packed) {
       fpstore::Result<std::shared_ptr<const fpstore::internal::TableMemberFilter>> read =
@@ -246,15 +306,25 @@ class Bench {
       std::size_t found = 0;
       const double start = WallSeconds();
       std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(options, packed ? packed_ : keys_));
-      fpstore::internal::TableEntryCursor entries(*it, layout, packed ? "packed" : "keys");
+      fpstore::internal::TableEntryCursor entries(*it, groups_, "packed");
       for (Fingerprint q : queries) {
         if (filtered && filter && !filter->MayContain(q)) continue;
-        for (entries.Seek(q & prefix_mask);
-             entries.Valid() && (entries.entry().permuted & prefix_mask) == (q & prefix_mask);
-             entries.Next()) {
+        if (packed) {
+          for (entries.Seek(q & prefix_mask);
+               entries.Valid() && (entries.entry().permuted & prefix_mask) == (q & prefix_mask);
+               entries.Next()) {
+            ++found;
+          }
+          Check(entries.status());
+          continue;
+        }
+        for (it->Seek(keys_layout_.Encode(q & prefix_mask));
+             it->Valid() &&
+             (keys_layout_.Decode(it->key().ToStringView()) & prefix_mask) == (q & prefix_mask);
+             it->Next()) {
           ++found;
         }
-        Check(entries.status());
+        Check(it->status(), "probing");
       }
       seconds = WallSeconds() - start;
       if (expect_all && found < queries.size()) Die("a stored fingerprint was not found");
@@ -267,7 +337,7 @@ class Bench {
   const std::size_t probes_;
   fpstore::PermutationPlan plan_;
   const int prefix_bits_;
-  const fpstore::internal::TableKeyCodec keys_codec_;
+  const KeyLayout keys_layout_;
   const int group_bits_;
   const fpstore::internal::GroupLayout groups_;
   std::filesystem::path dir_;
@@ -319,7 +389,7 @@ int main(int argc, char** argv) {
       {"warm probe, hit: us", &Costs::hit_us},
       {"warm probe, miss: us", &Costs::miss_us},
   };
-  std::printf("%-50s %12s %12s %10s\n", "", "format 5", "packed", "packed / 5");
+  std::printf("%-50s %12s %12s %10s\n", "", "a key each", "packed", "packed / keys");
   for (const Row& r : rows) {
     std::printf("%-50s %12.2f %12.2f %9.2fx\n", r.name, keys.*r.field, packed.*r.field,
                 packed.*r.field / keys.*r.field);

@@ -126,7 +126,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   std::unique_lock writers(store_.load_mu_);
   {
     // After a failed merge its documents stay staged in an index of their
-    // own, whose removals (format 8) this load would not look for; writes
+    // own, whose removals this load would not look for; writes
     // stop until the store is reopened, loads too.
     std::lock_guard lock(store_.staging_mu_);
     if (!store_.merge_error_.ok()) return store_.merge_error_;
@@ -164,17 +164,12 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   // Documents whose old version leaves the tables.
   std::vector<IdFingerprint> leaving;
   // A replaced version that is staged leaves by the deletion of its mark:
-  // it has no table entries, though from format 8 the mark may name a
-  // version that does, whose removal the load then takes over; and a
-  // removed document may have such a mark left.
-  // (A format 2 store has no staging.)
+  // it has no table entries, though the mark may name a version that
+  // does, whose removal the load then takes over; and a removed document
+  // may have such a mark left.
   rocksdb::ColumnFamilyHandle* const staging = store_.staging_family();
-  std::optional<SstSink> staged_marks;
-  std::unique_ptr<rocksdb::Iterator> staged;
-  if (staging != nullptr) {
-    staged_marks.emplace(db, staging, TempPath("staging.sst"));
-    staged.reset(db.NewIterator(rocksdb::ReadOptions(), staging));
-  }
+  SstSink staged_marks(db, staging, TempPath("staging.sst"));
+  std::unique_ptr<rocksdb::Iterator> staged(db.NewIterator(rocksdb::ReadOptions(), staging));
   std::unique_ptr<rocksdb::Iterator> existing(
       db.NewIterator(rocksdb::ReadOptions(), store_.documents_family()));
   // Lone bits are exact only for a load into an empty store; later loads
@@ -183,8 +178,8 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   if (!existing->status().ok()) return FromRocks(existing->status(), "reading documents");
   bool into_empty = !existing->Valid();
   // Removed documents may still be in the tables, their marks waiting for
-  // a merge (format 8).
-  if (into_empty && staged) {
+  // a merge.
+  if (into_empty) {
     staged->SeekToFirst();
     if (!staged->status().ok()) return FromRocks(staged->status(), "reading staging");
     into_empty = !staged->Valid();
@@ -216,7 +211,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     }
     ++(had_old ? stats.replaced : stats.added);
     bool old_in_tables = had_old;
-    if (staged && (had_old || store_.staging_->HasRemoval(h.id))) {
+    if (had_old || store_.staging_->HasRemoval(h.id)) {
       staged->Seek(key_slice);
       if (!staged->status().ok()) return FromRocks(staged->status(), "reading staging");
       if (staged->Valid() && staged->key() == key_slice) {
@@ -224,7 +219,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
         if (Status s = store_.DecodeMark(h.id, staged->value().ToStringView(), &mark); !s.ok()) {
           return s;
         }
-        if (Status s = staged_marks->Delete(key_slice); !s.ok()) return s;
+        if (Status s = staged_marks.Delete(key_slice); !s.ok()) return s;
         old_in_tables = mark.leaving.has_value();
         old = mark.leaving.value_or(old);
       }
@@ -237,7 +232,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     if (old_in_tables) leaving.push_back({h.id, old});
     Change{h.id, h.fp, old, old_in_tables}.Write(changes);
     ++change_count;
-    if (!into_empty && store_.recent_family() != nullptr) recent.push_back(h.fp);
+    if (!into_empty) recent.push_back(h.fp);
   }
   if (Status s = changes.Close(); !s.ok()) return s;
   if (Status s = documents.Close(); !s.ok()) return s;
@@ -276,9 +271,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
     if (Status s = sink.Finish(documents_arg.external_files); !s.ok()) return s;
     return Status::OK();
   };
-  if (staged_marks) {
-    if (Status s = add_family(staging, *staged_marks); !s.ok()) return s;
-  }
+  if (Status s = add_family(staging, staged_marks); !s.ok()) return s;
 
   if (stats.added > 0) {
     SstSink meta(db, store_.meta(), TempPath("meta.sst"));
@@ -304,9 +297,9 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   // ones nearly every read of table 0 missed the TLB.
   ZeroedMapping crowded_bits;
   std::atomic<LoneBits>* crowded = nullptr;
-  // Always, in a load into an empty store: from format 9 a fingerprint
-  // without bits is alone everywhere, unless it is recent.
-  if (into_empty && store_.recent_family() != nullptr) {
+  // Always, in a load into an empty store: a fingerprint without bits is
+  // alone everywhere, unless it is recent.
+  if (into_empty) {
     crowded_bits = ZeroedMapping(change_count * sizeof(std::atomic<LoneBits>));
     crowded = static_cast<std::atomic<LoneBits>*>(crowded_bits.data());
     for (std::uint64_t i = 0; i < change_count; ++i) new (&crowded[i]) std::atomic<LoneBits>(0);
@@ -337,7 +330,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
 
 Result<std::vector<bool>> BulkLoaderImpl::OldKeysLeaving(std::vector<IdFingerprint> leaving,
                                                          const Changes& changes) const {
-  if (store_.format_version_ < 4 || leaving.empty()) return std::vector<bool>();
+  if (leaving.empty()) return std::vector<bool>();
   std::vector<Fingerprint> dropped;
   std::sort(leaving.begin(), leaving.end(), ByFingerprint);
   for (const IdFingerprint& l : leaving) {

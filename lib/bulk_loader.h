@@ -45,15 +45,15 @@ class BulkLoaderImpl final : public BulkLoader {
 
   // Writes the files that move `staged` documents (by id) from the staging
   // family into the tables: their table entries, the removal of the
-  // versions that leave (format 8), the deletion of their staging marks,
-  // and (format 5) their fingerprints for the recent family,
-  // whose prefixes it adds to the store's RecentPrefixes. Appends them to
+  // versions that leave, the deletion of their staging marks, and their
+  // fingerprints for the recent family, whose prefixes it adds to the
+  // store's RecentPrefixes. Appends them to
   // `args` for one atomic ingestion, and the tables' filters to `filters`
   // (as WriteTables).
   Status WriteMergeFiles(std::span<const StagedDocument> staged,
                          std::vector<rocksdb::IngestExternalFileArg>& args,
                          std::optional<MemberFilters::Ingested>& filters) const;
-  // The crowded family's file of a rewrite of the lone bits (format 9):
+  // The crowded family's file of a rewrite of the lone bits:
   // a range deletion of every key, and `crowded`'s fingerprints with their
   // bits, appended to `args`.
   Status WriteLoneBitsFile(const CrowdedTables& crowded,

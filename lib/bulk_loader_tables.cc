@@ -33,7 +33,7 @@ void SetSplitLastTableAboveForTesting(std::size_t ops) { split_above_for_testing
 
 namespace {
 
-// A crowded-family entry (format 9): a fingerprint's lone bits, keyed by
+// A crowded-family entry: a fingerprint's lone bits, keyed by
 // the fingerprint as table 0 permutes it. One alone everywhere has none.
 Status PutLoneBits(SstSink& sink, Fingerprint permuted0, LoneBits lone, std::size_t tables) {
   if (lone == AllLoneBits(tables)) return Status::OK();
@@ -173,10 +173,10 @@ Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
                                        std::optional<MemberFilters::Ingested>& filters) const {
   SstSink marks(*store_.db_, store_.staging_family(), TempPath("staging.sst"));
   std::vector<Fingerprint> recent;
-  if (store_.recent_family() != nullptr) recent.reserve(staged.size());
+  recent.reserve(staged.size());
   std::vector<IdFingerprint> leaving;
   for (const StagedDocument& doc : staged) {
-    if (store_.recent_family() != nullptr && !doc.removal) recent.push_back(doc.fingerprint);
+    if (!doc.removal) recent.push_back(doc.fingerprint);
     if (doc.leaving) leaving.push_back({doc.id, *doc.leaving});
     const DocumentKey key = EncodeDocumentKey(doc.id);
     if (Status s = marks.Delete(AsSlice(key)); !s.ok()) return s;
@@ -196,7 +196,7 @@ Status BulkLoaderImpl::WriteMergeFiles(std::span<const StagedDocument> staged,
 
 Status BulkLoaderImpl::AddRecent(std::vector<Fingerprint> fingerprints,
                                  std::vector<rocksdb::IngestExternalFileArg>& args) const {
-  if (store_.recent_family() == nullptr || fingerprints.empty()) return Status::OK();
+  if (fingerprints.empty()) return Status::OK();
   std::sort(fingerprints.begin(), fingerprints.end());
   fingerprints.erase(std::unique(fingerprints.begin(), fingerprints.end()), fingerprints.end());
   SstSink sink(*store_.db_, store_.recent_family(), TempPath("recent.sst"));
@@ -226,10 +226,9 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
                                   rocksdb::IngestExternalFileArg& arg,
                                   rocksdb::IngestExternalFileArg& lone_bits_arg) const {
   const TablePermutation& perm = store_.plan_.table(t);
-  const TableKeyCodec codec = store_.codec(t);
   const std::string name = "table-" + std::to_string(t);
   // Merges and bulk loads, one at a time, are what give a table files, and
-  // members: a packed table with no files has none, and its groups are
+  // members: a table with no files has none, and its groups are
   // written whole rather than as operands.
   rocksdb::ColumnFamilyMetaData family;
   store_.db_->GetColumnFamilyMetaData(store_.table(t), &family);
@@ -239,28 +238,26 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
   }
   const bool reads_crowded = crowded != nullptr && t == 0;
   const std::size_t tables = store_.plan_.table_count();
-  // One file of the table, or one of its two halves; and in format 9 table
-  // 0's crowded-family file of the same fingerprints, when it reads the
-  // crowded marks.
+  // One file of the table, or one of its two halves; and table 0's
+  // crowded-family file of the same fingerprints, when it reads the crowded
+  // marks.
   struct FilePart {
     FilePart(const BulkLoaderImpl& loader, std::size_t t, const std::string& path, SstUse use,
              bool whole_groups, bool writes_crowded)
-        : sink(*loader.store_.db_, loader.store_.table(t), path, use) {
-      if (loader.store_.packed(t)) {
-        groups.emplace(sink, loader.store_.group_layout(t),
-                       whole_groups ? GroupWriter::kWhole : GroupWriter::kOperands);
-      }
+        : sink(*loader.store_.db_, loader.store_.table(t), path, use),
+          groups(sink, loader.store_.group_layout(t),
+                 whole_groups ? GroupWriter::kWhole : GroupWriter::kOperands) {
       if (writes_crowded) {
         crowded.emplace(*loader.store_.db_, loader.store_.crowded_family(), path + ".crowded", use);
       }
     }
     SstSink sink;
-    std::optional<GroupWriter> groups;
+    GroupWriter groups;
     std::optional<SstSink> crowded;
     std::optional<TableOp> last;
     std::vector<std::uint64_t> to_mark;  // crowded changes not yet marked
   };
-  const bool writes_crowded = reads_crowded && store_.crowded_family() != nullptr;
+  const bool writes_crowded = reads_crowded;
   FilePart part(*this, t, TempPath(name + ".sst"), use, family.file_count == 0, writes_crowded);
   // Both buffers at their final size up front: growth by doubling would
   // overshoot the memory budget.
@@ -281,7 +278,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
   // its share of the memory budget (at 10M and the default 1 GiB, 80 MB
   // beside 320 MB of 512), they are copied into huge pages for the table.
   // A merge's staged documents hold theirs in memory already.
-  const bool reads_ids = store_.keeps_ids(t);
+  const bool reads_ids = t == 0;
   std::vector<DocumentId> ids;
   auto id_address = [&](std::uint64_t change) {
     return !ids.empty() ? reinterpret_cast<const char*>(&ids[change]) : changes.IdAddress(change);
@@ -329,11 +326,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
       if (Status s = PutLoneBits(*f.crowded, op.permuted, lone, tables); !s.ok()) return s;
     }
     const DocumentId id = !reads_ids ? 0 : !ids.empty() ? ids[op.change] : changes.IdOf(op.change);
-    if (f.groups) return f.groups->Add(op.permuted, op.put, id);
-    const TableKey key = codec.Encode(op.permuted, id);
-    if (!op.put) return f.sink.Delete(AsSlice(key));
-    if (reads_crowded && !f.crowded) return f.sink.Put(AsSlice(key), EncodeLoneBits(lone, tables));
-    return f.sink.Put(AsSlice(key), rocksdb::Slice());
+    return f.groups.Add(op.permuted, op.put, id);
   };
   // Crowded changes are marked a batch at a time, their cache lines
   // fetched first: marked one by one, each locked OR waited out its own
@@ -376,19 +369,16 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
   // marks) writes its two halves side by side: nothing else is left for
   // the other core but the documents' file, and table 0 alone took 2.5 s
   // of one core at 10M. The halves meet between prefixes, as crowded marks
-  // and a fingerprint's duplicates go by prefix; in a packed table between
+  // and a fingerprint's duplicates go by prefix; in a table between
   // groups, each a key of one file.
   std::optional<FilePart> second_half;
-  const std::optional<GroupLayout> groups =
-      store_.packed(t) ? std::optional(store_.group_layout(t)) : std::nullopt;
+  const GroupLayout groups = store_.group_layout(t);
   auto same_part = [&](Fingerprint a, Fingerprint b) {
-    return groups ? groups->GroupOf(a) == groups->GroupOf(b)
-                  : (a & perm.prefix_mask()) == (b & perm.prefix_mask());
+    return groups.GroupOf(a) == groups.GroupOf(b);
   };
   auto write_sorted = [&](std::span<const TableOp> sorted) -> Status {
-    const std::size_t split_above = split_above_for_testing.load() != 0
-                                        ? split_above_for_testing.load()
-                                        : std::size_t{1} << 20;
+    const std::size_t split_above =
+        split_above_for_testing.load() != 0 ? split_above_for_testing.load() : std::size_t{1} << 20;
     std::size_t half = sorted.size() / 2;
     while (half > 0 && half < sorted.size() &&
            same_part(sorted[half].permuted, sorted[half - 1].permuted)) {
@@ -485,9 +475,7 @@ Status BulkLoaderImpl::WriteTable(std::size_t t, const Changes& changes,
   for (FilePart* f : {&part, second_half ? &*second_half : nullptr}) {
     if (f == nullptr) continue;
     mark_crowded(*f);  // before table 0 reads them
-    if (f->groups) {
-      if (Status s = f->groups->Finish(); !s.ok()) return s;
-    }
+    if (Status s = f->groups.Finish(); !s.ok()) return s;
     if (Status s = f->sink.Finish(arg.external_files); !s.ok()) return s;
     if (f->crowded) {
       if (lone_bits_arg.external_files.empty()) {

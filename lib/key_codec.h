@@ -49,91 +49,6 @@ struct TableEntry {
   friend auto operator<=>(const TableEntry&, const TableEntry&) = default;
 };
 
-// An encoded table key: at most 9 bytes of fingerprint, then 8 of id if
-// the table keeps ids.
-class TableKey {
- public:
-  static constexpr std::size_t kMaxSize = 17;
-  const char* data() const { return bytes_.data(); }
-  std::size_t size() const { return size_; }
-  friend bool operator<(const TableKey& a, const TableKey& b) {
-    return std::string_view(a.data(), a.size()) < std::string_view(b.data(), b.size());
-  }
-
- private:
-  friend class TableKeyCodec;
-  std::array<char, kMaxSize> bytes_{};
-  std::size_t size_ = 0;
-};
-
-// A table's key layout (docs/format.md): the permuted fingerprint's p-bit
-// prefix left-aligned in whole bytes, its other 64 - p bits left-aligned in
-// whole bytes after that, then, in a table that keeps ids, the id. The
-// prefix then fills a whole number of bytes, so RocksDB's prefix bloom filter
-// tests exactly the p bits a probe looks up; a filter on the bytes within p
-// would pass every probe of a large store. Byte order is still (permuted, id)
-// order. A table without ids holds each fingerprint once, and decodes with
-// id 0.
-class TableKeyCodec {
- public:
-  enum class Ids { kKept, kNone };
-
-  // REQUIRES: 1 <= prefix_bits <= 64
-  TableKeyCodec(int prefix_bits, Ids ids)
-      : prefix_bits_(prefix_bits),
-        prefix_bytes_(PrefixBytes(prefix_bits)),
-        rest_bytes_((64 - prefix_bits + 7) / 8),
-        id_bytes_(ids == Ids::kKept ? 8 : 0) {}
-
-  // Bytes of a p-bit prefix, for the prefix extractor.
-  static std::size_t PrefixBytes(int prefix_bits) { return (prefix_bits + 7) / 8; }
-  std::size_t prefix_bytes() const { return prefix_bytes_; }
-  std::size_t size() const { return prefix_bytes_ + rest_bytes_ + id_bytes_; }
-  bool keeps_ids() const { return id_bytes_ != 0; }
-
-  TableKey Encode(Fingerprint permuted, DocumentId id) const {
-    TableKey key;
-    key.size_ = size();
-    char* out = key.bytes_.data();
-    // Each part shifted up to its byte boundary, then written big-endian.
-    const int rest_bits = 64 - prefix_bits_;
-    PutBigEndianBytes(out, permuted >> rest_bits << (8 * prefix_bytes_ - prefix_bits_),
-                      prefix_bytes_);
-    if (rest_bits > 0) {
-      const Fingerprint rest = permuted & (~Fingerprint{0} >> prefix_bits_);
-      PutBigEndianBytes(out + prefix_bytes_, rest << (8 * rest_bytes_ - rest_bits), rest_bytes_);
-    }
-    if (keeps_ids()) PutBigEndian64(out + prefix_bytes_ + rest_bytes_, id);
-    return key;
-  }
-
-  // False if `key` does not have this layout's size or its padding is not
-  // zero.
-  bool Decode(std::string_view key, TableEntry* entry) const {
-    if (key.size() != size()) return false;
-    const int rest_bits = 64 - prefix_bits_;
-    const std::uint64_t prefix = GetBigEndianBytes(key.data(), prefix_bytes_);
-    const int prefix_pad = static_cast<int>(8 * prefix_bytes_) - prefix_bits_;
-    if ((prefix & ((std::uint64_t{1} << prefix_pad) - 1)) != 0) return false;
-    Fingerprint permuted = (prefix >> prefix_pad) << rest_bits;
-    if (rest_bits > 0) {
-      const std::uint64_t rest = GetBigEndianBytes(key.data() + prefix_bytes_, rest_bytes_);
-      const int rest_pad = static_cast<int>(8 * rest_bytes_) - rest_bits;
-      if ((rest & ((std::uint64_t{1} << rest_pad) - 1)) != 0) return false;
-      permuted |= rest >> rest_pad;
-    }
-    entry->permuted = permuted;
-    entry->id = keeps_ids() ? GetBigEndian64(key.data() + prefix_bytes_ + rest_bytes_) : 0;
-    return true;
-  }
-
- private:
-  int prefix_bits_;
-  std::size_t prefix_bytes_;
-  std::size_t rest_bytes_;
-  std::size_t id_bytes_;
-};
-
 // A documents-family key: the id.
 using DocumentKey = std::array<char, 8>;
 
@@ -161,16 +76,16 @@ inline bool DecodeDocumentValue(std::string_view value, Fingerprint* fingerprint
   return true;
 }
 
-// A staging mark: the staged version's fingerprint, and from format 8 the
-// fingerprint of a version still in the tables that the next merge takes
-// out of them ("leaving"). A removal stages no version, only what leaves.
+// A staging mark: the staged version's fingerprint, and the fingerprint of
+// a version still in the tables that the next merge takes out of them
+// ("leaving"). A removal stages no version, only what leaves.
 struct StagingMark {
   std::optional<Fingerprint> staged;
   std::optional<Fingerprint> leaving;
 };
 
-// 8 bytes: staged alone (as formats 3 to 7 write every mark); 16: staged,
-// then leaving; 9: leaving, then a zero byte.
+// 8 bytes: staged alone; 16: staged, then leaving; 9: leaving, then a zero
+// byte.
 inline std::string EncodeStagingMark(const StagingMark& mark) {
   std::string value(mark.staged && mark.leaving ? 16 : mark.staged ? 8 : 9, '\0');
   if (mark.staged) PutBigEndian64(value.data(), *mark.staged);
@@ -196,7 +111,7 @@ inline bool DecodeStagingMark(std::string_view value, StagingMark* mark) {
   }
 }
 
-// A table-0 value (format 5): bit t set if, when the bits were written, no
+// A crowded-family value: bit t set if, when the bits were written, no
 // other fingerprint had this one's prefix in table t (recent_prefixes.h).
 // Byte i holds tables 8i to 8i + 7, table 8i in its lowest bit; the bytes
 // end after the last table named (at most RecentPrefixes::kMaxTables), or

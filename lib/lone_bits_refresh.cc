@@ -49,34 +49,8 @@ namespace {
 std::atomic<std::uint64_t> refresh_threshold_for_testing{0};
 std::mutex hook_mu;
 std::function<void(const std::atomic<bool>&)> before_rewrite;
-std::atomic<bool> skip_rewrite{false};
-
-class Rewrite final : public rocksdb::CompactionFilter {
- public:
-  Rewrite(const LoneBitsRewriter& rewriter, std::shared_ptr<const CrowdedTables> crowded)
-      : rewriter_(rewriter), crowded_(std::move(crowded)) {}
-
-  Decision FilterV2(int, const rocksdb::Slice& key, ValueType type, const rocksdb::Slice& existing,
-                    std::string* new_value, std::string*) const override {
-    // A malformed key keeps its value, for Verify to report.
-    if (type != ValueType::kValue || !rewriter_.ValueFor(*crowded_, key, new_value) ||
-        *new_value == existing.ToStringView()) {
-      return Decision::kKeep;
-    }
-    return Decision::kChangeValue;
-  }
-  const char* Name() const override { return "fpstore.LoneBitsRewrite"; }
-
- private:
-  const LoneBitsRewriter& rewriter_;
-  const std::shared_ptr<const CrowdedTables> crowded_;
-};
 
 }  // namespace
-
-LoneBitsRewriter::LoneBitsRewriter(const PermutationPlan& plan)
-    : tables_(plan.table_count()),
-      codec0_(plan.table(0).prefix_bits(), TableKeyCodec::Ids::kKept) {}
 
 std::uint64_t LoneBitsRefreshThreshold(std::uint64_t documents) {
   const std::uint64_t threshold = refresh_threshold_for_testing.load();
@@ -95,34 +69,6 @@ void SetBeforeLoneBitsRewriteForTesting(std::function<void(const std::atomic<boo
 void BeforeLoneBitsRewrite(const std::atomic<bool>& closing) {
   std::lock_guard lock(hook_mu);
   if (before_rewrite) before_rewrite(closing);
-}
-
-void SetSkipLoneBitsRewriteForTesting(bool skip) { skip_rewrite = skip; }
-
-void LoneBitsRewriter::Start(std::shared_ptr<const CrowdedTables> crowded) {
-  if (skip_rewrite) return;
-  std::lock_guard lock(mu_);
-  crowded_ = std::move(crowded);
-}
-
-void LoneBitsRewriter::Stop() {
-  std::lock_guard lock(mu_);
-  crowded_.reset();
-}
-
-bool LoneBitsRewriter::ValueFor(const CrowdedTables& crowded, rocksdb::Slice key,
-                                std::string* value) const {
-  TableEntry entry;
-  if (!codec0_.Decode(key.ToStringView(), &entry)) return false;
-  *value = EncodeLoneBits(crowded.BitsOf(entry.permuted), tables_);
-  return true;
-}
-
-std::unique_ptr<rocksdb::CompactionFilter> LoneBitsRewriter::CreateCompactionFilter(
-    const rocksdb::CompactionFilter::Context&) {
-  std::lock_guard lock(mu_);
-  if (crowded_ == nullptr) return nullptr;
-  return std::make_unique<Rewrite>(*this, crowded_);
 }
 
 }  // namespace fpstore::internal

@@ -105,8 +105,8 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
   }
 
   rocksdb::UserCollectedProperties GetReadableProperties() const override {
-    return {{kMemberFilterProperty, std::to_string(index_.size() / kIndexEntryBytes) +
-                                        " chunks, " + std::to_string(filters_.size()) + " bytes"}};
+    return {{kMemberFilterProperty, std::to_string(index_.size() / kIndexEntryBytes) + " chunks, " +
+                                        std::to_string(filters_.size()) + " bytes"}};
   }
   const char* Name() const override { return "fpstore.MemberFilterCollector"; }
 
@@ -378,12 +378,9 @@ bool TableMemberFilter::MayContain(Fingerprint permuted) const {
   return false;
 }
 
-MemberFilters::MemberFilters(const PermutationPlan& plan, std::vector<bool> packed, int group_bits,
+MemberFilters::MemberFilters(const PermutationPlan& plan, int group_bits,
                              std::shared_ptr<rocksdb::Cache> cache)
-    : plan_(plan),
-      packed_(std::move(packed)),
-      group_bits_(group_bits),
-      charges_(std::move(cache)) {}
+    : plan_(plan), group_bits_(group_bits), charges_(std::move(cache)) {}
 
 void MemberFilters::Attach(rocksdb::DB* db, std::span<rocksdb::ColumnFamilyHandle* const> tables) {
   std::lock_guard lock(mu_);
@@ -410,12 +407,12 @@ Result<MemberFilters::Ingested> MemberFilters::ReadIngested(
   Ingested ingested;
   for (const rocksdb::IngestExternalFileArg& arg : args) {
     const std::uint32_t id = arg.column_family->GetID();
-    bool packed = false;
+    bool is_table = false;
     {
       std::lock_guard lock(mu_);
-      for (std::size_t t = 0; t < tables_.size(); ++t) packed |= packed_[t] && tables_[t]->GetID() == id;
+      for (rocksdb::ColumnFamilyHandle* table : tables_) is_table |= table->GetID() == id;
     }
-    if (!packed) continue;
+    if (!is_table) continue;
     for (const std::string& path : arg.external_files) {
       rocksdb::SstFileReader reader(db.GetOptions(arg.column_family));
       if (Status s = FromRocks(reader.Open(path), "reading " + path); !s.ok()) return s;
@@ -463,7 +460,7 @@ void MemberFilters::PublishWithLocked(const Ingested& ingested) {
   const View old = current_.load();
   auto next = std::make_shared<std::vector<std::shared_ptr<const TableMemberFilter>>>(*old);
   for (std::size_t t = 0; t < tables_.size(); ++t) {
-    if (!packed_[t] || (*next)[t] == nullptr) continue;
+    if ((*next)[t] == nullptr) continue;
     const auto added = FilesOf(ingested, t);
     if (!added.empty()) (*next)[t] = (*next)[t]->With(added, &charges_);
   }
@@ -478,12 +475,11 @@ void MemberFilters::RefreshFamily(std::uint32_t family_id) {
 void MemberFilters::RefreshLocked(std::optional<std::vector<std::uint32_t>> ids) {
   if (db_ == nullptr) return;
   const View old = current_.load();
-  auto next = old ? std::make_shared<std::vector<std::shared_ptr<const TableMemberFilter>>>(*old)
-                  : std::make_shared<std::vector<std::shared_ptr<const TableMemberFilter>>>(
-                        tables_.size());
+  auto next =
+      old ? std::make_shared<std::vector<std::shared_ptr<const TableMemberFilter>>>(*old)
+          : std::make_shared<std::vector<std::shared_ptr<const TableMemberFilter>>>(tables_.size());
   bool changed = false;
   for (std::size_t t = 0; t < tables_.size(); ++t) {
-    if (!packed_[t]) continue;
     if (ids && std::find(ids->begin(), ids->end(), tables_[t]->GetID()) == ids->end()) continue;
     const int prefix_bits = plan_.table(t).prefix_bits();
     Result<std::shared_ptr<const TableMemberFilter>> read = TableMemberFilter::Read(

@@ -134,8 +134,8 @@ class FileCharges {
   // The charge of `bytes` for `file`, made if none lives: a file's table
   // properties are one object while it is open (every file is, from the
   // store's open on), and a charge keeps them, so the address names it.
-  std::shared_ptr<const CacheCharge> For(const std::shared_ptr<const rocksdb::TableProperties>& file,
-                                         std::size_t bytes);
+  std::shared_ptr<const CacheCharge> For(
+      const std::shared_ptr<const rocksdb::TableProperties>& file, std::size_t bytes);
 
  private:
   const std::shared_ptr<rocksdb::Cache> cache_;
@@ -188,12 +188,11 @@ class TableMemberFilter {
 // Made before the database opens, for its listener; thread-safe.
 class MemberFilters {
  public:
-  // packed[t]: whether table t is packed, its groups cut at `group_bits`
-  // (table_groups.h). The filters' memory is charged to `cache`, if not null.
-  MemberFilters(const PermutationPlan& plan, std::vector<bool> packed, int group_bits,
-                std::shared_ptr<rocksdb::Cache> cache);
+  // The tables' groups are cut at `group_bits` (table_groups.h). The
+  // filters' memory is charged to `cache`, if not null.
+  MemberFilters(const PermutationPlan& plan, int group_bits, std::shared_ptr<rocksdb::Cache> cache);
 
-  // Reads every packed table's filters from `db`, and from then on each
+  // Reads every table's filters from `db`, and from then on each
   // table's anew after its compactions. A table whose filters cannot be
   // read (nor, below, read anew) gets one that passes every probe: slower,
   // never wrong.
@@ -201,7 +200,7 @@ class MemberFilters {
   // Before the database closes.
   void Detach();
 
-  // Reads the filters of the packed tables among `families` anew: after an
+  // Reads the filters of the tables among `families` anew: after an
   // ingestion into them that failed. Each refresh reads and publishes under
   // one mutex, so one that read the files before an ingestion cannot
   // publish after that ingestion's own.
@@ -233,13 +232,12 @@ class MemberFilters {
   // After that ingestion, whether it succeeded or not.
   void EndPending();
 
-  // One table's filter for each packed table, null for the others: a
-  // consistent view for one query.
+  // One filter for each table: a consistent view for one query.
   using View = std::shared_ptr<const std::vector<std::shared_ptr<const TableMemberFilter>>>;
   View Current() const { return current_.load(); }
 
-  // Reads the table of family `family_id` anew, if it is packed: after
-  // its compactions.
+  // Reads the table of family `family_id` anew, if it is one: after its
+  // compactions.
   void RefreshFamily(std::uint32_t family_id);
 
   // Calls RefreshFamily after every compaction.
@@ -247,8 +245,8 @@ class MemberFilters {
       std::shared_ptr<MemberFilters> filters);
 
  private:
-  // REQUIRES: mu_ held. The packed tables whose families have these ids
-  // anew, or every packed table if `ids` is none.
+  // REQUIRES: mu_ held. The tables whose families have these ids anew, or
+  // every table if `ids` is none.
   void RefreshLocked(std::optional<std::vector<std::uint32_t>> ids);
   // REQUIRES: mu_ held. The current filters with `ingested`'s files too.
   void PublishWithLocked(const Ingested& ingested);
@@ -257,7 +255,6 @@ class MemberFilters {
                                                                        std::size_t t) const;
 
   const PermutationPlan plan_;
-  const std::vector<bool> packed_;
   const int group_bits_;
   FileCharges charges_;
   mutable std::mutex mu_;

@@ -113,7 +113,7 @@ rocksdb::ColumnFamilyOptions MetadataFamilyOptions() {
 }  // namespace
 
 RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan,
-                            int format_version, int group_bits) {
+                            int group_bits) {
   RocksConfig config;
   rocksdb::DBOptions& db = config.db;
   db.create_if_missing = options.create_if_missing;
@@ -149,21 +149,16 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   const auto share = [&](std::size_t parts) {
     return std::max<std::size_t>(std::size_t{4} << 20, options.write_buffer_bytes / parts);
   };
-  std::size_t memtable_bytes = share(plan.table_count() + 2);
-  std::size_t documents_memtable_bytes = memtable_bytes;
-  std::size_t staging_memtable_bytes = memtable_bytes;
-  // Since format 3, inserts reach the tables as ingested files, so their
-  // memtables take only the deletions of removals and replacements, while
-  // the documents family takes every insert: at an even split it flushed
-  // often, and as its compactions wait behind the tables', the benchmark's
-  // inserts stalled on its 20 level-0 files. The documents family gets a
-  // quarter of the budget, staging (its marks, flushed at every merge) an
-  // eighth, and the others share half.
-  if (format_version >= 3) {
-    memtable_bytes = share(2 * (plan.table_count() + 2));
-    documents_memtable_bytes = share(4);
-    staging_memtable_bytes = share(8);
-  }
+  // Inserts reach the tables as ingested files, so their memtables take
+  // only the operands of removals and replacements, while the documents
+  // family takes every insert: at an even split it flushed often, and as
+  // its compactions wait behind the tables', the benchmark's inserts
+  // stalled on its 20 level-0 files. The documents family gets a quarter
+  // of the budget, staging (its marks, flushed at every merge) an eighth,
+  // and the others share half.
+  const std::size_t memtable_bytes = share(2 * (plan.table_count() + 2));
+  const std::size_t documents_memtable_bytes = share(4);
+  const std::size_t staging_memtable_bytes = share(8);
 
   config.families.emplace_back(rocksdb::kDefaultColumnFamilyName, MetadataFamilyOptions());
 
@@ -184,7 +179,7 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   }
 
   // Staging marks: point lookups and deletions by id, few and short-lived.
-  if (format_version >= 3) {
+  {
     rocksdb::ColumnFamilyOptions cf;
     cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(LookupTableOptions(cache)));
     cf.compression = rocksdb::kLZ4Compression;
@@ -197,38 +192,14 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     config.families.emplace_back(kStagingFamily, cf);
   }
 
-  // Tables: range scans over a p-bit prefix, which the key layout puts in
-  // whole bytes. A prefix bloom filter on them lets most probes that find
-  // nothing (the common case for a crawler) skip the data blocks.
   for (std::size_t t = 0; t < plan.table_count(); ++t) {
-    if (IsPackedTable(format_version, t)) {
-      config.families.emplace_back(
-          TableFamilyName(t), PackedTableOptions(cache, TableGroupLayout(plan, t, group_bits),
-                                                 plan.table(t).prefix_bits(), memtable_bytes));
-      continue;
-    }
-    rocksdb::BlockBasedTableOptions bt = LookupTableOptions(cache);
-    bt.whole_key_filtering = false;
-    // A hit reads a data block in each of about ten tables; halving the
-    // default 4 KiB made hits at 10M 17-22% faster for 3% more disk and a
-    // larger pinned index (docs/performance.md).
-    bt.block_size = 2048;
-    rocksdb::ColumnFamilyOptions cf;
-    cf.prefix_extractor.reset(
-        rocksdb::NewFixedPrefixTransform(TableKeyCodec::PrefixBytes(plan.table(t).prefix_bits())));
-    cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(bt));
-    SetCompression(cf);
-    cf.write_buffer_size = memtable_bytes;
-    cf.level_compaction_dynamic_level_bytes = true;
-    if (t == 0 && format_version >= 5 && format_version < 9) {
-      config.lone_bits = std::make_shared<LoneBitsRewriter>(plan);
-      cf.compaction_filter_factory = config.lone_bits;
-    }
-    config.families.emplace_back(TableFamilyName(t), cf);
+    config.families.emplace_back(TableFamilyName(t),
+                                 PackedTableOptions(cache, TableGroupLayout(plan, t, group_bits),
+                                                    plan.table(t).prefix_bits(), memtable_bytes));
   }
 
   // Fingerprints that came after the lone bits: read whole on open only.
-  if (format_version >= 5) {
+  {
     rocksdb::ColumnFamilyOptions cf;
     cf.compression = rocksdb::kLZ4Compression;
     cf.write_buffer_size = memtable_bytes;
@@ -241,7 +212,7 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   // The crowded fingerprints' lone bits: a point lookup for each hit, most
   // of them of fingerprints that are not there (alone everywhere). Written
   // whole, by a bulk load into an empty store or a rewrite of the bits.
-  if (format_version >= 9) {
+  {
     rocksdb::ColumnFamilyOptions cf;
     cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(LookupTableOptions(cache)));
     cf.compression = rocksdb::kLZ4Compression;
@@ -263,14 +234,13 @@ RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names) {
 }
 
 RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
-                                 const PermutationPlan& plan, int format_version, int group_bits) {
+                                 const PermutationPlan& plan, int group_bits) {
   RocksConfig config = MakeInspectionConfig(family_names);
-  // A packed table's merge operands (removals, and merges into tables
-  // with files) need its operator, whose layout comes from the plan.
-  // Tables that keep a key each never meet it.
+  // A table's merge operands (removals, and merges into tables with
+  // files) need its operator, whose layout comes from the plan.
   for (rocksdb::ColumnFamilyDescriptor& family : config.families) {
     for (std::size_t t = 0; t < plan.table_count(); ++t) {
-      if (family.name == TableFamilyName(t) && IsPackedTable(format_version, t)) {
+      if (family.name == TableFamilyName(t)) {
         family.options.merge_operator =
             std::make_shared<GroupMergeOperator>(TableGroupLayout(plan, t, group_bits));
       }

@@ -12,17 +12,14 @@
 
 #include "fpstore/options.h"
 #include "fpstore/permutation.h"
-#include "lone_bits_refresh.h"
 
 namespace fpstore::internal {
 
 struct RocksConfig {
   rocksdb::DBOptions db;
-  // Metadata (default family), documents, staging (from format 3 on), one
-  // per table, recent (from format 5 on), then crowded (from format 9 on).
+  // Metadata (default family), documents, staging, one per table, recent,
+  // then crowded.
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
-  // Table 0's compaction filter factory, in formats 5 to 8 (else null).
-  std::shared_ptr<LoneBitsRewriter> lone_bits;
   // The block cache every family shares (null for inspection).
   std::shared_ptr<rocksdb::Cache> block_cache;
 };
@@ -30,14 +27,14 @@ struct RocksConfig {
 // `group_bits`: where the store's packed tables cut their groups
 // (table_groups.h), as it records.
 RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan,
-                            int format_version, int group_bits);
+                            int group_bits);
 
 // Options good enough to read the metadata of a store whose plan is not yet
-// known, or with the `plan`, format and `group_bits` it records, its tables
-// too. Reading only: nothing is created.
+// known, or with the `plan` and `group_bits` it records, its tables too.
+// Reading only: nothing is created.
 RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names);
 RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
-                                 const PermutationPlan& plan, int format_version, int group_bits);
+                                 const PermutationPlan& plan, int group_bits);
 
 }  // namespace fpstore::internal
 

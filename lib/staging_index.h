@@ -62,7 +62,7 @@ class StagingIndex {
   // overlapped.
   void Add(std::span<const Entry> added);
 
-  // A removal staged for `id` (format 8): the merge of this index takes a
+  // A removal staged for `id`: the merge of this index takes a
   // version of it out of the tables, and its writers look for that version
   // (HasRemoval) before they write the id again.
   void AddRemoval(DocumentId id);

@@ -78,7 +78,7 @@ Status StoreImpl::MultiGetIds(
 }
 
 Status StoreImpl::DecodeMark(DocumentId id, std::string_view value, StagingMark* mark) const {
-  if (!DecodeStagingMark(value, mark) || (mark->leaving && !stages_removals())) {
+  if (!DecodeStagingMark(value, mark)) {
     return MalformedStagingMark(id);
   }
   return Status::OK();
@@ -87,7 +87,6 @@ Status StoreImpl::DecodeMark(DocumentId id, std::string_view value, StagingMark*
 Result<std::vector<StagingMark>> StoreImpl::StagingMarks(const rocksdb::Snapshot* snapshot,
                                                          std::span<const DocumentId> ids) const {
   std::vector<StagingMark> marks(ids.size());
-  if (staging_family() == nullptr) return marks;  // format 2
   Status s = MultiGetIds(
       staging_family(), snapshot, ids,
       [&](std::size_t i, std::string_view value) { return DecodeMark(ids[i], value, &marks[i]); });
@@ -109,7 +108,6 @@ Result<std::vector<StoreImpl::IdVersions>> StoreImpl::CurrentVersions(
         return Status::OK();
       });
   if (!s.ok()) return s;
-  if (staging_family() == nullptr) return versions;
   // Only a staged document, or one whose removal is staged, has a mark: its
   // current version has an entry in the staging index, or its removal is
   // there. A crawler's inserts are mostly new, and a recrawl mostly
@@ -145,19 +143,9 @@ Result<std::vector<StoreImpl::IdVersions>> StoreImpl::CurrentVersions(
   return versions;
 }
 
-Result<int> StoreImpl::StageInserts(rocksdb::WriteBatch& batch,
-                                    std::span<const PendingInsert> inserts, WriteLocks& locks) {
-  // A version in the tables leaves them, from format 8 when the next merge
-  // moves the new one in (its mark says what leaves), before at once; the
-  // new one waits in staging, or in format 2 goes straight in.
-  std::vector<IdFingerprint> leaving;
-  for (const PendingInsert& p : inserts) {
-    const std::optional<StoredVersion>& old = p.old.stored;
-    if (!stages_removals() && old && !old->staged && old->fingerprint != p.doc->fingerprint) {
-      leaving.push_back({p.doc->id, old->fingerprint});
-    }
-  }
-  if (Status s = DeleteTableEntries(batch, leaving, locks); !s.ok()) return s;
+int StoreImpl::StageInserts(rocksdb::WriteBatch& batch, std::span<const PendingInsert> inserts) {
+  // A version in the tables leaves them when the next merge moves the new
+  // one in: its mark says what leaves.
   int added = 0;
   std::vector<StagingIndex::Entry> staged;
   staged.reserve(inserts.size());
@@ -169,16 +157,8 @@ Result<int> StoreImpl::StageInserts(rocksdb::WriteBatch& batch,
         .PermitUncheckedError();
     added += !old;
     if (old && old->fingerprint == p.doc->fingerprint) continue;  // entries stay as they are
-    if (staging_family() == nullptr) {
-      for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-        batch.Put(table(t), AsSlice(codec(t).Encode(plan_.table(t).Apply(p.doc->fingerprint), p.doc->id)), {})
-            .PermitUncheckedError();
-      }
-      continue;
-    }
     staged.push_back({p.doc->id, p.doc->fingerprint});
-    StagingMark mark{p.doc->fingerprint, std::nullopt};
-    if (stages_removals()) mark.leaving = p.old.in_tables();
+    const StagingMark mark{p.doc->fingerprint, p.old.in_tables()};
     batch.Put(staging_family(), AsSlice(EncodeDocumentKey(p.doc->id)), EncodeStagingMark(mark))
         .PermitUncheckedError();
   }
@@ -187,48 +167,6 @@ Result<int> StoreImpl::StageInserts(rocksdb::WriteBatch& batch,
   staging_->Add(staged);
   if (staging_->size() >= options_.staged_documents) staging_cv_.notify_all();
   return added;
-}
-
-Status StoreImpl::DeleteTableEntries(rocksdb::WriteBatch& batch,
-                                     std::span<const IdFingerprint> leaving, WriteLocks& locks) {
-  if (leaving.empty()) return Status::OK();
-  // The leaving fingerprints that keep a document in the tables.
-  std::vector<Fingerprint> kept;
-  if (format_version_ >= 4) {
-    locks.table_deletes = std::unique_lock(table_deletes_mu_);
-    std::vector<IdFingerprint> sorted(leaving.begin(), leaving.end());
-    std::sort(sorted.begin(), sorted.end(), ByFingerprint);
-    Result<std::vector<Fingerprint>> found = FingerprintsKept(sorted);
-    if (!found.ok()) return found.status();
-    kept = *std::move(found);
-  }
-  for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-    const TableKeyCodec table_codec = codec(t);
-    const TableLayout table_layout = layout(t);
-    for (std::size_t i = 0; i < leaving.size(); ++i) {
-      if (!table_layout.keeps_ids() &&
-          std::binary_search(kept.begin(), kept.end(), leaving[i].fingerprint)) {
-        continue;
-      }
-      if (table_layout.groups) {
-        // An operand that removes the member; a compaction folds it in.
-        const GroupLayout& g = *table_layout.groups;
-        const Fingerprint permuted = plan_.table(t).Apply(leaving[i].fingerprint);
-        const Fingerprint bits = g.MemberBits(permuted);
-        const GroupLayout::Key key = g.KeyOf(permuted);
-        batch
-            .Merge(table(t), rocksdb::Slice(key.data(), g.key_bytes()),
-                   g.keeps_ids() ? EncodeGroupOperand(g, IdGroupChange{{}, {{bits, leaving[i].id}}})
-                                 : EncodeGroupOperand(g, GroupChange{{}, {bits}}))
-            .PermitUncheckedError();
-        continue;
-      }
-      const TableKey key =
-          table_codec.Encode(plan_.table(t).Apply(leaving[i].fingerprint), leaving[i].id);
-      batch.Delete(table(t), AsSlice(key)).PermitUncheckedError();
-    }
-  }
-  return Status::OK();
 }
 
 Result<std::vector<Fingerprint>> StoreImpl::FingerprintsKept(
@@ -256,7 +194,7 @@ Result<std::vector<Fingerprint>> StoreImpl::FingerprintsKept(
                 [&](Fingerprint a, Fingerprint b) { return perm0.Apply(a) < perm0.Apply(b); });
       for (const Fingerprint fp : fps) {
         bool keeps = false;
-        Status s = ForEachIdOf(*table0, fp, [&](DocumentId id, LoneBits) {
+        Status s = ForEachIdOf(*table0, fp, [&](DocumentId id) {
           keeps = !std::binary_search(leaving.begin(), leaving.end(), IdFingerprint{id, fp},
                                       ByFingerprint);
           return !keeps;
@@ -309,19 +247,10 @@ void StageCountChange(rocksdb::WriteBatch& batch, rocksdb::ColumnFamilyHandle* m
 }  // namespace
 
 Status StoreImpl::WriteUnsynced(rocksdb::WriteBatch& batch) {
-  // Before format 8, table entries change by deletions (removals and
-  // replacements; the removal of a staged document counts too, harmlessly),
-  // in format 2 by puts, and in packed tables by merges, which always come
-  // with table 0's deletion; staged inserts only put records and marks (and
-  // merge the document count). From format 8 no write does: removals are
-  // staged. Queries rely on this count (table_cursors.h): any other write
-  // to a table must join it.
-  const bool changes_tables =
-      (batch.HasDelete() && !stages_removals()) || staging_family() == nullptr;
-  if (changes_tables) table_writes_.Begin();
-  const rocksdb::Status rs = db_->Write(rocksdb::WriteOptions(), &batch);
-  if (changes_tables) table_writes_.End();
-  return FromRocks(rs, "writing to " + path_);
+  // Writers put records and marks (and merge the document count): no
+  // write but a merge's ingestion changes the tables, which queries rely
+  // on (table_cursors.h).
+  return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "writing to " + path_);
 }
 
 Status StoreImpl::MakeDurable() {
@@ -347,7 +276,7 @@ Result<StoreImpl::WriteLocks> StoreImpl::LockForWrite(std::span<const DocumentId
   if (!room.ok()) return room.status();
   while (true) {
     WriteLocks locks{
-        {}, std::shared_lock(load_mu_), std::shared_lock(ingest_mu_), id_locks_.Lock(ids), {}};
+        {}, std::shared_lock(load_mu_), std::shared_lock(ingest_mu_), id_locks_.Lock(ids)};
     const bool merging = merging_ && std::any_of(ids.begin(), ids.end(), [&](DocumentId id) {
                            return std::binary_search(merging_ids_.begin(), merging_ids_.end(), id);
                          });
@@ -383,9 +312,7 @@ Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
     std::size_t i = 0;
     for (const auto& [id, doc] : latest) inserts.push_back({doc, (*old)[i++]});
     rocksdb::WriteBatch batch;
-    Result<int> added = StageInserts(batch, inserts, *locks);
-    if (!added.ok()) return added.status();
-    StageCountChange(batch, meta(), *added);
+    StageCountChange(batch, meta(), StageInserts(batch, inserts));
     if (Status s = WriteUnsynced(batch); !s.ok()) return s;
   }
   // Durable outside the locks, so that other writers can join the fsync.
@@ -394,8 +321,8 @@ Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
 
 Status StoreImpl::Remove(DocumentId id) {
   if (Status s = CheckWritable(); !s.ok()) return s;
-  // From format 8 a removal may stage a mark: room for its entry.
-  Result<WriteLocks> locks = LockForWrite(std::span(&id, 1), stages_removals() ? 1 : 0);
+  // A removal may stage a mark: room for its entry.
+  Result<WriteLocks> locks = LockForWrite(std::span(&id, 1), 1);
   if (!locks.ok()) return locks.status();
   Result<std::vector<IdVersions>> old = CurrentVersions(std::span(&id, 1));
   if (!old.ok()) return old.status();
@@ -406,22 +333,19 @@ Status StoreImpl::Remove(DocumentId id) {
     if (Status s = MakeDurable(); !s.ok()) return s;
     return Status::NotFound("document " + std::to_string(id));
   }
-  const StoredVersion version = *(*old)[0].stored;
   const std::optional<Fingerprint> in_tables = (*old)[0].in_tables();
   rocksdb::WriteBatch batch;
   batch.Delete(documents_family(), AsSlice(EncodeDocumentKey(id))).PermitUncheckedError();
-  if (stages_removals() && in_tables) {
+  if (in_tables) {
     // The next merge takes the version in the tables out.
     staging_->AddRemoval(id);
     batch
         .Put(staging_family(), AsSlice(EncodeDocumentKey(id)),
              EncodeStagingMark({std::nullopt, in_tables}))
         .PermitUncheckedError();
-  } else if (version.staged) {
-    batch.Delete(staging_family(), AsSlice(EncodeDocumentKey(id))).PermitUncheckedError();
   } else {
-    const IdFingerprint leaving{id, version.fingerprint};
-    if (Status s = DeleteTableEntries(batch, std::span(&leaving, 1), *locks); !s.ok()) return s;
+    // Staged only: it leaves with its mark.
+    batch.Delete(staging_family(), AsSlice(EncodeDocumentKey(id))).PermitUncheckedError();
   }
   StageCountChange(batch, meta(), -1);
   if (Status s = WriteUnsynced(batch); !s.ok()) return s;
@@ -463,9 +387,7 @@ Result<CheckResult> StoreImpl::CheckAndInsert(DocumentId id, Fingerprint fingerp
       if (!old.ok()) return old.status();
       const NewDocument doc{id, fingerprint, metadata};
       const PendingInsert insert{&doc, (*old)[0]};
-      Result<int> added = StageInserts(batch, std::span(&insert, 1), *locks);
-      if (!added.ok()) return added.status();
-      StageCountChange(batch, meta(), *added);
+      StageCountChange(batch, meta(), StageInserts(batch, std::span(&insert, 1)));
       // Written unsynced while the lock is held, so that the next
       // CheckAndInsert already sees it; made durable below, outside the
       // lock, where concurrent callers can share the fsync.
@@ -519,21 +441,17 @@ Result<std::unique_ptr<BulkLoader>> StoreImpl::NewBulkLoader(const BulkLoadOptio
   return std::unique_ptr<BulkLoader>(*std::move(loader));
 }
 
-std::uint64_t StoreImpl::EstimatedEntries(std::size_t t) const {
-  // A packed table's keys are groups: the documents family's count stands
-  // in for table 0's entries, and those for each packed table's (each
-  // document once, at most).
+std::uint64_t StoreImpl::EstimatedEntries() const {
   std::uint64_t n = 0;
-  db_->GetIntProperty(packed(0) ? documents_family() : table(packed(t) ? 0 : t),
-                      rocksdb::DB::Properties::kEstimateNumKeys, &n);
+  db_->GetIntProperty(documents_family(), rocksdb::DB::Properties::kEstimateNumKeys, &n);
   return n;
 }
 
 Result<StoreStats> StoreImpl::Stats() const {
   if (Status s = CheckOpen(); !s.ok()) return s;
   StoreStats stats;
-  stats.format_version = format_version_;
-  if (format_version_ >= 6) stats.group_bits = group_bits_;
+  stats.format_version = kFormatVersion;
+  stats.group_bits = group_bits_;
   stats.blocks = plan_.blocks();
   stats.distance = plan_.distance();
   stats.fingerprint = fingerprinter_.options();
@@ -549,9 +467,9 @@ Result<StoreStats> StoreImpl::Stats() const {
   if (!staged.ok()) return staged.status();
   stats.staged_documents = staged->size();
   stats.recent_fingerprints = recent_.size();
-  stats.lone_bits_used = recent_family() != nullptr && !recent_.full();
+  stats.lone_bits_used = !recent_.full();
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-    stats.table_entries.push_back(EstimatedEntries(t));
+    stats.table_entries.push_back(EstimatedEntries());
     rocksdb::ColumnFamilyMetaData family;
     db_->GetColumnFamilyMetaData(table(t), &family);
     stats.table_bytes.push_back(family.size);

@@ -37,17 +37,16 @@ namespace fpstore::internal {
 inline constexpr char kDocumentsFamily[] = "documents";
 inline constexpr char kStagingFamily[] = "staging";
 inline constexpr char kRecentFamily[] = "recent";
-inline constexpr char kCrowdedFamily[] = "crowded";  // format 9
+inline constexpr char kCrowdedFamily[] = "crowded";
 inline constexpr char kFormatVersionKey[] = "fpstore.format_version";
 inline constexpr char kPlanKey[] = "fpstore.plan";
-inline constexpr char kGroupBitsKey[] = "fpstore.group_bits";  // format 7
+inline constexpr char kGroupBitsKey[] = "fpstore.group_bits";
 inline constexpr char kFingerprintKey[] = "fpstore.fingerprint";
 inline constexpr char kDocumentCountKey[] = "fpstore.document_count";
 // Threads a query may wait on the device with (read_pool.h).
 inline constexpr int kReadThreads = 8;
 std::string TableFamilyName(std::size_t table);
 
-inline rocksdb::Slice AsSlice(const TableKey& key) { return {key.data(), key.size()}; }
 inline rocksdb::Slice AsSlice(const DocumentKey& key) { return {key.data(), key.size()}; }
 
 // The error for a staging mark whose value is not a fingerprint.
@@ -55,8 +54,8 @@ Status MalformedStagingMark(DocumentId id);
 
 class BulkLoaderImpl;
 
-// A document as the staging family records it: its staged version, and
-// (format 8) a version of it that the next merge takes out of the tables.
+// A document as the staging family records it: its staged version, and a
+// version of it that the next merge takes out of the tables.
 struct StagedDocument {
   DocumentId id;
   Fingerprint fingerprint;  // the staged version's; 0 for a removal
@@ -66,10 +65,8 @@ struct StagedDocument {
 
 class StoreImpl final : public Store {
  public:
-  // Opens `path`, which must hold a store or be creatable as one; a new
-  // store gets `new_format` (older formats: for tests of their support).
-  static Result<std::unique_ptr<Store>> Open(const std::string& path, const StoreOptions& options,
-                                             int new_format = Store::kFormatVersion);
+  // Opens `path`, which must hold a store or be creatable as one.
+  static Result<std::unique_ptr<Store>> Open(const std::string& path, const StoreOptions& options);
 
   ~StoreImpl() override;
 
@@ -112,29 +109,26 @@ class StoreImpl final : public Store {
     int distance;
     // Found in a table without ids: `id` is not known yet (ResolveIds).
     bool by_fingerprint = false;
-    // Its lone bits (key_codec.h), once read: with its entry in table 0 in
-    // formats 5 to 8, from the crowded family from format 9.
+    // Its lone bits (key_codec.h), once read from the crowded family.
     LoneBits lone = 0;
   };
 
-  StoreImpl(std::string path, StoreOptions options, int format_version, int group_bits,
-            PermutationPlan plan, Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
+  StoreImpl(std::string path, StoreOptions options, int group_bits, PermutationPlan plan,
+            Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
             std::vector<rocksdb::ColumnFamilyHandle*> handles,
-            std::shared_ptr<TableCursorPool> cursors, std::shared_ptr<LoneBitsRewriter> lone_bits,
+            std::shared_ptr<TableCursorPool> cursors,
             std::shared_ptr<MemberFilters> member_filters);
 
   Status CheckOpen() const;
-  // Table t's entries as RocksDB estimates them from its keys. A packed
-  // table's keys are groups: table 0's count (a key per document) stands
-  // for its entries, or from format 10 the documents family's.
-  std::uint64_t EstimatedEntries(std::size_t t) const;
+  // The documents as RocksDB estimates them from the documents family's
+  // keys: the tables' keys are groups, and each holds a document's
+  // fingerprint at most once.
+  std::uint64_t EstimatedEntries() const;
   // Flushes every family's memtable, so that a clean close leaves nothing
-  // in the log. A build older than format 6 replays the log to read the
-  // format version, and RocksDB refuses the packed tables' merge operands
-  // without their merge operator (Corruption instead of NotSupported). And
-  // the next open for writing flushes what the log holds and deletes it:
-  // a read-only open beside it that had read the manifest before would
-  // miss those writes (the document count, in the tools' tests).
+  // in the log: the next open for writing flushes what the log holds and
+  // deletes it, and a read-only open beside it that had read the manifest
+  // before would miss those writes (the document count, in the tools'
+  // tests).
   Status FlushEveryFamily();
   // The error of work that Close cut short.
   Status Closing() const;
@@ -148,9 +142,9 @@ class StoreImpl final : public Store {
     bool staged;
   };
 
-  // What an id has now: its stored version, if any, and (format 8) the
-  // fingerprint of a version that is still in the tables until the next
-  // merge takes it out.
+  // What an id has now: its stored version, if any, and the fingerprint of
+  // a version that is still in the tables until the next merge takes it
+  // out.
   struct IdVersions {
     std::optional<StoredVersion> stored;
     std::optional<Fingerprint> leaving;
@@ -185,14 +179,13 @@ class StoreImpl final : public Store {
   };
 
   // The locks a write holds: its staging room, the load and ingest locks
-  // shared and its ids; and table_deletes_mu_ once it deletes from tables
-  // without ids. Released in reverse: the room last, once the entries are in.
+  // shared and its ids. Released in reverse: the room last, once the
+  // entries are in.
   struct WriteLocks {
     StagingRoom room;
     std::shared_lock<std::shared_mutex> load;
     std::shared_lock<std::shared_mutex> ingest;
     IdLocks::Held ids;
-    std::unique_lock<std::mutex> table_deletes;
   };
 
   // Takes the locks for a write to `ids` (sorted, unique) that stages up to
@@ -202,21 +195,12 @@ class StoreImpl final : public Store {
   Result<WriteLocks> LockForWrite(std::span<const DocumentId> ids, std::size_t staged);
 
   // Adds to `batch` what it takes to make each document current: its record
-  // and its staging mark, which from format 8 names a replaced version
-  // still in the tables (before, the deletion of its table entries goes
-  // in the batch). Adds the staged versions to the staging index first.
-  // Returns how many documents are new.
-  Result<int> StageInserts(rocksdb::WriteBatch& batch, std::span<const PendingInsert> inserts,
-                           WriteLocks& locks);
-  // Adds to `batch` the deletion of the table entries of documents that
-  // leave the tables. A table without ids loses a fingerprint's key only
-  // with the last document that has it: deciding that reads table 0, and no
-  // other writer may decide for the same fingerprint until `batch` is
-  // written, so this takes locks.table_deletes.
-  Status DeleteTableEntries(rocksdb::WriteBatch& batch, std::span<const IdFingerprint> leaving,
-                            WriteLocks& locks);
+  // and its staging mark, which names a replaced version still in the
+  // tables. Adds the staged versions to the staging index first. Returns
+  // how many documents are new.
+  int StageInserts(rocksdb::WriteBatch& batch, std::span<const PendingInsert> inserts);
 
-  // Reads a staging mark of `id`, which only format 8 lets name what leaves.
+  // Reads a staging mark of `id`.
   Status DecodeMark(DocumentId id, std::string_view value, StagingMark* mark) const;
   // The staging marks of `ids` (sorted) at `snapshot` (null: the latest
   // state), in one batched read; an id without one gets an empty mark.
@@ -239,9 +223,9 @@ class StoreImpl final : public Store {
   Result<std::vector<std::vector<Match>>> QueryTables(std::span<const Fingerprint> fingerprints,
                                                       int k, const TableCursors& tables,
                                                       const rocksdb::Snapshot* snapshot) const;
-  // How a probe reads a packed table: its files' member filters (null for
-  // a table that keeps a key each), and the snapshot that the query's
-  // iterators show, for reads of its own that pass files by.
+  // How a probe reads a table: its files' member filters, and the snapshot
+  // that the query's iterators show, for reads of its own that pass files
+  // by.
   struct GroupReads {
     const TableMemberFilter* filter;
     const rocksdb::Snapshot* snapshot;
@@ -267,11 +251,6 @@ class StoreImpl final : public Store {
   // read to report.
   void WarmRecordsOf(const std::vector<std::vector<Hit>>& hits, rocksdb::Iterator& table0,
                      const rocksdb::Snapshot* snapshot) const;
-  // Finds the hits of `query` in table `t` through its iterator `it`; each
-  // document is found in exactly one table. A table without
-  // ids adds one hit by fingerprint for all the documents that have it.
-  Status ScanTable(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
-                   Fingerprint query, int k, std::vector<Hit>& hits) const;
   // The filters of the packed tables' files among `args`, read before their
   // ingestion; none if they could not be read.
   std::optional<MemberFilters::Ingested> ReadIngestedFilters(
@@ -294,12 +273,14 @@ class StoreImpl final : public Store {
   void PublishMemberFilters(std::span<const rocksdb::IngestExternalFileArg> args,
                             const std::optional<MemberFilters::Ingested>& ingested,
                             const Status& ingestion) const;
-  // ScanTable for a packed table: reads the query's group if one of its
-  // files' member filters passes, from only those files if it has several.
+  // Finds the hits of `query` in table `t` through its iterator `it`; each
+  // document is found in exactly one table. Reads the query's group if one
+  // of its files' member filters passes, from only those files if it has
+  // several. A table without ids adds one hit by fingerprint for all the
+  // documents that have it.
   Status ScanGroup(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
                    Fingerprint query, int k, std::vector<Hit>& hits) const;
-  // Sets each hit's lone bits from the crowded family at `snapshot`
-  // (format 9).
+  // Sets each hit's lone bits from the crowded family at `snapshot`.
   Status ReadLoneBits(std::span<Hit> hits, const rocksdb::Snapshot* snapshot) const;
   // Replaces each hit found by fingerprint by one hit per document that
   // table 0 holds with that fingerprint.
@@ -308,21 +289,21 @@ class StoreImpl final : public Store {
   // table 0, at its latest state, holds for a document not in `leaving`.
   // Sorted.
   Result<std::vector<Fingerprint>> FingerprintsKept(std::span<const IdFingerprint> leaving) const;
-  // Calls found(id, lone bits) for each document that table 0, read through
-  // `table0`, holds with `fingerprint`, in id order, while found returns true.
+  // Calls found(id) for each document that table 0, read through `table0`,
+  // holds with `fingerprint`, in id order, while found returns true.
   Status ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
-                     const std::function<bool(DocumentId, LoneBits)>& found) const;
+                     const std::function<bool(DocumentId)>& found) const;
   // Adds to `skip` the tables after `t` that `found`, hits of `query`, leave
   // nothing to find in: tables where `query` shares a hit's prefix and the
-  // hit is alone with it (recent_prefixes.h). Hits whose entry in table 0
-  // was not read yet have no lone bits.
+  // hit is alone with it (recent_prefixes.h). Hits whose bits were not
+  // read yet have none.
   void MarkSkippable(Fingerprint query, std::span<const Hit> found, std::size_t t,
                      LoneBits& skip) const;
 
   // Checks that each of `stale` (indexes into `hits`, and whether the
   // document has a record), table hits whose document record is gone or
   // has another fingerprint at `snapshot`, is a version whose removal is
-  // staged (format 8): else the store is corrupt.
+  // staged: else the store is corrupt.
   Status CheckLeaving(std::span<const Hit> hits,
                       std::span<const std::pair<std::size_t, bool>> stale,
                       const rocksdb::Snapshot* snapshot) const;
@@ -348,28 +329,21 @@ class StoreImpl final : public Store {
   // Adds `fingerprints`, about to enter the tables, to recent_ (and to
   // unsealed_ while a rewrite of the lone bits runs). REQUIRES: merge_mu_.
   void AddRecentPrefixes(std::span<const Fingerprint> fingerprints);
-  // Compacts table 0 and, from format 5 on, writes every fingerprint's lone
-  // bits anew (RefreshLoneBits): in formats 5 to 8 on the way, from format
-  // 9 before it.
-  Status CompactTableZero(const ScanOptions& scan);
-  // Writes every fingerprint's lone bits anew, from the tables
-  // at one snapshot, while merges go on (docs/design.md, "Hits that skip
-  // tables"), then forgets the recent fingerprints that were merged before
-  // the snapshot. Bulk loads wait meanwhile. `in_background`: its scans run
-  // at the lowest CPU priority. REQUIRES: format 5.
+
+  // Writes every fingerprint's lone bits anew, from the tables at one
+  // snapshot, while merges go on (docs/design.md, "Hits that skip tables"),
+  // then forgets the recent fingerprints that were merged before the
+  // snapshot. Bulk loads wait meanwhile. `in_background`: its scans run at
+  // the lowest CPU priority.
   Status RefreshLoneBits(const ScanOptions& scan, bool in_background);
   // RefreshLoneBits' work between the seal and its end: the crowded tables
-  // at `snapshot`; then in formats 5 to 8 table 0 compacted with them, and
-  // whether every entry it holds now has bits no greater than theirs; from
-  // format 9 the crowded family replaced (true once done).
-  Result<bool> RewriteLoneBits(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
-                               bool in_background);
-  // Format 9: the crowded family's entries replaced by `crowded`'s, in one
+  // at `snapshot`, then the crowded family replaced by them in one
   // ingested file.
+  Status RewriteLoneBits(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
+                         bool in_background);
+  // The crowded family's entries replaced by `crowded`'s, in one ingested
+  // file.
   Status ReplaceCrowdedFamily(const CrowdedTables& crowded);
-  // True if no table-0 entry claims a table that `crowded` says is not
-  // lone: then the recent fingerprints sealed with it are needed no more.
-  Result<bool> LoneBitsMatch(const CrowdedTables& crowded) const;
   // Ends a rewrite begun by sealing recent_: if `rewritten`, the recent
   // family keeps only the fingerprints merged since, and recent_ drops the
   // sealed ones.
@@ -429,7 +403,7 @@ class StoreImpl final : public Store {
                   Runs runs = Runs::kLinkedWithIds) const;
   // Which versions a scan sees: the documents' current ones; or those and
   // every version still in the tables, as the tables' lone bits must count
-  // them (format 8: versions whose removal is staged).
+  // them (versions whose removal is staged).
   enum class Versions { kCurrent, kAlsoLeaving };
 
   // ScanRuns at `snapshot`, which shows every table in one state: taken by
@@ -460,49 +434,18 @@ class StoreImpl final : public Store {
   void FingerprintTableProblems(std::size_t t, const rocksdb::Snapshot* snapshot,
                                 const std::function<void(std::string)>& problem) const;
 
-  // Table t's key layout: up to format 3 every table keeps ids; from
-  // format 4 only table 0 does, and the others hold each fingerprint once
-  // (docs/format.md).
-  TableKeyCodec codec(std::size_t t) const {
-    return TableKeyCodec(plan_.table(t).prefix_bits(), format_version_ < 4 || t == 0
-                                                           ? TableKeyCodec::Ids::kKept
-                                                           : TableKeyCodec::Ids::kNone);
-  }
-  // From format 8, a replacement or removal leaves the tables at the next
-  // merge, not in its own write (docs/design.md, "Inserts").
-  bool stages_removals() const { return format_version_ >= 8; }
-  // From format 6, tables 1 and up keep packed groups (table_groups.h), and
-  // from format 10 table 0 too, its members with their documents' ids.
-  bool packed(std::size_t t) const { return IsPackedTable(format_version_, t); }
-  // REQUIRES: packed(t)
+  // Table t's groups: table 0's members keep their documents' ids, the
+  // others' do not (docs/format.md).
   GroupLayout group_layout(std::size_t t) const { return TableGroupLayout(plan_, t, group_bits_); }
-  // Table t holds an entry per document, with its id (table 0, and every
-  // table before format 4), rather than each fingerprint once.
-  bool keeps_ids(std::size_t t) const { return layout(t).keeps_ids(); }
-  TableLayout layout(std::size_t t) const {
-    TableLayout l{codec(t), std::nullopt};
-    if (packed(t)) l.groups = group_layout(t);
-    return l;
-  }
 
   rocksdb::ColumnFamilyHandle* documents_family() const { return handles_[1]; }
-  // Null in a format 2 store, which has no staging: inserts go straight
-  // into the tables there.
-  rocksdb::ColumnFamilyHandle* staging_family() const {
-    return format_version_ >= 3 ? handles_[2] : nullptr;
-  }
-  // Null before format 5, which has no lone bits.
-  rocksdb::ColumnFamilyHandle* recent_family() const {
-    return format_version_ >= 5 ? handles_[3 + plan_.table_count()] : nullptr;
-  }
-  // From format 9, the lone bits of the crowded fingerprints, which table
-  // 0's values held in formats 5 to 8; null before.
-  rocksdb::ColumnFamilyHandle* crowded_family() const {
-    return format_version_ >= 9 ? handles_[4 + plan_.table_count()] : nullptr;
-  }
+  rocksdb::ColumnFamilyHandle* staging_family() const { return handles_[2]; }
+  rocksdb::ColumnFamilyHandle* recent_family() const { return handles_[3 + plan_.table_count()]; }
+  // The lone bits of the crowded fingerprints.
+  rocksdb::ColumnFamilyHandle* crowded_family() const { return handles_[4 + plan_.table_count()]; }
   // Every table's family, in table order.
   std::span<rocksdb::ColumnFamilyHandle* const> tables() const {
-    return std::span(handles_).subspan(format_version_ >= 3 ? 3 : 2, plan_.table_count());
+    return std::span(handles_).subspan(3, plan_.table_count());
   }
   rocksdb::ColumnFamilyHandle* table(std::size_t t) const { return tables()[t]; }
   rocksdb::ColumnFamilyHandle* meta() const { return handles_[0]; }
@@ -512,14 +455,12 @@ class StoreImpl final : public Store {
 
   const std::string path_;
   const StoreOptions options_;
-  const int format_version_;  // as recorded in the store
-  const int group_bits_;      // packed tables' (format 6 and up): as recorded
+  const int group_bits_;  // where the tables cut their groups, as recorded
   const PermutationPlan plan_;
   const Fingerprinter fingerprinter_;
   std::unique_ptr<rocksdb::DB> db_;
   // [0] default (metadata), [1] documents, [2] staging, [3 + t] table t,
-  // then (format 5) recent, then (format 9) crowded; in format 2, [2 + t]
-  // table t.
+  // then recent, then crowded.
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   GroupCommit group_commit_;
   // Table iterators kept between queries, and the writes that make a query
@@ -543,14 +484,12 @@ class StoreImpl final : public Store {
   // stored versions it matches its documents against must stay current
   // until its files are in) and for a merge's ingestion beside queries.
   // Queries and scans go on meanwhile; they wait for ingest_mu_ only
-  // (Verify also for lone_bits_mu_). Taken before ingest_mu_. (Shared locks
+  // Taken before ingest_mu_. (Shared locks
   // of std::shared_mutex let new readers pass a waiting writer on glibc: a
   // stream of queries can delay an ingestion, and with it, here, writers.)
   mutable std::shared_mutex load_mu_;
   // Serialises CheckAndInsert's look-then-write.
   std::mutex check_mu_;
-  // Serialises DeleteTableEntries' look-then-write.
-  std::mutex table_deletes_mu_;
 
   // Staged documents in memory (staging_index.h). The pointers change only
   // with ingest_mu_ held exclusively and staging_mu_ held, so a holder of
@@ -579,9 +518,6 @@ class StoreImpl final : public Store {
   // (those a rewrite that failed left: it waits for as many again).
   std::thread refresher_;
   std::atomic<std::uint64_t> refresh_after_{0};
-  // Held by Verify (shared) and by a rewrite of the lone bits while it
-  // compacts table 0.
-  mutable std::shared_mutex lone_bits_mu_;
   // Guards merge_error_, stopping_ and the staging room's counts;
   // staging_cv_ announces room in the staging index, the end of a merge,
   // and the need for one.
@@ -597,8 +533,6 @@ class StoreImpl final : public Store {
   // Add (AddRecentPrefixes) and Seal with merge_mu_ held; DropSealed with
   // merge_mu_ and ingest_mu_ held.
   RecentPrefixes recent_{plan_, RecentPrefixesLimit()};
-  // Table 0's compaction filter factory, in formats 5 to 8; else null.
-  const std::shared_ptr<LoneBitsRewriter> lone_bits_;
   // The packed tables' filters (member_filters.h): a merge's files' are
   // published before its ingestion, and a bulk load's after it with
   // ingest_mu_ held exclusively, so that a query, which reads the view

@@ -1,4 +1,4 @@
-// Rewriting table 0's lone bits while merges go on, by Compact or in the
+// Rewriting the lone bits while merges go on, by Compact or in the
 // background once enough fingerprints were merged (lone_bits_refresh.h,
 // docs/design.md, "Hits that skip tables").
 
@@ -64,20 +64,19 @@ Status StoreImpl::RefreshLoneBits(const ScanOptions& scan, bool in_background) {
     sealed = recent_.size();
   }
   rocksdb::ManagedSnapshot snapshot(db_.get(), at);
-  Result<bool> rewritten = RewriteLoneBits(scan, snapshot.snapshot(), in_background);
-  const Status ended = EndLoneBitsRefresh(rewritten.ok() && *rewritten);
-  const Status s = !rewritten.ok() ? rewritten.status() : ended;
+  const Status rewritten = RewriteLoneBits(scan, snapshot.snapshot(), in_background);
+  const Status ended = EndLoneBitsRefresh(rewritten.ok());
+  const Status s = !rewritten.ok() ? rewritten : ended;
   rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, db_->GetDBOptions().info_log.get(),
                "fpstore: lone bits %s after %llu recent fingerprints, in %.1f s%s%s",
-               s.ok() && *rewritten ? "rewritten" : "not rewritten",
-               static_cast<unsigned long long>(sealed),
+               s.ok() ? "rewritten" : "not rewritten", static_cast<unsigned long long>(sealed),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                s.ok() ? "" : ": ", s.ok() ? "" : s.ToString().c_str());
   return s;
 }
 
-Result<bool> StoreImpl::RewriteLoneBits(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
-                                        bool in_background) {
+Status StoreImpl::RewriteLoneBits(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
+                                  bool in_background) {
   rocksdb::Logger* const log = db_->GetDBOptions().info_log.get();
   auto start = std::chrono::steady_clock::now();
   auto seconds = [&start] {
@@ -121,44 +120,11 @@ Result<bool> StoreImpl::RewriteLoneBits(const ScanOptions& scan, const rocksdb::
   // and their neighbours' bits ignore them; their prefixes are recent and
   // stay so, which makes both harmless (lone_bits_refresh.h).
   BeforeLoneBitsRewrite(closing_);
-  if (crowded_family() != nullptr) {
-    if (Status s = AtLowPriority(in_background, [&] { return ReplaceCrowdedFamily(*bits); });
-        !s.ok()) {
-      return s;
-    }
-    rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, log, "fpstore: lone bits: %s written in %.1f s",
-                 kCrowdedFamily, seconds());
-    return true;
-  }
-
-  // Verify's snapshot would see the rewritten values (compaction filters
-  // ignore snapshots) beside tables older than the bits.
-  std::unique_lock rewrite(lone_bits_mu_);
-  rocksdb::CompactRangeOptions cro;
-  // The bottom level's files too, but for those this compaction wrote
-  // (kForce wrote table 0 twice). Those of a compaction that began without
-  // the rewriter and ended during this one are not among them; an entry
-  // left unwritten anyway is what the check below finds.
-  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
-  // Flushes and the other families' compactions go on: inserts need them.
-  cro.exclusive_manual_compaction = false;
-  cro.canceled = &closing_;
-  lone_bits_->Start(bits);
-  const rocksdb::Status rs = db_->CompactRange(cro, table(0), nullptr, nullptr);
-  lone_bits_->Stop();
-  rewrite.unlock();
-  if (closing_) return Closing();
-  if (!rs.ok()) return FromRocks(rs, "compacting " + TableFamilyName(0));
-  rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, log, "fpstore: lone bits: %s compacted in %.1f s",
-               TableFamilyName(0).c_str(), seconds());
-  // Checked rather than assumed of RocksDB: an entry the compaction did not
-  // rewrite may have bits that only the sealed prefixes make safe.
-  Result<bool> matched = false;
-  (void)AtLowPriority(in_background, [&] {
-    matched = LoneBitsMatch(*bits);
-    return matched.status();
-  });
-  return matched;
+  s = AtLowPriority(in_background, [&] { return ReplaceCrowdedFamily(*bits); });
+  if (!s.ok()) return s;
+  rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, log, "fpstore: lone bits: %s written in %.1f s",
+               kCrowdedFamily, seconds());
+  return Status::OK();
 }
 
 Status StoreImpl::ReplaceCrowdedFamily(const CrowdedTables& crowded) {
@@ -172,19 +138,6 @@ Status StoreImpl::ReplaceCrowdedFamily(const CrowdedTables& crowded) {
   // Its own family, which nothing else writes: queries read it at their
   // snapshots, and an ingested file's entries are newer than every one.
   return FromRocks(db_->IngestExternalFiles(args), "writing " + std::string(kCrowdedFamily));
-}
-
-Result<bool> StoreImpl::LoneBitsMatch(const CrowdedTables& crowded) const {
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ScanReadOptions(nullptr), table(0)));
-  std::string expected;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    if (!lone_bits_->ValueFor(crowded, it->key(), &expected) ||
-        (DecodeLoneBits(it->value().ToStringView()) & ~DecodeLoneBits(expected)) != 0) {
-      return false;
-    }
-  }
-  if (!it->status().ok()) return FromRocks(it->status(), "scanning " + TableFamilyName(0));
-  return true;
 }
 
 Status StoreImpl::EndLoneBitsRefresh(bool rewritten) {
@@ -233,7 +186,7 @@ bool StoreImpl::RefreshDue() const {
   const std::uint64_t after = refresh_after_;
   // Checked before the store's size is asked for: this runs on every wake.
   if (recent <= after || recent - after < LoneBitsRefreshThreshold(0)) return false;
-  return recent - after >= LoneBitsRefreshThreshold(EstimatedEntries(0));
+  return recent - after >= LoneBitsRefreshThreshold(EstimatedEntries());
 }
 
 void StoreImpl::RefreshWhenDue() {

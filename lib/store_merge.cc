@@ -58,8 +58,8 @@ Status StoreImpl::LoadStagingIndex() {
   // be queried, room for what is staged.
   Result<std::vector<StagedDocument>> staged = StagedDocuments(nullptr);
   if (!staged.ok()) return staged.status();
-  const bool stages = !options_.read_only && staging_family() != nullptr;
-  const std::size_t room = stages ? std::max(staged->size(), StagingRoomEntries()) : staged->size();
+  const std::size_t room =
+      options_.read_only ? staged->size() : std::max(staged->size(), StagingRoomEntries());
   staging_ = std::make_shared<StagingIndex>(plan_.distance(), room);
   std::vector<StagingIndex::Entry> entries;
   entries.reserve(staged->size());
@@ -103,7 +103,6 @@ Status StoreImpl::LoadRecentPrefixes() {
 
 Result<std::vector<StagedDocument>> StoreImpl::StagedDocuments(
     const rocksdb::Snapshot* snapshot, std::span<const DocumentId> ids) const {
-  if (staging_family() == nullptr) return std::vector<StagedDocument>();
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
   char first[8], past_last[8];
@@ -136,8 +135,7 @@ Result<std::vector<StagedDocument>> StoreImpl::StagedDocuments(
 }
 
 Result<StoreImpl::StagingRoom> StoreImpl::ReserveStagingRoom(std::size_t entries) {
-  // Format 2 writes table entries directly and stages nothing.
-  if (entries == 0 || staging_family() == nullptr) return StagingRoom();
+  if (entries == 0) return StagingRoom();
   // Counting only what was staged, writers admitted just below the room
   // went past it, and the index grew and rehashed under its lock: queries
   // waited up to a second, once a merge.

@@ -39,7 +39,7 @@ struct Metadata {
   int blocks = 0;
   int distance = 0;
   FingerprintOptions fingerprint;
-  int group_bits = kFormat6GroupBits;  // recorded from format 7
+  int group_bits = 0;
 };
 
 bool ParseInt(std::string_view s, int& out) {
@@ -73,24 +73,18 @@ Result<Metadata> ReadMetadata(const std::string& path) {
   rs = get(kFormatVersionKey, value);
   if (rs.IsNotFound() || !ParseInt(value, meta.format_version)) {
     result = Status::InvalidArgument(not_ours);
-  } else if (meta.format_version > Store::kFormatVersion) {
-    result = Status::NotSupported(path + " has on-disk format version " + value +
-                                  "; this build reads up to version " +
-                                  std::to_string(Store::kFormatVersion));
-  } else if (meta.format_version < Store::kOldestFormatVersion) {
-    result = Status::NotSupported(path + " has on-disk format version " + value +
-                                  ", whose table keys this build cannot read (it reads versions " +
-                                  std::to_string(Store::kOldestFormatVersion) + " to " +
-                                  std::to_string(Store::kFormatVersion) +
-                                  "); rebuild the store from its documents with fpstore-load");
-  } else if (!get(kPlanKey, value).ok() ||
-             std::sscanf(value.c_str(), "blocks=%d distance=%d", &meta.blocks,
-                         &meta.distance) != 2) {
+  } else if (meta.format_version != Store::kFormatVersion) {
+    result = Status::NotSupported(
+        path + " has on-disk format version " + value + "; this build reads and writes version " +
+        std::to_string(Store::kFormatVersion) +
+        " only. Dump its documents with the fpstore-admin that wrote it (fpstore-admin dump) "
+        "and load them into a new store with this fpstore-load");
+  } else if (!get(kPlanKey, value).ok() || std::sscanf(value.c_str(), "blocks=%d distance=%d",
+                                                       &meta.blocks, &meta.distance) != 2) {
     result = Status::Corruption(path + ": unreadable plan record \"" + value + "\"");
-  } else if (meta.format_version >= 7 && !get(kGroupBitsKey, value).ok()) {
+  } else if (!get(kGroupBitsKey, value).ok()) {
     result = Status::Corruption(path + ": missing group bits record");
-  } else if (meta.format_version >= 7 &&
-             (!ParseInt(value, meta.group_bits) || meta.group_bits < 1 || meta.group_bits > 64)) {
+  } else if (!ParseInt(value, meta.group_bits) || meta.group_bits < 1 || meta.group_bits > 64) {
     result = Status::Corruption(path + ": unreadable group bits record \"" + value + "\"");
   } else if (!get(kFingerprintKey, value).ok()) {
     result = Status::Corruption(path + ": missing fingerprint options record");
@@ -110,15 +104,14 @@ Status CheckAgainstRecorded(const std::string& path, const StoreOptions& options
                             const Metadata& meta) {
   auto mismatch = [&](const std::string& what, const std::string& asked,
                       const std::string& recorded) {
-    return Status::InvalidArgument(path + " was created with " + what + " " + recorded +
-                                   ", not " + asked);
+    return Status::InvalidArgument(path + " was created with " + what + " " + recorded + ", not " +
+                                   asked);
   };
   if (options.blocks && *options.blocks != meta.blocks) {
     return mismatch("blocks", std::to_string(*options.blocks), std::to_string(meta.blocks));
   }
   if (options.distance && *options.distance != meta.distance) {
-    return mismatch("distance", std::to_string(*options.distance),
-                    std::to_string(meta.distance));
+    return mismatch("distance", std::to_string(*options.distance), std::to_string(meta.distance));
   }
   if (options.fingerprint && !(*options.fingerprint == meta.fingerprint)) {
     return mismatch("fingerprint options", "\"" + options.fingerprint->ToString() + "\"",
@@ -225,7 +218,7 @@ bool IsEmptyOrAbsent(const std::string& path) {
 }  // namespace
 
 Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
-                                               const StoreOptions& options, int new_format) {
+                                               const StoreOptions& options) {
   // None would never merge and hold every insert for room; past 2^30 the
   // staging index's 32-bit entry numbers could wrap.
   if (options.staged_documents == 0 ||
@@ -253,12 +246,10 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
     if (!options.create_if_missing || options.read_only) {
       return Status::NotFound("no store at " + path);
     }
-    meta = {new_format, options.blocks.value_or(6), options.distance.value_or(3),
-            options.fingerprint.value_or(FingerprintOptions{})};
-    if (new_format >= 7) {
-      meta.group_bits = GroupBitsFor(
-          options.expected_documents.value_or(StoreOptions::kDefaultExpectedDocuments));
-    }
+    meta = {
+        Store::kFormatVersion, options.blocks.value_or(6), options.distance.value_or(3),
+        options.fingerprint.value_or(FingerprintOptions{}),
+        GroupBitsFor(options.expected_documents.value_or(StoreOptions::kDefaultExpectedDocuments))};
   }
 
   Result<PermutationPlan> plan = PermutationPlan::Create(meta.blocks, meta.distance);
@@ -271,13 +262,10 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
     if (Status s = reservation.Reserve(path); !s.ok()) return s;
   }
 
-  RocksConfig config = MakeRocksConfig(options, *plan, meta.format_version, meta.group_bits);
+  RocksConfig config = MakeRocksConfig(options, *plan, meta.group_bits);
   auto cursors = std::make_shared<TableCursorPool>(/*refresh=*/!options.read_only);
   config.db.listeners.push_back(TableCursorPool::MakeListener(cursors));
-  std::vector<bool> packed(plan->table_count());
-  for (std::size_t t = 0; t < packed.size(); ++t) packed[t] = IsPackedTable(meta.format_version, t);
-  auto member_filters = std::make_shared<MemberFilters>(*plan, std::move(packed), meta.group_bits,
-                                                        config.block_cache);
+  auto member_filters = std::make_shared<MemberFilters>(*plan, meta.group_bits, config.block_cache);
   config.db.listeners.push_back(MemberFilters::MakeListener(member_filters));
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
@@ -310,9 +298,8 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   if (!rs.ok()) return FromRocks(rs, "opening " + path);
 
   std::unique_ptr<StoreImpl> store(
-      new StoreImpl(path, options, meta.format_version, meta.group_bits, *std::move(plan),
-                    *std::move(fingerprinter), std::unique_ptr<rocksdb::DB>(raw), handles, cursors,
-                    config.lone_bits, member_filters));
+      new StoreImpl(path, options, meta.group_bits, *std::move(plan), *std::move(fingerprinter),
+                    std::unique_ptr<rocksdb::DB>(raw), handles, cursors, member_filters));
   if (!options.read_only) reservation.HandTo(store.get());
   store->member_filters_->Attach(store->db_.get(), store->tables());
   if (Status s = store->LoadStagingIndex(); !s.ok()) return s.WithContext(path);
@@ -326,9 +313,8 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
     std::vector<std::pair<const char*, std::string>> records = {
         {kFormatVersionKey, std::to_string(meta.format_version)},
         {kPlanKey, plan_text},
-        {kFingerprintKey, meta.fingerprint.ToString()}};
-    if (meta.format_version >= 7)
-      records.emplace_back(kGroupBitsKey, std::to_string(meta.group_bits));
+        {kFingerprintKey, meta.fingerprint.ToString()},
+        {kGroupBitsKey, std::to_string(meta.group_bits)}};
     for (const auto& [key, value] : records) {
       if (s.ok()) s = FromRocks(batch.Put(store->meta(), key, value), "creating " + path);
     }
@@ -344,23 +330,18 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   }
   if (!options.read_only) {
     store->merger_ = std::thread([raw = store.get()] { raw->MergeWhenFull(); });
-    if (store->recent_family() != nullptr) {
-      store->refresher_ = std::thread([raw = store.get()] { raw->RefreshWhenDue(); });
-    }
+    store->refresher_ = std::thread([raw = store.get()] { raw->RefreshWhenDue(); });
   }
   return std::unique_ptr<Store>(std::move(store));
 }
 
-StoreImpl::StoreImpl(std::string path, StoreOptions options, int format_version, int group_bits,
-                     PermutationPlan plan, Fingerprinter fingerprinter,
-                     std::unique_ptr<rocksdb::DB> db,
+StoreImpl::StoreImpl(std::string path, StoreOptions options, int group_bits, PermutationPlan plan,
+                     Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
                      std::vector<rocksdb::ColumnFamilyHandle*> handles,
                      std::shared_ptr<TableCursorPool> cursors,
-                     std::shared_ptr<LoneBitsRewriter> lone_bits,
                      std::shared_ptr<MemberFilters> member_filters)
     : path_(std::move(path)),
       options_(std::move(options)),
-      format_version_(format_version),
       group_bits_(group_bits),
       plan_(std::move(plan)),
       fingerprinter_(std::move(fingerprinter)),
@@ -368,7 +349,6 @@ StoreImpl::StoreImpl(std::string path, StoreOptions options, int format_version,
       handles_(std::move(handles)),
       group_commit_([this] { return FromRocks(db_->SyncWAL(), "syncing " + path_); }),
       cursors_(std::move(cursors)),
-      lone_bits_(std::move(lone_bits)),
       member_filters_(std::move(member_filters)) {
   cursors_->Attach(db_.get(), tables());
 }

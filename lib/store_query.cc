@@ -14,62 +14,15 @@
 
 namespace fpstore::internal {
 
-Status StoreImpl::ScanTable(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
-                            Fingerprint query, int k, std::vector<Hit>& hits) const {
-  if (groups.filter != nullptr) return ScanGroup(it, groups, t, query, k, hits);
-  const TablePermutation& perm = plan_.table(t);
-  const TableKeyCodec codec = this->codec(t);
-  const Fingerprint permuted_query = perm.Apply(query);
-  const Fingerprint prefix = permuted_query & perm.prefix_mask();
-  // Documents that share one fingerprint sit side by side; once a long run of
-  // them is known to be rejected here, jump over the rest with one seek.
-  constexpr int kSkipAfter = 16;
-  Fingerprint run_value = 0;
-  int run_rejected = 0;
-  it.Seek(AsSlice(codec.Encode(prefix, 0)));
-  while (it.Valid()) {
-    TableEntry e;
-    if (!codec.Decode(it.key().ToStringView(), &e)) {
-      return Status::Corruption(TableFamilyName(t) + " holds a malformed key " +
-                                it.key().ToString(true));
-    }
-    if ((e.permuted & perm.prefix_mask()) != prefix) break;
-    const int d = HammingDistance(e.permuted, permuted_query);
-    bool accepted = false;
-    if (d <= k) {
-      const Fingerprint fp = perm.Invert(e.permuted);
-      if (plan_.FirstSharedTable(query, fp) == static_cast<int>(t)) {
-        hits.push_back({e.id, fp, d, !codec.keeps_ids(),
-                        t == 0 ? DecodeLoneBits(it.value().ToStringView()) : 0});
-        accepted = true;
-      }
-    }
-    if (accepted || e.permuted != run_value) {
-      run_value = e.permuted;
-      run_rejected = 0;
-    }
-    if (!accepted && ++run_rejected == kSkipAfter) {
-      if (e.permuted == ~Fingerprint{0}) break;
-      it.Seek(AsSlice(codec.Encode(e.permuted + 1, 0)));
-      run_rejected = 0;
-      continue;
-    }
-    it.Next();
-  }
-  // The context only when needed: a probe is a few microseconds.
-  if (it.status().ok()) return Status::OK();
-  return FromRocks(it.status(), "scanning " + TableFamilyName(t));
-}
-
 Status StoreImpl::ScanGroup(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
                             Fingerprint query, int k, std::vector<Hit>& hits) const {
   const TablePermutation& perm = plan_.table(t);
   const Fingerprint permuted_query = perm.Apply(query);
   // Most probes of a crawler find nothing: the files' member filters tell
-  // without reading a group.
+  // without reading a group. The probe's prefix lies in one group (G <= p).
   if (!groups.filter->MayContain(permuted_query)) return Status::OK();
-  // The probe's prefix lies in one group (G <= p). Merges and removals
-  // write operands for nearly every group, so the group is in every file:
+  // Merges and removals write operands for nearly every group, so the
+  // group is in every file:
   // where there are several, a read of its own skips those whose filters
   // show no change to a member with the prefix (the kept iterator would
   // read a block of each), at the query's snapshot.
@@ -109,8 +62,8 @@ Status StoreImpl::ScanGroup(rocksdb::Iterator& it, const GroupReads& groups, std
     if (d > k) continue;
     const Fingerprint fp = perm.Invert(permuted);
     if (plan_.FirstSharedTable(query, fp) == static_cast<int>(t)) {
-      // Table 0's members name their documents (format 10); the others'
-      // are resolved through it.
+      // Table 0's members name their documents; the others' are resolved
+      // through it.
       if (layout.keeps_ids()) {
         hits.push_back({layout.IdAt(member), fp, d, /*by_fingerprint=*/false, 0});
       } else {
@@ -122,47 +75,32 @@ Status StoreImpl::ScanGroup(rocksdb::Iterator& it, const GroupReads& groups, std
 }
 
 Status StoreImpl::ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
-                              const std::function<bool(DocumentId, LoneBits)>& found) const {
+                              const std::function<bool(DocumentId)>& found) const {
   const Fingerprint permuted = plan_.table(0).Apply(fingerprint);
-  if (packed(0)) {
-    // The fingerprint's documents are a run of members of one group.
-    const GroupLayout layout = group_layout(0);
-    const GroupLayout::Key key = layout.KeyOf(permuted);
-    const rocksdb::Slice key_slice(key.data(), layout.key_bytes());
-    // Callers that go through fingerprints in table 0's order find the
-    // iterator on their group already, its operands folded.
-    if (!table0.Valid() || table0.key() != key_slice) table0.Seek(key_slice);
-    if (!table0.Valid() || table0.key() != key_slice) {
-      if (table0.status().ok()) return Status::OK();
-      return FromRocks(table0.status(), "reading " + TableFamilyName(0));
-    }
-    const std::string_view value = table0.value().ToStringView();
-    const Fingerprint group = layout.GroupOf(permuted);
-    const std::optional<std::size_t> first = FirstMemberAtLeast(layout, group, value, permuted);
-    if (!first) {
-      return Status::Corruption(TableFamilyName(0) + " holds a malformed group " +
-                                table0.key().ToString(true));
-    }
-    const std::size_t width = layout.member_bytes();
-    for (std::size_t i = *first; i < value.size() / width; ++i) {
-      const char* member = value.data() + i * width;
-      if (layout.MemberAt(group, member) != permuted || !found(layout.IdAt(member), 0)) break;
-    }
-    return Status::OK();
+  // The fingerprint's documents are a run of members of one group.
+  const GroupLayout layout = group_layout(0);
+  const GroupLayout::Key key = layout.KeyOf(permuted);
+  const rocksdb::Slice key_slice(key.data(), layout.key_bytes());
+  // Callers that go through fingerprints in table 0's order find the
+  // iterator on their group already, its operands folded.
+  if (!table0.Valid() || table0.key() != key_slice) table0.Seek(key_slice);
+  if (!table0.Valid() || table0.key() != key_slice) {
+    if (table0.status().ok()) return Status::OK();
+    return FromRocks(table0.status(), "reading " + TableFamilyName(0));
   }
-  const TableKeyCodec codec0 = codec(0);
-  for (table0.Seek(AsSlice(codec0.Encode(permuted, 0))); table0.Valid(); table0.Next()) {
-    TableEntry e;
-    if (!codec0.Decode(table0.key().ToStringView(), &e)) {
-      return Status::Corruption(TableFamilyName(0) + " holds a malformed key " +
-                                table0.key().ToString(true));
-    }
-    if (e.permuted != permuted || !found(e.id, DecodeLoneBits(table0.value().ToStringView()))) {
-      break;
-    }
+  const std::string_view value = table0.value().ToStringView();
+  const Fingerprint group = layout.GroupOf(permuted);
+  const std::optional<std::size_t> first = FirstMemberAtLeast(layout, group, value, permuted);
+  if (!first) {
+    return Status::Corruption(TableFamilyName(0) + " holds a malformed group " +
+                              table0.key().ToString(true));
   }
-  if (table0.status().ok()) return Status::OK();
-  return FromRocks(table0.status(), "reading " + TableFamilyName(0));
+  const std::size_t width = layout.member_bytes();
+  for (std::size_t i = *first; i < value.size() / width; ++i) {
+    const char* member = value.data() + i * width;
+    if (layout.MemberAt(group, member) != permuted || !found(layout.IdAt(member))) break;
+  }
+  return Status::OK();
 }
 
 Status StoreImpl::ReadLoneBits(std::span<Hit> hits, const rocksdb::Snapshot* snapshot) const {
@@ -195,8 +133,8 @@ Status StoreImpl::ResolveIds(std::vector<Hit>& hits, rocksdb::Iterator& table0) 
       continue;
     }
     const std::size_t before = resolved.size();
-    Status s = ForEachIdOf(table0, h.fingerprint, [&](DocumentId id, LoneBits lone) {
-      resolved.push_back({id, h.fingerprint, h.distance, false, lone});
+    Status s = ForEachIdOf(table0, h.fingerprint, [&](DocumentId id) {
+      resolved.push_back({id, h.fingerprint, h.distance, false, h.lone});
       return true;
     });
     if (!s.ok()) return s;
@@ -268,8 +206,7 @@ Result<std::vector<Match>> StoreImpl::ToMatches(std::vector<Hit> hits,
   std::vector<Match> matches;
   matches.reserve(hits.size());
   // Hits whose record is gone (false) or moved on (true): table entries
-  // that a staged removal (format 8) takes out at the next merge, or else
-  // corruption.
+  // that a staged removal takes out at the next merge, or else corruption.
   std::vector<std::pair<std::size_t, bool>> stale;
   for (std::size_t i = 0; i < hits.size(); ++i) {
     if (!statuses[i].ok() && !statuses[i].IsNotFound()) {
@@ -389,7 +326,7 @@ Status StoreImpl::ProbeTable(rocksdb::Iterator& it, const GroupReads& groups, st
     return t < RecentPrefixes::kMaxTables && (skip[i] >> t & 1) != 0;
   };
   if (fingerprints.size() == 1) {
-    return skipped(0) ? Status::OK() : ScanTable(it, groups, t, fingerprints[0], k, hits[0]);
+    return skipped(0) ? Status::OK() : ScanGroup(it, groups, t, fingerprints[0], k, hits[0]);
   }
   // Probes in key order keep the iterator moving forward through the table.
   std::vector<std::size_t> order(fingerprints.size());
@@ -399,7 +336,7 @@ Status StoreImpl::ProbeTable(rocksdb::Iterator& it, const GroupReads& groups, st
   });
   for (std::size_t i : order) {
     if (skipped(i)) continue;
-    if (Status s = ScanTable(it, groups, t, fingerprints[i], k, hits[i]); !s.ok()) return s;
+    if (Status s = ScanGroup(it, groups, t, fingerprints[i], k, hits[i]); !s.ok()) return s;
   }
   return Status::OK();
 }
@@ -473,16 +410,16 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
   // and found nothing was most likely a prefix filter's false positive:
   // handing off the rest cost cold misses more than it saved.
   std::size_t found = 0;
-  // Hits read from table 0 as soon as they are found, for their lone bits,
-  // which may spare the query tables still to come (MarkSkippable).
-  const bool lone_bits = recent_family() != nullptr && !recent_.full();
+  // Hits' lone bits read as soon as they are found, which may spare the
+  // query tables still to come (MarkSkippable).
+  const bool lone_bits = !recent_.full();
   std::vector<LoneBits> skip(fingerprints.size(), 0);
   std::vector<std::size_t> marked(fingerprints.size(), 0);  // hits[i] seen by MarkSkippable
   // One clock reading per table: each table's end is the next one's start.
   auto start = std::chrono::steady_clock::now();
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-    if (Status s =
-            ProbeTable(*tables.tables[t], {(*filters)[t].get(), snapshot}, t, fingerprints, k, skip, hits);
+    if (Status s = ProbeTable(*tables.tables[t], {(*filters)[t].get(), snapshot}, t, fingerprints,
+                              k, skip, hits);
         !s.ok()) {
       return s;
     }
@@ -496,23 +433,16 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
       for (std::size_t i = 0; i < fingerprints.size(); ++i) {
         if (hits[i].size() == marked[i]) continue;
         std::vector<Hit> fresh(hits[i].begin() + marked[i], hits[i].end());
-        // Before a hand-off in formats 5 to 8, only hits from table 0,
-        // whose bits came with them: reading table 0 for the others would
-        // wait on the device once more before the tables side by side.
-        // From format 9 the bits are the crowded family's, a small family
-        // whose filters are in memory: every hit's.
-        if (crowded_family() != nullptr) {
-          if (Status s = ReadLoneBits(fresh, snapshot); !s.ok()) return s;
-        } else if (!hand_off) {
-          if (Status s = ResolveIds(fresh, *tables.tables[0]); !s.ok()) return s;
-        }
+        // The crowded family is small, and its filters in memory: most
+        // fingerprints are not there, and need no read.
+        if (Status s = ReadLoneBits(fresh, snapshot); !s.ok()) return s;
         MarkSkippable(fingerprints[i], fresh, t, skip[i]);
         hits[i].resize(marked[i]);
         hits[i].insert(hits[i].end(), fresh.begin(), fresh.end());
         marked[i] = hits[i].size();
       }
       found = HitCount(hits);
-      start = std::chrono::steady_clock::now();  // table 0's reads are not the next table's
+      start = std::chrono::steady_clock::now();  // the bits' reads are not the next table's
     }
     if (hand_off) {
       Status s =

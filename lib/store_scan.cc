@@ -39,7 +39,7 @@ class DisjointSets {
   std::unordered_map<DocumentId, DocumentId> parent_;
 };
 
-// The versions still in the tables whose removal is staged (format 8),
+// The versions still in the tables whose removal is staged,
 // which scans pass by as if the merge had taken them out.
 class LeavingVersions {
  public:
@@ -98,7 +98,7 @@ Result<bool> StoreImpl::ScanRunsInMemory(const ScanOptions& scan, const rocksdb:
                                          std::span<const StagedDocument> staged,
                                          const RunVisitor& visit_run) const {
   constexpr std::size_t kPerDocument = sizeof(IdFingerprint) + InMemoryTables::kBytesPerDocument;
-  const std::uint64_t estimate = EstimatedEntries(0);
+  const std::uint64_t estimate = EstimatedEntries();
   const std::size_t limit =
       std::min<std::size_t>(scan.memory_bytes / kPerDocument, InMemoryTables::kMaxDocuments);
   if (estimate + staged.size() > limit) return false;
@@ -132,14 +132,13 @@ Result<bool> StoreImpl::ScanRunsInMemory(const ScanOptions& scan, const rocksdb:
 Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
     const rocksdb::Snapshot* snapshot, std::span<const StagedDocument> staged, std::size_t estimate,
     std::size_t limit, int threads) const {
-  // Table 0 holds every document that is not staged, keys only: the
-  // smallest thing to read. Slices of its key range are read in parallel.
+  // Table 0 holds every document that is not staged: the smallest thing to
+  // read. Slices of its key range are read in parallel.
   const TablePermutation& perm = plan_.table(0);
-  const TableLayout layout = this->layout(0);
-  // Slices cut the permuted fingerprints by their top 6 bits, or in a
-  // packed table 0 with fewer group bits by those: they meet between
-  // groups.
-  const int slice_bits = layout.groups ? std::min(layout.groups->group_bits(), 6) : 6;
+  const GroupLayout layout = group_layout(0);
+  // Slices cut the permuted fingerprints by their top 6 bits, or with
+  // fewer group bits by those: they meet between groups.
+  const int slice_bits = std::min(layout.group_bits(), 6);
   const std::size_t slices = ScanThreads(threads, std::size_t{1} << slice_bits);
   const LeavingVersions leaving(staged);
   std::vector<std::vector<IdFingerprint>> read(slices);
@@ -152,9 +151,7 @@ Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
       return (Fingerprint{i} << slice_bits) / slices << (64 - slice_bits);
     };
     auto bound = [&](std::size_t i) {
-      const Fingerprint first = first_of(i);
-      if (!layout.groups) return std::string(AsSlice(layout.keys.Encode(first, 0)).ToStringView());
-      return std::string(layout.groups->KeyView(layout.groups->KeyOf(first)));
+      return std::string(layout.KeyView(layout.KeyOf(first_of(i))));
     };
     rocksdb::ReadOptions ro = ScanReadOptions(snapshot);
     const std::string upper = slice + 1 < slices ? bound(slice + 1) : std::string();
@@ -196,8 +193,7 @@ Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
 Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
                                      std::span<const StagedDocument> staged,
                                      const RunVisitor& visit_run, Runs runs) const {
-  std::uint64_t total = 0;
-  for (std::size_t t = 0; t < plan_.table_count(); ++t) total += EstimatedEntries(t);
+  std::uint64_t total = EstimatedEntries() * plan_.table_count();
   // Staged documents are not in the tables yet; each table's stream takes
   // them in, sorted, beside its own entries.
   total += staged.size() * plan_.table_count();
@@ -212,7 +208,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
     if (closing_) return Closing();
     const TablePermutation& perm = plan_.table(t);
     const Fingerprint mask = perm.prefix_mask();
-    const bool with_ids = keeps_ids(t);
+    const bool with_ids = t == 0;
     const bool every_run = with_ids || runs == Runs::kEvery;
     std::vector<TableEntry> staged_entries;
     staged_entries.reserve(staged.size());
@@ -240,7 +236,8 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
       const TablePermutation& perm0 = plan_.table(0);
       std::vector<Fingerprint> wanted;  // permuted as in table 0
       for (std::size_t i = 0; i < waiting.size(); ++i) {
-        if (waiting_by_fingerprint[i]) wanted.push_back(perm0.Apply(perm.Invert(waiting[i].permuted)));
+        if (waiting_by_fingerprint[i])
+          wanted.push_back(perm0.Apply(perm.Invert(waiting[i].permuted)));
       }
       std::sort(wanted.begin(), wanted.end());
       wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
@@ -248,7 +245,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
       for (Fingerprint permuted0 : wanted) {
         const Fingerprint fp = perm0.Invert(permuted0);
         bool held = false;
-        Status s = ForEachIdOf(*table0, fp, [&](DocumentId id, LoneBits) {
+        Status s = ForEachIdOf(*table0, fp, [&](DocumentId id) {
           held = true;
           if (!leaving.Contains(id, fp)) ids.push_back({id, fp});
           return true;
@@ -326,7 +323,7 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
         if (closing_) status = Closing();
       }
     };
-    TableEntryCursor entries(*it, layout(t), TableFamilyName(t));
+    TableEntryCursor entries(*it, group_layout(t), TableFamilyName(t));
     for (entries.SeekToFirst(); entries.Valid() && status.ok(); entries.Next()) {
       const TableEntry& e = entries.entry();
       if (with_ids && !leaving.empty() && leaving.Contains(e.id, perm.Invert(e.permuted))) {

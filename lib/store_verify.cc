@@ -1,11 +1,11 @@
 // Store::Verify: the tables against the documents, in constant memory
 // unless something is off (docs/design.md, "Where CRoaring earns its place").
 
-#include <roaring/roaring64map.hh>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <mutex>
+#include <roaring/roaring64map.hh>
 #include <unordered_map>
 
 #include "rocks_status.h"
@@ -22,7 +22,11 @@ using namespace ::roaring;  // NOLINT(google-build-using-namespace)
 
 namespace {
 
-std::uint64_t EntryHash(const char* key, std::size_t size) { return XXH3_64bits(key, size); }
+// A table-0 entry's hash: its permuted fingerprint and id.
+std::uint64_t EntryHash(Fingerprint permuted, DocumentId id) {
+  const std::uint64_t entry[2] = {permuted, id};
+  return XXH3_64bits(entry, sizeof entry);
+}
 
 // A table without ids hashes each entry's fingerprint, unpermuted, so that
 // one sum over table 0's fingerprints is what every such table must match.
@@ -34,13 +38,14 @@ void StoreImpl::FingerprintTableProblems(std::size_t t, const rocksdb::Snapshot*
                                          const std::function<void(std::string)>& problem) const {
   const TablePermutation& perm = plan_.table(t);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ScanReadOptions(snapshot), table(t)));
-  std::unique_ptr<rocksdb::Iterator> table0(db_->NewIterator(LookupReadOptions(snapshot), table(0)));
+  std::unique_ptr<rocksdb::Iterator> table0(
+      db_->NewIterator(LookupReadOptions(snapshot), table(0)));
   std::size_t found = 0;
   // False once table 0 cannot be read: nothing more can be told.
   auto check_held = [&](Fingerprint permuted) {
     const Fingerprint fp = perm.Invert(permuted);
     bool held = false;
-    Status s = ForEachIdOf(*table0, fp, [&](DocumentId, LoneBits) { return !(held = true); });
+    Status s = ForEachIdOf(*table0, fp, [&](DocumentId) { return !(held = true); });
     if (!s.ok()) {
       problem(s.ToString());
       return false;
@@ -52,9 +57,9 @@ void StoreImpl::FingerprintTableProblems(std::size_t t, const rocksdb::Snapshot*
     }
     return true;
   };
-  if (packed(t)) {
-    // A malformed group ends the walk: its members cannot be told apart.
-    TableEntryCursor entries(*it, layout(t), TableFamilyName(t));
+  // A malformed group ends the walk: its members cannot be told apart.
+  {
+    TableEntryCursor entries(*it, group_layout(t), TableFamilyName(t));
     for (entries.SeekToFirst(); entries.Valid(); entries.Next()) {
       if (!check_held(entries.entry().permuted)) return;
     }
@@ -62,24 +67,13 @@ void StoreImpl::FingerprintTableProblems(std::size_t t, const rocksdb::Snapshot*
       ++found;
       problem(s.ToString());
     }
-  } else {
-    const TableKeyCodec codec = this->codec(t);
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      TableEntry e;
-      if (!codec.Decode(it->key().ToStringView(), &e)) {
-        ++found;
-        problem(TableFamilyName(t) + ": malformed key " + it->key().ToString(true));
-        continue;
-      }
-      if (!check_held(e.permuted)) return;
-    }
   }
   // And the other way: every fingerprint of table 0 has its entry here. (A
   // malformed entry of table 0 ends the walk: table 0's own problem.)
   it.reset(db_->NewIterator(LookupReadOptions(snapshot), table(t)));
   table0.reset(db_->NewIterator(ScanReadOptions(snapshot), table(0)));
-  TableEntryCursor entries(*it, layout(t), TableFamilyName(t));
-  TableEntryCursor entries0(*table0, layout(0), TableFamilyName(0));
+  TableEntryCursor entries(*it, group_layout(t), TableFamilyName(t));
+  TableEntryCursor entries0(*table0, group_layout(0), TableFamilyName(0));
   for (entries0.SeekToFirst(); entries0.Valid(); entries0.Next()) {
     const TableEntry& e = entries0.entry();
     const Fingerprint fp = plan_.table(0).Invert(e.permuted);
@@ -98,7 +92,6 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
   if (Status s = FromRocks(db_->VerifyChecksum(), "verifying block checksums"); !s.ok()) {
     return Status::Corruption(s.message());
   }
-  std::shared_lock lone_bits(lone_bits_mu_);  // not while Compact rewrites them
   MemberFilters::View filters;
   rocksdb::ManagedSnapshot snapshot(db_.get(), WholeSnapshot(&filters));
   const std::size_t tables = plan_.table_count();
@@ -107,13 +100,14 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
     if (problems.size() < 20) problems.push_back(std::move(what));
   };
 
-  // What every table should hold, summarised as a count and an
-  // order-independent sum of entry hashes, so the tables can be checked
-  // while streaming, in constant memory.
+  // What table 0 should hold, summarised as a count and an
+  // order-independent sum of entry hashes, so that it can be checked while
+  // streaming, in constant memory; the other tables must hold its distinct
+  // fingerprints.
   std::uint64_t documents = 0;
-  std::vector<std::uint64_t> expected_sum(tables, 0);
+  std::uint64_t expected_sum = 0;
   // Documents that have entries in the tables: all but the staged ones,
-  // and the versions whose removal is staged (format 8).
+  // and the versions whose removal is staged.
   Roaring64Map ids;
   Result<std::vector<StagedDocument>> staged = StagedDocuments(snapshot.snapshot());
   if (!staged.ok()) return staged.status();
@@ -146,12 +140,7 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
         continue;
       }
       ids.add(id);
-      for (std::size_t t = 0; t < tables; ++t) {
-        const TableKeyCodec codec = this->codec(t);
-        if (!codec.keeps_ids()) continue;  // from table 0, below
-        const TableKey key = codec.Encode(plan_.table(t).Apply(fp), id);
-        expected_sum[t] += EntryHash(key.data(), key.size());
-      }
+      expected_sum += EntryHash(plan_.table(0).Apply(fp), id);
     }
     if (!it->status().ok()) return FromRocks(it->status(), "scanning documents");
   }
@@ -160,19 +149,13 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
   }
   for (const auto& [id, fp] : leaving_fps) {
     ids.add(id);
-    for (std::size_t t = 0; t < tables; ++t) {
-      const TableKeyCodec codec = this->codec(t);
-      if (!codec.keeps_ids()) continue;
-      const TableKey key = codec.Encode(plan_.table(t).Apply(fp), id);
-      expected_sum[t] += EntryHash(key.data(), key.size());
-    }
+    expected_sum += EntryHash(plan_.table(0).Apply(fp), id);
   }
   const std::uint64_t in_tables = ids.cardinality();
-  std::vector<std::uint64_t> expected_count(tables, in_tables);
 
   // The fingerprints lone bits need not hold against (recent_prefixes.h).
   std::vector<Fingerprint> recent;
-  if (recent_family() != nullptr) {
+  {
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(ScanReadOptions(snapshot.snapshot()), recent_family()));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
@@ -184,7 +167,7 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
     }
     if (!it->status().ok()) return FromRocks(it->status(), "scanning the recent family");
   }
-  if (crowded_family() != nullptr) {
+  {
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(ScanReadOptions(snapshot.snapshot()), crowded_family()));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
@@ -208,13 +191,11 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
   Status s = ForEachInParallel(tables, scan.threads, [&](std::size_t t, int) {
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
-    const TableKeyCodec codec = this->codec(t);
     const TablePermutation& perm = plan_.table(t);
     Fingerprint last = 0;
     // The fingerprints of the prefix being read, for the lone bits.
-    const bool check_lone = recent_family() != nullptr && t < RecentPrefixes::kMaxTables;
+    const bool check_lone = t < RecentPrefixes::kMaxTables;
     std::vector<Fingerprint> group;
-    std::unique_ptr<rocksdb::Iterator> table0;
     auto check_group = [&]() -> Status {
       // No member may be marked alone here, unless one of them is recent:
       // queries then trust no member's bit for this prefix.
@@ -222,33 +203,15 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
       for (Fingerprint fp : group) {
         if (std::binary_search(recent.begin(), recent.end(), fp)) return Status::OK();
       }
-      if (crowded_family() != nullptr) {
-        std::vector<Hit> hits;
-        for (Fingerprint fp : group) hits.push_back({0, fp, 0, true, 0});
-        if (Status s = ReadLoneBits(hits, snapshot.snapshot()); !s.ok()) return s;
-        for (const Hit& h : hits) {
-          if ((h.lone >> t & 1) == 0) continue;
-          std::lock_guard lock(problem_mu);
-          problem(std::string(kCrowdedFamily) + ": fingerprint " + std::to_string(h.fingerprint) +
-                  " is marked alone with its prefix in " + TableFamilyName(t) +
-                  ", where other fingerprints share it");
-        }
-        return Status::OK();
-      }
-      if (!table0) {
-        table0.reset(db_->NewIterator(LookupReadOptions(snapshot.snapshot()), table(0)));
-      }
-      for (Fingerprint fp : group) {
-        Status s = ForEachIdOf(*table0, fp, [&](DocumentId id, LoneBits lone) {
-          if ((lone >> t & 1) != 0) {
-            std::lock_guard lock(problem_mu);
-            problem(TableFamilyName(0) + ": document " + std::to_string(id) +
-                    " is marked alone with its prefix in " + TableFamilyName(t) +
-                    ", where other fingerprints share it");
-          }
-          return true;
-        });
-        if (!s.ok()) return s;
+      std::vector<Hit> hits;
+      for (Fingerprint fp : group) hits.push_back({0, fp, 0, true, 0});
+      if (Status s = ReadLoneBits(hits, snapshot.snapshot()); !s.ok()) return s;
+      for (const Hit& h : hits) {
+        if ((h.lone >> t & 1) == 0) continue;
+        std::lock_guard lock(problem_mu);
+        problem(std::string(kCrowdedFamily) + ": fingerprint " + std::to_string(h.fingerprint) +
+                " is marked alone with its prefix in " + TableFamilyName(t) +
+                ", where other fingerprints share it");
       }
       return Status::OK();
     };
@@ -264,91 +227,55 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
     };
     // Table 0's distinct fingerprints, in its (permuted) order.
     auto track_fingerprint = [&](const TableEntry& e) {
-      if (t != 0 || (fingerprint_count != 0 && e.permuted == last)) return;
+      if (fingerprint_count != 0 && e.permuted == last) return;
       last = e.permuted;
       fingerprint_sum += FingerprintHash(perm.Invert(e.permuted));
       ++fingerprint_count;
     };
-    if (packed(t)) {
-      const TableMemberFilter& filter = *(*filters)[t];
-      const bool with_ids = keeps_ids(t);
-      TableEntryCursor entries(*it, layout(t), TableFamilyName(t));
-      for (entries.SeekToFirst(); entries.Valid(); entries.Next()) {
-        const TableEntry& e = entries.entry();
-        if (with_ids) {
-          // Hashed as the key it would have in a table of a key each.
-          const TableKey key = codec.Encode(e.permuted, e.id);
-          actual_sum[t] += EntryHash(key.data(), key.size());
-          track_fingerprint(e);
-        } else {
-          actual_sum[t] += FingerprintHash(perm.Invert(e.permuted));
-        }
-        if (++actual_count[t] % 4096 == 0) progress.Add(4096);
-        if (!filter.MayContain(e.permuted)) {
-          std::lock_guard lock(problem_mu);
-          problem(TableFamilyName(t) + ": fingerprint " + std::to_string(perm.Invert(e.permuted)) +
-                  " is missing from its files' member filters");
-        }
-        if (check_lone) {
-          if (Status s = track_lone(e); !s.ok()) return s;
-        }
-      }
-      if (Status s = entries.status(); !s.ok()) {
-        if (!s.IsCorruption()) return s;
-        std::lock_guard lock(problem_mu);
-        problem(s.message());
-      }
-      return check_group();
-    }
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      const std::string_view key = it->key().ToStringView();
-      TableEntry e{};
-      const bool decoded = codec.Decode(key, &e);
-      if (codec.keeps_ids() || !decoded) {
-        actual_sum[t] += EntryHash(key.data(), key.size());
+    const TableMemberFilter& filter = *(*filters)[t];
+    TableEntryCursor entries(*it, group_layout(t), TableFamilyName(t));
+    for (entries.SeekToFirst(); entries.Valid(); entries.Next()) {
+      const TableEntry& e = entries.entry();
+      if (t == 0) {
+        actual_sum[t] += EntryHash(e.permuted, e.id);
+        track_fingerprint(e);
       } else {
         actual_sum[t] += FingerprintHash(perm.Invert(e.permuted));
       }
       if (++actual_count[t] % 4096 == 0) progress.Add(4096);
-      if (decoded) track_fingerprint(e);
-      if (t == 0 && recent_family() != nullptr && decoded) {
-        // Formats 5 to 8 keep the lone bits here, format 9 in the crowded
-        // family.
-        const std::string_view value = it->value().ToStringView();
-        const char* wrong = crowded_family() != nullptr ? (value.empty() ? nullptr : " has a value")
-                            : (DecodeLoneBits(value) & ~AllLoneBits(tables)) != 0
-                                ? " has lone bits for tables the plan does not have"
-                                : nullptr;
-        if (wrong != nullptr) {
-          std::lock_guard lock(problem_mu);
-          problem(TableFamilyName(0) + ": document " + std::to_string(e.id) + wrong);
-        }
+      if (!filter.MayContain(e.permuted)) {
+        std::lock_guard lock(problem_mu);
+        problem(TableFamilyName(t) + ": fingerprint " + std::to_string(perm.Invert(e.permuted)) +
+                " is missing from its files' member filters");
       }
-      if (check_lone && decoded) {
+      if (check_lone) {
         if (Status s = track_lone(e); !s.ok()) return s;
       }
     }
-    if (Status s = check_group(); !s.ok()) return s;
-    return FromRocks(it->status(), "scanning " + TableFamilyName(t));
+    if (Status s = entries.status(); !s.ok()) {
+      if (!s.IsCorruption()) return s;
+      std::lock_guard lock(problem_mu);
+      problem(s.message());
+    }
+    return check_group();
   });
   progress.Finish();
   if (!s.ok()) return s;
-  for (std::size_t t = 0; t < tables; ++t) {
-    if (codec(t).keeps_ids()) continue;
-    // Each fingerprint of table 0 (checked against the documents) once.
-    expected_sum[t] = fingerprint_sum;
-    expected_count[t] = fingerprint_count;
-  }
+  // Table 0 against the documents; the others against table 0's distinct
+  // fingerprints (each checked against the documents) once.
+  std::vector<std::uint64_t> expected_sum_of(tables, fingerprint_sum);
+  std::vector<std::uint64_t> expected_count(tables, fingerprint_count);
+  expected_sum_of[0] = expected_sum;
+  expected_count[0] = in_tables;
 
   for (std::size_t t = 0; t < tables; ++t) {
-    if (actual_count[t] == expected_count[t] && actual_sum[t] == expected_sum[t]) continue;
+    if (actual_count[t] == expected_count[t] && actual_sum[t] == expected_sum_of[t]) continue;
     // Something is off: find out what, entry by entry.
-    if (!codec(t).keeps_ids()) {
+    if (t != 0) {
       FingerprintTableProblems(t, snapshot.snapshot(), problem);
       continue;
     }
     std::uint64_t orphans = 0, wrong = 0, duplicates = 0;
-    const TableKeyCodec codec = this->codec(t);
     Roaring64Map seen;
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
@@ -383,20 +310,11 @@ Status StoreImpl::Verify(const ScanOptions& scan) const {
                 " does not match its fingerprint");
       }
     };
-    if (packed(t)) {
+    {
       // A malformed group ends the walk: its members cannot be told apart.
-      TableEntryCursor entries(*it, layout(t), TableFamilyName(t));
+      TableEntryCursor entries(*it, group_layout(t), TableFamilyName(t));
       for (entries.SeekToFirst(); entries.Valid(); entries.Next()) check(entries.entry());
       if (Status s = entries.status(); !s.ok()) problem(s.ToString());
-    } else {
-      for (it->SeekToFirst(); it->Valid(); it->Next()) {
-        TableEntry e;
-        if (!codec.Decode(it->key().ToStringView(), &e)) {
-          problem(TableFamilyName(t) + ": malformed key " + it->key().ToString(true));
-          continue;
-        }
-        check(e);
-      }
     }
     const Roaring64Map missing = ids - seen;
     for (auto id = missing.begin(); id != missing.end() && problems.size() < 20; ++id) {

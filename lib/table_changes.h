@@ -23,7 +23,7 @@ struct Change {
   Fingerprint fingerprint = 0;
   Fingerprint old = 0;        // the replaced version's fingerprint
   std::uint64_t had_old = 0;  // whether that version is in the tables
-  // False for a removal, which only takes `old` out: a merge's (format 8).
+  // False for a removal, which only takes `old` out: a merge's.
   // A bulk load's changes all add; their files do not hold this.
   bool adds = true;
 
@@ -79,7 +79,7 @@ class Changes {
       if (file_ != nullptr) {
         c.Decode(file_->bytes().data() + i * Change::kBytes);
       } else {
-        // What leaves the tables is named by the mark (format 8); a
+        // What leaves the tables is named by the mark; a
         // version that comes back to the fingerprint it has there keeps
         // its entries, rewritten.
         const StagedDocument& doc = staged_[i];

@@ -38,9 +38,8 @@ inline rocksdb::ReadOptions TableReadOptions() {
   return options;
 }
 
-// Counts the writes to the tables that queries may overlap: removals and
-// replacements, before format 8 staged them, and merges' ingestions (a
-// bulk load's holds queries off).
+// Counts the writes to the tables that queries may overlap: merges'
+// ingestions (a bulk load's holds queries off).
 // Thread-safe.
 class TableWriteClock {
  public:

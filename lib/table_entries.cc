@@ -12,12 +12,7 @@ void TableEntryCursor::SeekToFirst() {
 }
 
 void TableEntryCursor::Seek(Fingerprint permuted) {
-  if (!layout_.groups) {
-    it_.Seek(rocksdb::Slice(layout_.keys.Encode(permuted, 0).data(), layout_.keys.size()));
-    Settle(0);
-    return;
-  }
-  const GroupLayout& g = *layout_.groups;
+  const GroupLayout& g = layout_;
   const GroupLayout::Key key = g.KeyOf(permuted);
   it_.Seek(rocksdb::Slice(key.data(), g.key_bytes()));
   // Within the group sought, from the member bits of `permuted`; in a
@@ -27,7 +22,7 @@ void TableEntryCursor::Seek(Fingerprint permuted) {
 
 void TableEntryCursor::Next() {
   if (!valid_) return;
-  if (layout_.groups && ++member_ < GroupSize()) {
+  if (++member_ < GroupSize()) {
     SetEntry();
     return;
   }
@@ -36,11 +31,11 @@ void TableEntryCursor::Next() {
 }
 
 std::size_t TableEntryCursor::GroupSize() const {
-  return layout_.groups->keeps_ids() ? id_members_.size() : members_.size();
+  return layout_.keeps_ids() ? id_members_.size() : members_.size();
 }
 
 void TableEntryCursor::SetEntry() {
-  if (layout_.groups->keeps_ids()) {
+  if (layout_.keeps_ids()) {
     entry_ = {group_ | id_members_[member_].bits, id_members_[member_].id};
   } else {
     entry_ = {group_ | members_[member_], 0};
@@ -51,15 +46,7 @@ void TableEntryCursor::Settle(Fingerprint member_bits) {
   valid_ = false;
   for (; it_.Valid(); it_.Next(), member_bits = 0) {
     const std::string_view key = it_.key().ToStringView();
-    if (!layout_.groups) {
-      if (!layout_.keys.Decode(key, &entry_)) {
-        Corrupt("a malformed key " + it_.key().ToString(true));
-        return;
-      }
-      valid_ = true;
-      return;
-    }
-    const GroupLayout& g = *layout_.groups;
+    const GroupLayout& g = layout_;
     const std::string_view value = it_.value().ToStringView();
     if (!g.DecodeKey(key, &group_) || !(g.keeps_ids() ? DecodeGroupValue(g, value, id_members_)
                                                       : DecodeGroupValue(g, value, members_))) {

@@ -1,12 +1,11 @@
-// Reads a table's entries in order, whatever its layout: a key each
-// (key_codec.h) or packed groups (table_groups.h).
+// Reads a table's entries, the members of its groups (table_groups.h), in
+// order.
 
 #ifndef FPSTORE_LIB_TABLE_ENTRIES_H_
 #define FPSTORE_LIB_TABLE_ENTRIES_H_
 
 #include <rocksdb/iterator.h>
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,20 +15,11 @@
 
 namespace fpstore::internal {
 
-// A table's layout: packed (format 6 and up, tables 1 and up; format 10
-// and up, table 0 too) or a key each.
-struct TableLayout {
-  TableKeyCodec keys;
-  std::optional<GroupLayout> groups;  // set if packed
-
-  bool keeps_ids() const { return groups ? groups->keeps_ids() : keys.keeps_ids(); }
-};
-
 // Entries in (permuted, id) order; those of a table without ids have id 0.
 // A malformed key or group ends the walk with Corruption, naming `table`.
 class TableEntryCursor {
  public:
-  TableEntryCursor(rocksdb::Iterator& it, const TableLayout& layout, std::string table)
+  TableEntryCursor(rocksdb::Iterator& it, const GroupLayout& layout, std::string table)
       : it_(it), layout_(layout), table_(std::move(table)) {}
 
   void SeekToFirst();
@@ -50,7 +40,7 @@ class TableEntryCursor {
   void SetEntry();
 
   rocksdb::Iterator& it_;
-  const TableLayout layout_;
+  const GroupLayout layout_;
   const std::string table_;
   bool valid_ = false;
   TableEntry entry_{};

@@ -1,8 +1,8 @@
-// Packed tables (format 6 and up, docs/format.md): tables 1 and up keep one key
-// per group of fingerprints that share their first G permuted bits, the
-// members' other bits end to end in the value. RocksDB's work per key, in
-// writing files and in compactions, is then paid per group rather than per
-// fingerprint (docs/performance.md, "Packed tables").
+// The tables' layout (docs/format.md): one key per group of fingerprints
+// that share their first G permuted bits, the members' other bits end to
+// end in the value (in table 0 each with its document's id). RocksDB's work
+// per key, in writing files and in compactions, is then paid per group
+// rather than per fingerprint (docs/design.md, "Packed tables").
 
 #ifndef FPSTORE_LIB_TABLE_GROUPS_H_
 #define FPSTORE_LIB_TABLE_GROUPS_H_
@@ -25,20 +25,8 @@
 
 namespace fpstore::internal {
 
-// Whether table t of a store of `format_version` is packed: tables 1 and
-// up from format 6, table 0 too (its members keeping ids) from format 10.
-inline bool IsPackedTable(int format_version, std::size_t t) {
-  return format_version >= 6 && (t > 0 || format_version >= 10);
-}
-
-// The most bits a store's groups are cut at (G below the prefix, if
-// shorter): format 6 cut every store's at 20; from format 7 a store records
-// its own, chosen when it is created from the documents it expects
-// (GroupBitsFor, options.h).
-inline constexpr int kFormat6GroupBits = 20;
-
-// A member of a group that keeps ids (table 0, from format 10): a
-// document's member bits and its id, in (bits, id) order.
+// A member of a group that keeps ids (table 0): a document's member bits
+// and its id, in (bits, id) order.
 struct IdMember {
   Fingerprint bits;
   DocumentId id;
@@ -113,7 +101,7 @@ class GroupLayout {
 };
 
 // Table t's groups in a store whose groups are cut at `group_bits`: table
-// 0's members keep their documents' ids (format 10), the others' do not.
+// 0's members keep their documents' ids, the others' do not.
 inline GroupLayout TableGroupLayout(const PermutationPlan& plan, std::size_t t, int group_bits) {
   return GroupLayout(plan.table(t).prefix_bits(), group_bits,
                      t == 0 ? GroupLayout::Ids::kKept : GroupLayout::Ids::kNone);
@@ -191,8 +179,8 @@ template <typename Visit>
 bool ForEachMemberOf(const GroupLayout& layout, std::string_view value, bool operand,
                      Visit&& visit) {
   if (operand) {
-    if (value.size() < 4 || GetBigEndianBytes(value.data(), 4) * layout.member_bytes() >
-                                value.size() - 4) {
+    if (value.size() < 4 ||
+        GetBigEndianBytes(value.data(), 4) * layout.member_bytes() > value.size() - 4) {
       return false;
     }
     value.remove_prefix(4);

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include <string_view>
+#include <string>
 
 #include "brute_force.h"
 
@@ -11,78 +11,69 @@ namespace {
 
 using testing::Random;
 
-std::string_view View(const TableKey& key) { return {key.data(), key.size()}; }
-
-// The p leading bits of a fingerprint.
-Fingerprint Prefix(Fingerprint permuted, int p) { return p == 64 ? permuted : permuted >> (64 - p); }
-
-constexpr TableKeyCodec::Ids kBothLayouts[] = {TableKeyCodec::Ids::kKept,
-                                                TableKeyCodec::Ids::kNone};
-
-TEST(TableKeyCodecTest, RoundTripsEveryPrefixLength) {
+TEST(KeyCodecTest, BigEndianBytesOrderAsNumbers) {
   Random rnd(testing::TestSeed(7));
-  for (TableKeyCodec::Ids ids : kBothLayouts) {
-    for (int p = 1; p <= 64; ++p) {
-      const TableKeyCodec codec(p, ids);
-      const bool kept = ids == TableKeyCodec::Ids::kKept;
-      EXPECT_EQ(codec.prefix_bytes(), static_cast<std::size_t>((p + 7) / 8));
-      EXPECT_EQ(codec.size(), (p + 7) / 8 + (64 - p + 7) / 8 + (kept ? 8u : 0u));
-      for (int i = 0; i < 200; ++i) {
-        const Fingerprint permuted = i == 0 ? 0 : i == 1 ? ~Fingerprint{0} : rnd.Next();
-        const DocumentId id = rnd.Next();
-        const TableKey key = codec.Encode(permuted, id);
-        ASSERT_EQ(key.size(), codec.size());
-        TableEntry e{};
-        ASSERT_TRUE(codec.Decode(View(key), &e)) << "p=" << p;
-        EXPECT_EQ(e.permuted, permuted) << "p=" << p;
-        EXPECT_EQ(e.id, kept ? id : 0) << "p=" << p;
-      }
+  for (int i = 0; i < 1000; ++i) {
+    const std::uint64_t a = rnd.Next(), b = rnd.Uniform(2) == 0 ? a ^ rnd.Bits(1) : rnd.Next();
+    char ka[8], kb[8];
+    PutBigEndian64(ka, a);
+    PutBigEndian64(kb, b);
+    EXPECT_EQ(std::string(ka, 8) < std::string(kb, 8), a < b);
+    EXPECT_EQ(GetBigEndian64(ka), a);
+    for (std::size_t bytes = 1; bytes <= 8; ++bytes) {
+      char part[8];
+      PutBigEndianBytes(part, a, bytes);
+      const std::uint64_t low = bytes == 8 ? a : a & ((std::uint64_t{1} << (8 * bytes)) - 1);
+      EXPECT_EQ(GetBigEndianBytes(part, bytes), low);
     }
   }
 }
 
-// Byte order must be (permuted, id) order, and the first prefix_bytes bytes
-// must hold the p-bit prefix and nothing else: the bloom filter and the
-// range scans depend on both.
-TEST(TableKeyCodecTest, BytesOrderAsNumbersAndPrefixFillsWholeBytes) {
-  Random rnd(testing::TestSeed(8));
-  for (int p : {1, 7, 8, 9, 16, 30, 31, 32, 33, 43, 63, 64}) {
-    const TableKeyCodec codec(p, TableKeyCodec::Ids::kKept);
-    const TableKeyCodec without_ids(p, TableKeyCodec::Ids::kNone);
-    for (int i = 0; i < 2000; ++i) {
-      const Fingerprint a = rnd.Next();
-      // Often a near neighbour, so that equal prefixes and ties occur.
-      const Fingerprint b = rnd.Uniform(2) == 0 ? a ^ rnd.Bits(1 + rnd.Uniform(3)) : rnd.Next();
-      const DocumentId ia = rnd.Uniform(4), ib = rnd.Uniform(4);
-      const TableKey ka = codec.Encode(a, ia), kb = codec.Encode(b, ib);
-      const bool numeric_less = a != b ? a < b : ia < ib;
-      EXPECT_EQ(View(ka) < View(kb), numeric_less) << "p=" << p;
-      const bool same_prefix = Prefix(a, p) == Prefix(b, p);
-      EXPECT_EQ(View(ka).substr(0, codec.prefix_bytes()) == View(kb).substr(0, codec.prefix_bytes()),
-                same_prefix)
-          << "p=" << p;
-      EXPECT_EQ(View(without_ids.Encode(a, ia)) < View(without_ids.Encode(b, ib)), a < b)
-          << "p=" << p;
-    }
+TEST(KeyCodecTest, DocumentValuesRoundTripAndShortOnesAreRefused) {
+  Fingerprint fp = 0;
+  std::string metadata;
+  const std::string value = EncodeDocumentValue(0x0123456789abcdefULL, "https://example.com/");
+  ASSERT_TRUE(DecodeDocumentValue(value, &fp, &metadata));
+  EXPECT_EQ(fp, 0x0123456789abcdefULL);
+  EXPECT_EQ(metadata, "https://example.com/");
+  ASSERT_TRUE(DecodeDocumentValue(EncodeDocumentValue(7, {}), &fp, &metadata));
+  EXPECT_EQ(fp, 7u);
+  EXPECT_EQ(metadata, "");
+  EXPECT_FALSE(DecodeDocumentValue(value.substr(0, 7), &fp, &metadata));
+}
+
+// The three marks docs/format.md describes, and nothing else.
+TEST(KeyCodecTest, StagingMarksRoundTripAndOthersAreRefused) {
+  for (const StagingMark& mark : {StagingMark{5, std::nullopt}, StagingMark{5, 9},
+                                  StagingMark{std::nullopt, 9}, StagingMark{5, 5}}) {
+    const std::string value = EncodeStagingMark(mark);
+    EXPECT_EQ(value.size(), mark.staged && mark.leaving ? 16u : mark.staged ? 8u : 9u);
+    StagingMark read;
+    ASSERT_TRUE(DecodeStagingMark(value, &read));
+    EXPECT_EQ(read.staged, mark.staged);
+    EXPECT_EQ(read.leaving, mark.leaving);
+  }
+  StagingMark read;
+  std::string removal = EncodeStagingMark({std::nullopt, 9});
+  removal[8] = 1;  // the removal's zero byte
+  EXPECT_FALSE(DecodeStagingMark(removal, &read));
+  for (std::size_t size : {0, 1, 7, 10, 15, 17}) {
+    EXPECT_FALSE(DecodeStagingMark(std::string(size, '\0'), &read)) << size;
   }
 }
 
-TEST(TableKeyCodecTest, RejectsWrongSizeAndNonZeroPadding) {
-  for (TableKeyCodec::Ids ids : kBothLayouts) {
-    const TableKeyCodec codec(31, ids);  // 1 pad bit after the prefix, 7 after the rest
-    const TableKey key = codec.Encode(0x0123456789abcdefULL, 42);
-    TableEntry e{};
-    std::string bytes(View(key));
-    EXPECT_FALSE(codec.Decode(bytes.substr(0, bytes.size() - 1), &e));
-    EXPECT_FALSE(codec.Decode(bytes + "x", &e));
-    std::string padded = bytes;
-    padded[3] = static_cast<char>(padded[3] | 1);  // the prefix's pad bit
-    EXPECT_FALSE(codec.Decode(padded, &e));
-    padded = bytes;
-    padded[8] = static_cast<char>(padded[8] | 1);  // the rest's last pad bit
-    EXPECT_FALSE(codec.Decode(padded, &e));
-    EXPECT_TRUE(codec.Decode(bytes, &e));
+TEST(KeyCodecTest, LoneBitsTakeAByteForEightTables) {
+  EXPECT_EQ(AllLoneBits(20), (LoneBits{1} << 20) - 1);
+  EXPECT_EQ(AllLoneBits(32), ~LoneBits{0});
+  EXPECT_EQ(AllLoneBits(40), ~LoneBits{0});
+  for (std::size_t tables : {1, 4, 8, 9, 20, 32, 35}) {
+    const LoneBits bits = AllLoneBits(tables) & 0xa5a5a5a5u;
+    const std::string value = EncodeLoneBits(bits, tables);
+    EXPECT_EQ(value.size(), (std::min<std::size_t>(tables, 32) + 7) / 8);
+    EXPECT_EQ(DecodeLoneBits(value), bits);
   }
+  EXPECT_EQ(DecodeLoneBits(""), 0u);
+  EXPECT_EQ(DecodeLoneBits(std::string("\x01\x00\x00\x00\xff", 5)), 1u);  // past 4 bytes: ignored
 }
 
 }  // namespace

@@ -111,46 +111,26 @@ std::map<DocumentId, LoneBits> ExpectedBits(const PermutationPlan& plan,
   return bits;
 }
 
-// The lone bits of each document of the closed store at `path`, by id:
-// table 0's values in format 8, the crowded family's in format 9 (a
-// fingerprint not there is alone everywhere).
+// The lone bits of each document of the closed store at `path`, by id: the
+// crowded family's (a fingerprint not there is alone everywhere).
 std::map<DocumentId, LoneBits> StoredBits(const std::string& path, const PermutationPlan& plan) {
   std::map<DocumentId, LoneBits> bits;
-  const internal::TableKeyCodec codec0(plan.table(0).prefix_bits(),
-                                       internal::TableKeyCodec::Ids::kKept);
   testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
-    std::vector<std::string> names;
-    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies({}, path, &names).ok());
-    const bool crowded_family =
-        std::find(names.begin(), names.end(), internal::kCrowdedFamily) != names.end();
     std::map<Fingerprint, LoneBits> crowded;  // by table-0 permuted fingerprint
-    if (crowded_family) {
-      std::unique_ptr<rocksdb::Iterator> it(db.NewIterator({}, family(internal::kCrowdedFamily)));
-      for (it->SeekToFirst(); it->Valid(); it->Next()) {
-        ASSERT_EQ(it->key().size(), 8u);
-        crowded[internal::GetBigEndian64(it->key().data())] =
-            internal::DecodeLoneBits(it->value().ToStringView());
-      }
-      ASSERT_TRUE(it->status().ok());
+    std::unique_ptr<rocksdb::Iterator> it(db.NewIterator({}, family(internal::kCrowdedFamily)));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      ASSERT_EQ(it->key().size(), 8u);
+      crowded[internal::GetBigEndian64(it->key().data())] =
+          internal::DecodeLoneBits(it->value().ToStringView());
     }
-    // A key each, or (format 10) packed groups of members with ids.
-    internal::TableLayout layout{codec0, std::nullopt};
-    if (internal::IsPackedTable(testing::RecordedFormat(path), 0)) {
-      layout.groups =
-          internal::GroupLayout(plan.table(0).prefix_bits(), testing::RecordedGroupBits(path),
-                                internal::GroupLayout::Ids::kKept);
-    }
-    std::unique_ptr<rocksdb::Iterator> it(db.NewIterator({}, family("table-000")));
+    ASSERT_TRUE(it->status().ok());
+    const internal::GroupLayout layout(plan.table(0).prefix_bits(),
+                                       testing::RecordedGroupBits(path),
+                                       internal::GroupLayout::Ids::kKept);
+    it.reset(db.NewIterator({}, family("table-000")));
     internal::TableEntryCursor entries(*it, layout, "table-000");
     for (entries.SeekToFirst(); entries.Valid(); entries.Next()) {
       const internal::TableEntry& e = entries.entry();
-      if (!crowded_family) {
-        bits[e.id] = internal::DecodeLoneBits(it->value().ToStringView());
-        continue;
-      }
-      if (!layout.groups) {
-        EXPECT_TRUE(it->value().empty());
-      }
       const auto c = crowded.find(e.permuted);
       bits[e.id] = c != crowded.end() ? c->second : AllTables(plan);
     }
@@ -159,23 +139,14 @@ std::map<DocumentId, LoneBits> StoredBits(const std::string& path, const Permuta
   return bits;
 }
 
-// Writes `value` as the lone bits of fingerprint `fp` (document `id`) in the
-// closed store at `path`, where the store's format keeps them.
-void WriteBits(const std::string& path, const PermutationPlan& plan, int format, DocumentId id,
-               Fingerprint fp, const std::string& value) {
+// Writes `value` as the lone bits of fingerprint `fp` in the closed store
+// at `path`.
+void WriteBits(const std::string& path, const PermutationPlan& plan, Fingerprint fp,
+               const std::string& value) {
   testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
-    const Fingerprint permuted0 = plan.table(0).Apply(fp);
-    if (format >= 9) {
-      char key[8];
-      internal::PutBigEndian64(key, permuted0);
-      ASSERT_TRUE(db.Put({}, family(internal::kCrowdedFamily), rocksdb::Slice(key, 8), value).ok());
-      return;
-    }
-    const internal::TableKeyCodec codec0(plan.table(0).prefix_bits(),
-                                         internal::TableKeyCodec::Ids::kKept);
-    const internal::TableKey key = codec0.Encode(permuted0, id);
-    ASSERT_TRUE(
-        db.Put({}, family("table-000"), rocksdb::Slice(key.data(), key.size()), value).ok());
+    char key[8];
+    internal::PutBigEndian64(key, plan.table(0).Apply(fp));
+    ASSERT_TRUE(db.Put({}, family(internal::kCrowdedFamily), rocksdb::Slice(key, 8), value).ok());
   });
 }
 
@@ -218,18 +189,12 @@ std::pair<std::vector<IdFingerprint>, std::vector<Fingerprint>> CopiesOfFirst(
   return {copies, queries};
 }
 
-// Formats 8 (the bits in table 0's values), 9 (in the crowded family) and
-// 10 (table 0 packed too).
-class LoneBitsTest : public ::testing::TestWithParam<int> {
+class LoneBitsTest : public ::testing::Test {
  protected:
-  int format() const { return GetParam(); }
   std::unique_ptr<Store> MustOpen(const std::string& path, const StoreOptions& options = {}) {
-    return testing::MustOpen(path, options, format());
+    return testing::MustOpen(path, options);
   }
 };
-
-INSTANTIATE_TEST_SUITE_P(Formats, LoneBitsTest, ::testing::Values(8, 9, 10),
-                         [](const auto& info) { return "Format" + std::to_string(info.param); });
 
 TEST(RecentPrefixesTest, HoldsEveryPrefixAddedAndFewOthers) {
   Result<PermutationPlan> plan = PermutationPlan::Create(6, 3);
@@ -354,7 +319,7 @@ TEST(RecentPrefixesTest, DropSealedForgetsOnlyWhatWasSealed) {
   EXPECT_EQ(recent.size(), 0u);
 }
 
-TEST_P(LoneBitsTest, LoadedBitsAreWhatQueriesTrustAndVerifyChecks) {
+TEST_F(LoneBitsTest, LoadedBitsAreWhatQueriesTrustAndVerifyChecks) {
   TempDir dir;
   const std::string path = dir.Sub("store");
   Random rnd(TestSeed(17));
@@ -380,8 +345,7 @@ TEST_P(LoneBitsTest, LoadedBitsAreWhatQueriesTrustAndVerifyChecks) {
   EXPECT_EQ(bits.at(2), AllTables(*plan) & ~shared);
   EXPECT_EQ(bits.at(3), AllTables(*plan));
   // Now claim that f is alone everywhere.
-  WriteBits(path, *plan, format(), 1, f,
-            internal::EncodeLoneBits(AllTables(*plan), plan->table_count()));
+  WriteBits(path, *plan, f, internal::EncodeLoneBits(AllTables(*plan), plan->table_count()));
   std::unique_ptr<Store> store = MustOpen(path);
   ASSERT_NE(store, nullptr);
   // The query believes the bit and skips the table where g is: the bits
@@ -393,14 +357,14 @@ TEST_P(LoneBitsTest, LoadedBitsAreWhatQueriesTrustAndVerifyChecks) {
   // ... and Verify names it.
   Status verify = store->Verify();
   EXPECT_TRUE(verify.IsCorruption()) << verify.ToString();
-  const std::string named = format() >= 9 ? "fingerprint " + std::to_string(f) : "document 1";
+  const std::string named = "fingerprint " + std::to_string(f);
   EXPECT_NE(verify.message().find(named + " is marked alone with its prefix"), std::string::npos)
       << verify.ToString();
 }
 
 // A value with bits for tables the plan does not have (4 tables, one byte)
 // names no table to a query, and Verify reports it.
-TEST_P(LoneBitsTest, BitsPastThePlanAreReportedNotFollowed) {
+TEST_F(LoneBitsTest, BitsPastThePlanAreReportedNotFollowed) {
   TempDir dir;
   const std::string path = dir.Sub("store");
   Random rnd(TestSeed(29));
@@ -416,7 +380,7 @@ TEST_P(LoneBitsTest, BitsPastThePlanAreReportedNotFollowed) {
   Result<PermutationPlan> plan = PermutationPlan::Create(4, 3);
   ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->table_count(), 4u);
-  WriteBits(path, *plan, format(), 1, docs[0].fingerprint, "\xff");
+  WriteBits(path, *plan, docs[0].fingerprint, "\xff");
   std::unique_ptr<Store> store = MustOpen(path, options);
   ASSERT_NE(store, nullptr);
   ExpectExact(*store, docs, {docs[0].fingerprint, docs[1].fingerprint}, "bits past the plan");
@@ -426,7 +390,7 @@ TEST_P(LoneBitsTest, BitsPastThePlanAreReportedNotFollowed) {
       << verify.ToString();
 }
 
-TEST_P(LoneBitsTest, LaterDocumentsInLoneTablesAreFound) {
+TEST_F(LoneBitsTest, LaterDocumentsInLoneTablesAreFound) {
   const std::uint64_t seed = TestSeed(23);
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -495,7 +459,7 @@ TEST_P(LoneBitsTest, LaterDocumentsInLoneTablesAreFound) {
 // Compact writes the bits of every document anew, inserted or loaded, and
 // forgets the recent fingerprints, in memory and on disk; read in memory
 // or, when the scan's budget is too small for that, from the tables.
-TEST_P(LoneBitsTest, CompactWritesEveryDocumentsBitsAndForgetsRecent) {
+TEST_F(LoneBitsTest, CompactWritesEveryDocumentsBitsAndForgetsRecent) {
   for (std::size_t memory_bytes : {std::size_t{1} << 30, std::size_t{1}}) {
     SCOPED_TRACE("scan memory " + std::to_string(memory_bytes));
     const std::uint64_t seed = TestSeed(31);
@@ -556,8 +520,8 @@ TEST_P(LoneBitsTest, CompactWritesEveryDocumentsBitsAndForgetsRecent) {
 }
 
 // A rewrite replaces every fingerprint's bits: one whose company was
-// removed is alone again, in format 9 by the crowded family losing it.
-TEST_P(LoneBitsTest, RemovalsLeaveFingerprintsAloneAtTheNextRewrite) {
+// removed is alone again, by the crowded family losing it.
+TEST_F(LoneBitsTest, RemovalsLeaveFingerprintsAloneAtTheNextRewrite) {
   TempDir dir;
   const std::string path = dir.Sub("store");
   Random rnd(TestSeed(71));
@@ -587,10 +551,10 @@ TEST_P(LoneBitsTest, RemovalsLeaveFingerprintsAloneAtTheNextRewrite) {
 }
 
 // A load into a store that removals emptied writes the bits of what it
-// loads; in format 9 the crowded family keeps the entries of fingerprints
+// loads; the crowded family keeps the entries of fingerprints
 // no longer stored, whose bits claim no more than the truth, or a loaded
 // fingerprint's entry replaces them.
-TEST_P(LoneBitsTest, ALoadIntoAStoreEmptiedByRemovalsIsExact) {
+TEST_F(LoneBitsTest, ALoadIntoAStoreEmptiedByRemovalsIsExact) {
   TempDir dir;
   const std::string path = dir.Sub("store");
   Random rnd(TestSeed(73));
@@ -616,7 +580,7 @@ TEST_P(LoneBitsTest, ALoadIntoAStoreEmptiedByRemovalsIsExact) {
 
 // Inserts and removals while Compact writes the bits: merges go on, and
 // every answer stays exact.
-TEST_P(LoneBitsTest, WritesDuringCompactAreFound) {
+TEST_F(LoneBitsTest, WritesDuringCompactAreFound) {
   const std::uint64_t seed = TestSeed(37);
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -663,7 +627,7 @@ TEST_P(LoneBitsTest, WritesDuringCompactAreFound) {
 // A store whose recent fingerprints outgrow the filter's limit stops
 // using lone bits (merged documents past the limit are not in the filter),
 // after a reopen too, until Compact writes the bits anew.
-TEST_P(LoneBitsTest, TooManyRecentFingerprintsStopTheSkipsUntilCompact) {
+TEST_F(LoneBitsTest, TooManyRecentFingerprintsStopTheSkipsUntilCompact) {
   const std::uint64_t seed = TestSeed(43);
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -723,7 +687,7 @@ TEST_P(LoneBitsTest, TooManyRecentFingerprintsStopTheSkipsUntilCompact) {
 // (a scan's, say) can keep past the compaction that follows; fingerprints
 // merged after it must still come back on open. The deletion is written
 // here as Compact writes it.
-TEST_P(LoneBitsTest, FingerprintsMergedAfterTheRecentClearingComeBack) {
+TEST_F(LoneBitsTest, FingerprintsMergedAfterTheRecentClearingComeBack) {
   const std::uint64_t seed = TestSeed(53);
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -759,7 +723,7 @@ TEST_P(LoneBitsTest, FingerprintsMergedAfterTheRecentClearingComeBack) {
 // its neighbours and leaves its neighbours' bits ignoring it. Its prefixes
 // stay recent, after a reopen too, so that every answer stays exact, until
 // a later rewrite takes it in.
-TEST_P(LoneBitsTest, MergesDuringTheRewriteStayRecent) {
+TEST_F(LoneBitsTest, MergesDuringTheRewriteStayRecent) {
   const std::uint64_t seed = TestSeed(41);
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -803,7 +767,7 @@ TEST_P(LoneBitsTest, MergesDuringTheRewriteStayRecent) {
 // Past its threshold of recent fingerprints a store writes the bits anew by
 // itself, while inserts and merges go on; every answer stays exact
 // throughout, and once the inserts stop the bits are exact again.
-TEST_P(LoneBitsTest, TheStoreRewritesTheBitsInTheBackground) {
+TEST_F(LoneBitsTest, TheStoreRewritesTheBitsInTheBackground) {
   const std::uint64_t seed = TestSeed(59);
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -850,7 +814,7 @@ TEST_P(LoneBitsTest, TheStoreRewritesTheBitsInTheBackground) {
 
 // Close stops a rewrite under way; what it leaves is a store whose recent
 // fingerprints still cover the old bits.
-TEST_P(LoneBitsTest, CloseStopsARewriteUnderWay) {
+TEST_F(LoneBitsTest, CloseStopsARewriteUnderWay) {
   const std::uint64_t seed = TestSeed(61);
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -895,50 +859,6 @@ TEST_P(LoneBitsTest, CloseStopsARewriteUnderWay) {
   EXPECT_EQ(RecentCount(*store), DistinctFingerprints(copies));
   ExpectExact(*store, docs, queries, "reopened");
   EXPECT_TRUE(store->Verify().ok());
-}
-
-// Compact forgets the recent fingerprints only once it has read back bits
-// that need none of them. Should the rewrite have missed entries, their
-// bits are as old as before, and the recent prefixes must stay, on disk
-// too, to keep the queries exact. (Format 8: from format 9 the bits are
-// written whole, in one file, with nothing to read back.)
-TEST(LoneBitsFormat8Test, CompactKeepsRecentWhenBitsWereNotRewritten) {
-  const std::uint64_t seed = TestSeed(47);
-  TempDir dir;
-  const std::string path = dir.Sub("store");
-  std::vector<IdFingerprint> docs = MakeCorpus(seed, 1000, {});
-  const auto [copies, queries] = CopiesOfFirst(docs, 200, seed + 1);
-  const Result<PermutationPlan> plan = PermutationPlan::Create(6, 3);
-  ASSERT_TRUE(plan.ok());
-  {
-    std::unique_ptr<Store> store = testing::MustOpen(path, {}, 8);
-    ASSERT_NE(store, nullptr);
-    BulkLoad(*store, docs);
-    Insert(*store, copies);
-    ASSERT_TRUE(store->Flush().ok());
-  }
-  const std::map<DocumentId, LoneBits> loaded_bits = StoredBits(path, *plan);
-  docs.insert(docs.end(), copies.begin(), copies.end());
-  {
-    std::unique_ptr<Store> store = testing::MustOpen(path, {}, 8);
-    ASSERT_NE(store, nullptr);
-    internal::SetSkipLoneBitsRewriteForTesting(true);
-    const Status compacted = store->Compact();
-    internal::SetSkipLoneBitsRewriteForTesting(false);
-    ASSERT_TRUE(compacted.ok()) << compacted.ToString();
-    EXPECT_EQ(RecentCount(*store), DistinctFingerprints(copies));
-    ExpectExact(*store, docs, queries, "compacted without the rewrite");
-  }
-  EXPECT_EQ(StoredBits(path, *plan), loaded_bits);  // the test's premise
-  {
-    std::unique_ptr<Store> store = testing::MustOpen(path, {}, 8);
-    ASSERT_NE(store, nullptr);
-    EXPECT_EQ(RecentCount(*store), DistinctFingerprints(copies));
-    ExpectExact(*store, docs, queries, "reopened");
-    ASSERT_TRUE(store->Compact().ok());
-    EXPECT_EQ(RecentCount(*store), 0u);
-  }
-  EXPECT_EQ(StoredBits(path, *plan), ExpectedBits(*plan, docs));
 }
 
 }  // namespace

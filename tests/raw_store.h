@@ -50,24 +50,15 @@ inline std::optional<PermutationPlan> RecordedPlan(const std::string& path) {
   return *std::move(plan);
 }
 
-// Where the store at `path` cuts its packed tables' groups: as it records
-// (format 7), else format 6's. A record that is not a number of bits from
-// 1 to 64 (tests write such) reads as format 6's: only merge operands need
-// the layout, and a store refused on open has none to fold.
+// Where the store at `path` cuts its tables' groups, as it records. A
+// record that is not a number of bits from 1 to 64 (tests write such)
+// reads as 16: only merge operands need the layout, and a store refused on
+// open has none to fold.
 inline int RecordedGroupBits(const std::string& path) {
   const std::optional<std::string> value = RecordedValue(path, "fpstore.group_bits");
   int bits = 0;
   if (value) std::sscanf(value->c_str(), "%d", &bits);
-  return bits >= 1 && bits <= 64 ? bits : internal::kFormat6GroupBits;
-}
-
-// The format the store at `path` records; a record that is not a number
-// reads as the newest format (a store refused on open has nothing to fold).
-inline int RecordedFormat(const std::string& path) {
-  const std::optional<std::string> value = RecordedValue(path, "fpstore.format_version");
-  int format = 0;
-  if (value) std::sscanf(value->c_str(), "%d", &format);
-  return format > 0 ? format : Store::kFormatVersion;
+  return bits >= 1 && bits <= 64 ? bits : 16;
 }
 
 // Opens the closed store at `path`, calls edit(db, family) with a lookup of
@@ -76,15 +67,13 @@ inline int RecordedFormat(const std::string& path) {
 // hence the inspection config, with the plan the store records.
 inline void EditWithRocksDb(
     const std::string& path,
-    const std::function<void(rocksdb::DB& db,
-                             const std::function<rocksdb::ColumnFamilyHandle*(const std::string&)>&
-                                 family)>& edit) {
+    const std::function<void(rocksdb::DB& db, const std::function<rocksdb::ColumnFamilyHandle*(
+                                                  const std::string&)>& family)>& edit) {
   std::vector<std::string> names;
   ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
   const std::optional<PermutationPlan> plan = RecordedPlan(path);
   internal::RocksConfig config =
-      plan ? internal::MakeInspectionConfig(names, *plan, RecordedFormat(path),
-                                            RecordedGroupBits(path))
+      plan ? internal::MakeInspectionConfig(names, *plan, RecordedGroupBits(path))
            : internal::MakeInspectionConfig(names);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;

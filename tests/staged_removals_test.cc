@@ -810,35 +810,6 @@ TEST(StagedRemovalsMarksTest, MarksNameTheFingerprintLeavingTheTables) {
   EXPECT_EQ(MarksOf(path), (std::map<DocumentId, std::string>{}));
 }
 
-// A format 7 store keeps removing at once: a replacement's mark is its
-// staged fingerprint alone, a removal leaves none, and its tables lose the
-// old entries in the same write.
-TEST(StagedRemovalsMarksTest, FormatSevenStoresRemoveAtOnce) {
-  const std::uint64_t seed = TestSeed(806);
-  Random rnd(seed);
-  TempDir dir;
-  const std::string path = dir.Sub("store");
-  StoreOptions options;
-  options.durability = Durability::kNoSync;
-  options.block_cache_bytes = 8 << 20;
-  options.write_buffer_bytes = 8 << 20;
-  const Fingerprint y = rnd.Next();
-  {
-    Result<std::unique_ptr<Store>> store = internal::StoreImpl::Open(path, options, 7);
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    for (DocumentId id = 0; id < 3; ++id) ASSERT_TRUE((*store)->Insert(id, rnd.Next()).ok());
-    ASSERT_TRUE((*store)->Flush().ok());
-    ASSERT_TRUE((*store)->Insert(0, y).ok());
-    ASSERT_TRUE((*store)->Remove(1).ok());
-    EXPECT_EQ(StagedOf(**store), 1u);
-    ASSERT_TRUE((*store)->Close().ok());
-  }
-  EXPECT_EQ(MarksOf(path), (std::map<DocumentId, std::string>{{0, BigEndian(y)}}));
-  std::unique_ptr<Store> store = MustOpen(path);
-  ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->Stats()->format_version, 7);
-}
-
 // ---- While a merge runs ----
 
 // Removals staged while a merge runs (of other ids: writers of the ids it

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "brute_force.h"
+#include "corrupt_file.h"
 #include "dir_snapshot.h"
 #include "fpstore/store.h"
 #include "raw_store.h"
@@ -24,7 +25,6 @@
 #include "store_checks.h"
 #include "store_impl.h"
 #include "temp_dir.h"
-#include "corrupt_file.h"
 
 namespace fpstore {
 namespace {
@@ -56,12 +56,9 @@ Fingerprint FingerprintOf(DocumentId id) { return Random(id).Next(); }
 std::string MetadataOf(DocumentId id) { return "doc " + std::to_string(id); }
 
 // Creates a store holding documents 0 .. n - 1 and closes it; with
-// `compact`, the documents are in SST files, else only in the WAL. `format`
-// is the format version it is created with.
-void CreateStore(const std::string& path, int n, bool compact = false,
-                 int format = Store::kFormatVersion) {
-  Result<std::unique_ptr<Store>> store =
-      internal::StoreImpl::Open(path, SmallOptions(), format);
+// `compact`, the documents are in SST files, else only in the WAL.
+void CreateStore(const std::string& path, int n, bool compact = false) {
+  Result<std::unique_ptr<Store>> store = Store::Open(path, SmallOptions());
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   std::vector<NewDocument> docs;
   std::vector<std::string> metadata;
@@ -320,8 +317,10 @@ TEST(StoreBadStateTest, CorruptedSstIsReportedNotFatal) {
       const bool reads_damage =
           family == "table-000" || (family == "table-007" && scan.memory_bytes == 0);
       SCOPED_TRACE(scan.memory_bytes == 0 ? "streamed" : "in memory");
-      Status find_all = (*store)->FindAll(3, [](const NearPair&) {}, scan);
-      Status clusters = (*store)->Clusters(3, [](std::span<const DocumentId>) {}, scan);
+      Status find_all = (*store)->FindAll(
+          3, [](const NearPair&) {}, scan);
+      Status clusters = (*store)->Clusters(
+          3, [](std::span<const DocumentId>) {}, scan);
       if (reads_damage) {
         EXPECT_TRUE(find_all.IsCorruption()) << find_all.ToString();
         EXPECT_TRUE(clusters.IsCorruption()) << clusters.ToString();
@@ -423,8 +422,8 @@ TEST(StoreBadStateTest, NewerFormatVersionIsNotSupported) {
   EXPECT_EQ(ChangedFiles(before, SnapshotFiles(path)), "");
 
   // Back at its own version it opens, whole: the refusal left it as it was.
-  ASSERT_NO_FATAL_FAILURE(SetMetadataRecord(path, "fpstore.format_version",
-                                            std::to_string(Store::kFormatVersion)));
+  ASSERT_NO_FATAL_FAILURE(
+      SetMetadataRecord(path, "fpstore.format_version", std::to_string(Store::kFormatVersion)));
   Result<std::unique_ptr<Store>> store = OpenWith(path, {});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_TRUE((*store)->Verify().ok());
@@ -433,7 +432,7 @@ TEST(StoreBadStateTest, NewerFormatVersionIsNotSupported) {
   EXPECT_EQ(stats->documents, 100u);
 }
 
-// Format 7 records where its groups are cut: a store whose record is
+// A store records where its groups are cut: a store whose record is
 // missing or not a number of bits from 1 to 64 is refused, as it was.
 TEST(StoreBadStateTest, UnreadableGroupBitsAreCorruption) {
   TempDir dir;
@@ -461,11 +460,10 @@ TEST(StoreBadStateTest, UnreadableGroupBitsAreCorruption) {
   EXPECT_TRUE((*store)->Verify().ok());
 }
 
-// A library older than format 6 reads the metadata (to refuse the store)
-// with every family open and no merge operator for the packed tables.
-// Close flushes their removals, so that the log it replays holds none of
-// the operands RocksDB would refuse without one (reporting Corruption
-// instead of the store's format).
+// Close flushes every family, removals' operands in the tables included,
+// so that a clean close leaves nothing in the log: a reader without the
+// tables' merge operator (another build, reading the format version to
+// refuse the store) replays no operand it would call corrupt.
 TEST(StoreBadStateTest, ClosedStoreOpensWithoutTheTablesMergeOperator) {
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -496,137 +494,29 @@ TEST(StoreBadStateTest, ClosedStoreOpensWithoutTheTablesMergeOperator) {
   std::string version;
   EXPECT_TRUE(raw->Get({}, handles[0], "fpstore.format_version", &version).ok());
   EXPECT_EQ(version, std::to_string(Store::kFormatVersion));
-  for (rocksdb::ColumnFamilyHandle* h : handles) ASSERT_TRUE(raw->DestroyColumnFamilyHandle(h).ok());
+  for (rocksdb::ColumnFamilyHandle* h : handles)
+    ASSERT_TRUE(raw->DestroyColumnFamilyHandle(h).ok());
   delete raw;
 }
 
-// Format 1 stored table keys as 8 bytes of permuted fingerprint: read with
-// today's layout they would be corrupt in some tables and silently
-// misplaced in others.
-TEST(StoreBadStateTest, OlderFormatVersionIsNotSupported) {
+// Development builds wrote other formats: a store of any version but this
+// build's is refused, unchanged, with what to do about it.
+TEST(StoreBadStateTest, OtherFormatVersionsAreNotSupported) {
   TempDir dir;
   const std::string path = dir.Sub("store");
   ASSERT_NO_FATAL_FAILURE(CreateStore(path, 10));
-  ASSERT_NO_FATAL_FAILURE(SetMetadataRecord(path, "fpstore.format_version", "1"));
-  const FileMap before = SnapshotFiles(path);
-  Result<std::unique_ptr<Store>> store = OpenWith(path, {});
-  ASSERT_FALSE(store.ok());
-  EXPECT_TRUE(store.status().IsNotSupported()) << store.status().ToString();
-  EXPECT_TRUE(Contains(store.status(), "format version 1")) << store.status().ToString();
-  EXPECT_TRUE(Contains(store.status(), "fpstore-load")) << store.status().ToString();
-  EXPECT_EQ(ChangedFiles(before, SnapshotFiles(path)), "");
-}
-
-// Writes to a store of an older format through this build, which must
-// answer as brute force does and leave the format as it was: removals,
-// documents moved to other fingerprints, new ones, and copies of one
-// fingerprint of which some leave again.
-void ExpectUsedAsItIs(const std::string& path, int format) {
-  std::vector<internal::IdFingerprint> docs;
-  for (int i = 0; i < 100; ++i) docs.push_back({DocumentId(i), FingerprintOf(i)});
-  const std::string label = "format " + std::to_string(format);
-  {
-    Result<std::unique_ptr<Store>> store = Store::Open(path, SmallOptions());
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    for (int i = 0; i < 10; ++i) ASSERT_TRUE((*store)->Remove(DocumentId(i)).ok());
-    docs.erase(docs.begin(), docs.begin() + 10);
-    for (int i = 0; i < 10; ++i) docs[i].fingerprint ^= Fingerprint{1} << i;  // moved
-    for (int i = 100; i < 150; ++i) docs.push_back({DocumentId(i), FingerprintOf(i)});
-    for (int i = 150; i < 160; ++i) docs.push_back({DocumentId(i), FingerprintOf(20)});
-    for (const internal::IdFingerprint& d : docs) {
-      ASSERT_TRUE((*store)->Insert(d.id, d.fingerprint, testing::MetadataFor(d.id)).ok());
-    }
-    ASSERT_TRUE((*store)->Flush().ok());
-    for (int i = 150; i < 155; ++i) ASSERT_TRUE((*store)->Remove(DocumentId(i)).ok());
-    std::erase_if(docs, [](const auto& d) { return d.id >= 150 && d.id < 155; });
-    testing::ExpectMatchesBruteForce(**store, docs, 7, label + ", after writes");
-    Result<StoreStats> stats = (*store)->Stats();
-    ASSERT_TRUE(stats.ok());
-    EXPECT_EQ(stats->format_version, format);
-    // As CreateStore made them: format 6 cut every store's groups at 20
-    // bits, formats 7 and 8 where their record says, for the documents expected
-    // (CreateStore leaves the default); older formats have no groups.
-    const int group_bits = format == 6   ? 20
-                           : format >= 7 ? GroupBitsFor(StoreOptions::kDefaultExpectedDocuments)
-                                         : 0;
-    EXPECT_EQ(stats->group_bits, group_bits);
-    // From format 8 the removals wait for the next merge.
-    EXPECT_EQ(stats->staged_documents, format >= 8 ? 5u : 0u);
-    EXPECT_TRUE((*store)->Verify().ok());
-    ASSERT_TRUE((*store)->Close().ok());
+  for (const char* version : {"1", "9", "11"}) {
+    ASSERT_NO_FATAL_FAILURE(SetMetadataRecord(path, "fpstore.format_version", version));
+    const FileMap before = SnapshotFiles(path);
+    Result<std::unique_ptr<Store>> store = OpenWith(path, {});
+    ASSERT_FALSE(store.ok());
+    EXPECT_TRUE(store.status().IsNotSupported()) << store.status().ToString();
+    EXPECT_TRUE(Contains(store.status(), std::string("format version ") + version))
+        << store.status().ToString();
+    EXPECT_TRUE(Contains(store.status(), "fpstore-admin dump")) << store.status().ToString();
+    EXPECT_TRUE(Contains(store.status(), "fpstore-load")) << store.status().ToString();
+    EXPECT_EQ(ChangedFiles(before, SnapshotFiles(path)), "");
   }
-  Result<std::unique_ptr<Store>> store = Store::Open(path, SmallOptions());
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
-  testing::ExpectMatchesBruteForce(**store, docs, 7, label + ", reopened");
-  Result<StoreStats> stats = (*store)->Stats();
-  ASSERT_TRUE(stats.ok());
-  EXPECT_EQ(stats->format_version, format);
-}
-
-// Stores of the formats before this build's: 7, which removes from its
-// tables at once, in the write that replaces or removes a document (its
-// removals write no staging marks); 6, whose packed tables' groups are all
-// cut at 20 bits; 5, whose tables keep a key a fingerprint rather than
-// packed groups.
-class OlderFormatTest : public ::testing::TestWithParam<int> {};
-
-TEST_P(OlderFormatTest, StoreIsUsedAsItIs) {
-  TempDir dir;
-  const std::string path = dir.Sub("store");
-  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100, /*compact=*/true, GetParam()));
-  ExpectUsedAsItIs(path, GetParam());
-}
-
-INSTANTIATE_TEST_SUITE_P(Formats, OlderFormatTest, ::testing::Values(5, 6, 7, 8, 9),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return "Format" + std::to_string(info.param);
-                         });
-
-// A format 4 store, which has no lone bits and no recent family: loaded
-// into, and written to, it stays without them.
-TEST(StoreBadStateTest, FormatFourStoreIsUsedAsItIs) {
-  TempDir dir;
-  const std::string path = dir.Sub("store");
-  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 0, /*compact=*/false, /*format=*/4));
-  {
-    Result<std::unique_ptr<Store>> store = Store::Open(path, SmallOptions());
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    Result<std::unique_ptr<BulkLoader>> loader = (*store)->NewBulkLoader({});
-    ASSERT_TRUE(loader.ok());
-    for (int i = 0; i < 100; ++i) {
-      ASSERT_TRUE((*loader)->Add(DocumentId(i), FingerprintOf(i), testing::MetadataFor(i)).ok());
-    }
-    ASSERT_TRUE((*loader)->Finish().ok());
-  }
-  ExpectUsedAsItIs(path, 4);
-  std::vector<std::string> names;
-  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
-  EXPECT_EQ(std::count(names.begin(), names.end(), "recent"), 0);
-}
-
-// A format 3 store, whose every table keeps ids.
-TEST(StoreBadStateTest, FormatThreeStoreIsUsedAsItIs) {
-  TempDir dir;
-  const std::string path = dir.Sub("store");
-  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100, /*compact=*/true, /*format=*/3));
-  ExpectUsedAsItIs(path, 3);
-}
-
-// A format 2 store, which has no staging family, as the previous library
-// left it: this one inserts straight into its tables.
-TEST(StoreBadStateTest, FormatTwoStoreIsUsedAsItIs) {
-  TempDir dir;
-  const std::string path = dir.Sub("store");
-  // Format 3 with nothing left staged, less its staging family, is format 2.
-  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100, /*compact=*/true, /*format=*/3));
-  testing::EditWithRocksDb(path, [](rocksdb::DB& db, const auto& family) {
-    EXPECT_TRUE(db.DropColumnFamily(family("staging")).ok());
-  });
-  ASSERT_NO_FATAL_FAILURE(SetMetadataRecord(path, "fpstore.format_version", "2"));
-  ExpectUsedAsItIs(path, 2);
-  std::vector<std::string> names;
-  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
-  EXPECT_EQ(std::count(names.begin(), names.end(), "staging"), 0);
 }
 
 TEST(StoreBadStateTest, DifferentPlanOrFingerprintOptionsAreRefused) {

@@ -36,7 +36,7 @@ inline std::vector<IdDistance> AsIdDistances(const std::vector<Match>& matches) 
 
 // Connected components of the brute-force pair graph, two or more members.
 inline std::vector<std::vector<DocumentId>> BruteForceClusters(std::span<const IdFingerprint> docs,
-                                                        int k) {
+                                                               int k) {
   std::map<DocumentId, DocumentId> parent;
   auto find = [&](DocumentId x) {
     while (parent.at(x) != x) x = parent.at(x);
@@ -61,12 +61,11 @@ inline std::vector<std::vector<DocumentId>> BruteForceClusters(std::span<const I
 // Opens (creating if needed) a store sized for tests: small caches and no
 // fsync, since durability has tests of its own. Null, with a test failure,
 // if it cannot.
-inline std::unique_ptr<Store> MustOpen(const std::string& path, StoreOptions options = {},
-                                       int format = Store::kFormatVersion) {
+inline std::unique_ptr<Store> MustOpen(const std::string& path, StoreOptions options = {}) {
   options.durability = Durability::kNoSync;
   options.block_cache_bytes = 8 << 20;
   options.write_buffer_bytes = 8 << 20;
-  Result<std::unique_ptr<Store>> store = internal::StoreImpl::Open(path, options, format);
+  Result<std::unique_ptr<Store>> store = Store::Open(path, options);
   EXPECT_TRUE(store.ok()) << store.status().ToString();
   return store.ok() ? *std::move(store) : nullptr;
 }
@@ -144,11 +143,14 @@ inline void ExpectMatchesBruteForce(Store& store, const std::vector<IdFingerprin
     const std::string how = scan.memory_bytes == 0 ? " streamed" : " in memory";
     for (int k : {0, k_max}) {
       std::vector<NearPair> pairs;
-      ASSERT_TRUE(store.FindAll(k, [&](const NearPair& p) { pairs.push_back(p); }, scan).ok());
+      ASSERT_TRUE(store
+                      .FindAll(
+                          k, [&](const NearPair& p) { pairs.push_back(p); }, scan)
+                      .ok());
       std::sort(pairs.begin(), pairs.end());
       const std::vector<NearPair> expected = BruteForcePairs(docs, k);
-      EXPECT_TRUE(pairs == expected) << "FindAll k=" << k << how << " "
-                                     << SortedDifference(expected, pairs);
+      EXPECT_TRUE(pairs == expected)
+          << "FindAll k=" << k << how << " " << SortedDifference(expected, pairs);
 
       std::vector<std::vector<DocumentId>> clusters;
       ASSERT_TRUE(store

@@ -1,4 +1,4 @@
-// Packed tables (format 6): the group layout, the merge operator against a
+// Packed tables: the group layout, the merge operator against a
 // set kept beside it, and the member filters that every file carries,
 // through RocksDB's own writes, flushes and compactions.
 
@@ -309,8 +309,8 @@ TEST(MemberFilterTest, MalformedPropertiesAreRefused) {
   EXPECT_FALSE(FileMemberFilter::Parse(one.substr(0, one.size() - 1), false).has_value());
   std::string short_filter = one;
   short_filter[4 + 19] = 63;  // not whole blocks
-  EXPECT_FALSE(FileMemberFilter::Parse(short_filter.substr(0, short_filter.size() - 1), true)
-                   .has_value());
+  EXPECT_FALSE(
+      FileMemberFilter::Parse(short_filter.substr(0, short_filter.size() - 1), true).has_value());
   std::string backwards = one;
   backwards[4 + 7] = 1;  // first group past the last
   EXPECT_FALSE(FileMemberFilter::Parse(backwards, true).has_value());
@@ -333,8 +333,9 @@ TEST(CacheChargeTest, LargeChargesLeaveEveryShardRoom) {
   const CacheCharge charge(cache, 16 << 20);
   EXPECT_TRUE(PinnedAbout(*cache, std::size_t{16} << 20)) << cache->GetPinnedUsage();
   for (int i = 0; i < 256; ++i) {
-    ASSERT_TRUE(cache->Insert("block" + std::to_string(i), nullptr, 1024,
-                              [](const rocksdb::Slice&, void*) {})
+    ASSERT_TRUE(cache
+                    ->Insert("block" + std::to_string(i), nullptr, 1024,
+                             [](const rocksdb::Slice&, void*) {})
                     .ok());
   }
   int found = 0;
@@ -377,7 +378,7 @@ class PackedTableDb {
     StoreOptions options;
     options.block_cache_bytes = 8 << 20;
     options.write_buffer_bytes = 8 << 20;
-    RocksConfig config = MakeRocksConfig(options, plan_, Store::kFormatVersion, kGroupBits);
+    RocksConfig config = MakeRocksConfig(options, plan_, kGroupBits);
     std::vector<rocksdb::ColumnFamilyDescriptor> families;
     for (const rocksdb::ColumnFamilyDescriptor& f : config.families) {
       if (f.name == rocksdb::kDefaultColumnFamilyName || f.name == name()) families.push_back(f);
@@ -391,7 +392,8 @@ class PackedTableDb {
     db_.reset(raw);
   }
   ~PackedTableDb() {
-    for (rocksdb::ColumnFamilyHandle* h : handles_) EXPECT_TRUE(db_->DestroyColumnFamilyHandle(h).ok());
+    for (rocksdb::ColumnFamilyHandle* h : handles_)
+      EXPECT_TRUE(db_->DestroyColumnFamilyHandle(h).ok());
     EXPECT_TRUE(db_->Close().ok());
   }
   static constexpr std::size_t kTable = 1;
@@ -491,8 +493,7 @@ TEST(MemberFiltersTest, CoverEveryMemberThroughFlushesAndCompactions) {
         TableMemberFilter::Read(*db, table, layout, prefix_bits);
     ASSERT_TRUE(filter.ok()) << filter.status().ToString();
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), table));
-    TableEntryCursor cursor(
-        *it, TableLayout{TableKeyCodec(prefix_bits, TableKeyCodec::Ids::kNone), layout}, name);
+    TableEntryCursor cursor(*it, layout, name);
     std::vector<Fingerprint> entries;
     for (cursor.SeekToFirst(); cursor.Valid(); cursor.Next()) {
       entries.push_back(cursor.entry().permuted);
@@ -637,8 +638,7 @@ TEST(MemberFiltersTest, PendingFilesStayThroughRefreshesUntilIngested) {
   const rocksdb::IngestExternalFileArg load = write("load.sst", loaded, GroupWriter::kWhole);
   ASSERT_TRUE(packed.db().IngestExternalFiles({load}).ok());
 
-  MemberFilters filters(*PermutationPlan::Create(6, 3), {false, true}, PackedTableDb::kGroupBits,
-                        nullptr);
+  MemberFilters filters(*PermutationPlan::Create(6, 3), PackedTableDb::kGroupBits, nullptr);
   const std::vector<rocksdb::ColumnFamilyHandle*> tables = {packed.table(), packed.table()};
   filters.Attach(&packed.db(), tables);
   const auto passing = [&](const std::vector<Fingerprint>& members) {

@@ -106,15 +106,13 @@ struct StoreStats {
 
 class Store {
  public:
-  // The on-disk format this build writes; see docs/format.md.
+  // The on-disk format this build reads and writes; see docs/format.md.
   static constexpr int kFormatVersion = 10;
-  // The oldest format this build reads (docs/format.md, "Versions").
-  static constexpr int kOldestFormatVersion = 2;
 
   // Opens the store at `path`, creating it if options allow. Errors:
   // InvalidArgument when `path` holds something that is not an fpstore store,
   // or when options name a plan or fingerprint options other than the
-  // store's; NotSupported for a newer format version; Busy when another
+  // store's; NotSupported for a store of another on-disk format; Busy when another
   // process, or another Store object in this process, has it open for
   // writing; IOError from the file system. A failed
   // Open changes nothing on disk.
