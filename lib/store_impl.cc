@@ -247,9 +247,8 @@ void StageCountChange(rocksdb::WriteBatch& batch, rocksdb::ColumnFamilyHandle* m
 }  // namespace
 
 Status StoreImpl::WriteUnsynced(rocksdb::WriteBatch& batch) {
-  // Writers put records and marks (and merge the document count): no
-  // write but a merge's ingestion changes the tables, which queries rely
-  // on (table_cursors.h).
+  // Writers put records and marks (and merge the document count): only
+  // merges and bulk loads change the tables, by ingestion.
   return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "writing to " + path_);
 }
 

@@ -28,7 +28,6 @@
 #include "read_pool.h"
 #include "recent_prefixes.h"
 #include "staging_index.h"
-#include "table_cursors.h"
 #include "table_entries.h"
 
 namespace fpstore::internal {
@@ -116,7 +115,6 @@ class StoreImpl final : public Store {
   StoreImpl(std::string path, StoreOptions options, int group_bits, PermutationPlan plan,
             Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
             std::vector<rocksdb::ColumnFamilyHandle*> handles,
-            std::shared_ptr<TableCursorPool> cursors,
             std::shared_ptr<MemberFilters> member_filters);
 
   Status CheckOpen() const;
@@ -218,38 +216,36 @@ class StoreImpl final : public Store {
   // concurrent writers share fsyncs.
   Status MakeDurable();
 
-  // The queries' answers from `tables` (one iterator per table) and, for
-  // staged documents and metadata, `snapshot`, both showing one state.
+  // The queries' answers, every table, the staged documents and the
+  // documents read at `snapshot`.
   Result<std::vector<std::vector<Match>>> QueryTables(std::span<const Fingerprint> fingerprints,
-                                                      int k, const TableCursors& tables,
+                                                      int k,
                                                       const rocksdb::Snapshot* snapshot) const;
-  // How a probe reads a table: its files' member filters, and the snapshot
-  // that the query's iterators show, for reads of its own that pass files
-  // by.
+  // How a probe reads a table: its files' member filters, and the
+  // query's snapshot.
   struct GroupReads {
     const TableMemberFilter* filter;
     const rocksdb::Snapshot* snapshot;
   };
-  // Finds the hits of each of `fingerprints` in table `t` through its
-  // iterator `it`, adding them to hits[i] for fingerprints[i]; skips those
-  // whose skip[i] has bit t set (MarkSkippable).
-  Status ProbeTable(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
+  // Finds the hits of each of `fingerprints` in table `t`, adding them to
+  // hits[i] for fingerprints[i]; skips those whose skip[i] has bit t set
+  // (MarkSkippable).
+  Status ProbeTable(const GroupReads& groups, std::size_t t,
                     std::span<const Fingerprint> fingerprints, int k,
                     std::span<const LoneBits> skip, std::vector<std::vector<Hit>>& hits) const;
   // ProbeTable for every table from `first` on, side by side on read_pool_,
   // while the calling thread, which takes the pool's first task, reads the
   // records of the documents in `hits` so far into the block cache
   // (WarmRecordsOf). REQUIRES: first > 0.
-  Status ProbeTablesInParallel(std::size_t first, const TableCursors& tables,
-                               const MemberFilters::View& filters,
+  Status ProbeTablesInParallel(std::size_t first, const MemberFilters::View& filters,
                                std::span<const Fingerprint> fingerprints, int k,
                                std::span<const LoneBits> skip, const rocksdb::Snapshot* snapshot,
                                std::vector<std::vector<Hit>>& hits) const;
-  // Reads the documents of `hits` (through `table0` for those found by
+  // Reads the documents of `hits` (through table 0 for those found by
   // fingerprint) and their records at `snapshot`, for the blocks alone: the
   // answer is read again from the cache, so a failure here is left for that
   // read to report.
-  void WarmRecordsOf(const std::vector<std::vector<Hit>>& hits, rocksdb::Iterator& table0,
+  void WarmRecordsOf(const std::vector<std::vector<Hit>>& hits,
                      const rocksdb::Snapshot* snapshot) const;
   // The filters of the packed tables' files among `args`, read before their
   // ingestion; none if they could not be read.
@@ -273,18 +269,24 @@ class StoreImpl final : public Store {
   void PublishMemberFilters(std::span<const rocksdb::IngestExternalFileArg> args,
                             const std::optional<MemberFilters::Ingested>& ingested,
                             const Status& ingestion) const;
-  // Finds the hits of `query` in table `t` through its iterator `it`; each
-  // document is found in exactly one table. Reads the query's group if one
-  // of its files' member filters passes, from only those files if it has
-  // several. A table without ids adds one hit by fingerprint for all the
-  // documents that have it.
-  Status ScanGroup(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
-                   Fingerprint query, int k, std::vector<Hit>& hits) const;
+  // Finds the hits of `query` in table `t`; each document is found in
+  // exactly one table. Reads the query's group if one of its files' member
+  // filters passes. A table without ids adds one hit by fingerprint for all
+  // the documents that have it.
+  Status ScanGroup(const GroupReads& groups, std::size_t t, Fingerprint query, int k,
+                   std::vector<Hit>& hits) const;
+  // Reads into `value` the group of table t that holds `permuted`, with
+  // its operands folded, from only the files whose filters show a change
+  // to a member with its prefix; false if there is none.
+  Result<bool> ReadGroup(std::size_t t, const GroupReads& groups, Fingerprint permuted,
+                         rocksdb::PinnableSlice& value) const;
   // Sets each hit's lone bits from the crowded family at `snapshot`.
   Status ReadLoneBits(std::span<Hit> hits, const rocksdb::Snapshot* snapshot) const;
   // Replaces each hit found by fingerprint by one hit per document that
-  // table 0 holds with that fingerprint.
-  Status ResolveIds(std::vector<Hit>& hits, rocksdb::Iterator& table0) const;
+  // table 0 holds with that fingerprint at `snapshot`, read through
+  // `table0` (made if null).
+  Status ResolveIds(std::vector<Hit>& hits, const rocksdb::Snapshot* snapshot,
+                    std::unique_ptr<rocksdb::Iterator>& table0) const;
   // Of the fingerprints of `leaving` (sorted by ByFingerprint), those that
   // table 0, at its latest state, holds for a document not in `leaving`.
   // Sorted.
@@ -463,10 +465,6 @@ class StoreImpl final : public Store {
   // then recent, then crowded.
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   GroupCommit group_commit_;
-  // Table iterators kept between queries, and the writes that make a query
-  // made with them start over (table_cursors.h).
-  const std::shared_ptr<TableCursorPool> cursors_;
-  TableWriteClock table_writes_;
   // Reads a query's tables side by side once it waits on the device.
   mutable ReadPool read_pool_{kReadThreads};
 

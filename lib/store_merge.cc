@@ -273,22 +273,13 @@ Status StoreImpl::IngestBesideQueries(const std::vector<rocksdb::IngestExternalF
   {
     // Writers wait, as they did while ingest_mu_ was held.
     std::unique_lock writers(load_mu_);
-    // Ends what it starts, however the ingestion ends.
-    struct Ingesting {
-      StoreImpl& store;
-      Ingesting(StoreImpl& s, const MemberFilters::Ingested& ingested) : store(s) {
-        // Filters first: a query that sees the files must have theirs.
-        store.member_filters_->AddPending(ingested);
-        // Kept cursors, refreshed a table at a time, could straddle it.
-        store.table_writes_.Begin();
-      }
-      Ingesting(const Ingesting&) = delete;
-      Ingesting& operator=(const Ingesting&) = delete;
-      ~Ingesting() {
-        store.table_writes_.End();
-        store.member_filters_->EndPending();
-      }
-    } ingesting(*this, ingested);
+    // Filters first: a query that sees the files must have theirs. Ended
+    // however the ingestion ends.
+    member_filters_->AddPending(ingested);
+    struct EndPending {
+      MemberFilters& filters;
+      ~EndPending() { filters.EndPending(); }
+    } end_pending{*member_filters_};
     // While any snapshot lives, RocksDB gives every file a sequence number
     // above the snapshots' (with none, a file for an empty table would go
     // in at 0 and show to queries whose snapshot still has the marks).

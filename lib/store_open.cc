@@ -263,8 +263,6 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   }
 
   RocksConfig config = MakeRocksConfig(options, *plan, meta.group_bits);
-  auto cursors = std::make_shared<TableCursorPool>(/*refresh=*/!options.read_only);
-  config.db.listeners.push_back(TableCursorPool::MakeListener(cursors));
   auto member_filters = std::make_shared<MemberFilters>(*plan, meta.group_bits, config.block_cache);
   config.db.listeners.push_back(MemberFilters::MakeListener(member_filters));
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
@@ -299,7 +297,7 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
 
   std::unique_ptr<StoreImpl> store(
       new StoreImpl(path, options, meta.group_bits, *std::move(plan), *std::move(fingerprinter),
-                    std::unique_ptr<rocksdb::DB>(raw), handles, cursors, member_filters));
+                    std::unique_ptr<rocksdb::DB>(raw), handles, member_filters));
   if (!options.read_only) reservation.HandTo(store.get());
   store->member_filters_->Attach(store->db_.get(), store->tables());
   if (Status s = store->LoadStagingIndex(); !s.ok()) return s.WithContext(path);
@@ -338,7 +336,6 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
 StoreImpl::StoreImpl(std::string path, StoreOptions options, int group_bits, PermutationPlan plan,
                      Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
                      std::vector<rocksdb::ColumnFamilyHandle*> handles,
-                     std::shared_ptr<TableCursorPool> cursors,
                      std::shared_ptr<MemberFilters> member_filters)
     : path_(std::move(path)),
       options_(std::move(options)),
@@ -348,9 +345,7 @@ StoreImpl::StoreImpl(std::string path, StoreOptions options, int group_bits, Per
       db_(std::move(db)),
       handles_(std::move(handles)),
       group_commit_([this] { return FromRocks(db_->SyncWAL(), "syncing " + path_); }),
-      cursors_(std::move(cursors)),
       member_filters_(std::move(member_filters)) {
-  cursors_->Attach(db_.get(), tables());
 }
 
 StoreImpl::~StoreImpl() { (void)Close(); }
@@ -376,7 +371,6 @@ Status StoreImpl::Close() {
     result = FromRocks(db_->SyncWAL(), "closing " + path_);
   }
   if (!options_.read_only && result.ok()) result = FlushEveryFamily();
-  cursors_->Detach();
   member_filters_->Detach();
   for (rocksdb::ColumnFamilyHandle* h : handles_) {
     rocksdb::Status rs = db_->DestroyColumnFamilyHandle(h);

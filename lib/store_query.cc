@@ -14,44 +14,67 @@
 
 namespace fpstore::internal {
 
-Status StoreImpl::ScanGroup(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
-                            Fingerprint query, int k, std::vector<Hit>& hits) const {
+namespace {
+
+// How queries read the tables. fpstore deletes no ranges from them; left
+// on, range deletions cost every read a check.
+rocksdb::ReadOptions TableReadOptions(const rocksdb::Snapshot* snapshot) {
+  rocksdb::ReadOptions options;
+  options.ignore_range_deletions = true;
+  options.snapshot = snapshot;
+  return options;
+}
+
+}  // namespace
+
+Result<bool> StoreImpl::ReadGroup(std::size_t t, const GroupReads& groups, Fingerprint permuted,
+                                  rocksdb::PinnableSlice& value) const {
+  const TablePermutation& perm = plan_.table(t);
+  const GroupLayout layout = group_layout(t);
+  const GroupLayout::Key key = layout.KeyOf(permuted);
+  const rocksdb::Slice key_slice(key.data(), layout.key_bytes());
+  rocksdb::ReadOptions ro = TableReadOptions(groups.snapshot);
+  if (groups.filter->files() <= 1) {
+    const rocksdb::Status s = db_->Get(ro, table(t), key_slice, &value);
+    if (s.IsNotFound()) return false;
+    if (!s.ok()) return FromRocks(s, "reading " + TableFamilyName(t));
+    return true;
+  }
+  // Merges and removals write operands for nearly every group, so the
+  // group is in every file: a read that passes by the files whose filters
+  // show no change to a member with the prefix reads a block of a few.
+  ro.table_filter = [&](const rocksdb::TableProperties& file) {
+    return FileMayTouch(file, layout, perm.prefix_mask(), permuted);
+  };
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, table(t)));
+  it->Seek(key_slice);
+  if (!it->Valid() || it->key() != key_slice) {
+    if (it->status().ok()) return false;
+    return FromRocks(it->status(), "reading " + TableFamilyName(t));
+  }
+  value.PinSelf(it->value());
+  return true;
+}
+
+Status StoreImpl::ScanGroup(const GroupReads& groups, std::size_t t, Fingerprint query, int k,
+                            std::vector<Hit>& hits) const {
   const TablePermutation& perm = plan_.table(t);
   const Fingerprint permuted_query = perm.Apply(query);
   // Most probes of a crawler find nothing: the files' member filters tell
   // without reading a group. The probe's prefix lies in one group (G <= p).
   if (!groups.filter->MayContain(permuted_query)) return Status::OK();
-  // Merges and removals write operands for nearly every group, so the
-  // group is in every file:
-  // where there are several, a read of its own skips those whose filters
-  // show no change to a member with the prefix (the kept iterator would
-  // read a block of each), at the query's snapshot.
+  rocksdb::PinnableSlice read;
+  Result<bool> found = ReadGroup(t, groups, permuted_query, read);
+  if (!found.ok()) return found.status();
+  if (!*found) return Status::OK();
   const GroupLayout layout = group_layout(t);
-  std::unique_ptr<rocksdb::Iterator> own;
-  rocksdb::Iterator* reader = &it;
-  if (groups.filter->files() > 1) {
-    rocksdb::ReadOptions ro = TableReadOptions();
-    ro.snapshot = groups.snapshot;
-    ro.table_filter = [&](const rocksdb::TableProperties& file) {
-      return FileMayTouch(file, layout, perm.prefix_mask(), permuted_query);
-    };
-    own.reset(db_->NewIterator(ro, table(t)));
-    reader = own.get();
-  }
-  const GroupLayout::Key key = layout.KeyOf(permuted_query);
-  const rocksdb::Slice key_slice(key.data(), layout.key_bytes());
-  reader->Seek(key_slice);
-  if (!reader->Valid() || reader->key() != key_slice) {
-    if (reader->status().ok()) return Status::OK();
-    return FromRocks(reader->status(), "scanning " + TableFamilyName(t));
-  }
-  const std::string_view value = reader->value().ToStringView();
+  const std::string_view value = read.ToStringView();
   const Fingerprint prefix = permuted_query & perm.prefix_mask();
   const Fingerprint group = layout.GroupOf(permuted_query);
   const std::optional<std::size_t> first = FirstMemberAtLeast(layout, group, value, prefix);
   if (!first) {
-    return Status::Corruption(TableFamilyName(t) + " holds a malformed group " +
-                              reader->key().ToString(true));
+    return Status::Corruption(TableFamilyName(t) + " holds a malformed group of " +
+                              std::to_string(perm.Invert(group)));
   }
   const std::size_t width = layout.member_bytes();
   for (std::size_t i = *first; i < value.size() / width; ++i) {
@@ -124,7 +147,14 @@ Status StoreImpl::ReadLoneBits(std::span<Hit> hits, const rocksdb::Snapshot* sna
   return Status::OK();
 }
 
-Status StoreImpl::ResolveIds(std::vector<Hit>& hits, rocksdb::Iterator& table0) const {
+Status StoreImpl::ResolveIds(std::vector<Hit>& hits, const rocksdb::Snapshot* snapshot,
+                             std::unique_ptr<rocksdb::Iterator>& table0) const {
+  if (std::none_of(hits.begin(), hits.end(), [](const Hit& h) { return h.by_fingerprint; })) {
+    return Status::OK();
+  }
+  if (table0 == nullptr) {
+    table0.reset(db_->NewIterator(TableReadOptions(snapshot), table(0)));
+  }
   std::vector<Hit> resolved;
   resolved.reserve(hits.size());
   for (const Hit& h : hits) {
@@ -133,7 +163,7 @@ Status StoreImpl::ResolveIds(std::vector<Hit>& hits, rocksdb::Iterator& table0) 
       continue;
     }
     const std::size_t before = resolved.size();
-    Status s = ForEachIdOf(table0, h.fingerprint, [&](DocumentId id) {
+    Status s = ForEachIdOf(*table0, h.fingerprint, [&](DocumentId id) {
       resolved.push_back({id, h.fingerprint, h.distance, false, h.lone});
       return true;
     });
@@ -265,25 +295,11 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatch(
 Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatchLocked(
     std::span<const Fingerprint> fingerprints, int k) const {
   if (Status s = CheckDistance(k); !s.ok()) return s;
-  // Kept iterators, if no write changed the tables while they were
-  // refreshed and read (table_cursors.h)...
-  const TableWriteClock::Reading before = table_writes_.Read();
-  if (before.quiet) {
-    Result<std::unique_ptr<TableCursors>> cursors = cursors_->Acquire();
-    if (cursors.ok()) {
-      rocksdb::ManagedSnapshot snapshot(db_.get());
-      Result<std::vector<std::vector<Match>>> results =
-          QueryTables(fingerprints, k, **cursors, snapshot.snapshot());
-      if (results.ok()) cursors_->Release(*std::move(cursors));
-      if (table_writes_.QuietSince(before)) return results;
-    }
-  }
-  // ... else new ones at one snapshot: a document being replaced is seen
-  // either before or after, never half-way (found twice, or in no table).
+  // One snapshot for every table, the staging marks and the documents: a
+  // document being replaced is seen either before or after, never
+  // half-way (found twice, or in no table).
   rocksdb::ManagedSnapshot snapshot(db_.get());
-  rocksdb::ReadOptions ro = TableReadOptions();
-  ro.snapshot = snapshot.snapshot();
-  return QueryTables(fingerprints, k, NewTableCursors(*db_, tables(), ro), snapshot.snapshot());
+  return QueryTables(fingerprints, k, snapshot.snapshot());
 }
 
 namespace {
@@ -317,7 +333,7 @@ void StoreImpl::MarkSkippable(Fingerprint query, std::span<const Hit> found, std
   }
 }
 
-Status StoreImpl::ProbeTable(rocksdb::Iterator& it, const GroupReads& groups, std::size_t t,
+Status StoreImpl::ProbeTable(const GroupReads& groups, std::size_t t,
                              std::span<const Fingerprint> fingerprints, int k,
                              std::span<const LoneBits> skip,
                              std::vector<std::vector<Hit>>& hits) const {
@@ -326,7 +342,7 @@ Status StoreImpl::ProbeTable(rocksdb::Iterator& it, const GroupReads& groups, st
     return t < RecentPrefixes::kMaxTables && (skip[i] >> t & 1) != 0;
   };
   if (fingerprints.size() == 1) {
-    return skipped(0) ? Status::OK() : ScanGroup(it, groups, t, fingerprints[0], k, hits[0]);
+    return skipped(0) ? Status::OK() : ScanGroup(groups, t, fingerprints[0], k, hits[0]);
   }
   // Probes in key order keep the iterator moving forward through the table.
   std::vector<std::size_t> order(fingerprints.size());
@@ -336,16 +352,17 @@ Status StoreImpl::ProbeTable(rocksdb::Iterator& it, const GroupReads& groups, st
   });
   for (std::size_t i : order) {
     if (skipped(i)) continue;
-    if (Status s = ScanGroup(it, groups, t, fingerprints[i], k, hits[i]); !s.ok()) return s;
+    if (Status s = ScanGroup(groups, t, fingerprints[i], k, hits[i]); !s.ok()) return s;
   }
   return Status::OK();
 }
 
-void StoreImpl::WarmRecordsOf(const std::vector<std::vector<Hit>>& hits, rocksdb::Iterator& table0,
+void StoreImpl::WarmRecordsOf(const std::vector<std::vector<Hit>>& hits,
                               const rocksdb::Snapshot* snapshot) const {
   std::vector<DocumentId> ids;
+  std::unique_ptr<rocksdb::Iterator> table0;
   for (std::vector<Hit> resolved : hits) {
-    if (!ResolveIds(resolved, table0).ok()) return;
+    if (!ResolveIds(resolved, snapshot, table0).ok()) return;
     for (const Hit& h : resolved) ids.push_back(h.id);
   }
   std::sort(ids.begin(), ids.end());
@@ -354,8 +371,7 @@ void StoreImpl::WarmRecordsOf(const std::vector<std::vector<Hit>>& hits, rocksdb
                     [](std::size_t, std::string_view) { return Status::OK(); });
 }
 
-Status StoreImpl::ProbeTablesInParallel(std::size_t first, const TableCursors& tables,
-                                        const MemberFilters::View& filters,
+Status StoreImpl::ProbeTablesInParallel(std::size_t first, const MemberFilters::View& filters,
                                         std::span<const Fingerprint> fingerprints, int k,
                                         std::span<const LoneBits> skip,
                                         const rocksdb::Snapshot* snapshot,
@@ -367,17 +383,16 @@ Status StoreImpl::ProbeTablesInParallel(std::size_t first, const TableCursors& t
   // Task 0, which the calling thread takes first, warms the records of the
   // documents found so far: reading them after the tables would wait on the
   // device once or twice more (table 0 for their ids, then the records).
-  // Table 0's iterator is free for it, as first > 0.
   read_pool_.Run(count + 1, [&](std::size_t task) {
     // The pool's tasks must not throw: running out of memory fails the
     // query if a table's probes did, and only skips the warming if it did.
     try {
       if (task == 0) {
-        WarmRecordsOf(hits, *tables.tables[0], snapshot);
+        WarmRecordsOf(hits, snapshot);
       } else {
         const std::size_t t = first + task - 1;
-        statuses[task - 1] = ProbeTable(*tables.tables[t], {(*filters)[t].get(), snapshot}, t,
-                                        fingerprints, k, skip, found[task - 1]);
+        statuses[task - 1] = ProbeTable({(*filters)[t].get(), snapshot}, t, fingerprints, k, skip,
+                                        found[task - 1]);
       }
     } catch (const std::exception& e) {
       if (task > 0) {
@@ -395,10 +410,9 @@ Status StoreImpl::ProbeTablesInParallel(std::size_t first, const TableCursors& t
 }
 
 Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
-    std::span<const Fingerprint> fingerprints, int k, const TableCursors& tables,
-    const rocksdb::Snapshot* snapshot) const {
-  // One view of the packed tables' filters for the whole query, read after
-  // the snapshot and the cursors: a merge publishes its files' filters
+    std::span<const Fingerprint> fingerprints, int k, const rocksdb::Snapshot* snapshot) const {
+  // One view of the tables' filters for the whole query, read after the
+  // snapshot: a merge publishes its files' filters
   // before they go in, a bulk load while the caller waits (ingest_mu_), so
   // the view has those of every file they can see.
   const MemberFilters::View filters = member_filters_->Current();
@@ -418,8 +432,7 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
   // One clock reading per table: each table's end is the next one's start.
   auto start = std::chrono::steady_clock::now();
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-    if (Status s = ProbeTable(*tables.tables[t], {(*filters)[t].get(), snapshot}, t, fingerprints,
-                              k, skip, hits);
+    if (Status s = ProbeTable({(*filters)[t].get(), snapshot}, t, fingerprints, k, skip, hits);
         !s.ok()) {
       return s;
     }
@@ -445,16 +458,15 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryTables(
       start = std::chrono::steady_clock::now();  // the bits' reads are not the next table's
     }
     if (hand_off) {
-      Status s =
-          ProbeTablesInParallel(t + 1, tables, filters, fingerprints, k, skip, snapshot, hits);
+      Status s = ProbeTablesInParallel(t + 1, filters, fingerprints, k, skip, snapshot, hits);
       if (!s.ok()) return s;
       break;
     }
   }
   // Fingerprints found in tables without ids, to their documents.
+  std::unique_ptr<rocksdb::Iterator> table0;
   for (std::vector<Hit>& h : hits) {
-    if (std::none_of(h.begin(), h.end(), [](const Hit& x) { return x.by_fingerprint; })) continue;
-    if (Status s = ResolveIds(h, *tables.tables[0]); !s.ok()) return s;
+    if (Status s = ResolveIds(h, snapshot, table0); !s.ok()) return s;
   }
   if (Status s = FindStaged(fingerprints, k, snapshot, hits); !s.ok()) return s;
   std::vector<std::vector<Match>> results;
