@@ -31,7 +31,7 @@
 
 #include "brute_force.h"
 #include "fpstore/store.h"
-#include "pair_finder.h"
+#include "plan/pair_finder.h"
 
 namespace fs = std::filesystem;
 namespace po = boost::program_options;

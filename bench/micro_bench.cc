@@ -25,12 +25,12 @@
 #include "fpstore/fingerprinter.h"
 #include "fpstore/permutation.h"
 #include "fpstore/store.h"
-#include "key_codec.h"
-#include "rocks_config.h"
-#include "sst_sink.h"
-#include "staging_index.h"
-#include "store_impl.h"
-#include "table_groups.h"
+#include "format/records.h"
+#include "format/families.h"
+#include "ingest/sst_sink.h"
+#include "store/staging_index.h"
+#include "store/store_impl.h"
+#include "format/groups.h"
 
 namespace {
 

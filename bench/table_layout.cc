@@ -36,14 +36,14 @@
 
 #include "fpstore/permutation.h"
 #include "fpstore/store.h"
-#include "group_writer.h"
-#include "key_codec.h"
-#include "member_filters.h"
-#include "rocks_config.h"
-#include "sst_sink.h"
-#include "store_impl.h"
-#include "table_entries.h"
-#include "table_groups.h"
+#include "ingest/group_writer.h"
+#include "format/records.h"
+#include "store/table_filters.h"
+#include "format/families.h"
+#include "ingest/sst_sink.h"
+#include "store/store_impl.h"
+#include "format/table_entries.h"
+#include "format/groups.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "block_cache_allocator.h"
+#include "platform/block_cache_allocator.h"
 
 #include <gtest/gtest.h>
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "fpstore/simhash.h"
-#include "pair_finder.h"
+#include "plan/pair_finder.h"
 
 namespace fpstore::testing {
 

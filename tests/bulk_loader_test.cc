@@ -17,7 +17,7 @@
 #include <stdexcept>
 
 #include "brute_force.h"
-#include "bulk_loader.h"
+#include "store/bulk_loader.h"
 #include "fpstore/store.h"
 #include "raw_store.h"
 #include "store_checks.h"

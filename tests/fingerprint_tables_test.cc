@@ -15,11 +15,11 @@
 #include "brute_force.h"
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
-#include "key_codec.h"
+#include "format/records.h"
 #include "raw_store.h"
 #include "store_checks.h"
-#include "store_impl.h"
-#include "table_groups.h"
+#include "store/store_impl.h"
+#include "format/groups.h"
 #include "temp_dir.h"
 
 namespace fpstore {

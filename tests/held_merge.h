@@ -9,7 +9,7 @@
 #include <memory>
 #include <mutex>
 
-#include "merge_hooks.h"
+#include "store/merge_hooks.h"
 
 namespace fpstore::testing {
 

@@ -1,4 +1,4 @@
-#include "huge_pages.h"
+#include "platform/huge_pages.h"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-#include "id_locks.h"
+#include "store/id_locks.h"
 
 #include <gtest/gtest.h>
 

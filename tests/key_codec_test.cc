@@ -1,4 +1,4 @@
-#include "key_codec.h"
+#include "format/records.h"
 
 #include <gtest/gtest.h>
 

@@ -22,13 +22,13 @@
 #include "brute_force.h"
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
-#include "key_codec.h"
-#include "lone_bits_refresh.h"
+#include "format/records.h"
+#include "store/crowded_tables.h"
 #include "raw_store.h"
-#include "read_pool.h"
-#include "recent_prefixes.h"
+#include "store/read_pool.h"
+#include "store/recent_prefixes.h"
 #include "store_checks.h"
-#include "table_entries.h"
+#include "format/table_entries.h"
 #include "temp_dir.h"
 
 namespace fpstore {

@@ -1,4 +1,4 @@
-#include "pair_finder.h"
+#include "plan/pair_finder.h"
 
 #include <gtest/gtest.h>
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "fpstore/permutation.h"
-#include "rocks_config.h"
-#include "table_groups.h"
+#include "format/families.h"
+#include "format/groups.h"
 
 namespace fpstore::testing {
 

@@ -31,7 +31,7 @@
 #include "held_merge.h"
 #include "raw_store.h"
 #include "store_checks.h"
-#include "store_impl.h"
+#include "store/store_impl.h"
 #include "temp_dir.h"
 
 namespace fpstore {

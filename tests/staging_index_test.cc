@@ -1,4 +1,4 @@
-#include "staging_index.h"
+#include "store/staging_index.h"
 
 #include <gtest/gtest.h>
 

@@ -21,9 +21,9 @@
 #include "dir_snapshot.h"
 #include "fpstore/store.h"
 #include "raw_store.h"
-#include "rocks_config.h"
+#include "format/families.h"
 #include "store_checks.h"
-#include "store_impl.h"
+#include "store/store_impl.h"
 #include "temp_dir.h"
 
 namespace fpstore {

@@ -2,7 +2,7 @@
 // set kept beside it, and the member filters that every file carries,
 // through RocksDB's own writes, flushes and compactions.
 
-#include "table_groups.h"
+#include "format/groups.h"
 
 #include <gtest/gtest.h>
 #include <rocksdb/cache.h>
@@ -21,12 +21,12 @@
 #include "brute_force.h"
 #include "fpstore/options.h"
 #include "fpstore/store.h"
-#include "group_writer.h"
-#include "member_filters.h"
-#include "rocks_config.h"
-#include "sst_sink.h"
-#include "store_impl.h"
-#include "table_entries.h"
+#include "ingest/group_writer.h"
+#include "store/table_filters.h"
+#include "format/families.h"
+#include "ingest/sst_sink.h"
+#include "store/store_impl.h"
+#include "format/table_entries.h"
 #include "temp_dir.h"
 
 namespace fpstore::internal {
@@ -638,16 +638,16 @@ TEST(MemberFiltersTest, PendingFilesStayThroughRefreshesUntilIngested) {
   const rocksdb::IngestExternalFileArg load = write("load.sst", loaded, GroupWriter::kWhole);
   ASSERT_TRUE(packed.db().IngestExternalFiles({load}).ok());
 
-  MemberFilters filters(*PermutationPlan::Create(6, 3), PackedTableDb::kGroupBits, nullptr);
+  TableFilters filters(*PermutationPlan::Create(6, 3), PackedTableDb::kGroupBits, nullptr);
   const std::vector<rocksdb::ColumnFamilyHandle*> tables = {packed.table(), packed.table()};
   filters.Attach(&packed.db(), tables);
   const auto passing = [&](const std::vector<Fingerprint>& members) {
-    const MemberFilters::View view = filters.Current();
+    const TableFilters::View view = filters.Current();
     return std::count_if(members.begin(), members.end(),
                          [&](Fingerprint m) { return (*view)[1]->MayContain(m); });
   };
   const auto pending = [&](const rocksdb::IngestExternalFileArg& arg) {
-    Result<MemberFilters::Ingested> read = filters.ReadIngested(packed.db(), std::span(&arg, 1));
+    Result<TableFilters::Ingested> read = filters.ReadIngested(packed.db(), std::span(&arg, 1));
     EXPECT_TRUE(read.ok()) << read.status().ToString();
     filters.AddPending(*read);
   };

@@ -1,4 +1,4 @@
-#include "tokenizer.h"
+#include "fingerprint/tokenizer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,235 @@
+#include "fpstore/fingerprinter.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <charconv>
+#include <cstring>
+
+#include "fingerprint/tokenizer.h"
+
+namespace fpstore {
+
+namespace {
+
+constexpr int kMaxWindow = 64;
+
+// Counts, for each of the 64 bits, how many unit-weight features have it set.
+// With unit weights the simhash vote for bit i is ones[i] - (n - ones[i]), so
+// counting ones is enough. Counting goes eight bits at a time into byte-sized
+// lanes (one table load and one add per byte of hash) and spills the lanes
+// into 32-bit totals before any byte can overflow.
+class UnitVoteCounter {
+ public:
+  void Add(std::uint64_t hash) {
+    for (int b = 0; b < 8; ++b) lanes_[b] += kSpread[(hash >> (8 * b)) & 0xff];
+    if (++pending_ == 255) Spill();
+  }
+
+  Fingerprint Result() {
+    Spill();
+    Fingerprint fp = 0;
+    for (int bit = 0; bit < 64; ++bit) {
+      if (2 * std::uint64_t{ones_[bit]} > total_) fp |= Fingerprint{1} << bit;
+    }
+    return fp;
+  }
+
+ private:
+  // kSpread[v] has byte k equal to bit k of v.
+  static constexpr std::array<std::uint64_t, 256> kSpread = [] {
+    std::array<std::uint64_t, 256> table{};
+    for (int v = 0; v < 256; ++v) {
+      for (int k = 0; k < 8; ++k) {
+        if ((v >> k) & 1) table[v] |= std::uint64_t{1} << (8 * k);
+      }
+    }
+    return table;
+  }();
+
+  void Spill() {
+    for (int b = 0; b < 8; ++b) {
+      for (int k = 0; k < 8; ++k) ones_[8 * b + k] += (lanes_[b] >> (8 * k)) & 0xff;
+      lanes_[b] = 0;
+    }
+    total_ += pending_;
+    pending_ = 0;
+  }
+
+  std::array<std::uint64_t, 8> lanes_{};
+  std::array<std::uint32_t, 64> ones_{};
+  std::uint64_t total_ = 0;
+  std::uint32_t pending_ = 0;
+};
+
+// Turns a token stream into feature hashes: each token's hash when window is
+// 1, otherwise the hash of every `window` consecutive token hashes.
+class ShingleHasher {
+ public:
+  explicit ShingleHasher(int window) : window_(window) {}
+
+  template <typename Sink>
+  void Add(std::string_view token, Sink&& sink) {
+    const std::uint64_t h = Fingerprinter::HashTerm(token);
+    if (window_ == 1) {
+      sink(h);
+      return;
+    }
+    ring_[count_ % window_] = h;
+    ++count_;
+    if (count_ >= static_cast<std::uint64_t>(window_)) sink(HashRing(window_));
+  }
+
+  // A text shorter than one window still gets a feature: all its tokens.
+  template <typename Sink>
+  void Finish(Sink&& sink) {
+    if (window_ > 1 && count_ > 0 && count_ < static_cast<std::uint64_t>(window_)) {
+      sink(HashRing(static_cast<int>(count_)));
+    }
+  }
+
+ private:
+  // The last n token hashes, oldest first, as little-endian bytes, so the
+  // feature hash is the same on every machine.
+  std::uint64_t HashRing(int n) const {
+    std::array<unsigned char, 8 * kMaxWindow> bytes;
+    for (int i = 0; i < n; ++i) {
+      std::uint64_t h = ring_[(count_ - n + i) % window_];
+      if constexpr (std::endian::native == std::endian::big) h = __builtin_bswap64(h);
+      std::memcpy(bytes.data() + 8 * i, &h, 8);
+    }
+    return XXH3_64bits(bytes.data(), 8 * static_cast<std::size_t>(n));
+  }
+
+  int window_;
+  std::uint64_t count_ = 0;
+  std::array<std::uint64_t, kMaxWindow> ring_{};
+};
+
+const char* WeightingName(FeatureWeighting w) {
+  return w == FeatureWeighting::kPresence ? "presence" : "tf";
+}
+
+// Calls emit(token) for each token of `utf8`, by the ASCII fast path when it
+// applies. `buffer` is scratch space for the fast path.
+template <typename Emit>
+Status ForEachToken(std::string_view utf8, std::string& buffer, Emit&& emit) {
+  if (internal::IsAscii(utf8)) {
+    internal::TokenizeAscii(utf8, buffer, emit);
+    return Status::OK();
+  }
+  return internal::TokenizeUnicode(utf8, emit);
+}
+
+}  // namespace
+
+std::string FingerprintOptions::ToString() const {
+  return "v" + std::to_string(version) + " window=" + std::to_string(window) +
+         " weighting=" + WeightingName(weighting);
+}
+
+Result<FingerprintOptions> FingerprintOptions::Parse(std::string_view text) {
+  const std::string original(text);
+  auto bad = [&](std::string_view why) {
+    return Status::InvalidArgument("fingerprint options \"" + original + "\": " + std::string(why));
+  };
+  auto parse_int = [](std::string_view s, int& out) {
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && end == s.data() + s.size();
+  };
+  FingerprintOptions options;
+  bool seen_version = false, seen_window = false, seen_weighting = false;
+  while (!text.empty()) {
+    const std::size_t space = text.find(' ');
+    const std::string_view field = text.substr(0, space);
+    text = space == std::string_view::npos ? std::string_view() : text.substr(space + 1);
+    if (field.starts_with('v') && !seen_version) {
+      if (!parse_int(field.substr(1), options.version)) return bad("bad version");
+      seen_version = true;
+    } else if (field.starts_with("window=") && !seen_window) {
+      if (!parse_int(field.substr(7), options.window)) return bad("bad window");
+      seen_window = true;
+    } else if (field.starts_with("weighting=") && !seen_weighting) {
+      const std::string_view name = field.substr(10);
+      if (name == "tf") {
+        options.weighting = FeatureWeighting::kTermFrequency;
+      } else if (name == "presence") {
+        options.weighting = FeatureWeighting::kPresence;
+      } else {
+        return bad("unknown weighting (expected tf or presence)");
+      }
+      seen_weighting = true;
+    } else {
+      return bad("unexpected field \"" + std::string(field) + "\"");
+    }
+  }
+  if (!seen_version || !seen_window || !seen_weighting) {
+    return bad("expected \"v<version> window=<n> weighting=<tf|presence>\"");
+  }
+  if (Status s = options.Validate(); !s.ok()) {
+    return s.WithContext("fingerprint options \"" + original + "\"");
+  }
+  return options;
+}
+
+Status FingerprintOptions::Validate() const {
+  if (version != 1) {
+    return Status::NotSupported("fingerprint version " + std::to_string(version) +
+                                " (this build knows version 1)");
+  }
+  if (window < 1 || window > kMaxWindow) {
+    return Status::InvalidArgument("window " + std::to_string(window) + " out of range (1 to 64)");
+  }
+  return Status::OK();
+}
+
+Result<Fingerprinter> Fingerprinter::Create(const FingerprintOptions& options) {
+  if (Status s = options.Validate(); !s.ok()) return s;
+  return Fingerprinter(options);
+}
+
+std::uint64_t Fingerprinter::HashTerm(std::string_view term) {
+  return XXH3_64bits(term.data(), term.size());
+}
+
+Result<Fingerprint> Fingerprinter::FromText(std::string_view utf8) const {
+  thread_local std::string buffer;
+  ShingleHasher shingles(options_.window);
+  if (options_.weighting == FeatureWeighting::kTermFrequency) {
+    UnitVoteCounter votes;
+    auto vote = [&](std::uint64_t feature) { votes.Add(feature); };
+    Status s = ForEachToken(utf8, buffer, [&](std::string_view t) { shingles.Add(t, vote); });
+    if (!s.ok()) return s;
+    shingles.Finish(vote);
+    return votes.Result();
+  }
+  std::vector<std::uint64_t> features;
+  auto collect = [&](std::uint64_t feature) { features.push_back(feature); };
+  Status s = ForEachToken(utf8, buffer, [&](std::string_view t) { shingles.Add(t, collect); });
+  if (!s.ok()) return s;
+  shingles.Finish(collect);
+  std::sort(features.begin(), features.end());
+  features.erase(std::unique(features.begin(), features.end()), features.end());
+  UnitVoteCounter votes;
+  for (std::uint64_t f : features) votes.Add(f);
+  return votes.Result();
+}
+
+Result<std::vector<std::string>> Fingerprinter::Tokens(std::string_view utf8) const {
+  std::string buffer;
+  std::vector<std::string> tokens;
+  Status s = ForEachToken(utf8, buffer, [&](std::string_view t) { tokens.emplace_back(t); });
+  if (!s.ok()) return s;
+  return tokens;
+}
+
+Fingerprint Fingerprinter::FromTerms(std::span<const WeightedTerm> terms) const {
+  std::vector<WeightedFeature> features;
+  features.reserve(terms.size());
+  for (const WeightedTerm& t : terms) features.push_back({HashTerm(t.term), t.weight});
+  return Simhash(features);
+}
+
+}  // namespace fpstore

@@ -1,0 +1,54 @@
+// The RocksDB options fpstore opens a store with: one block cache and one
+// write-buffer budget shared by every family, prefix filters on the tables.
+
+#ifndef FPSTORE_LIB_FORMAT_FAMILIES_H_
+#define FPSTORE_LIB_FORMAT_FAMILIES_H_
+
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+
+#include <string>
+#include <vector>
+
+#include "fpstore/options.h"
+#include "fpstore/permutation.h"
+
+namespace fpstore::internal {
+
+// Column family names and metadata keys, fixed by the on-disk format.
+inline constexpr char kDocumentsFamily[] = "documents";
+inline constexpr char kStagingFamily[] = "staging";
+inline constexpr char kRecentFamily[] = "recent";
+inline constexpr char kCrowdedFamily[] = "crowded";
+inline constexpr char kFormatVersionKey[] = "fpstore.format_version";
+inline constexpr char kPlanKey[] = "fpstore.plan";
+inline constexpr char kGroupBitsKey[] = "fpstore.group_bits";
+inline constexpr char kFingerprintKey[] = "fpstore.fingerprint";
+inline constexpr char kDocumentCountKey[] = "fpstore.document_count";
+// Table t's family: "table-000" and up.
+std::string TableFamilyName(std::size_t table);
+
+struct RocksConfig {
+  rocksdb::DBOptions db;
+  // Metadata (default family), documents, staging, one per table, recent,
+  // then crowded.
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  // The block cache every family shares (null for inspection).
+  std::shared_ptr<rocksdb::Cache> block_cache;
+};
+
+// `group_bits`: where the store's packed tables cut their groups
+// (table_groups.h), as it records.
+RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan,
+                            int group_bits);
+
+// Options good enough to read the metadata of a store whose plan is not yet
+// known, or with the `plan` and `group_bits` it records, its tables too.
+// Reading only: nothing is created.
+RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names);
+RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
+                                 const PermutationPlan& plan, int group_bits);
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_FORMAT_FAMILIES_H_

@@ -1,0 +1,122 @@
+// Byte layouts of the documents', staging and crowded families' keys and
+// values (docs/format.md). Integers are big-endian so that RocksDB's
+// bytewise order is numeric order.
+
+#ifndef FPSTORE_LIB_FORMAT_RECORDS_H_
+#define FPSTORE_LIB_FORMAT_RECORDS_H_
+
+#include <algorithm>
+#include <array>
+#include <compare>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "fpstore/document.h"
+#include "util/big_endian.h"
+
+namespace fpstore::internal {
+
+// A documents-family key: the id.
+using DocumentKey = std::array<char, 8>;
+
+inline DocumentKey EncodeDocumentKey(DocumentId id) {
+  DocumentKey key;
+  PutBigEndian64(key.data(), id);
+  return key;
+}
+
+// A documents-family value: the fingerprint, then the metadata bytes.
+inline std::string EncodeDocumentValue(Fingerprint fingerprint, std::string_view metadata) {
+  std::string value(8 + metadata.size(), '\0');
+  PutBigEndian64(value.data(), fingerprint);
+  // An empty string_view may hold a null pointer, which memcpy must not get.
+  if (!metadata.empty()) std::memcpy(value.data() + 8, metadata.data(), metadata.size());
+  return value;
+}
+
+// False if `value` is too short to hold a fingerprint.
+inline bool DecodeDocumentValue(std::string_view value, Fingerprint* fingerprint,
+                                std::string* metadata) {
+  if (value.size() < 8) return false;
+  *fingerprint = GetBigEndian64(value.data());
+  if (metadata != nullptr) metadata->assign(value.substr(8));
+  return true;
+}
+
+// A staging mark: the staged version's fingerprint, and the fingerprint of
+// a version still in the tables that the next merge takes out of them
+// ("leaving"). A removal stages no version, only what leaves.
+struct StagingMark {
+  std::optional<Fingerprint> staged;
+  std::optional<Fingerprint> leaving;
+};
+
+// 8 bytes: staged alone; 16: staged, then leaving; 9: leaving, then a zero
+// byte.
+inline std::string EncodeStagingMark(const StagingMark& mark) {
+  std::string value(mark.staged && mark.leaving ? 16 : mark.staged ? 8 : 9, '\0');
+  if (mark.staged) PutBigEndian64(value.data(), *mark.staged);
+  if (mark.leaving) PutBigEndian64(value.data() + (mark.staged ? 8 : 0), *mark.leaving);
+  return value;
+}
+
+// False if `value` is none of the above (or a mark that neither stages nor leaves).
+inline bool DecodeStagingMark(std::string_view value, StagingMark* mark) {
+  switch (value.size()) {
+    case 8:
+      *mark = {GetBigEndian64(value.data()), std::nullopt};
+      return true;
+    case 16:
+      *mark = {GetBigEndian64(value.data()), GetBigEndian64(value.data() + 8)};
+      return true;
+    case 9:
+      if (value[8] != '\0') return false;
+      *mark = {std::nullopt, GetBigEndian64(value.data())};
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A crowded-family value: bit t set if, when the bits were written, no
+// other fingerprint had this one's prefix in table t (recent_prefixes.h).
+// Byte i holds tables 8i to 8i + 7, table 8i in its lowest bit; the bytes
+// end after the last table named (at most RecentPrefixes::kMaxTables), or
+// at once: an empty value has no bits set.
+using LoneBits = std::uint32_t;
+
+// Every table's bit, for a plan of `tables` tables.
+inline LoneBits AllLoneBits(std::size_t tables) {
+  return tables >= 32 ? ~LoneBits{0} : (LoneBits{1} << tables) - 1;
+}
+
+inline std::string EncodeLoneBits(LoneBits bits, std::size_t tables) {
+  std::string value((std::min<std::size_t>(tables, 32) + 7) / 8, '\0');
+  for (std::size_t i = 0; i < value.size(); ++i) value[i] = static_cast<char>(bits >> (8 * i));
+  return value;
+}
+
+// Bytes beyond the fourth, which no build writes, are ignored.
+inline LoneBits DecodeLoneBits(std::string_view value) {
+  LoneBits bits = 0;
+  for (std::size_t i = 0; i < value.size() && i < 4; ++i) {
+    bits |= LoneBits{static_cast<unsigned char>(value[i])} << (8 * i);
+  }
+  return bits;
+}
+
+// A document as the staging family records it: its staged version, and a
+// version of it that the next merge takes out of the tables.
+struct StagedDocument {
+  DocumentId id;
+  Fingerprint fingerprint;  // the staged version's; 0 for a removal
+  std::optional<Fingerprint> leaving;
+  bool removal = false;  // nothing staged: the document was removed
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_FORMAT_RECORDS_H_

@@ -1,0 +1,52 @@
+// Permutation tables held in memory as sorted vectors: the store's FindAll
+// and Clusters use them when the store fits the scan's memory budget, and
+// FindAllPairsInMemory, built on them, is the reference the store's scans
+// are tested and benchmarked against.
+
+#ifndef FPSTORE_LIB_PLAN_PAIR_FINDER_H_
+#define FPSTORE_LIB_PLAN_PAIR_FINDER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "fpstore/document.h"
+#include "fpstore/permutation.h"
+#include "fpstore/simhash.h"
+#include "plan/table_entry.h"
+
+namespace fpstore::internal {
+
+// Sorts documents into one permutation table after another and finds the
+// runs of entries that share the table's prefix. Sorts packed 8-byte keys,
+// not whole entries, so it needs 16 bytes per document (a key and a sort
+// buffer), kept between tables. Not thread-safe: one per thread.
+class InMemoryTables {
+ public:
+  static constexpr std::size_t kBytesPerDocument = 16;
+  // More documents than a key can index.
+  static constexpr std::size_t kMaxDocuments = std::size_t{1} << 32;
+
+  // Calls visit_run(run) for every run of two or more of `docs` that share
+  // table t's prefix, sorted by (permuted fingerprint, id), as the table
+  // would hold them. REQUIRES: docs.size() <= kMaxDocuments.
+  void ForEachRun(std::span<const IdFingerprint> docs, const PermutationPlan& plan, std::size_t t,
+                  const std::function<void(std::span<const TableEntry>)>& visit_run);
+
+ private:
+  std::vector<std::uint64_t> keys_, scratch_;
+  std::vector<TableEntry> run_;
+};
+
+// Every pair of distinct documents at Hamming distance <= k, each once,
+// sorted by (first, second). Identical fingerprints of different ids are a
+// pair at distance 0. Ids must be distinct.
+// REQUIRES: 0 <= k <= plan.distance()
+std::vector<NearPair> FindAllPairsInMemory(std::span<const IdFingerprint> docs,
+                                           const PermutationPlan& plan, int k);
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_PLAN_PAIR_FINDER_H_

@@ -1,0 +1,84 @@
+#include "store/id_locks.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace fpstore::internal {
+
+IdLocks::Held::Held(Held&& other) noexcept
+    : owner_(std::exchange(other.owner_, nullptr)), ids_(std::move(other.ids_)) {}
+
+IdLocks::Held& IdLocks::Held::operator=(Held&& other) noexcept {
+  if (this != &other) {
+    Release();
+    owner_ = std::exchange(other.owner_, nullptr);
+    ids_ = std::move(other.ids_);
+  }
+  return *this;
+}
+
+IdLocks::Held::~Held() { Release(); }
+
+void IdLocks::Held::Release() {
+  if (owner_ != nullptr) std::exchange(owner_, nullptr)->Unlock(ids_);
+  ids_.clear();
+}
+
+bool IdLocks::Free(std::span<const DocumentId> ids, const Waiter* self) const {
+  for (DocumentId id : ids) {
+    if (held_.contains(id)) return false;
+  }
+  // Nor wanted by a batch that waits longer: else a stream of small writes
+  // could keep a large batch out for ever.
+  for (const Waiter* w : waiting_) {
+    if (w == self) break;
+    for (DocumentId id : ids) {
+      if (std::binary_search(w->begin(), w->end(), id)) return false;
+    }
+  }
+  return true;
+}
+
+IdLocks::Held IdLocks::Lock(std::span<const DocumentId> ids) {
+  std::vector<DocumentId> taken(ids.begin(), ids.end());
+  std::unique_lock lock(mu_);
+  if (!Free(taken, nullptr)) {
+    // Sorted, for the batches that come later to search.
+    std::sort(taken.begin(), taken.end());
+    waiting_.push_back(&taken);
+    released_.wait(lock, [&] { return Free(taken, &taken); });
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &taken));
+    // Batches behind this one may have waited only for its place.
+    released_.notify_all();
+  }
+  try {
+    held_.insert(taken.begin(), taken.end());
+  } catch (...) {
+    // Out of memory: none held rather than some, forever.
+    for (DocumentId id : taken) held_.erase(id);
+    throw;
+  }
+  return Held(this, std::move(taken));
+}
+
+void IdLocks::Unlock(std::span<const DocumentId> ids) {
+  bool wake;
+  {
+    std::lock_guard lock(mu_);
+    for (DocumentId id : ids) held_.erase(id);
+    wake = !waiting_.empty();
+  }
+  if (wake) released_.notify_all();
+}
+
+std::size_t IdLocks::held_count() const {
+  std::lock_guard lock(mu_);
+  return held_.size();
+}
+
+std::size_t IdLocks::waiting_count() const {
+  std::lock_guard lock(mu_);
+  return waiting_.size();
+}
+
+}  // namespace fpstore::internal

@@ -1,0 +1,109 @@
+#include "store/staging_index.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <type_traits>
+
+namespace fpstore::internal {
+
+namespace {
+constexpr std::size_t kMinBuckets = 1024;
+}  // namespace
+
+StagingIndex::StagingIndex(int distance, std::size_t room)
+    : plan_(*PermutationPlan::Create(distance + 1, distance)) {
+  room = std::min(room, kMaxRoom);
+  entries_.reserve(room);
+  table_buckets_ = BucketsFor(room);
+  buckets_ = EmptyBuckets(table_buckets_);
+}
+
+ZeroedMapping StagingIndex::EmptyBuckets(std::size_t per_table) const {
+  // All-zero bytes are empty buckets.
+  static_assert(std::is_trivially_copyable_v<Bucket>);
+  return ZeroedMapping(plan_.table_count() * per_table * sizeof(Bucket));
+}
+
+std::size_t StagingIndex::BucketsFor(std::size_t entries) {
+  return std::max(kMinBuckets, std::bit_ceil(2 * entries));
+}
+
+void StagingIndex::Add(std::span<const Entry> added) {
+  if (added.empty()) return;
+  std::unique_lock lock(mu_);
+  // Should an allocation throw, the batch's entries are in no table (until
+  // a later growth places every entry) and its write never happens:
+  // nothing a reader could miss.
+  const std::size_t first = entries_.size();
+  entries_.insert(entries_.end(), added.begin(), added.end());
+  const std::size_t size = BucketsFor(entries_.size());
+  const bool grow = size > table_buckets_;
+  if (grow) {
+    buckets_ = EmptyBuckets(size);
+    table_buckets_ = size;
+  }
+  for (std::size_t t = 0; t < plan_.table_count(); ++t) Place(t, grow ? 0 : first, entries_.size());
+  size_.store(entries_.size() + removals_.size(), std::memory_order_relaxed);
+}
+
+void StagingIndex::Clear() {
+  std::unique_lock lock(mu_);
+  entries_.clear();
+  removals_.clear();
+  std::memset(buckets_.data(), 0, plan_.table_count() * table_buckets_ * sizeof(Bucket));
+  removal_count_.store(0, std::memory_order_relaxed);
+  size_.store(0, std::memory_order_relaxed);
+}
+
+void StagingIndex::AddRemoval(DocumentId id) {
+  std::unique_lock lock(mu_);
+  if (!removals_.insert(id).second) return;
+  removal_count_.store(removals_.size(), std::memory_order_relaxed);
+  size_.store(entries_.size() + removals_.size(), std::memory_order_relaxed);
+}
+
+bool StagingIndex::HasRemoval(DocumentId id) const {
+  // Writers call this for every new id: most indexes hold no removal.
+  if (removal_count_.load(std::memory_order_relaxed) == 0) return false;
+  std::shared_lock lock(mu_);
+  return removals_.contains(id);
+}
+
+void StagingIndex::Place(std::size_t t, std::size_t begin, std::size_t end) {
+  const TablePermutation& perm = plan_.table(t);
+  Bucket* buckets = TableBuckets(t);
+  const std::size_t mask = table_buckets_ - 1;
+  // Each placement misses the cache once the table outgrows it: fetching
+  // the slots of later entries first lets those misses overlap.
+  constexpr std::size_t kAhead = 8;
+  for (std::size_t e = begin; e < end; ++e) {
+    if (e + kAhead < end) {
+      const Fingerprint ahead = perm.Apply(entries_[e + kAhead].fingerprint);
+      __builtin_prefetch(&buckets[Slot(perm, ahead, table_buckets_)], 1);
+    }
+    const Fingerprint permuted = perm.Apply(entries_[e].fingerprint);
+    std::size_t b = Slot(perm, permuted, table_buckets_);
+    while (buckets[b].entry != 0) b = (b + 1) & mask;
+    buckets[b] = {static_cast<std::uint32_t>(e + 1), Tag(perm, permuted)};
+  }
+}
+
+bool StagingIndex::HoldsEntry(DocumentId id, Fingerprint fingerprint) const {
+  std::shared_lock lock(mu_);
+  // An exact match shares every table's prefix: the first table has it.
+  return ForEachInTable(0, fingerprint, 0,
+                        [&](const Entry& e) { return e.id == id && e.fingerprint == fingerprint; });
+}
+
+std::vector<DocumentId> StagingIndex::SortedIds() const {
+  std::shared_lock lock(mu_);
+  std::vector<DocumentId> ids(removals_.begin(), removals_.end());
+  ids.reserve(entries_.size() + removals_.size());
+  for (const Entry& e : entries_) ids.push_back(e.id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+}  // namespace fpstore::internal

@@ -1,0 +1,191 @@
+// The filters of the tables' live files (format/member_filter.h), kept in
+// memory for every probe: a view per query, replaced whole when files come
+// or go.
+
+#ifndef FPSTORE_LIB_STORE_TABLE_FILTERS_H_
+#define FPSTORE_LIB_STORE_TABLE_FILTERS_H_
+
+#include <rocksdb/cache.h>
+#include <rocksdb/db.h>
+#include <rocksdb/listener.h>
+#include <rocksdb/table_properties.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "format/groups.h"
+#include "format/member_filter.h"
+#include "fpstore/permutation.h"
+#include "fpstore/status.h"
+
+namespace fpstore::internal {
+
+// Memory charged to a block cache while this lives: the filters are kept
+// in the files' table properties, outside the cache, whose budget is the
+// store's. Data blocks make way for them as for pinned filters. Charged in
+// pieces of 256 KiB, which the cache's shards share: one entry of a large
+// file's filters (12 MB at 10M documents) overfilled its shard of the
+// cache, whose data blocks then went as soon as they came.
+class CacheCharge {
+ public:
+  // A null cache charges nothing.
+  CacheCharge(std::shared_ptr<rocksdb::Cache> cache, std::size_t bytes);
+  CacheCharge(const CacheCharge&) = delete;
+  CacheCharge& operator=(const CacheCharge&) = delete;
+  ~CacheCharge();
+
+ private:
+  std::shared_ptr<rocksdb::Cache> cache_;
+  std::vector<rocksdb::Cache::Handle*> handles_;
+};
+
+// Each file's charge, shared by the filter sets that hold the file: a set
+// read after every merge and compaction charges only its new files.
+// Charged whole each time, a table's filters evicted as many bytes of data
+// blocks after every merge. Thread-safe.
+class FileCharges {
+ public:
+  explicit FileCharges(std::shared_ptr<rocksdb::Cache> cache) : cache_(std::move(cache)) {}
+  // The charge of `bytes` for `file`, made if none lives: a file's table
+  // properties are one object while it is open (every file is, from the
+  // store's open on), and a charge keeps them, so the address names it.
+  std::shared_ptr<const CacheCharge> For(
+      const std::shared_ptr<const rocksdb::TableProperties>& file, std::size_t bytes);
+
+ private:
+  const std::shared_ptr<rocksdb::Cache> cache_;
+  std::mutex mu_;
+  std::map<const rocksdb::TableProperties*, std::weak_ptr<const CacheCharge>> charges_;
+};
+
+// The filters of one packed table's live files.
+class TableMemberFilter {
+ public:
+  TableMemberFilter() = default;
+  // Reads them from the family's current files, charging their memory
+  // through `charges` (if not null).
+  static Result<std::shared_ptr<const TableMemberFilter>> Read(rocksdb::DB& db,
+                                                               rocksdb::ColumnFamilyHandle* family,
+                                                               const GroupLayout& layout,
+                                                               int prefix_bits,
+                                                               FileCharges* charges = nullptr);
+  // A filter that passes every probe.
+  static std::shared_ptr<const TableMemberFilter> PassingAll();
+  // This one with the files `added` (their properties) too, charged
+  // through `charges` (if not null).
+  std::shared_ptr<const TableMemberFilter> With(
+      std::span<const std::shared_ptr<const rocksdb::TableProperties>> added,
+      FileCharges* charges) const;
+  // False only if no file's members have `permuted`'s p-bit prefix.
+  bool MayContain(Fingerprint permuted) const;
+  // The table's files when the filters were read, and added since.
+  std::size_t files() const { return properties_.size() + added_.size(); }
+
+ private:
+  struct File {
+    std::optional<FileMemberFilter> filter;  // none: it may hold anything
+    // Its ChunkFirstGroups, side by side: a probe's binary search over
+    // the index took a cache miss a step, in every file of every table.
+    std::vector<Fingerprint> first_groups;
+  };
+  // Adds `file`'s filters, unless it holds no members.
+  void Add(const std::shared_ptr<const rocksdb::TableProperties>& file, FileCharges* charges);
+  GroupLayout layout_{64, 64};
+  Fingerprint prefix_mask_ = 0;
+  std::vector<File> files_;
+  // Keep the bits: the live files' (by name) and those added since.
+  rocksdb::TablePropertiesCollection properties_;
+  std::vector<std::shared_ptr<const rocksdb::TableProperties>> added_;
+  std::vector<std::shared_ptr<const CacheCharge>> charges_;
+};
+
+// Every packed table's filters, replaced whole when files come or go.
+// Made before the database opens, for its listener; thread-safe.
+class TableFilters {
+ public:
+  // The tables' groups are cut at `group_bits` (table_groups.h). The
+  // filters' memory is charged to `cache`, if not null.
+  TableFilters(const PermutationPlan& plan, int group_bits, std::shared_ptr<rocksdb::Cache> cache);
+
+  // Reads every table's filters from `db`, and from then on each
+  // table's anew after its compactions. A table whose filters cannot be
+  // read (nor, below, read anew) gets one that passes every probe: slower,
+  // never wrong.
+  void Attach(rocksdb::DB* db, std::span<rocksdb::ColumnFamilyHandle* const> tables);
+  // Before the database closes.
+  void Detach();
+
+  // Reads the filters of the tables among `families` anew: after an
+  // ingestion into them that failed. Each refresh reads and publishes under
+  // one mutex, so one that read the files before an ingestion cannot
+  // publish after that ingestion's own.
+  void Refresh(std::span<rocksdb::ColumnFamilyHandle* const> families);
+
+  // The filters of files about to be ingested, read from the files before
+  // the ingestion: read from the tables after it, inside the section that
+  // held queries off, they held them up to 23 ms more an ingestion. Once
+  // ingested, RocksDB's table readers hold a copy of their own.
+  struct Ingested {
+    std::vector<std::pair<std::uint32_t, std::shared_ptr<const rocksdb::TableProperties>>> files;
+    // The filters' bytes.
+    std::size_t bytes() const;
+  };
+  Result<Ingested> ReadIngested(rocksdb::DB& db,
+                                std::span<const rocksdb::IngestExternalFileArg> args) const;
+  // After the ingestion of `ingested` succeeded, before queries resume:
+  // the current filters with the ingested files' too. Files that
+  // compactions replaced meanwhile may stay until the next refresh: their
+  // filters cover what the new ones hold.
+  void AddIngested(const Ingested& ingested);
+  // Before the ingestion of `ingested`, which queries do not wait for:
+  // the current filters with the files' too, and so every view published
+  // until EndPending, refreshes after compactions included (one that read
+  // the family's files before the ingestion would drop them, and a query
+  // could then meet a file its view lacks). Filters of files that are not
+  // in the tables only cost reads.
+  void AddPending(const Ingested& ingested);
+  // After that ingestion, whether it succeeded or not.
+  void EndPending();
+
+  // One filter for each table: a consistent view for one query.
+  using View = std::shared_ptr<const std::vector<std::shared_ptr<const TableMemberFilter>>>;
+  View Current() const { return current_.load(); }
+
+  // Reads the table of family `family_id` anew, if it is one: after its
+  // compactions.
+  void RefreshFamily(std::uint32_t family_id);
+
+  // Calls RefreshFamily after every compaction.
+  static std::shared_ptr<rocksdb::EventListener> MakeListener(
+      std::shared_ptr<TableFilters> filters);
+
+ private:
+  // REQUIRES: mu_ held. The tables whose families have these ids anew, or
+  // every table if `ids` is none.
+  void RefreshLocked(std::optional<std::vector<std::uint32_t>> ids);
+  // REQUIRES: mu_ held. The current filters with `ingested`'s files too.
+  void PublishWithLocked(const Ingested& ingested);
+  // REQUIRES: mu_ held. Table t's files among `ingested`.
+  std::vector<std::shared_ptr<const rocksdb::TableProperties>> FilesOf(const Ingested& ingested,
+                                                                       std::size_t t) const;
+
+  const PermutationPlan plan_;
+  const int group_bits_;
+  FileCharges charges_;
+  mutable std::mutex mu_;
+  rocksdb::DB* db_ = nullptr;                         // guarded by mu_
+  std::vector<rocksdb::ColumnFamilyHandle*> tables_;  // guarded by mu_
+  Ingested pending_;                                  // guarded by mu_
+  std::atomic<View> current_;
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_STORE_TABLE_FILTERS_H_

@@ -1,0 +1,38 @@
+// Big-endian integers: the store writes every integer so, for RocksDB's
+// bytewise order to be numeric order.
+
+#ifndef FPSTORE_LIB_UTIL_BIG_ENDIAN_H_
+#define FPSTORE_LIB_UTIL_BIG_ENDIAN_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fpstore::internal {
+
+inline void PutBigEndian64(char* out, std::uint64_t v) {
+  for (int i = 7; i >= 0; --i) {
+    out[i] = static_cast<char>(v & 0xff);
+    v >>= 8;
+  }
+}
+
+inline std::uint64_t GetBigEndian64(const char* in) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
+  return v;
+}
+
+// The low `bytes` bytes of v, big-endian.
+inline void PutBigEndianBytes(char* out, std::uint64_t v, std::size_t bytes) {
+  for (std::size_t i = bytes; i-- > 0; v >>= 8) out[i] = static_cast<char>(v & 0xff);
+}
+
+inline std::uint64_t GetBigEndianBytes(const char* in, std::size_t bytes) {
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
+  return v;
+}
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_UTIL_BIG_ENDIAN_H_
