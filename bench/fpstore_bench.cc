@@ -40,8 +40,8 @@ namespace fpstore::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using testing::Random;
 using internal::IdFingerprint;
+using testing::Random;
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -130,9 +130,7 @@ std::uint64_t PeakResidentBytes() {
 
 // Linux resets VmHWM when "5" is written to clear_refs; without it the peak
 // would include the corpus this program holds while it generates data.
-void ResetPeakResident() {
-  std::ofstream("/proc/self/clear_refs") << "5";
-}
+void ResetPeakResident() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 std::string Gib(std::uint64_t bytes) { return Fixed(bytes / double(1 << 30), 2) + " GiB"; }
 
@@ -214,8 +212,7 @@ std::uint64_t WriteJsonl(const Config& c, const std::string& path) {
   std::string line;
   for (std::uint64_t id = 0; id < c.jsonl_docs; ++id) {
     const bool copy = id > 0 && rnd.Uniform(10) == 0;
-    const std::vector<std::uint32_t> words =
-        copy ? page(rnd.Uniform(id), id) : page(id, 0);
+    const std::vector<std::uint32_t> words = copy ? page(rnd.Uniform(id), id) : page(id, 0);
     line = "{\"id\": " + std::to_string(id) + ", \"text\": \"";
     const std::size_t text_start = line.size();
     for (std::size_t i = 0; i < words.size(); ++i) {
@@ -280,7 +277,8 @@ Latencies TimeQueries(const Store& store, const std::vector<Fingerprint>& querie
       for (std::size_t i = t; i < queries.size(); i += threads) {
         const Clock::time_point q = Clock::now();
         Result<std::vector<Match>> r = store.Query(queries[i], k);
-        per_thread[t].push_back(std::chrono::duration<double, std::micro>(Clock::now() - q).count());
+        per_thread[t].push_back(
+            std::chrono::duration<double, std::micro>(Clock::now() - q).count());
         if (!r.ok()) Die("query: " + r.status().ToString());
       }
     });
@@ -288,7 +286,8 @@ Latencies TimeQueries(const Store& store, const std::vector<Fingerprint>& querie
   for (std::thread& w : workers) w.join();
   Latencies l;
   l.wall_seconds = SecondsSince(start);
-  for (const std::vector<double>& v : per_thread) l.micros.insert(l.micros.end(), v.begin(), v.end());
+  for (const std::vector<double>& v : per_thread)
+    l.micros.insert(l.micros.end(), v.begin(), v.end());
   std::sort(l.micros.begin(), l.micros.end());
   return l;
 }
@@ -316,8 +315,8 @@ double BruteForceSecondsPerQuery(const std::vector<IdFingerprint>& docs,
   fps.reserve(docs.size());
   for (const IdFingerprint& d : docs) fps.push_back(d.fingerprint);
   // Enough queries for about a second of scanning.
-  const std::size_t count =
-      std::clamp<std::size_t>(300'000'000 / std::max<std::size_t>(1, fps.size()), 3, queries.size());
+  const std::size_t count = std::clamp<std::size_t>(
+      300'000'000 / std::max<std::size_t>(1, fps.size()), 3, queries.size());
   std::uint64_t found = 0;
   const Clock::time_point start = Clock::now();
   for (std::size_t i = 0; i < count; ++i) {
@@ -438,6 +437,9 @@ std::unique_ptr<Store> OpenStore(const std::string& path, Durability durability)
   StoreOptions options;
   options.create_if_missing = false;
   options.durability = durability;
+  // The benchmark closes and reopens the store in one process (for its
+  // cold rows), the case this option is for (docs/design.md).
+  options.release_memory_on_close = true;
   return Must(Store::Open(path, options), "open");
 }
 
@@ -465,8 +467,8 @@ void Run(const Config& c) {
                      std::to_string(c.blocks) + " --distance " + std::to_string(k) +
                      " --expected-documents " + std::to_string(c.n));
   const double load_seconds = SecondsSince(start);
-  report.Add("bulk load, fpstore-load tsv", Grouped(c.n / load_seconds) + " fingerprints/s (" +
-                                                Fixed(load_seconds, 1) + " s)");
+  report.Add("bulk load, fpstore-load tsv",
+             Grouped(c.n / load_seconds) + " fingerprints/s (" + Fixed(load_seconds, 1) + " s)");
   fs::remove(tsv);
 
   {
@@ -491,13 +493,13 @@ void Run(const Config& c) {
     std::uint64_t table_bytes = 0;
     for (std::uint64_t b : stats.table_bytes) table_bytes += b;
     report.Add("disk, per fingerprint per table",
-               Fixed(double(table_bytes) / c.n / stats.table_entries.size(), 2) + " bytes (" +
+               Fixed(double(table_bytes) / c.n / stats.table_bytes.size(), 2) + " bytes (" +
                    Gib(DirectoryBytes(store_path)) + " in all)");
   }
 
   std::cerr << "fpstore-bench: checking answers against brute force\n";
-  const std::vector<Fingerprint> check_hits(queries.hits.begin(),
-                                            queries.hits.begin() + std::min<std::size_t>(100, queries.hits.size()));
+  const std::vector<Fingerprint> check_hits(
+      queries.hits.begin(), queries.hits.begin() + std::min<std::size_t>(100, queries.hits.size()));
   CheckAgainstBruteForce(*store, docs, check_hits, k);
   docs = {};  // what follows measures the store, not this program's copy
   docs.shrink_to_fit();
@@ -531,9 +533,9 @@ void Run(const Config& c) {
     if (threads == 1) warm_misses = std::move(misses);
   }
   const double store_seconds = warm_misses.wall_seconds / warm_misses.micros.size();
-  report.Add("baseline: brute-force scan per query",
-             Fixed(brute_seconds * 1e3, 2) + " ms, " + Fixed(brute_seconds / store_seconds, 0) +
-                 "x fpstore's warm miss");
+  report.Add("baseline: brute-force scan per query", Fixed(brute_seconds * 1e3, 2) + " ms, " +
+                                                         Fixed(brute_seconds / store_seconds, 0) +
+                                                         "x fpstore's warm miss");
   report.Add("peak resident while querying", Gib(PeakResidentBytes()));
 
   std::cerr << "fpstore-bench: FindAll and Clusters\n";
@@ -554,7 +556,8 @@ void Run(const Config& c) {
     std::uint64_t clusters = 0;
     start = Clock::now();
     Must(store->Clusters(k, [&](std::span<const DocumentId>) { ++clusters; }, {}), "Clusters");
-    report.Add("Clusters (" + Grouped(clusters) + " clusters)", Fixed(SecondsSince(start), 1) + " s");
+    report.Add("Clusters (" + Grouped(clusters) + " clusters)",
+               Fixed(SecondsSince(start), 1) + " s");
   }
   report.Add("peak resident through FindAll and Clusters", Gib(PeakResidentBytes()));
 
@@ -650,7 +653,8 @@ void Run(const Config& c) {
 
 int main(int argc, char** argv) {
   fpstore::bench::Config c;
-  po::options_description options("fpstore-bench: times every path of the store (docs/performance.md)");
+  po::options_description options(
+      "fpstore-bench: times every path of the store (docs/performance.md)");
   // clang-format off
   options.add_options()
       ("help,h", "Print this help.")

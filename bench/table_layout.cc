@@ -34,16 +34,16 @@
 #include <string>
 #include <vector>
 
+#include "format/families.h"
+#include "format/groups.h"
+#include "format/records.h"
+#include "format/table_entries.h"
 #include "fpstore/permutation.h"
 #include "fpstore/store.h"
 #include "ingest/group_writer.h"
-#include "format/records.h"
-#include "store/table_filters.h"
-#include "format/families.h"
 #include "ingest/sst_sink.h"
 #include "store/store_impl.h"
-#include "format/table_entries.h"
-#include "format/groups.h"
+#include "store/table_filters.h"
 
 namespace {
 
@@ -264,7 +264,7 @@ class Bench {
     using fpstore::internal::SstUse;
     const std::string path = (dir_ / "files" / (name + (packed ? ".packed" : ".keys"))).string();
     fpstore::internal::SstSink sink(*db_, packed ? packed_ : keys_, path,
-                                    into_empty ? SstUse::kLoad : SstUse::kMergeIntoLevel0);
+                                    into_empty ? SstUse::kLoad : SstUse::kMerge);
     if (packed) {
       fpstore::internal::GroupWriter writer(sink, groups_,
                                             into_empty ? fpstore::internal::GroupWriter::kWhole
@@ -364,7 +364,8 @@ int main(int argc, char** argv) {
   const int merges = static_cast<int>(Flag(argc, argv, "merges", 4));
   const std::size_t merge_size = Flag(argc, argv, "merge-size", std::size_t{1} << 20);
   const std::size_t probes = Flag(argc, argv, "probes", 200'000);
-  const int group_bits = static_cast<int>(Flag(argc, argv, "group-bits", fpstore::GroupBitsFor(n)));
+  const int group_bits =
+      static_cast<int>(Flag(argc, argv, "group-bits", fpstore::internal::GroupBitsFor(n)));
   if (n == 0 || merges < 1 || merge_size == 0 || probes == 0) Die("counts must be positive");
   if (group_bits < 1 || group_bits > 64) Die("--group-bits: 1 to 64");
 

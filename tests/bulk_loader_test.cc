@@ -17,9 +17,9 @@
 #include <stdexcept>
 
 #include "brute_force.h"
-#include "store/bulk_loader.h"
 #include "fpstore/store.h"
 #include "raw_store.h"
+#include "store/test_hooks.h"
 #include "store_checks.h"
 #include "temp_dir.h"
 

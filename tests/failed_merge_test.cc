@@ -15,7 +15,7 @@
 #include "brute_force.h"
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
-#include "store/merge_hooks.h"
+#include "store/test_hooks.h"
 #include "store_checks.h"
 #include "temp_dir.h"
 

@@ -13,13 +13,13 @@
 #include <vector>
 
 #include "brute_force.h"
+#include "format/groups.h"
+#include "format/records.h"
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
-#include "format/records.h"
 #include "raw_store.h"
-#include "store_checks.h"
 #include "store/store_impl.h"
-#include "format/groups.h"
+#include "store_checks.h"
 #include "temp_dir.h"
 
 namespace fpstore {
@@ -69,7 +69,7 @@ TEST(FingerprintTablesTest, NewStoresCutGroupsForTheDefaultSize) {
   ASSERT_NE(store, nullptr);
   Result<StoreStats> stats = store->Stats();
   ASSERT_TRUE(stats.ok());
-  EXPECT_EQ(stats->group_bits, 19);  // cut for 100M documents, the default
+  EXPECT_EQ(stats->internals.group_bits, 19);  // cut for 100M documents, the default
 }
 
 // A plan whose prefixes are shorter than 6 bits cuts table 0's groups
@@ -120,13 +120,13 @@ TEST(FingerprintTablesTest, GroupsAreCutForTheDocumentsExpectedAtCreation) {
       ASSERT_TRUE(store->Insert(d.id, d.fingerprint, MetadataFor(d.id)).ok());
     }
     ASSERT_TRUE(store->Flush().ok());
-    EXPECT_EQ(store->Stats()->group_bits, 16);
+    EXPECT_EQ(store->Stats()->internals.group_bits, 16);
     ASSERT_TRUE(store->Close().ok());
   }
   options.expected_documents = 1'000'000'000;
   std::unique_ptr<Store> store = MustOpen(path, options);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->Stats()->group_bits, 16);
+  EXPECT_EQ(store->Stats()->internals.group_bits, 16);
   ExpectMatchesBruteForce(*store, docs, seed, "reopened");
   ExpectVerifies(*store);
 }
@@ -309,7 +309,7 @@ TEST(FingerprintTablesTest, VerifyFindsStrayAndMissingFingerprints) {
   {
     std::unique_ptr<Store> store = StoreInTables(path, docs);
     ASSERT_NE(store, nullptr);
-    group_bits = store->Stats()->group_bits;
+    group_bits = store->Stats()->internals.group_bits;
     ASSERT_TRUE(store->Close().ok());
   }
   const Fingerprint stray = Random(seed + 1).Next();

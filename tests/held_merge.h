@@ -9,7 +9,7 @@
 #include <memory>
 #include <mutex>
 
-#include "store/merge_hooks.h"
+#include "store/test_hooks.h"
 
 namespace fpstore::testing {
 

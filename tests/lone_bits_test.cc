@@ -20,15 +20,15 @@
 #include <vector>
 
 #include "brute_force.h"
+#include "format/records.h"
+#include "format/table_entries.h"
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
-#include "format/records.h"
-#include "store/crowded_tables.h"
 #include "raw_store.h"
 #include "store/read_pool.h"
 #include "store/recent_prefixes.h"
+#include "store/test_hooks.h"
 #include "store_checks.h"
-#include "format/table_entries.h"
 #include "temp_dir.h"
 
 namespace fpstore {
@@ -153,7 +153,7 @@ void WriteBits(const std::string& path, const PermutationPlan& plan, Fingerprint
 std::uint64_t RecentCount(Store& store) {
   Result<StoreStats> stats = store.Stats();
   EXPECT_TRUE(stats.ok()) << stats.status().ToString();
-  return stats.ok() ? stats->recent_fingerprints : 0;
+  return stats.ok() ? stats->internals.recent_fingerprints : 0;
 }
 
 // The recent fingerprints a merge or load of `docs` adds: each once.
@@ -636,11 +636,11 @@ TEST_F(LoneBitsTest, TooManyRecentFingerprintsStopTheSkipsUntilCompact) {
   struct Limit {
     explicit Limit(std::uint64_t n) {
       internal::SetRecentPrefixesLimitForTesting(n);
-      internal::SetLoneBitsRefreshThresholdForTesting(~std::uint64_t{0});  // no rewrites
+      internal::SetLoneBitsRewriteThresholdForTesting(~std::uint64_t{0});  // no rewrites
     }
     ~Limit() {
       internal::SetRecentPrefixesLimitForTesting(0);
-      internal::SetLoneBitsRefreshThresholdForTesting(0);
+      internal::SetLoneBitsRewriteThresholdForTesting(0);
     }
   };
   std::optional<Limit> limit(std::in_place, 100);
@@ -652,13 +652,13 @@ TEST_F(LoneBitsTest, TooManyRecentFingerprintsStopTheSkipsUntilCompact) {
     ASSERT_TRUE(store->Flush().ok());
     Result<StoreStats> stats = store->Stats();
     ASSERT_TRUE(stats.ok());
-    EXPECT_TRUE(stats->lone_bits_used);
+    EXPECT_TRUE(stats->internals.lone_bits_used);
     Insert(*store, std::vector<IdFingerprint>(copies.begin() + 50, copies.end()));
     ASSERT_TRUE(store->Flush().ok());
     stats = store->Stats();
     ASSERT_TRUE(stats.ok());
-    EXPECT_FALSE(stats->lone_bits_used);
-    EXPECT_EQ(stats->recent_fingerprints, 300u);
+    EXPECT_FALSE(stats->internals.lone_bits_used);
+    EXPECT_EQ(stats->internals.recent_fingerprints, 300u);
     std::vector<IdFingerprint> all = docs;
     all.insert(all.end(), copies.begin(), copies.end());
     ExpectExact(*store, all, queries, "past the limit");
@@ -669,7 +669,7 @@ TEST_F(LoneBitsTest, TooManyRecentFingerprintsStopTheSkipsUntilCompact) {
     ASSERT_NE(store, nullptr);
     Result<StoreStats> stats = store->Stats();
     ASSERT_TRUE(stats.ok());
-    EXPECT_FALSE(stats->lone_bits_used);
+    EXPECT_FALSE(stats->internals.lone_bits_used);
     ExpectExact(*store, docs, queries, "past the limit, reopened");
   }
   limit.reset();
@@ -678,8 +678,8 @@ TEST_F(LoneBitsTest, TooManyRecentFingerprintsStopTheSkipsUntilCompact) {
   ASSERT_TRUE(store->Compact().ok());
   Result<StoreStats> stats = store->Stats();
   ASSERT_TRUE(stats.ok());
-  EXPECT_TRUE(stats->lone_bits_used);
-  EXPECT_EQ(stats->recent_fingerprints, 0u);
+  EXPECT_TRUE(stats->internals.lone_bits_used);
+  EXPECT_EQ(stats->internals.recent_fingerprints, 0u);
   ExpectExact(*store, docs, queries, "compacted");
 }
 
@@ -776,8 +776,8 @@ TEST_F(LoneBitsTest, TheStoreRewritesTheBitsInTheBackground) {
   const Result<PermutationPlan> plan = PermutationPlan::Create(6, 3);
   ASSERT_TRUE(plan.ok());
   struct Threshold {
-    Threshold() { internal::SetLoneBitsRefreshThresholdForTesting(60); }
-    ~Threshold() { internal::SetLoneBitsRefreshThresholdForTesting(0); }
+    Threshold() { internal::SetLoneBitsRewriteThresholdForTesting(60); }
+    ~Threshold() { internal::SetLoneBitsRewriteThresholdForTesting(0); }
   } threshold;
   StoreOptions options;
   options.staged_documents = 40;  // merges all along
@@ -824,7 +824,7 @@ TEST_F(LoneBitsTest, CloseStopsARewriteUnderWay) {
     // Outlives the store, whose Close lets the hook return.
     struct Reset {
       ~Reset() {
-        internal::SetLoneBitsRefreshThresholdForTesting(0);
+        internal::SetLoneBitsRewriteThresholdForTesting(0);
         internal::SetBeforeLoneBitsRewriteForTesting({});
       }
     } reset;
@@ -839,7 +839,7 @@ TEST_F(LoneBitsTest, CloseStopsARewriteUnderWay) {
       rewriting = true;
       closing.wait(false);
     });
-    internal::SetLoneBitsRefreshThresholdForTesting(1);
+    internal::SetLoneBitsRewriteThresholdForTesting(1);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (!rewriting && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -851,11 +851,11 @@ TEST_F(LoneBitsTest, CloseStopsARewriteUnderWay) {
   // Nor does a rewrite begin before a merge since the open: a process that
   // only queries, or inserts a little and closes, pays for none. (A pace:
   // the refresher looks at least once a second.)
-  internal::SetLoneBitsRefreshThresholdForTesting(1);
+  internal::SetLoneBitsRewriteThresholdForTesting(1);
   std::unique_ptr<Store> store = MustOpen(path);
   ASSERT_NE(store, nullptr);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  internal::SetLoneBitsRefreshThresholdForTesting(0);
+  internal::SetLoneBitsRewriteThresholdForTesting(0);
   EXPECT_EQ(RecentCount(*store), DistinctFingerprints(copies));
   ExpectExact(*store, docs, queries, "reopened");
   EXPECT_TRUE(store->Verify().ok());

@@ -30,8 +30,8 @@
 #include "fpstore/store.h"
 #include "held_merge.h"
 #include "raw_store.h"
-#include "store_checks.h"
 #include "store/store_impl.h"
+#include "store_checks.h"
 #include "temp_dir.h"
 
 namespace fpstore {
@@ -643,7 +643,7 @@ TEST_P(StagedRemovalsLoneBitsTest, BitsRewrittenWhileARemovalIsPending) {
   t.Record(1, y);
   Result<StoreStats> stats = t.store().Stats();
   ASSERT_TRUE(stats.ok());
-  EXPECT_TRUE(stats->lone_bits_used);
+  EXPECT_TRUE(stats->internals.lone_bits_used);
   EXPECT_EQ(stats->staged_documents, 1u);
   // Verify checks every bit that is set against the tables.
   const Status verified = t.store().Verify();

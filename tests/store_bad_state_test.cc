@@ -19,11 +19,11 @@
 #include "brute_force.h"
 #include "corrupt_file.h"
 #include "dir_snapshot.h"
+#include "format/families.h"
 #include "fpstore/store.h"
 #include "raw_store.h"
-#include "format/families.h"
-#include "store_checks.h"
 #include "store/store_impl.h"
+#include "store_checks.h"
 #include "temp_dir.h"
 
 namespace fpstore {
@@ -423,7 +423,7 @@ TEST(StoreBadStateTest, NewerFormatVersionIsNotSupported) {
 
   // Back at its own version it opens, whole: the refusal left it as it was.
   ASSERT_NO_FATAL_FAILURE(
-      SetMetadataRecord(path, "fpstore.format_version", std::to_string(Store::kFormatVersion)));
+      SetMetadataRecord(path, "fpstore.format_version", std::to_string(internal::kFormatVersion)));
   Result<std::unique_ptr<Store>> store = OpenWith(path, {});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_TRUE((*store)->Verify().ok());
@@ -493,7 +493,7 @@ TEST(StoreBadStateTest, ClosedStoreOpensWithoutTheTablesMergeOperator) {
   ASSERT_TRUE(s.ok()) << s.ToString();
   std::string version;
   EXPECT_TRUE(raw->Get({}, handles[0], "fpstore.format_version", &version).ok());
-  EXPECT_EQ(version, std::to_string(Store::kFormatVersion));
+  EXPECT_EQ(version, std::to_string(internal::kFormatVersion));
   for (rocksdb::ColumnFamilyHandle* h : handles)
     ASSERT_TRUE(raw->DestroyColumnFamilyHandle(h).ok());
   delete raw;

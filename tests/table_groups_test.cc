@@ -2,8 +2,6 @@
 // set kept beside it, and the member filters that every file carries,
 // through RocksDB's own writes, flushes and compactions.
 
-#include "format/groups.h"
-
 #include <gtest/gtest.h>
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
@@ -19,14 +17,15 @@
 #include <vector>
 
 #include "brute_force.h"
+#include "format/families.h"
+#include "format/groups.h"
+#include "format/table_entries.h"
 #include "fpstore/options.h"
 #include "fpstore/store.h"
 #include "ingest/group_writer.h"
-#include "store/table_filters.h"
-#include "format/families.h"
 #include "ingest/sst_sink.h"
 #include "store/store_impl.h"
-#include "format/table_entries.h"
+#include "store/table_filters.h"
 #include "temp_dir.h"
 
 namespace fpstore::internal {
@@ -554,8 +553,7 @@ TEST(MemberFiltersTest, CoverEveryMemberThroughFlushesAndCompactions) {
     ops.erase(std::unique(ops.begin(), ops.end(),
                           [](const auto& a, const auto& b) { return a.first == b.first; }),
               ops.end());
-    SstSink sink(*db, table, dir.Sub("f" + std::to_string(files++) + ".sst"),
-                 SstUse::kMergeIntoLevel0);
+    SstSink sink(*db, table, dir.Sub("f" + std::to_string(files++) + ".sst"), SstUse::kMerge);
     GroupWriter writer(sink, layout, mode);
     for (const auto& [permuted, put] : ops) {
       ASSERT_TRUE(writer.Add(permuted, put).ok());
@@ -627,7 +625,7 @@ TEST(MemberFiltersTest, PendingFilesStayThroughRefreshesUntilIngested) {
   const auto write = [&](const std::string& name, const std::vector<Fingerprint>& members,
                          GroupWriter::Mode mode) {
     rocksdb::IngestExternalFileArg arg = IngestionInto(packed.table());
-    SstSink sink(packed.db(), packed.table(), dir.Sub(name), SstUse::kMergeIntoLevel0);
+    SstSink sink(packed.db(), packed.table(), dir.Sub(name), SstUse::kMerge);
     GroupWriter writer(sink, layout, mode);
     for (Fingerprint m : members) EXPECT_TRUE(writer.Add(m, /*put=*/true).ok());
     EXPECT_TRUE(writer.Finish().ok());
@@ -647,7 +645,7 @@ TEST(MemberFiltersTest, PendingFilesStayThroughRefreshesUntilIngested) {
                          [&](Fingerprint m) { return (*view)[1]->MayContain(m); });
   };
   const auto pending = [&](const rocksdb::IngestExternalFileArg& arg) {
-    Result<TableFilters::Ingested> read = filters.ReadIngested(packed.db(), std::span(&arg, 1));
+    Result<std::vector<WrittenFile>> read = ReadWrittenFiles(packed.db(), arg);
     EXPECT_TRUE(read.ok()) << read.status().ToString();
     filters.AddPending(*read);
   };

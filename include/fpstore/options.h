@@ -30,11 +30,6 @@ enum class Durability : int {
   kNoSync = 2,
 };
 
-// The bits at which a store created for `expected_documents` cuts its
-// tables' groups (the prefix, if shorter): 16, and one more for each
-// doubling that would put more than 256 fingerprints in a group.
-int GroupBitsFor(std::uint64_t expected_documents);
-
 struct StoreOptions {
   // ---- Behaviour ----
 
@@ -62,14 +57,12 @@ struct StoreOptions {
   std::optional<FingerprintOptions> fingerprint;
 
   // About how many documents the store will hold. Used when creating a
-  // store: its tables keep a key per group of fingerprints (docs/format.md,
-  // "Packed tables"), cut at GroupBitsFor(expected_documents) bits. A store
-  // may grow past it, its groups with it: at 16 times the count a group
-  // holds about 4,000 fingerprints (24 KB), which each probe that finds
-  // one reads. Fewer documents than expected cost loads, merges and
-  // compactions more RocksDB keys (docs/performance.md). Ignored when
-  // opening an existing store. Default at creation:
-  // kDefaultExpectedDocuments (19-bit groups).
+  // store, to size its tables' layout (docs/design.md, "Packed tables"). A
+  // store may grow past it: at 16 times the count, a query that finds a
+  // document reads about 24 KB in each table it finds one in. Far fewer
+  // documents than expected cost loads, merges and compactions more work
+  // (docs/performance.md). Ignored when opening an existing store.
+  // Default at creation: kDefaultExpectedDocuments.
   std::optional<std::uint64_t> expected_documents;
   static constexpr std::uint64_t kDefaultExpectedDocuments = 100'000'000;
 
@@ -97,6 +90,13 @@ struct StoreOptions {
   // others. Default: 512 Ki.
   static constexpr std::size_t kMaxStagedDocuments = std::size_t{1} << 30;
   std::size_t staged_documents = std::size_t{1} << 19;
+  // When the store is destroyed, give the memory it freed back to the
+  // system (glibc's malloc_trim): for a process that closes a large store
+  // and opens another, where glibc's heaps would keep the first one's
+  // cached blocks. It walks every heap of the process, not only the
+  // store's. Default: false.
+  bool release_memory_on_close = false;
+
   // Background threads for compactions when they fall behind, at least 2;
   // flushes have one more of their own (up to 6; beyond, RocksDB gives
   // flushes a quarter of them all). Default: 2.

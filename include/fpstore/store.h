@@ -75,44 +75,47 @@ struct ScanOptions {
   std::size_t memory_bytes = std::size_t{1} << 30;
 };
 
+// What Stats reports.
 struct StoreStats {
-  int format_version = 0;
+  // The plan and fingerprint options the store was created with.
   int blocks = 0;
   int distance = 0;
   FingerprintOptions fingerprint;
-  // Format 6 and up: the bits at which tables 1 and up cut their groups
-  // (the prefix, if shorter); 0 in older formats.
-  int group_bits = 0;
-  std::uint64_t documents = 0;                 // exact
-  // Exact: documents not yet in the tables (Flush), and from format 8
-  // removals and replacements whose old versions have yet to leave them.
+  std::uint64_t documents = 0;  // stored, exactly
+  // Writes not yet merged into the tables (see Flush), exactly: inserted
+  // or replaced documents, and removals. Queries find them all the same.
   std::uint64_t staged_documents = 0;
-  // RocksDB's estimate of each table's keys; for a table that packs
-  // fingerprints in groups (format 6 and up, tables 1 and up), table 0's.
-  std::vector<std::uint64_t> table_entries;
-  std::vector<std::uint64_t> table_bytes;      // table files' bytes, per table
-  std::uint64_t bytes_on_disk = 0;             // live SST and WAL files
-  // Format 5: fingerprints merged, or loaded into a store that was not
-  // empty, since the lone bits were last written. A writable store writes
-  // them anew in the background once these reach about 2 million or an
-  // eighth of its documents, whichever is more, and it has merged since
-  // its open; Compact does too. Queries use lone bits while there are at
-  // most about 4 million from before the rewrite under way and 4 million
-  // since it began (docs/design.md, "Hits that skip tables"); past that,
-  // and after a reopen, this counts up to where they stopped.
-  std::uint64_t recent_fingerprints = 0;
-  bool lone_bits_used = false;
+  std::vector<std::uint64_t> table_bytes;  // each permutation table's files
+  std::uint64_t bytes_on_disk = 0;         // every file of the store
+
+  // How the store is laid out and tuned inside (docs/design.md,
+  // docs/format.md): for diagnosis and benchmarks. A program should not
+  // depend on these; they may change between releases.
+  struct Internals {
+    int format_version = 0;  // the on-disk format
+    int group_bits = 0;      // where the tables cut their groups
+    // Fingerprints that entered the tables since the lone bits, which let
+    // queries skip tables, were last written (docs/design.md, "Hits that
+    // skip tables"), and whether queries use the bits.
+    std::uint64_t recent_fingerprints = 0;
+    bool lone_bits_used = false;
+  };
+  Internals internals;
 };
+
+// About how many bytes a store with `plan`, created for `documents`
+// documents and holding as many, takes on disk after a bulk load: a model
+// fitted to fpstore-bench's measurements (docs/performance.md), for
+// choosing a plan.
+double EstimateStoreBytes(const PermutationPlan& plan, std::uint64_t documents);
 
 class Store {
  public:
-  // The on-disk format this build reads and writes; see docs/format.md.
-  static constexpr int kFormatVersion = 10;
-
   // Opens the store at `path`, creating it if options allow. Errors:
   // InvalidArgument when `path` holds something that is not an fpstore store,
   // or when options name a plan or fingerprint options other than the
-  // store's; NotSupported for a store of another on-disk format; Busy when another
+  // store's; NotSupported for a store this build cannot read (written by
+  // another version, docs/format.md); Busy when another
   // process, or another Store object in this process, has it open for
   // writing; IOError from the file system. A failed
   // Open changes nothing on disk.
@@ -138,17 +141,15 @@ class Store {
   // Inserts or replaces document `id`. Atomic: after a crash the document is
   // either wholly present in every table or wholly absent. Durable as
   // options.durability says once the call returns OK.
-  virtual Status Insert(DocumentId id, Fingerprint fingerprint,
-                        std::string_view metadata = {}) = 0;
+  virtual Status Insert(DocumentId id, Fingerprint fingerprint, std::string_view metadata = {}) = 0;
 
   // Inserts or replaces several documents in one atomic write. A repeated
   // id within `docs`: the last one wins.
   virtual Status InsertBatch(std::span<const NewDocument> docs) = 0;
 
   // Removes document `id`: queries no longer find it once this returns.
-  // From format 8 its table entries leave with the next merge (Flush), and
-  // like an insert it may wait for room in the staging index. NotFound if
-  // it is not stored.
+  // Like an insert it is staged (Flush), and may wait for room to stage.
+  // NotFound if it is not stored.
   virtual Status Remove(DocumentId id) = 0;
 
   // The stored document `id`, or NotFound.
@@ -197,9 +198,7 @@ class Store {
   // The sinks of FindAll, Clusters and ForEachDocument may insert and remove
   // documents and wait for bulk loads that other threads finish meanwhile;
   // the scan does not see what they write. Verify's progress callback may
-  // insert and remove, but not wait for a bulk load or call Compact (a
-  // rewrite of the lone bits waits for Verify). None of them may close the
-  // store.
+  // insert and remove too. None of them may close the store.
   virtual Status ForEachDocument(const std::function<void(const Document&)>& sink,
                                  const ScanOptions& scan = {}) const = 0;
 
@@ -208,23 +207,19 @@ class Store {
   virtual Result<std::unique_ptr<BulkLoader>> NewBulkLoader(
       const BulkLoadOptions& options = {}) = 0;
 
-  // Inserted documents are staged: recorded durably and found by queries at
-  // once, and moved into the tables in sorted batches by a background merge
-  // once options.staged_documents of them have gathered. From format 8 so
-  // are removals and replacements: answered as done at once, their old
-  // versions leave the tables in the same merges. Flush merges what is
-  // staged so far now and returns when it is in the tables.
-  // NotSupported on a read-only store.
+  // Writes are staged: inserts, replacements and removals are recorded
+  // durably and seen by queries at once, and moved into the tables in
+  // sorted batches by a background merge once options.staged_documents of
+  // them have gathered. Flush merges what is staged so far now and returns
+  // when it is in the tables. NotSupported on a read-only store.
   virtual Status Flush() = 0;
 
-  // Merges what is staged (Flush), then compacts every column family
-  // fully: table 0 first, then the others scan.threads at a time (0: as
-  // many as options.background_threads, at least 2), progress counted in
-  // families. From format 5 on, table 0's compaction also writes every
-  // document's lone bits anew (a scan like FindAll's), so that queries skip
-  // tables for documents inserted since the bulk load too, and forgets the
-  // recent fingerprints (Stats) merged before its scan; merges go on, bulk
-  // loads wait.
+  // Merges what is staged (Flush), rewrites the hints that let queries of
+  // documents inserted since the last bulk load skip tables (a scan like
+  // FindAll's; docs/design.md), then compacts every part of the store
+  // fully, scan.threads at a time (0: as many as
+  // options.background_threads, at least 2), progress counted in parts.
+  // Merges go on meanwhile; bulk loads wait.
   virtual Status Compact(const ScanOptions& scan = {}) = 0;
 
   virtual Result<StoreStats> Stats() const = 0;

@@ -13,7 +13,6 @@
 
 #include "format/groups.h"
 #include "format/member_filter.h"
-#include "platform/block_cache_allocator.h"
 
 namespace fpstore::internal {
 
@@ -45,15 +44,11 @@ class Int64AddOperator final : public rocksdb::AssociativeMergeOperator {
   }
 };
 
-// Block-table options for the documents and table families. Every probe
-// consults each file's filter and index, so both are pinned in the block
-// cache while the file is open, loaded when the store opens: a probe then
-// needs no cache lookup for them, and data blocks cannot push them out (they
-// did, sending warm misses to the page cache and cold ones to the disk).
-// New files get one full filter and a one-level index: once pinned,
-// partitions only add a search per probe (docs/performance.md has the
-// measurements). Files written with partitions keep them, pinned too.
-// Memory: about 1.35 bytes per entry per family, charged to the cache.
+// Block-table options for point lookups. Every probe consults each file's
+// filter and index, so both are pinned in the block cache, loaded when the
+// store opens: a probe needs no cache lookup for them, and data blocks
+// cannot push them out. Once pinned, a filter or index in partitions only
+// adds a search per probe: one of each.
 rocksdb::BlockBasedTableOptions LookupTableOptions(const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::BlockBasedTableOptions t;
   t.block_cache = cache;
@@ -69,10 +64,7 @@ rocksdb::BlockBasedTableOptions LookupTableOptions(const std::shared_ptr<rocksdb
 }
 
 // LZ4 while data is young and rewritten often; ZSTD at the bottom, where
-// it stays, at its fast level -1, as the bulk loader writes it. A query hit
-// decompresses a data block in each of about ten tables: on a compacted 14M
-// store, hits took 138 µs instead of 174 at the default level 3, for 4%
-// more bytes (LZ4 there: 114 µs for 23% more).
+// it stays, at its fast level -1: a query's reads decompress blocks.
 void SetCompression(rocksdb::ColumnFamilyOptions& cf) {
   cf.compression = rocksdb::kLZ4Compression;
   cf.bottommost_compression = rocksdb::kZSTD;
@@ -80,11 +72,11 @@ void SetCompression(rocksdb::ColumnFamilyOptions& cf) {
   cf.bottommost_compression_opts.level = -1;
 }
 
-// A packed table (table_groups.h): point lookups of a group, read only
-// when a file's member filter passes (member_filters.h), so no RocksDB
+// A table (format/groups.h): point lookups of a group, read only when a
+// file's member filter passes (format/member_filter.h), so no RocksDB
 // filter, which would see group keys only and pass nearly every probe;
-// members are random bits, so no compression; a merge operator folds
-// merges' and removals' operands into their groups.
+// members are random bits, so no compression; the group operator folds
+// operands into their groups.
 rocksdb::ColumnFamilyOptions PackedTableOptions(const std::shared_ptr<rocksdb::Cache>& cache,
                                                 const GroupLayout& layout, int prefix_bits,
                                                 std::size_t memtable_bytes) {
@@ -102,9 +94,9 @@ rocksdb::ColumnFamilyOptions PackedTableOptions(const std::shared_ptr<rocksdb::C
   return cf;
 }
 
-// For families that queries seldom or never read. Their compactions queue
-// behind the tables', one at a time, and RocksDB slows and then stops all
-// writes when any family has 20 and 36 level-0 files.
+// For families that queries seldom or never read, which every merge adds
+// files to: their compactions queue behind the tables', and RocksDB slows
+// and then stops all writes when any family has 20 and 36 level-0 files.
 void AllowManyLevelZeroFiles(rocksdb::ColumnFamilyOptions& cf) {
   cf.level0_slowdown_writes_trigger = 128;
   cf.level0_stop_writes_trigger = 256;
@@ -123,15 +115,9 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   RocksConfig config;
   rocksdb::DBOptions& db = config.db;
   db.create_if_missing = options.create_if_missing;
-  // A new store creates its families explicitly; an existing one must have them all.
   db.create_missing_column_families = false;
-  // RocksDB gives a quarter of its jobs, at least one, to flushes, and
-  // runs more than one compaction only when compaction falls behind (a
-  // family with 8 level-0 files, or writes delayed). With jobs = threads
-  // it ran one at the default 2, and under sustained inserts the tables'
-  // compactions, one core's worth, set the pace while the other core
-  // waited (docs/performance.md). One more job: up to 6 threads, the
-  // flushes' one.
+  // RocksDB gives a quarter of its jobs, at least one, to flushes: one job
+  // more than the compaction threads, so that compactions get them all.
   db.max_background_jobs = std::max(2, options.background_threads) + 1;
   db.write_buffer_manager =
       std::make_shared<rocksdb::WriteBufferManager>(options.write_buffer_bytes);
@@ -144,24 +130,17 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
 
   rocksdb::LRUCacheOptions cache_options;
   cache_options.capacity = options.block_cache_bytes;
-  cache_options.memory_allocator = NewBlockCacheAllocator();
   const std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(cache_options);
   config.block_cache = cache;
   // Each family's memtable gets its share of the budget, so families flush
-  // on their own size; the write-buffer manager is the backstop (and the
-  // limit, for budgets so small that the shares' 4 MiB floor adds up to
-  // more). Were each share the whole budget, the manager would flush the
-  // oldest memtable over and over, and that is usually a nearly empty one.
+  // on their own size (were each share the whole budget, the write-buffer
+  // manager would flush the oldest memtable, usually a nearly empty one,
+  // over and over). Inserts reach the tables by ingestion, so the documents
+  // family, which takes every insert, gets a quarter, staging an eighth,
+  // and the others share half.
   const auto share = [&](std::size_t parts) {
     return std::max<std::size_t>(std::size_t{4} << 20, options.write_buffer_bytes / parts);
   };
-  // Inserts reach the tables as ingested files, so their memtables take
-  // only the operands of removals and replacements, while the documents
-  // family takes every insert: at an even split it flushed often, and as
-  // its compactions wait behind the tables', the benchmark's inserts
-  // stalled on its 20 level-0 files. The documents family gets a quarter
-  // of the budget, staging (its marks, flushed at every merge) an eighth,
-  // and the others share half.
   const std::size_t memtable_bytes = share(2 * (plan.table_count() + 2));
   const std::size_t documents_memtable_bytes = share(4);
   const std::size_t staging_memtable_bytes = share(8);
@@ -170,8 +149,7 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
 
   // Documents: point lookups by id, so whole-key bloom filters, in the
   // memtable too: every insert looks its ids up first, and a crawler's are
-  // mostly new. Without it, skiplist searches of the memtable for absent
-  // ids were a tenth of the CPU of batched inserts.
+  // mostly new.
   {
     const rocksdb::BlockBasedTableOptions t = LookupTableOptions(cache);
     rocksdb::ColumnFamilyOptions cf;
@@ -190,10 +168,6 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(LookupTableOptions(cache)));
     cf.compression = rocksdb::kLZ4Compression;
     cf.write_buffer_size = staging_memtable_bytes;
-    // Each merge adds two level-0 files here (the memtable flush its
-    // ingestion forces, and its file of deleted marks): at RocksDB's stop
-    // trigger of 36 files the benchmark's inserts stopped for 2.5 minutes.
-    // Lookups here are few (replaced ids and staged candidates).
     AllowManyLevelZeroFiles(cf);
     config.families.emplace_back(kStagingFamily, cf);
   }
@@ -209,8 +183,6 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     rocksdb::ColumnFamilyOptions cf;
     cf.compression = rocksdb::kLZ4Compression;
     cf.write_buffer_size = memtable_bytes;
-    // A file a merge, read only on open and by Verify: the benchmark's
-    // inserts left 16.
     AllowManyLevelZeroFiles(cf);
     config.families.emplace_back(kRecentFamily, cf);
   }
@@ -242,8 +214,8 @@ RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names) {
 RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
                                  const PermutationPlan& plan, int group_bits) {
   RocksConfig config = MakeInspectionConfig(family_names);
-  // A table's merge operands (removals, and merges into tables with
-  // files) need its operator, whose layout comes from the plan.
+  // A table's operands need its group operator, whose layout comes from
+  // the plan.
   for (rocksdb::ColumnFamilyDescriptor& family : config.families) {
     for (std::size_t t = 0; t < plan.table_count(); ++t) {
       if (family.name == TableFamilyName(t)) {

@@ -15,6 +15,9 @@
 
 namespace fpstore::internal {
 
+// The on-disk format this build reads and writes (docs/format.md).
+inline constexpr int kFormatVersion = 10;
+
 // Column family names and metadata keys, fixed by the on-disk format.
 inline constexpr char kDocumentsFamily[] = "documents";
 inline constexpr char kStagingFamily[] = "staging";

@@ -1,26 +1,46 @@
 #include "format/groups.h"
 
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <iterator>
 #include <type_traits>
 
+#include "fpstore/store.h"
+
 namespace fpstore {
+
+double EstimateStoreBytes(const PermutationPlan& plan, std::uint64_t documents) {
+  // Measured at 10M documents, plan (6, 3): a document's record (LZ4), a
+  // member's filter bits, and a group's key and index entry.
+  constexpr double kRecordBytes = 17, kFilterBytesPerMember = 1.25, kBytesPerGroup = 12.9;
+  const double n = static_cast<double>(documents);
+  const int group_bits = internal::GroupBitsFor(documents);
+  double bytes = n * kRecordBytes;
+  for (std::size_t t = 0; t < plan.table_count(); ++t) {
+    const internal::GroupLayout layout = internal::TableGroupLayout(plan, t, group_bits);
+    const double groups = std::ldexp(1.0, layout.group_bits());
+    const double held = groups * -std::expm1(-n / groups);  // groups with a member
+    bytes += n * (static_cast<double>(layout.member_bytes()) + kFilterBytesPerMember) +
+             held * kBytesPerGroup;
+  }
+  return bytes;
+}
+
+}  // namespace fpstore
+
+namespace fpstore::internal {
 
 // Fewer keys make every file and compaction cheaper (RocksDB's work is per
 // key), larger groups every read of one dearer: 16 bits, where members are
 // still 6 bytes, and more only where that would put more than 256 members
-// in a group (docs/performance.md, "Groups cut to the store's size").
+// in a group (docs/design.md, "Packed tables").
 int GroupBitsFor(std::uint64_t expected_documents) {
   constexpr std::uint64_t kMaxMembers = 256;
   int bits = 16;
   while (bits < 56 && expected_documents > (kMaxMembers << bits)) ++bits;
   return bits;
 }
-
-}  // namespace fpstore
-
-namespace fpstore::internal {
 
 namespace {
 
@@ -122,9 +142,8 @@ bool FoldGroup(const GroupLayout& layout, std::string_view base,
   if (base.size() % width != 0) return false;
   // Each member's bits are written as one 8-byte word, through a pointer
   // into room for every add and a word's slack, then the string is cut to
-  // size: growing it a member at a time (1.22 µs a fold of 150 members and
-  // four operands of 8) and copying runs of the base with memcpy (1.07 µs)
-  // were slower (0.99 µs).
+  // size: faster than growing it a member at a time, or copying runs of
+  // the base (micro_bench, BM_GroupFold).
   out.resize(base.size() + change.adds.size() * width + 8);
   char* written = out.data();
   const auto write = [&](const Member& member) {

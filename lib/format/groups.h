@@ -25,6 +25,11 @@
 
 namespace fpstore::internal {
 
+// The bits at which a store created for `expected_documents` cuts its
+// tables' groups (the prefix, if shorter): 16, and one more for each
+// doubling that would put more than 256 fingerprints in a group.
+int GroupBitsFor(std::uint64_t expected_documents);
+
 // A member of a group that keeps ids (table 0): a document's member bits
 // and its id, in (bits, id) order.
 struct IdMember {

@@ -87,6 +87,8 @@ inline bool DecodeStagingMark(std::string_view value, StagingMark* mark) {
 // end after the last table named (at most RecentPrefixes::kMaxTables), or
 // at once: an empty value has no bits set.
 using LoneBits = std::uint32_t;
+// The tables lone bits can name: the first 32 of a plan.
+inline constexpr std::size_t kMaxLoneBitTables = 32;
 
 // Every table's bit, for a plan of `tables` tables.
 inline LoneBits AllLoneBits(std::size_t tables) {

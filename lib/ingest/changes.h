@@ -27,7 +27,7 @@ struct Change {
   // A bulk load's changes all add; their files do not hold this.
   bool adds = true;
 
-  // One write of 32 bytes: four calls each cost a 10M load 10 million more.
+  // One write of 32 bytes rather than four calls.
   static constexpr std::size_t kBytes = 32;
   void Write(RecordWriter& out) const {
     char bytes[kBytes];

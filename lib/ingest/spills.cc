@@ -8,9 +8,9 @@ namespace fpstore::internal {
 
 namespace {
 
-class SpilledRun final : public RunCursor {
+class SpilledRecords final : public SpillCursor {
  public:
-  explicit SpilledRun(const std::string& path) : reader_(path) {}
+  explicit SpilledRecords(const std::string& path) : reader_(path) {}
   bool Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& metadata) override {
     std::uint64_t length;
     if (!reader_.GetU64(id) || !reader_.GetU64(seq) || !reader_.GetU64(fp) ||
@@ -26,9 +26,9 @@ class SpilledRun final : public RunCursor {
   RecordReader reader_;
 };
 
-class BufferedRun final : public RunCursor {
+class BufferedRecords final : public SpillCursor {
  public:
-  BufferedRun(std::span<const BufferedRecord> records, std::string_view metadata)
+  BufferedRecords(std::span<const BufferedRecord> records, std::string_view metadata)
       : records_(records), metadata_(metadata) {}
   bool Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& metadata) override {
     if (next_ == records_.size()) return false;
@@ -49,19 +49,18 @@ class BufferedRun final : public RunCursor {
 
 }  // namespace
 
-void SortRun(std::vector<BufferedRecord>& records) {
+void SortSpill(std::vector<BufferedRecord>& records) {
   const auto before = [](const BufferedRecord& a, const BufferedRecord& b) {
     return a.id != b.id ? a.id < b.id : a.seq < b.seq;
   };
   // Input often comes in id order (a crawler's, or a dump's): checked in
-  // one pass, a 10M run in order costs nothing to sort, where std::sort
-  // took half a second of the load's single-threaded start.
+  // one pass, a spill in order costs nothing to sort.
   if (std::is_sorted(records.begin(), records.end(), before)) return;
   std::sort(records.begin(), records.end(), before);
 }
 
-Status WriteRun(const std::string& path, std::span<const BufferedRecord> records,
-                std::string_view metadata) {
+Status WriteSpill(const std::string& path, std::span<const BufferedRecord> records,
+                  std::string_view metadata) {
   RecordWriter out(path);
   for (const BufferedRecord& r : records) {
     out.PutU64(r.id);
@@ -73,13 +72,13 @@ Status WriteRun(const std::string& path, std::span<const BufferedRecord> records
   return out.Close();
 }
 
-std::unique_ptr<RunCursor> ReadSpilledRun(const std::string& path) {
-  return std::make_unique<SpilledRun>(path);
+std::unique_ptr<SpillCursor> ReadSpill(const std::string& path) {
+  return std::make_unique<SpilledRecords>(path);
 }
 
-std::unique_ptr<RunCursor> ReadBufferedRun(std::span<const BufferedRecord> records,
-                                           std::string_view metadata) {
-  return std::make_unique<BufferedRun>(records, metadata);
+std::unique_ptr<SpillCursor> ReadBuffered(std::span<const BufferedRecord> records,
+                                          std::string_view metadata) {
+  return std::make_unique<BufferedRecords>(records, metadata);
 }
 
 }  // namespace fpstore::internal

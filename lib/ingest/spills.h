@@ -1,6 +1,7 @@
-// Sorted runs of a bulk load's input documents: the loader buffers them,
-// sorts each run by (id, seq), spills it to a file when the buffer outgrows
-// its budget, and merges the runs in Finish, the last one from memory.
+// A bulk load's input documents in sorted spills: the loader buffers them,
+// sorts each spill by (id, seq), writes it to a file when the buffer
+// outgrows its budget, and at Finish reads the spills side by side in id
+// order, the last one from memory.
 
 #ifndef FPSTORE_LIB_INGEST_SPILLS_H_
 #define FPSTORE_LIB_INGEST_SPILLS_H_
@@ -28,28 +29,28 @@ struct BufferedRecord {
   std::uint64_t metadata_size;
 };
 
-// Sorts a run by (id, seq).
-void SortRun(std::vector<BufferedRecord>& records);
+// Sorts a spill by (id, seq).
+void SortSpill(std::vector<BufferedRecord>& records);
 
-// Writes a sorted run, whose records' metadata is in `metadata`, to `path`.
-Status WriteRun(const std::string& path, std::span<const BufferedRecord> records,
-                std::string_view metadata);
+// Writes a sorted spill, whose records' metadata is in `metadata`, to `path`.
+Status WriteSpill(const std::string& path, std::span<const BufferedRecord> records,
+                  std::string_view metadata);
 
-// The documents of one sorted run, in (id, seq) order.
-class RunCursor {
+// The documents of one sorted spill, in (id, seq) order.
+class SpillCursor {
  public:
-  virtual ~RunCursor() = default;
+  virtual ~SpillCursor() = default;
   virtual bool Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& metadata) = 0;
   virtual Status status() const = 0;
 };
 
-// A run that WriteRun wrote to `path`.
-std::unique_ptr<RunCursor> ReadSpilledRun(const std::string& path);
+// A spill that WriteSpill wrote to `path`.
+std::unique_ptr<SpillCursor> ReadSpill(const std::string& path);
 
-// A sorted run still in memory; it must outlive the cursor. Written out and
-// read back instead, the last run cost a 10M load a second and a half.
-std::unique_ptr<RunCursor> ReadBufferedRun(std::span<const BufferedRecord> records,
-                                           std::string_view metadata);
+// A sorted spill still in memory, which must outlive the cursor: written
+// out and read back instead, the last one cost a large load seconds.
+std::unique_ptr<SpillCursor> ReadBuffered(std::span<const BufferedRecord> records,
+                                          std::string_view metadata);
 
 }  // namespace fpstore::internal
 

@@ -17,44 +17,27 @@ namespace fpstore::internal {
 
 // What a file is written for, which decides how it is written.
 enum class SstUse {
-  // A bulk load's files, there to stay: compressed with LZ4. Since format
-  // 6 only table 0 and the documents compress at all (packed tables do
-  // not), their keys nearly random bytes: ZSTD's fast level -1 left them
-  // 15% smaller (a 10M store 1,847 MiB against 1,900) for 3-4% more of the
-  // load's CPU, on its critical path (three alternated loads: 13.8-14.5 s
-  // of user CPU against 13.3-13.7). In format 5, every table a key a
-  // document, ZSTD was worth it: LZ4 was no faster and 27% larger.
-  // Compactions write the bottom level with ZSTD still. Their pages
-  // leave the OS page cache: a load writes gigabytes, and keeping them cost
-  // system time for no faster load.
+  // A bulk load's files, there to stay: compressed with LZ4 where their
+  // family compresses (the documents and the marks; the tables' members are
+  // random bits, and their files never are); compactions write the bottom
+  // level with ZSTD. Their pages leave the OS page cache: a load writes
+  // gigabytes, and keeping them costs system time for no faster load.
   kLoad,
-  // A merge's table file for a table that has files: a few MB, ingested
-  // into level 0 (its keys span the table's), which queries read right
-  // after the merge and a level-0 compaction soon rewrites. Kept in the
-  // page cache, and not compressed: the compression was work thrown away,
-  // and merges of 2 s of inserts ran 8-16% faster without it
-  // (docs/performance.md).
-  kMergeIntoLevel0,
-  // A merge's table file for an empty table: ingested at the bottom level,
-  // where it stays. Kept in the page cache, and compressed as kLoad.
-  kMergeIntoEmpty,
+  // A merge's table files: a few MB, which queries read right after the
+  // merge. Kept in the page cache.
+  kMerge,
 };
 
 // The family's options, but for the compression `use` asks for.
-inline rocksdb::Options WriterOptions(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family,
-                                      SstUse use) {
+inline rocksdb::Options WriterOptions(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family) {
   rocksdb::Options options = db.GetOptions(family);
-  // A family that compresses nothing (packed tables: random bits) gets
-  // files that are not compressed either.
+  // A family that compresses nothing gets files that are not compressed
+  // either.
   if (options.compression == rocksdb::kNoCompression &&
       options.bottommost_compression == rocksdb::kDisableCompressionOption) {
     return options;
   }
-  if (use == SstUse::kMergeIntoLevel0) {
-    options.compression = rocksdb::kNoCompression;
-  } else {
-    options.compression = rocksdb::kLZ4Compression;
-  }
+  options.compression = rocksdb::kLZ4Compression;
   options.bottommost_compression = rocksdb::kDisableCompressionOption;
   return options;
 }
@@ -77,7 +60,7 @@ class SstSink {
  public:
   SstSink(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, std::string path,
           SstUse use = SstUse::kLoad)
-      : writer_(rocksdb::EnvOptions(), WriterOptions(db, family, use), family,
+      : writer_(rocksdb::EnvOptions(), WriterOptions(db, family), family,
                 /*invalidate_page_cache=*/use == SstUse::kLoad),
         path_(std::move(path)) {}
 
@@ -109,7 +92,7 @@ class SstSink {
 
  private:
   // The error's context only on error: a load writes hundreds of millions
-  // of keys, and building it for each was 4% of a 10M load's CPU.
+  // of keys.
   Status Checked(const rocksdb::Status& s) const {
     return s.ok() ? Status::OK() : FromRocks(s, "writing " + path_);
   }

@@ -13,10 +13,10 @@
 
 namespace fpstore::internal {
 
-// A table key with what to do with it: put the new entry or delete a
-// replaced document's old one; and the change it comes from, whose id a
-// table that keeps ids puts in the key. 16 bytes: with the id in it, 24,
-// twenty sorts of a 10M load moved half as many bytes again.
+// A member with what to do with it: add the new one or remove a replaced
+// document's old one; and the change it comes from, whose id table 0 puts
+// in the member. 16 bytes: the id itself in it would make the sorts move
+// half as many bytes again.
 struct TableOp {
   Fingerprint permuted;
   std::uint64_t change : 63;  // its number among the changes
@@ -30,8 +30,7 @@ struct TableOp {
 static_assert(sizeof(TableOp) == 16);
 
 // A worker's buffers, kept from one table to the next: allocated afresh for
-// each table, their pages faulted in again every time, and in perf of a 10M
-// load that was a fifth of the CPU.
+// each table, their pages would be faulted in again every time.
 struct SortBuffers {
   std::vector<TableOp> ops;
   std::vector<TableOp> scratch;

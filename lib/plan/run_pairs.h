@@ -2,49 +2,52 @@
 // the table's prefix, sorted by permuted fingerprint. Shared by the store's
 // scans and the in-memory reference.
 //
-// Entries with one fingerprint form a group. Groups are compared with each
-// other, never their members, so a run of ten thousand identical
-// fingerprints costs one group, not fifty million comparisons; only a caller
-// that wants every pair (FindAll) pays for enumerating them.
+// Entries with one fingerprint are copies of each other. Sets of copies are
+// compared with each other, never their members, so a run of ten thousand
+// copies of one fingerprint costs one comparison, not fifty million; only
+// a caller that wants every pair (FindAll) pays for enumerating them.
 
 #ifndef FPSTORE_LIB_PLAN_RUN_PAIRS_H_
 #define FPSTORE_LIB_PLAN_RUN_PAIRS_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <vector>
 
+#include "fpstore/document.h"
 #include "fpstore/permutation.h"
 #include "plan/table_entry.h"
 
 namespace fpstore::internal {
 
-// Calls on_group(group) for each group of identical fingerprints in `run`
-// when `t` is table 0 (identical fingerprints share every prefix, so table 0
-// is where they are first met), and on_linked(a, b, distance) for each two
-// groups within k of each other whose first shared table is `t`. Every pair
-// of documents within k is thus covered in exactly one table.
-// REQUIRES: `run` is sorted by permuted fingerprint and shares table t's prefix.
-template <typename OnGroup, typename OnLinked>
-void ForEachLinkedGroup(std::span<const TableEntry> run, const PermutationPlan& plan, std::size_t t,
-                        int k, OnGroup&& on_group, OnLinked&& on_linked) {
+// Calls on_copies(copies) for each set of two or more copies of one
+// fingerprint in `run` when `t` is table 0 (copies share every prefix, so
+// table 0 is where they are first met), and on_linked(a, b, distance) for
+// each two sets of copies within k of each other whose first shared table
+// is `t`. Every pair of documents within k is thus covered in exactly one
+// table. REQUIRES: `run` is sorted by permuted fingerprint and shares table
+// t's prefix.
+template <typename OnCopies, typename OnLinked>
+void ForEachLinkedCopies(std::span<const TableEntry> run, const PermutationPlan& plan,
+                         std::size_t t, int k, OnCopies&& on_copies, OnLinked&& on_linked) {
   const TablePermutation& perm = plan.table(t);
-  std::vector<std::span<const TableEntry>> groups;
+  std::vector<std::span<const TableEntry>> sets;
   for (std::size_t begin = 0; begin < run.size();) {
     std::size_t end = begin + 1;
     while (end < run.size() && run[end].permuted == run[begin].permuted) ++end;
-    groups.push_back(run.subspan(begin, end - begin));
+    sets.push_back(run.subspan(begin, end - begin));
     begin = end;
   }
-  for (std::size_t i = 0; i < groups.size(); ++i) {
-    if (t == 0 && groups[i].size() > 1) on_group(groups[i]);
-    const Fingerprint a = groups[i][0].permuted;
-    for (std::size_t j = i + 1; j < groups.size(); ++j) {
-      const Fingerprint b = groups[j][0].permuted;
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    if (t == 0 && sets[i].size() > 1) on_copies(sets[i]);
+    const Fingerprint a = sets[i][0].permuted;
+    for (std::size_t j = i + 1; j < sets.size(); ++j) {
+      const Fingerprint b = sets[j][0].permuted;
       // A bit permutation keeps Hamming distances.
       const int d = HammingDistance(a, b);
       if (d <= k && plan.FirstSharedTable(perm.Invert(a), perm.Invert(b)) == static_cast<int>(t)) {
-        on_linked(groups[i], groups[j], d);
+        on_linked(sets[i], sets[j], d);
       }
     }
   }
@@ -58,11 +61,11 @@ void ForEachPairInRun(std::span<const TableEntry> run, const PermutationPlan& pl
   auto pair = [&](DocumentId x, DocumentId y, int d) {
     emit(NearPair{std::min(x, y), std::max(x, y), d});
   };
-  ForEachLinkedGroup(
+  ForEachLinkedCopies(
       run, plan, t, k,
-      [&](std::span<const TableEntry> group) {
-        for (std::size_t i = 0; i < group.size(); ++i) {
-          for (std::size_t j = i + 1; j < group.size(); ++j) pair(group[i].id, group[j].id, 0);
+      [&](std::span<const TableEntry> copies) {
+        for (std::size_t i = 0; i < copies.size(); ++i) {
+          for (std::size_t j = i + 1; j < copies.size(); ++j) pair(copies[i].id, copies[j].id, 0);
         }
       },
       [&](std::span<const TableEntry> a, std::span<const TableEntry> b, int d) {

@@ -1,4 +1,4 @@
-// Opening, creating and closing a store; the metadata record.
+// Opening, creating and closing a store; its metadata record.
 
 #include <fcntl.h>
 #include <rocksdb/db.h>
@@ -42,35 +42,30 @@ bool ParseInt(std::string_view s, int& out) {
 }
 
 // Reads the metadata record of the store at `path`, opened read-only so that
-// nothing on disk changes, whatever the directory turns out to hold.
+// nothing on disk changes, whatever the directory turns out to hold: the
+// metadata's family alone, so that the log's records of the others are
+// passed over (their options do not matter).
 Result<Metadata> ReadMetadata(const std::string& path) {
-  std::vector<std::string> names;
-  rocksdb::Status rs = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names);
-  if (!rs.ok()) return FromRocks(rs, "reading " + path);
-  // The metadata's family alone: the log's records for the others are
-  // passed over, so their options (a packed table's merge operator needs
-  // the plan) do not matter.
   RocksConfig config = MakeInspectionConfig({rocksdb::kDefaultColumnFamilyName});
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  rs = rocksdb::DB::OpenForReadOnly(config.db, path, config.families, &handles, &raw);
+  rocksdb::Status rs =
+      rocksdb::DB::OpenForReadOnly(config.db, path, config.families, &handles, &raw);
   if (!rs.ok()) return FromRocks(rs, "opening " + path);
   std::unique_ptr<rocksdb::DB> db(raw);
-
   auto get = [&](const char* key, std::string& value) {
     return db->Get(rocksdb::ReadOptions(), handles[0], key, &value);
   };
-  const std::string not_ours = path + " is not an fpstore store (no fpstore metadata)";
   Metadata meta;
   std::string value;
   Status result;
   rs = get(kFormatVersionKey, value);
   if (rs.IsNotFound() || !ParseInt(value, meta.format_version)) {
-    result = Status::InvalidArgument(not_ours);
-  } else if (meta.format_version != Store::kFormatVersion) {
+    result = Status::InvalidArgument(path + " is not an fpstore store (no fpstore metadata)");
+  } else if (meta.format_version != kFormatVersion) {
     result = Status::NotSupported(
         path + " has on-disk format version " + value + "; this build reads and writes version " +
-        std::to_string(Store::kFormatVersion) +
+        std::to_string(kFormatVersion) +
         " only. Dump its documents with the fpstore-admin that wrote it (fpstore-admin dump) "
         "and load them into a new store with this fpstore-load");
   } else if (!get(kPlanKey, value).ok() || std::sscanf(value.c_str(), "blocks=%d distance=%d",
@@ -116,8 +111,8 @@ Status CheckAgainstRecorded(const std::string& path, const StoreOptions& options
 
 // The stores this process has open for writing, by canonical path. RocksDB
 // rotates the info log (LOG becomes LOG.old.<time>) before it finds the LOCK
-// file taken, so a refused second writer would rename the live writer's log
-// and change the directory; Open turns such a writer away before RocksDB.
+// file taken, so a refused second writer would rename the live writer's log;
+// Open turns such a writer away before RocksDB.
 class WriterRegistry {
  public:
   static WriterRegistry& Instance() {
@@ -126,25 +121,25 @@ class WriterRegistry {
   }
   // False if `key` is taken.
   bool Reserve(const std::string& key) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return owners_.try_emplace(key, nullptr).second;
   }
   void Assign(const std::string& key, const void* owner) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     owners_[key] = owner;
   }
   void Release(const std::string& key) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     owners_.erase(key);
   }
   void ReleaseOwner(const void* owner) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::erase_if(owners_, [owner](const auto& entry) { return entry.second == owner; });
   }
 
  private:
-  std::mutex mu_;
-  std::map<std::string, const void*> owners_;
+  Mutex mu_;
+  std::map<std::string, const void*> owners_ GUARDED_BY(mu_);
 };
 
 // The pid of another process holding the store's LOCK file as RocksDB takes
@@ -209,6 +204,93 @@ bool IsEmptyOrAbsent(const std::string& path) {
   return fs::is_directory(path, ec) && fs::is_empty(path, ec);
 }
 
+// The metadata of the store at `path`, or of the one to create there.
+Result<Metadata> MetadataFor(const std::string& path, const StoreOptions& options, bool exists) {
+  if (exists) {
+    Result<Metadata> recorded = ReadMetadata(path);
+    if (!recorded.ok()) return recorded.status();
+    if (Status s = CheckAgainstRecorded(path, options, *recorded); !s.ok()) return s;
+    return recorded;
+  }
+  if (!IsEmptyOrAbsent(path)) {
+    return Status::InvalidArgument(path + " is not an fpstore store (not empty, no store in it)");
+  }
+  if (!options.create_if_missing || options.read_only) {
+    return Status::NotFound("no store at " + path);
+  }
+  return Metadata{
+      kFormatVersion, options.blocks.value_or(6), options.distance.value_or(3),
+      options.fingerprint.value_or(FingerprintOptions{}),
+      GroupBitsFor(options.expected_documents.value_or(StoreOptions::kDefaultExpectedDocuments))};
+}
+
+// Opens RocksDB with `config`, creating the families of a new store in one
+// call (RocksDB writes its OPTIONS file once a call, and a plan can have
+// hundreds of tables). A creation that fails leaves no directory it made.
+Result<std::unique_ptr<rocksdb::DB>> OpenDatabase(
+    const std::string& path, const RocksConfig& config, bool read_only, bool exists,
+    std::vector<rocksdb::ColumnFamilyHandle*>& handles) {
+  std::error_code ec;
+  const bool created_dir = !fs::exists(path, ec);
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status rs;
+  if (read_only) {
+    rs = rocksdb::DB::OpenForReadOnly(config.db, path, config.families, &handles, &raw);
+  } else if (exists) {
+    rs = rocksdb::DB::Open(config.db, path, config.families, &handles, &raw);
+  } else {
+    const std::vector<rocksdb::ColumnFamilyDescriptor> first(config.families.begin(),
+                                                             config.families.begin() + 1);
+    rs = rocksdb::DB::Open(config.db, path, first, &handles, &raw);
+    std::vector<rocksdb::ColumnFamilyHandle*> created;
+    if (rs.ok()) {
+      rs = raw->CreateColumnFamilies(std::vector<rocksdb::ColumnFamilyDescriptor>(
+                                         config.families.begin() + 1, config.families.end()),
+                                     &created);
+      handles.insert(handles.end(), created.begin(), created.end());
+    }
+    if (!rs.ok() && raw != nullptr) {
+      for (rocksdb::ColumnFamilyHandle* h : handles) raw->DestroyColumnFamilyHandle(h);
+      delete raw;
+      raw = nullptr;
+      rocksdb::DestroyDB(path, rocksdb::Options()).PermitUncheckedError();
+      if (created_dir) fs::remove_all(path, ec);
+    }
+  }
+  if (!rs.ok()) return FromRocks(rs, "opening " + path);
+  return std::unique_ptr<rocksdb::DB>(raw);
+}
+
+// The metadata record, last and in one synced batch: a directory whose
+// creation was cut short holds no record and is refused on open.
+Status WriteMetadata(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta_family,
+                     const PermutationPlan& plan, const Metadata& meta) {
+  rocksdb::WriteBatch batch;
+  const std::pair<const char*, std::string> records[] = {
+      {kFormatVersionKey, std::to_string(meta.format_version)},
+      {kPlanKey, plan.ToString()},
+      {kFingerprintKey, meta.fingerprint.ToString()},
+      {kGroupBitsKey, std::to_string(meta.group_bits)}};
+  for (const auto& [key, value] : records) {
+    if (Status s = FromRocks(batch.Put(meta_family, key, value), "creating"); !s.ok()) return s;
+  }
+  rocksdb::WriteOptions sync;
+  sync.sync = true;
+  return FromRocks(db.Write(sync, &batch), "creating");
+}
+
+Families FamiliesOf(std::vector<rocksdb::ColumnFamilyHandle*> handles, std::size_t tables) {
+  Families f;
+  f.meta = handles[0];
+  f.documents = handles[1];
+  f.staging = handles[2];
+  f.tables.assign(handles.begin() + 3, handles.begin() + 3 + tables);
+  f.recent = handles[3 + tables];
+  f.crowded = handles[4 + tables];
+  f.all = std::move(handles);
+  return f;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
@@ -226,125 +308,72 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   if (exists && options.error_if_exists) {
     return Status::InvalidArgument(path + " already holds a store (error_if_exists is set)");
   }
-
-  Metadata meta;
-  if (exists) {
-    Result<Metadata> recorded = ReadMetadata(path);
-    if (!recorded.ok()) return recorded.status();
-    meta = *recorded;
-    if (Status s = CheckAgainstRecorded(path, options, meta); !s.ok()) return s;
-  } else {
-    if (!IsEmptyOrAbsent(path)) {
-      return Status::InvalidArgument(path + " is not an fpstore store (not empty, no store in it)");
-    }
-    if (!options.create_if_missing || options.read_only) {
-      return Status::NotFound("no store at " + path);
-    }
-    meta = {
-        Store::kFormatVersion, options.blocks.value_or(6), options.distance.value_or(3),
-        options.fingerprint.value_or(FingerprintOptions{}),
-        GroupBitsFor(options.expected_documents.value_or(StoreOptions::kDefaultExpectedDocuments))};
-  }
-
-  Result<PermutationPlan> plan = PermutationPlan::Create(meta.blocks, meta.distance);
+  Result<Metadata> meta = MetadataFor(path, options, exists);
+  if (!meta.ok()) return meta.status();
+  Result<PermutationPlan> plan = PermutationPlan::Create(meta->blocks, meta->distance);
   if (!plan.ok()) return plan.status().WithContext(path);
-  Result<Fingerprinter> fingerprinter = Fingerprinter::Create(meta.fingerprint);
+  Result<Fingerprinter> fingerprinter = Fingerprinter::Create(meta->fingerprint);
   if (!fingerprinter.ok()) return fingerprinter.status().WithContext(path);
-
   WriterReservation reservation;
   if (!options.read_only) {
     if (Status s = reservation.Reserve(path); !s.ok()) return s;
   }
-
-  RocksConfig config = MakeRocksConfig(options, *plan, meta.group_bits);
-  auto member_filters = std::make_shared<TableFilters>(*plan, meta.group_bits, config.block_cache);
-  config.db.listeners.push_back(TableFilters::MakeListener(member_filters));
+  RocksConfig config = MakeRocksConfig(options, *plan, meta->group_bits);
+  auto filters = std::make_shared<TableFilters>(*plan, meta->group_bits, config.block_cache);
+  config.db.listeners.push_back(TableFilters::MakeListener(filters));
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::DB* raw = nullptr;
-  const bool created_dir = !fs::exists(path, ec);
-  rocksdb::Status rs;
-  if (options.read_only) {
-    rs = rocksdb::DB::OpenForReadOnly(config.db, path, config.families, &handles, &raw);
-  } else if (exists) {
-    rs = rocksdb::DB::Open(config.db, path, config.families, &handles, &raw);
-  } else {
-    // Creating the families in one call writes RocksDB's OPTIONS file once
-    // instead of once per family (and a plan can have hundreds).
-    const std::vector<rocksdb::ColumnFamilyDescriptor> first(config.families.begin(),
-                                                             config.families.begin() + 1);
-    rs = rocksdb::DB::Open(config.db, path, first, &handles, &raw);
-    std::vector<rocksdb::ColumnFamilyHandle*> created;
-    if (rs.ok()) {
-      rs = raw->CreateColumnFamilies(std::vector<rocksdb::ColumnFamilyDescriptor>(
-                                         config.families.begin() + 1, config.families.end()),
-                                     &created);
-      handles.insert(handles.end(), created.begin(), created.end());
-    }
-    if (!rs.ok() && raw != nullptr) {
-      for (rocksdb::ColumnFamilyHandle* h : handles) raw->DestroyColumnFamilyHandle(h);
-      delete raw;
-      rocksdb::DestroyDB(path, rocksdb::Options()).PermitUncheckedError();
-      if (created_dir) fs::remove_all(path, ec);
-    }
-  }
-  if (!rs.ok()) return FromRocks(rs, "opening " + path);
-
-  std::unique_ptr<StoreImpl> store(
-      new StoreImpl(path, options, meta.group_bits, *std::move(plan), *std::move(fingerprinter),
-                    std::unique_ptr<rocksdb::DB>(raw), handles, member_filters));
+  Result<std::unique_ptr<rocksdb::DB>> db =
+      OpenDatabase(path, config, options.read_only, exists, handles);
+  if (!db.ok()) return db.status();
+  std::unique_ptr<StoreImpl> store(new StoreImpl(
+      path, options, *plan, *std::move(fingerprinter), meta->group_bits, *std::move(db),
+      FamiliesOf(std::move(handles), plan->table_count()), std::move(filters)));
   if (!options.read_only) reservation.HandTo(store.get());
-  store->table_filters_->Attach(store->db_.get(), store->tables());
-  if (Status s = store->LoadStagingIndex(); !s.ok()) return s.WithContext(path);
-  if (Status s = store->LoadRecentPrefixes(); !s.ok()) return s.WithContext(path);
   if (!exists) {
-    // The metadata record goes last and in one synced batch: a directory
-    // whose creation was cut short holds no record and is refused on open.
-    rocksdb::WriteBatch batch;
-    Status s;
-    const std::string plan_text = store->plan_.ToString();
-    std::vector<std::pair<const char*, std::string>> records = {
-        {kFormatVersionKey, std::to_string(meta.format_version)},
-        {kPlanKey, plan_text},
-        {kFingerprintKey, meta.fingerprint.ToString()},
-        {kGroupBitsKey, std::to_string(meta.group_bits)}};
-    for (const auto& [key, value] : records) {
-      if (s.ok()) s = FromRocks(batch.Put(store->meta(), key, value), "creating " + path);
-    }
-    rocksdb::WriteOptions sync;
-    sync.sync = true;
-    if (s.ok()) s = FromRocks(store->db_->Write(sync, &batch), "creating " + path);
-    if (!s.ok()) {
+    if (Status s = WriteMetadata(*store->db_, store->families_.meta, *plan, *meta); !s.ok()) {
       store.reset();
       rocksdb::DestroyDB(path, rocksdb::Options()).PermitUncheckedError();
-      if (created_dir) fs::remove_all(path, ec);
-      return s;
+      fs::remove_all(path, ec);
+      return s.WithContext(path);
     }
   }
-  if (!options.read_only) {
-    store->merger_ = std::thread([raw = store.get()] { raw->MergeWhenFull(); });
-    store->refresher_ = std::thread([raw = store.get()] { raw->RefreshWhenDue(); });
-  }
+  if (Status s = store->Start(); !s.ok()) return s.WithContext(path);
   return std::unique_ptr<Store>(std::move(store));
 }
 
-StoreImpl::StoreImpl(std::string path, StoreOptions options, int group_bits, PermutationPlan plan,
-                     Fingerprinter fingerprinter, std::unique_ptr<rocksdb::DB> db,
-                     std::vector<rocksdb::ColumnFamilyHandle*> handles,
-                     std::shared_ptr<TableFilters> member_filters)
-    : path_(std::move(path)),
+StoreImpl::StoreImpl(std::string path, StoreOptions options, PermutationPlan plan,
+                     Fingerprinter fingerprinter, int group_bits, std::unique_ptr<rocksdb::DB> db,
+                     Families families, std::shared_ptr<TableFilters> filters)
+    : freed_memory_(options.release_memory_on_close),
+      path_(std::move(path)),
       options_(std::move(options)),
-      group_bits_(group_bits),
       plan_(std::move(plan)),
       fingerprinter_(std::move(fingerprinter)),
       db_(std::move(db)),
-      handles_(std::move(handles)),
-      group_commit_([this] { return FromRocks(db_->SyncWAL(), "syncing " + path_); }),
-      table_filters_(std::move(member_filters)) {}
+      families_(std::move(families)),
+      log_sync_([this] { return FromRocks(db_->SyncWAL(), "syncing " + path_); }),
+      documents_(*db_, families_.documents, families_.meta),
+      tables_(*db_, plan_, group_bits, families_.tables, std::move(filters)),
+      staging_(*db_, families_.staging, plan_.distance(), options_.staged_documents,
+               !options_.read_only),
+      scanner_(*db_, tables_, staging_, documents_, locks_, closing_),
+      skip_hints_(*db_, plan_, families_.crowded, families_.recent, locks_, scanner_, path_,
+                  closing_),
+      ingestion_(*db_, tables_, families_.crowded, locks_),
+      merger_(*db_, staging_, ingestion_, skip_hints_, locks_, path_, options_.write_buffer_bytes),
+      queries_(tables_, staging_, skip_hints_, documents_, read_pool_),
+      verifier_(*db_, tables_, staging_, documents_, skip_hints_, scanner_,
+                {families_.recent, families_.crowded}, path_) {}
 
-StoreImpl::~StoreImpl() { (void)Close(); }
-
-Status StoreImpl::FlushEveryFamily() {
-  return FromRocks(db_->Flush(rocksdb::FlushOptions(), handles_), "closing " + path_);
+Status StoreImpl::Start() {
+  tables_.filters().Attach(db_.get(), families_.tables);
+  if (Status s = staging_.Load(); !s.ok()) return s;
+  if (Status s = skip_hints_.Load(); !s.ok()) return s;
+  if (!options_.read_only) {
+    merger_.Start();
+    skip_hints_.StartRewrites([this] { return documents_.Estimate(); });
+  }
+  return Status::OK();
 }
 
 Status StoreImpl::Close() {
@@ -352,27 +381,27 @@ Status StoreImpl::Close() {
   closed_ = true;
   closing_ = true;
   closing_.notify_all();
-  {
-    std::lock_guard lock(staging_mu_);
-    stopping_ = true;
-  }
-  staging_cv_.notify_all();
-  if (merger_.joinable()) merger_.join();
-  if (refresher_.joinable()) refresher_.join();
+  merger_.Stop();
+  skip_hints_.StopRewrites();
   Status result;
   if (!options_.read_only && options_.durability == Durability::kNoSync) {
     result = FromRocks(db_->SyncWAL(), "closing " + path_);
   }
-  if (!options_.read_only && result.ok()) result = FlushEveryFamily();
-  table_filters_->Detach();
-  for (rocksdb::ColumnFamilyHandle* h : handles_) {
+  // Every family flushed: a clean close leaves nothing in the log. The
+  // next open for writing would flush what it holds and delete it, and a
+  // read-only open beside it that had read the manifest before would miss
+  // those writes.
+  if (!options_.read_only && result.ok()) {
+    result = FromRocks(db_->Flush(rocksdb::FlushOptions(), families_.all), "closing " + path_);
+  }
+  tables_.filters().Detach();
+  for (rocksdb::ColumnFamilyHandle* h : families_.all) {
     rocksdb::Status rs = db_->DestroyColumnFamilyHandle(h);
     if (result.ok()) result = FromRocks(rs, "closing " + path_);
   }
-  handles_.clear();
+  families_.all.clear();
   rocksdb::Status rs = db_->Close();
   if (result.ok()) result = FromRocks(rs, "closing " + path_);
-  db_.reset();
   if (!options_.read_only) WriterRegistry::Instance().ReleaseOwner(this);
   return result;
 }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <new>
 
-#include "platform/huge_pages.h"
+#include "util/zeroed_mapping.h"
 
 namespace fpstore::internal {
 
@@ -14,8 +14,6 @@ namespace {
 constexpr std::uint64_t kBitsPerKey = 12;
 constexpr int kProbes = 6;
 constexpr std::uint64_t kFirstSegmentFingerprints = 8192;
-
-std::atomic<std::uint64_t> limit_for_testing{0};
 
 std::uint64_t Mix(std::uint64_t x) {
   x ^= x >> 31;
@@ -28,9 +26,8 @@ std::uint64_t Mix(std::uint64_t x) {
 
 }  // namespace
 
-// A segment's blocks are in huge pages, each on a cache line of its own:
-// every key sets bits in a random block of up to 64 MiB, and with 4 KiB
-// pages nearly each one missed the TLB (7% of the CPU of inserts at 10M).
+// A segment's blocks, each on a cache line of its own, in a mapping of
+// their own: every key sets bits in a random block.
 struct RecentPrefixes::Segment {
   explicit Segment(std::uint64_t keys)
       : blocks(std::max<std::uint64_t>(1, (keys * kBitsPerKey + 511) / 512)),
@@ -182,13 +179,6 @@ void RecentPrefixes::Add(std::span<const Fingerprint> fingerprints) {
     for (std::size_t t = 0; t < tables_; ++t) pending_segment->Add(pending[t]);
   }
 }
-
-std::uint64_t RecentPrefixesLimit() {
-  const std::uint64_t limit = limit_for_testing.load();
-  return limit != 0 ? limit : RecentPrefixes::kDefaultLimit;
-}
-
-void SetRecentPrefixesLimitForTesting(std::uint64_t limit) { limit_for_testing = limit; }
 
 bool RecentPrefixes::MayHold(std::size_t t, Fingerprint prefix) const {
   if (t >= tables_ || full()) return true;

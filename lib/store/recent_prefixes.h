@@ -1,13 +1,12 @@
 // Which table prefixes fingerprints took after a store's lone bits were
 // written (docs/design.md, "Hits that skip tables").
 //
-// A bulk load into an empty store marks in table 0, for each fingerprint,
-// the tables where no other fingerprint shares its prefix ("lone" bits). A
-// query that has found a fingerprint F may then skip every such table in
-// which it shares F's prefix: the only candidate there is F, found already.
-// Fingerprints that enter the tables later (merges, later bulk loads) do not
-// clear the bits of those whose prefixes they join; their prefixes go here
-// instead, and a lone bit counts only for a prefix this set does not hold.
+// A bulk load into an empty store marks, for each fingerprint, the tables
+// where no other fingerprint shares its prefix ("lone" bits). A query that has found a fingerprint
+// F may then skip every such table in which it shares F's prefix: the only candidate there is F,
+// found already. Fingerprints that enter the tables later (merges, later bulk loads) do not clear
+// the bits of those whose prefixes they join; their prefixes go here instead, and a lone bit counts
+// only for a prefix this set does not hold.
 //
 // A Bloom filter over (table, prefix), in segments that double in size as
 // it grows: a false positive only costs a probe the query would have made
@@ -24,7 +23,8 @@
 //
 // Thread safety: Add (one writer at a time) and MayHold may run
 // concurrently. A reader sees an Add made before whatever orders the two
-// (the store's ingest lock: merges add before they ingest).
+// (a merge adds before it ingests, while readers hold the store's reader
+// gate).
 
 #ifndef FPSTORE_LIB_STORE_RECENT_PREFIXES_H_
 #define FPSTORE_LIB_STORE_RECENT_PREFIXES_H_
@@ -35,15 +35,15 @@
 #include <memory>
 #include <span>
 
+#include "format/records.h"
 #include "fpstore/permutation.h"
 
 namespace fpstore::internal {
 
 class RecentPrefixes {
  public:
-  // The tables a lone bit can name: table 0's value holds one bit for each
-  // of the first kMaxTables tables of the plan.
-  static constexpr std::size_t kMaxTables = 32;
+  // The tables a lone bit can name: the first kMaxTables of the plan.
+  static constexpr std::size_t kMaxTables = kMaxLoneBitTables;
 
   // The default limit: the first nine segments, which double from 8192
   // fingerprints (about 120 MiB of filter at 20 tables); one more would
@@ -113,11 +113,6 @@ class RecentPrefixes {
   std::size_t first_unsealed_ = 0;
   std::uint64_t room_ = 0;  // fingerprints the newest segment takes still
 };
-
-// The limit a store's RecentPrefixes get: kDefaultLimit, or what tests set
-// (0 restores the default) for stores opened after.
-std::uint64_t RecentPrefixesLimit();
-void SetRecentPrefixesLimitForTesting(std::uint64_t limit);
 
 }  // namespace fpstore::internal
 

@@ -1,19 +1,22 @@
-// Whole-store scans: FindAll, Clusters and ForEachDocument. Each table is
-// read in key order, tables spread over threads, all at one snapshot, or
-// the documents once and the tables sorted in memory.
+#include "store/scans.h"
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <unordered_map>
 
+#include "format/families.h"
+#include "format/table_entries.h"
+#include "plan/pair_finder.h"
 #include "plan/run_pairs.h"
-#include "store/store_impl.h"
 #include "util/parallel.h"
 #include "util/rocks_status.h"
 
 namespace fpstore::internal {
 
 namespace {
+
+Status Closing() { return Status::Busy("the store is closing"); }
 
 // Union-find over document ids with path halving.
 class DisjointSets {
@@ -39,8 +42,8 @@ class DisjointSets {
   std::unordered_map<DocumentId, DocumentId> parent_;
 };
 
-// The versions still in the tables whose removal is staged,
-// which scans pass by as if the merge had taken them out.
+// The versions still in the tables whose removal is staged, which scans
+// pass by as if the merge had taken them out.
 class LeavingVersions {
  public:
   explicit LeavingVersions(std::span<const StagedDocument> staged) {
@@ -59,26 +62,185 @@ class LeavingVersions {
   std::unordered_map<DocumentId, Fingerprint> by_id_;
 };
 
+// One table's runs, read from the table in key order with the staged
+// documents merged in. In a table without ids a run keeps only its entries
+// that are within the plan's distance of another (only they can pair), and
+// waits: the ids of a batch of runs are read from table 0 in its own order,
+// seeks moving forward through it, rather than one random seek each.
+class TableRunReader {
+ public:
+  TableRunReader(rocksdb::DB& db, const Tables& tables, std::size_t t,
+                 const rocksdb::Snapshot* snapshot, const LeavingVersions& leaving, bool every_run,
+                 std::size_t waiting_limit, const Scanner::RunVisitor& visit_run)
+      : db_(db),
+        tables_(tables),
+        plan_(tables.plan()),
+        perm_(plan_.table(t)),
+        t_(t),
+        snapshot_(snapshot),
+        leaving_(leaving),
+        with_ids_(t == 0),
+        every_run_(with_ids_ || every_run),
+        waiting_limit_(waiting_limit),
+        visit_run_(visit_run) {}
+
+  // Adds an entry in table order; from_table: read from the table, not
+  // staged. Returns how the run before it went.
+  Status Take(const TableEntry& e, bool from_table) {
+    if (!run_.empty() &&
+        (run_.front().permuted & perm_.prefix_mask()) != (e.permuted & perm_.prefix_mask())) {
+      if (Status s = EndRun(); !s.ok()) return s;
+    }
+    run_.push_back(e);
+    by_fingerprint_.push_back(from_table && !with_ids_);
+    return Status::OK();
+  }
+  // After the last entry.
+  Status Finish() {
+    if (Status s = EndRun(); !s.ok()) return s;
+    return ResolveWaiting();
+  }
+
+ private:
+  Status EndRun() {
+    Status s;
+    if (run_.size() >= 2) s = every_run_ ? (visit_run_(t_, run_), Status::OK()) : WaitForIds();
+    run_.clear();
+    by_fingerprint_.clear();
+    return s;
+  }
+
+  // Keeps the run's linked entries until their ids are read.
+  Status WaitForIds() {
+    std::vector<bool> linked(run_.size(), false);
+    ForEachLinkedCopies(
+        run_, plan_, t_, plan_.distance(), [](std::span<const TableEntry>) {},
+        [&](std::span<const TableEntry> a, std::span<const TableEntry> b, int) {
+          for (std::span<const TableEntry> g : {a, b}) {
+            std::fill_n(linked.begin() + (g.data() - run_.data()), g.size(), true);
+          }
+        });
+    for (std::size_t i = 0; i < run_.size(); ++i) {
+      if (!linked[i]) continue;
+      waiting_.push_back(run_[i]);
+      waiting_by_fingerprint_.push_back(by_fingerprint_[i]);
+    }
+    if (waiting_ends_.empty() || waiting_ends_.back() != waiting_.size()) {
+      waiting_ends_.push_back(waiting_.size());
+    }
+    return waiting_.size() >= waiting_limit_ ? ResolveWaiting() : Status::OK();
+  }
+
+  // The documents of the waiting fingerprints, read from table 0 in its
+  // order, sorted by fingerprint.
+  Result<std::vector<IdFingerprint>> WaitingDocuments() {
+    if (table0_ == nullptr) {
+      rocksdb::ReadOptions ro;  // lookups: no readahead
+      ro.snapshot = snapshot_;
+      table0_.reset(db_.NewIterator(ro, tables_.family(0)));
+    }
+    const TablePermutation& perm0 = plan_.table(0);
+    std::vector<Fingerprint> wanted;  // permuted as in table 0
+    for (std::size_t i = 0; i < waiting_.size(); ++i) {
+      if (waiting_by_fingerprint_[i]) {
+        wanted.push_back(perm0.Apply(perm_.Invert(waiting_[i].permuted)));
+      }
+    }
+    std::sort(wanted.begin(), wanted.end());
+    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+    std::vector<IdFingerprint> docs;
+    for (Fingerprint permuted0 : wanted) {
+      const Fingerprint fp = perm0.Invert(permuted0);
+      bool held = false;
+      Status s = tables_.ForEachIdOf(*table0_, fp, [&](DocumentId id) {
+        held = true;
+        if (!leaving_.Contains(id, fp)) docs.push_back({id, fp});
+        return true;
+      });
+      if (!s.ok()) return s;
+      if (!held) {
+        return Status::Corruption(TableFamilyName(t_) + " holds fingerprint " + std::to_string(fp) +
+                                  ", which no document in " + TableFamilyName(0) + " has");
+      }
+    }
+    std::sort(docs.begin(), docs.end(), ByFingerprint);
+    return docs;
+  }
+
+  Status ResolveWaiting() {
+    if (waiting_.empty()) return Status::OK();
+    Result<std::vector<IdFingerprint>> docs = WaitingDocuments();
+    if (!docs.ok()) return docs.status();
+    auto by_fp = [](const IdFingerprint& a, const IdFingerprint& b) {
+      return a.fingerprint < b.fingerprint;
+    };
+    std::vector<TableEntry> resolved;
+    std::size_t begin = 0;
+    for (std::size_t end : waiting_ends_) {
+      resolved.clear();
+      for (std::size_t i = begin; i < end; ++i) {
+        if (!waiting_by_fingerprint_[i]) {
+          resolved.push_back(waiting_[i]);
+          continue;
+        }
+        const Fingerprint fp = perm_.Invert(waiting_[i].permuted);
+        // None if every document with it is leaving.
+        const auto [lo, hi] =
+            std::equal_range(docs->begin(), docs->end(), IdFingerprint{0, fp}, by_fp);
+        for (auto d = lo; d != hi; ++d) resolved.push_back({waiting_[i].permuted, d->id});
+      }
+      std::sort(resolved.begin(), resolved.end());
+      if (resolved.size() > 1) visit_run_(t_, resolved);
+      begin = end;
+    }
+    waiting_.clear();
+    waiting_by_fingerprint_.clear();
+    waiting_ends_.clear();
+    return Status::OK();
+  }
+
+  rocksdb::DB& db_;
+  const Tables& tables_;
+  const PermutationPlan& plan_;
+  const TablePermutation& perm_;
+  const std::size_t t_;
+  const rocksdb::Snapshot* const snapshot_;
+  const LeavingVersions& leaving_;
+  const bool with_ids_;
+  const bool every_run_;
+  const std::size_t waiting_limit_;
+  const Scanner::RunVisitor& visit_run_;
+  std::unique_ptr<rocksdb::Iterator> table0_;
+  // The current run, and which of its entries are a table's fingerprint
+  // whose ids are still to be read.
+  std::vector<TableEntry> run_;
+  std::vector<bool> by_fingerprint_;
+  // Linked entries of whole runs waiting for their ids, and where each run
+  // ends.
+  std::vector<TableEntry> waiting_;
+  std::vector<bool> waiting_by_fingerprint_;
+  std::vector<std::size_t> waiting_ends_;
+};
+
 }  // namespace
 
-const rocksdb::Snapshot* StoreImpl::WholeSnapshot(TableFilters::View* filters) const {
-  std::shared_lock ingest(ingest_mu_);
+const rocksdb::Snapshot* Scanner::WholeSnapshot(TableFilters::View* filters) const {
+  ReaderLock readers(locks_.readers);
   // The view after the snapshot: a merge publishes its files' filters
   // before they go in, so the view has those of every file it can see.
-  const rocksdb::Snapshot* snapshot = db_->GetSnapshot();
-  if (filters != nullptr) *filters = table_filters_->Current();
+  const rocksdb::Snapshot* snapshot = db_.GetSnapshot();
+  if (filters != nullptr) *filters = tables_.filters().Current();
   return snapshot;
 }
 
-Status StoreImpl::ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run, Runs runs) const {
-  if (Status s = CheckOpen(); !s.ok()) return s;
-  rocksdb::ManagedSnapshot snapshot(db_.get(), WholeSnapshot());
-  return ScanRunsAt(scan, snapshot.snapshot(), visit_run, runs);
+Status Scanner::ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run) const {
+  rocksdb::ManagedSnapshot snapshot(&db_, WholeSnapshot());
+  return ScanRunsAt(scan, snapshot.snapshot(), visit_run, Runs::kLinkedWithIds);
 }
 
-Status StoreImpl::ScanRunsAt(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
-                             const RunVisitor& visit_run, Runs runs, Versions versions) const {
-  Result<std::vector<StagedDocument>> staged = StagedDocuments(snapshot);
+Status Scanner::ScanRunsAt(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
+                           const RunVisitor& visit_run, Runs runs, Versions versions) const {
+  Result<std::vector<StagedDocument>> staged = staging_.Documents(snapshot);
   if (!staged.ok()) return staged.status();
   // Not named as leaving, the tables' entries are all read.
   if (versions == Versions::kAlsoLeaving) {
@@ -89,21 +251,18 @@ Status StoreImpl::ScanRunsAt(const ScanOptions& scan, const rocksdb::Snapshot* s
   return ScanRunsFromTables(scan, snapshot, *staged, visit_run, runs);
 }
 
-// Reading a table through RocksDB's iterators costs about 250 ns an entry
-// (perf: DBIter, the merging iterator's heap, thread-local perf counters),
-// and the tables hold each document once per table. Reading the documents
-// once and sorting each table in memory does that work once instead of
-// table_count() times.
-Result<bool> StoreImpl::ScanRunsInMemory(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
-                                         std::span<const StagedDocument> staged,
-                                         const RunVisitor& visit_run) const {
+// Read through RocksDB's iterators, the tables cost each document an
+// iteration per table. Reading the documents once and sorting each table in
+// memory does that work once.
+Result<bool> Scanner::ScanRunsInMemory(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
+                                       std::span<const StagedDocument> staged,
+                                       const RunVisitor& visit_run) const {
   constexpr std::size_t kPerDocument = sizeof(IdFingerprint) + InMemoryTables::kBytesPerDocument;
-  const std::uint64_t estimate = EstimatedEntries();
   const std::size_t limit =
       std::min<std::size_t>(scan.memory_bytes / kPerDocument, InMemoryTables::kMaxDocuments);
-  if (estimate + staged.size() > limit) return false;
+  if (documents_.Estimate() + staged.size() > limit) return false;
   Result<std::optional<std::vector<IdFingerprint>>> read =
-      ReadAllDocuments(snapshot, staged, estimate, limit, scan.threads);
+      ReadAllDocuments(snapshot, staged, limit, scan.threads);
   if (!read.ok()) return read.status();
   if (!*read) return false;
   const std::vector<IdFingerprint>& docs = **read;
@@ -111,10 +270,10 @@ Result<bool> StoreImpl::ScanRunsInMemory(const ScanOptions& scan, const rocksdb:
   // The documents, then a sorter (16 bytes a document) per thread; the
   // limit leaves room for at least one.
   const std::size_t sorters =
-      std::min<std::size_t>(ScanThreads(scan.threads, plan_.table_count()),
+      std::min<std::size_t>(ThreadsFor(scan.threads, plan_.table_count()),
                             (scan.memory_bytes - docs.size() * sizeof(IdFingerprint)) /
                                 (docs.size() * InMemoryTables::kBytesPerDocument));
-  ProgressMeter progress(scan, docs.size() * plan_.table_count());
+  ProgressMeter progress(scan.progress, docs.size() * plan_.table_count());
   std::vector<InMemoryTables> tables(sorters);
   Status s = ForEachInParallel(
       plan_.table_count(), static_cast<int>(sorters), [&](std::size_t t, int worker) {
@@ -129,39 +288,39 @@ Result<bool> StoreImpl::ScanRunsInMemory(const ScanOptions& scan, const rocksdb:
   return true;
 }
 
-Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
-    const rocksdb::Snapshot* snapshot, std::span<const StagedDocument> staged, std::size_t estimate,
-    std::size_t limit, int threads) const {
+Result<std::optional<std::vector<IdFingerprint>>> Scanner::ReadAllDocuments(
+    const rocksdb::Snapshot* snapshot, std::span<const StagedDocument> staged, std::size_t limit,
+    int threads) const {
   // Table 0 holds every document that is not staged: the smallest thing to
-  // read. Slices of its key range are read in parallel.
+  // read. Slices of its key range, cut by the permuted fingerprints' top 6
+  // bits (or the group bits, if fewer: slices meet between groups), are
+  // read in parallel.
   const TablePermutation& perm = plan_.table(0);
-  const GroupLayout layout = group_layout(0);
-  // Slices cut the permuted fingerprints by their top 6 bits, or with
-  // fewer group bits by those: they meet between groups.
+  const GroupLayout& layout = tables_.layout(0);
   const int slice_bits = std::min(layout.group_bits(), 6);
-  const std::size_t slices = ScanThreads(threads, std::size_t{1} << slice_bits);
+  const std::size_t slices = ThreadsFor(threads, std::size_t{1} << slice_bits);
+  const std::size_t estimate = std::min<std::size_t>(documents_.Estimate(), limit);
   const LeavingVersions leaving(staged);
   std::vector<std::vector<IdFingerprint>> read(slices);
   std::atomic<std::size_t> total{staged.size()};
   std::atomic<bool> over{total > limit};
   Status s = ForEachInParallel(slices, static_cast<int>(slices), [&](std::size_t slice, int) {
     // Slice i holds the permuted fingerprints whose top bits fall in its
-    // share of their values: the keys from its first one's.
+    // share of their values.
     auto first_of = [&](std::size_t i) {
       return (Fingerprint{i} << slice_bits) / slices << (64 - slice_bits);
     };
-    auto bound = [&](std::size_t i) {
-      return std::string(layout.KeyView(layout.KeyOf(first_of(i))));
-    };
     rocksdb::ReadOptions ro = ScanReadOptions(snapshot);
-    const std::string upper = slice + 1 < slices ? bound(slice + 1) : std::string();
+    const std::string upper = slice + 1 < slices
+                                  ? std::string(layout.KeyView(layout.KeyOf(first_of(slice + 1))))
+                                  : std::string();
     const rocksdb::Slice upper_slice(upper);
     if (slice + 1 < slices) ro.iterate_upper_bound = &upper_slice;
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, table(0)));
+    std::unique_ptr<rocksdb::Iterator> it(db_.NewIterator(ro, tables_.family(0)));
     TableEntryCursor entries(*it, layout, TableFamilyName(0));
     std::vector<IdFingerprint>& docs = read[slice];
     // Growing by doubling would copy and fault in twice the memory.
-    docs.reserve(std::min(estimate, limit) / slices * 9 / 8);
+    docs.reserve(estimate / slices * 9 / 8);
     for (entries.Seek(first_of(slice)); entries.Valid() && !over; entries.Next()) {
       const TableEntry& e = entries.entry();
       const Fingerprint fp = perm.Invert(e.permuted);
@@ -190,26 +349,22 @@ Result<std::optional<std::vector<IdFingerprint>>> StoreImpl::ReadAllDocuments(
   return std::optional<std::vector<IdFingerprint>>(std::move(all));
 }
 
-Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
-                                     std::span<const StagedDocument> staged,
-                                     const RunVisitor& visit_run, Runs runs) const {
-  std::uint64_t total = EstimatedEntries() * plan_.table_count();
-  // Staged documents are not in the tables yet; each table's stream takes
+Status Scanner::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
+                                   std::span<const StagedDocument> staged,
+                                   const RunVisitor& visit_run, Runs runs) const {
+  // Staged documents are not in the tables yet: each table's stream takes
   // them in, sorted, beside its own entries.
-  total += staged.size() * plan_.table_count();
-  ProgressMeter progress(scan, total);
+  ProgressMeter progress(scan.progress,
+                         (documents_.Estimate() + staged.size()) * plan_.table_count());
   const LeavingVersions leaving(staged);
   // Linked entries that wait for their ids, per thread: within the scan's
   // memory budget, at least a thousand, at most a million.
   const std::size_t waiting_limit = std::clamp<std::size_t>(
-      scan.memory_bytes / ScanThreads(scan.threads, plan_.table_count()) / (4 * sizeof(TableEntry)),
+      scan.memory_bytes / ThreadsFor(scan.threads, plan_.table_count()) / (4 * sizeof(TableEntry)),
       1024, std::size_t{1} << 20);
   Status s = ForEachInParallel(plan_.table_count(), scan.threads, [&](std::size_t t, int) {
     if (closing_) return Closing();
     const TablePermutation& perm = plan_.table(t);
-    const Fingerprint mask = perm.prefix_mask();
-    const bool with_ids = t == 0;
-    const bool every_run = with_ids || runs == Runs::kEvery;
     std::vector<TableEntry> staged_entries;
     staged_entries.reserve(staged.size());
     for (const StagedDocument& doc : staged) {
@@ -217,127 +372,35 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
     }
     std::sort(staged_entries.begin(), staged_entries.end());
     auto next_staged = staged_entries.begin();
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ScanReadOptions(snapshot), table(t)));
-    // Lookups, not a scan: no readahead.
-    std::unique_ptr<rocksdb::Iterator> table0;
-    if (!every_run) table0.reset(db_->NewIterator(LookupReadOptions(snapshot), table(0)));
-    // The current run, and which of its entries are a table's fingerprint
-    // whose ids are still to be read.
-    std::vector<TableEntry> run;
-    std::vector<bool> by_fingerprint;
-    // In a table without ids, runs keep only their linked entries and wait
-    // here, so that their ids are read from table 0 in its own order, seeks
-    // moving forward through it, rather than one random seek each.
-    std::vector<TableEntry> waiting;
-    std::vector<bool> waiting_by_fingerprint;
-    std::vector<std::size_t> waiting_ends;  // where each waiting run ends
-    std::vector<TableEntry> resolved;
-    auto resolve_waiting = [&]() -> Status {
-      const TablePermutation& perm0 = plan_.table(0);
-      std::vector<Fingerprint> wanted;  // permuted as in table 0
-      for (std::size_t i = 0; i < waiting.size(); ++i) {
-        if (waiting_by_fingerprint[i])
-          wanted.push_back(perm0.Apply(perm.Invert(waiting[i].permuted)));
-      }
-      std::sort(wanted.begin(), wanted.end());
-      wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
-      std::vector<IdFingerprint> ids;
-      for (Fingerprint permuted0 : wanted) {
-        const Fingerprint fp = perm0.Invert(permuted0);
-        bool held = false;
-        Status s = ForEachIdOf(*table0, fp, [&](DocumentId id) {
-          held = true;
-          if (!leaving.Contains(id, fp)) ids.push_back({id, fp});
-          return true;
-        });
-        if (!s.ok()) return s;
-        if (!held) {
-          return Status::Corruption(TableFamilyName(t) + " holds fingerprint " +
-                                    std::to_string(fp) + ", which no document in " +
-                                    TableFamilyName(0) + " has");
-        }
-      }
-      std::sort(ids.begin(), ids.end(), ByFingerprint);
-      auto by_fp = [](const IdFingerprint& a, const IdFingerprint& b) {
-        return a.fingerprint < b.fingerprint;
-      };
-      std::size_t begin = 0;
-      for (std::size_t end : waiting_ends) {
-        resolved.clear();
-        for (std::size_t i = begin; i < end; ++i) {
-          if (!waiting_by_fingerprint[i]) {
-            resolved.push_back(waiting[i]);
-            continue;
-          }
-          const Fingerprint fp = perm.Invert(waiting[i].permuted);
-          // None if every document with it is leaving.
-          const auto [lo, hi] =
-              std::equal_range(ids.begin(), ids.end(), IdFingerprint{0, fp}, by_fp);
-          for (auto d = lo; d != hi; ++d) resolved.push_back({waiting[i].permuted, d->id});
-        }
-        std::sort(resolved.begin(), resolved.end());
-        if (resolved.size() > 1) visit_run(t, resolved);
-        begin = end;
-      }
-      waiting.clear();
-      waiting_by_fingerprint.clear();
-      waiting_ends.clear();
-      return Status::OK();
-    };
-    Status status;
-    auto visit = [&] {
-      if (run.size() < 2 || !status.ok()) return;
-      if (every_run) return visit_run(t, run);
-      // Only fingerprints linked to another in this table (any k up to the
-      // plan's) can be in a pair here.
-      std::vector<bool> linked(run.size(), false);
-      ForEachLinkedGroup(
-          run, plan_, t, plan_.distance(), [](std::span<const TableEntry>) {},
-          [&](std::span<const TableEntry> a, std::span<const TableEntry> b, int) {
-            for (std::span<const TableEntry> g : {a, b}) {
-              std::fill_n(linked.begin() + (g.data() - run.data()), g.size(), true);
-            }
-          });
-      for (std::size_t i = 0; i < run.size(); ++i) {
-        if (!linked[i]) continue;
-        waiting.push_back(run[i]);
-        waiting_by_fingerprint.push_back(by_fingerprint[i]);
-      }
-      if (waiting_ends.empty() || waiting_ends.back() != waiting.size()) {
-        waiting_ends.push_back(waiting.size());
-      }
-      if (waiting.size() >= waiting_limit) status = resolve_waiting();
-    };
+    TableRunReader reader(db_, tables_, t, snapshot, leaving, runs == Runs::kEvery, waiting_limit,
+                          visit_run);
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_.NewIterator(ScanReadOptions(snapshot), tables_.family(t)));
+    TableEntryCursor entries(*it, tables_.layout(t), TableFamilyName(t));
     std::uint64_t unreported = 0;
-    auto take = [&](const TableEntry& e, bool from_table) {
-      if (!run.empty() && (run.front().permuted & mask) != (e.permuted & mask)) {
-        visit();
-        run.clear();
-        by_fingerprint.clear();
-      }
-      run.push_back(e);
-      by_fingerprint.push_back(from_table && !with_ids);
+    auto take = [&](const TableEntry& e, bool from_table) -> Status {
       if (++unreported == 4096) {
         progress.Add(unreported);
         unreported = 0;
-        if (closing_) status = Closing();
+        if (closing_) return Closing();
       }
+      return reader.Take(e, from_table);
     };
-    TableEntryCursor entries(*it, group_layout(t), TableFamilyName(t));
+    Status status;
     for (entries.SeekToFirst(); entries.Valid() && status.ok(); entries.Next()) {
       const TableEntry& e = entries.entry();
-      if (with_ids && !leaving.empty() && leaving.Contains(e.id, perm.Invert(e.permuted))) {
-        continue;
+      if (t == 0 && leaving.Contains(e.id, perm.Invert(e.permuted))) continue;
+      for (; next_staged != staged_entries.end() && *next_staged <= e && status.ok();
+           ++next_staged) {
+        status = take(*next_staged, false);
       }
-      for (; next_staged != staged_entries.end() && *next_staged <= e; ++next_staged) {
-        take(*next_staged, false);
-      }
-      take(e, true);
+      if (status.ok()) status = take(e, true);
     }
     if (Status s = entries.status(); !s.ok()) return s;
-    for (; next_staged != staged_entries.end(); ++next_staged) take(*next_staged, false);
-    visit();
-    if (status.ok()) status = resolve_waiting();
+    for (; next_staged != staged_entries.end() && status.ok(); ++next_staged) {
+      status = take(*next_staged, false);
+    }
+    if (status.ok()) status = reader.Finish();
     progress.Add(unreported);
     return status;
   });
@@ -345,37 +408,22 @@ Status StoreImpl::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Sna
   return s;
 }
 
-Status StoreImpl::ForEachDocument(const std::function<void(const Document&)>& sink,
-                                  const ScanOptions& scan) const {
-  if (Status s = CheckOpen(); !s.ok()) return s;
-  rocksdb::ManagedSnapshot snapshot(db_.get(), WholeSnapshot());
-  std::string count;
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snapshot.snapshot();
-  const std::uint64_t total =
-      db_->Get(ro, meta(), kDocumentCountKey, &count).ok() && count.size() == 8
-          ? GetBigEndian64(count.data())
-          : 0;
-  ProgressMeter progress(scan, total);
-  std::unique_ptr<rocksdb::Iterator> it(
-      db_->NewIterator(ScanReadOptions(snapshot.snapshot()), documents_family()));
-  Document doc;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    if (it->key().size() != 8 ||
-        !DecodeDocumentValue(it->value().ToStringView(), &doc.fingerprint, &doc.metadata)) {
-      return Status::Corruption("documents: malformed record with key " + it->key().ToString(true));
-    }
-    doc.id = GetBigEndian64(it->key().data());
+Status Scanner::ForEachDocument(const std::function<void(const Document&)>& sink,
+                                const ScanOptions& scan) const {
+  rocksdb::ManagedSnapshot snapshot(&db_, WholeSnapshot());
+  Result<std::uint64_t> total = documents_.Count(snapshot.snapshot());
+  ProgressMeter progress(scan.progress, total.ok() ? *total : 0);
+  Status s = documents_.ForEach(snapshot.snapshot(), [&](const Document& doc) {
     sink(doc);
     progress.Add(1);
-  }
+    return Status::OK();
+  });
   progress.Finish();
-  return FromRocks(it->status(), "scanning documents");
+  return s;
 }
 
-Status StoreImpl::FindAll(int k, const std::function<void(const NearPair&)>& sink,
-                          const ScanOptions& scan) const {
-  if (Status s = CheckDistance(k); !s.ok()) return s;
+Status Scanner::FindAll(int k, const std::function<void(const NearPair&)>& sink,
+                        const ScanOptions& scan) const {
   std::mutex sink_mu;
   return ScanRuns(scan, [&](std::size_t t, std::span<const TableEntry> run) {
     std::vector<NearPair> pairs;
@@ -386,18 +434,17 @@ Status StoreImpl::FindAll(int k, const std::function<void(const NearPair&)>& sin
   });
 }
 
-Status StoreImpl::Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
-                           const ScanOptions& scan) const {
-  if (Status s = CheckDistance(k); !s.ok()) return s;
+Status Scanner::Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
+                         const ScanOptions& scan) const {
   std::mutex sets_mu;
   DisjointSets sets;
   Status s = ScanRuns(scan, [&](std::size_t t, std::span<const TableEntry> run) {
     std::vector<std::pair<DocumentId, DocumentId>> edges;
-    ForEachLinkedGroup(
+    ForEachLinkedCopies(
         run, plan_, t, k,
-        [&](std::span<const TableEntry> group) {
-          for (std::size_t i = 1; i < group.size(); ++i) {
-            edges.emplace_back(group[0].id, group[i].id);
+        [&](std::span<const TableEntry> copies) {
+          for (std::size_t i = 1; i < copies.size(); ++i) {
+            edges.emplace_back(copies[0].id, copies[i].id);
           }
         },
         [&](std::span<const TableEntry> a, std::span<const TableEntry> b, int) {
@@ -408,7 +455,6 @@ Status StoreImpl::Clusters(int k, const std::function<void(std::span<const Docum
     for (auto [a, b] : edges) sets.Union(a, b);
   });
   if (!s.ok()) return s;
-
   std::unordered_map<DocumentId, std::vector<DocumentId>> clusters;
   for (const auto& [id, parent] : sets.members()) clusters[sets.Find(id)].push_back(id);
   std::vector<std::vector<DocumentId>> ordered;

@@ -16,7 +16,7 @@
 #include "fpstore/document.h"
 #include "fpstore/permutation.h"
 #include "fpstore/simhash.h"
-#include "platform/huge_pages.h"
+#include "util/zeroed_mapping.h"
 
 namespace fpstore::internal {
 
@@ -115,8 +115,8 @@ class StagingIndex {
   }
   // How many buckets keep `entries` at most half full: a power of two.
   static std::size_t BucketsFor(std::size_t entries);
-  // Empty buckets, `per_table` for every table, on huge pages: faulting
-  // in 64 MiB of 4 KiB pages took about 0.3 s a merge.
+  // Empty buckets, `per_table` for every table, faulted in when made
+  // (util/zeroed_mapping.h).
   ZeroedMapping EmptyBuckets(std::size_t per_table) const;
   const Bucket* TableBuckets(std::size_t t) const {
     return static_cast<const Bucket*>(buckets_.data()) + t * table_buckets_;

@@ -1,7 +1,5 @@
 #include "store/table_filters.h"
 
-#include <rocksdb/sst_file_reader.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -52,7 +50,7 @@ CacheCharge::~CacheCharge() {
 
 std::shared_ptr<const CacheCharge> FileCharges::For(
     const std::shared_ptr<const rocksdb::TableProperties>& file, std::size_t bytes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::weak_ptr<const CacheCharge>& slot = charges_[file.get()];
   std::shared_ptr<const CacheCharge> charge = slot.lock();
   if (charge == nullptr) {
@@ -139,14 +137,14 @@ TableFilters::TableFilters(const PermutationPlan& plan, int group_bits,
     : plan_(plan), group_bits_(group_bits), charges_(std::move(cache)) {}
 
 void TableFilters::Attach(rocksdb::DB* db, std::span<rocksdb::ColumnFamilyHandle* const> tables) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   db_ = db;
   tables_.assign(tables.begin(), tables.end());
   RefreshLocked(std::nullopt);
 }
 
 void TableFilters::Detach() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   db_ = nullptr;
   tables_.clear();
 }
@@ -154,65 +152,37 @@ void TableFilters::Detach() {
 void TableFilters::Refresh(std::span<rocksdb::ColumnFamilyHandle* const> families) {
   std::vector<std::uint32_t> ids;
   for (rocksdb::ColumnFamilyHandle* f : families) ids.push_back(f->GetID());
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   RefreshLocked(std::move(ids));
 }
 
-Result<TableFilters::Ingested> TableFilters::ReadIngested(
-    rocksdb::DB& db, std::span<const rocksdb::IngestExternalFileArg> args) const {
-  Ingested ingested;
-  for (const rocksdb::IngestExternalFileArg& arg : args) {
-    const std::uint32_t id = arg.column_family->GetID();
-    bool is_table = false;
-    {
-      std::lock_guard lock(mu_);
-      for (rocksdb::ColumnFamilyHandle* table : tables_) is_table |= table->GetID() == id;
-    }
-    if (!is_table) continue;
-    for (const std::string& path : arg.external_files) {
-      rocksdb::SstFileReader reader(db.GetOptions(arg.column_family));
-      if (Status s = FromRocks(reader.Open(path), "reading " + path); !s.ok()) return s;
-      ingested.files.emplace_back(id, reader.GetTableProperties());
-    }
-  }
-  return ingested;
-}
-
-std::size_t TableFilters::Ingested::bytes() const {
-  std::size_t sum = 0;
-  for (const auto& [id, file] : files) {
-    if (const std::string* property = MemberFilterProperty(*file)) sum += property->size();
-  }
-  return sum;
-}
-
-void TableFilters::AddIngested(const Ingested& ingested) {
-  std::lock_guard lock(mu_);
+void TableFilters::AddIngested(Ingested ingested) {
+  MutexLock lock(mu_);
   PublishWithLocked(ingested);
 }
 
-void TableFilters::AddPending(const Ingested& ingested) {
-  std::lock_guard lock(mu_);
-  pending_ = ingested;
+void TableFilters::AddPending(Ingested ingested) {
+  MutexLock lock(mu_);
+  pending_.assign(ingested.begin(), ingested.end());
   PublishWithLocked(ingested);
 }
 
 void TableFilters::EndPending() {
-  std::lock_guard lock(mu_);
-  pending_ = {};
+  MutexLock lock(mu_);
+  pending_.clear();
 }
 
 std::vector<std::shared_ptr<const rocksdb::TableProperties>> TableFilters::FilesOf(
-    const Ingested& ingested, std::size_t t) const {
+    Ingested ingested, std::size_t t) const {
   std::vector<std::shared_ptr<const rocksdb::TableProperties>> files;
-  for (const auto& [id, file] : ingested.files) {
-    if (id == tables_[t]->GetID()) files.push_back(file);
+  for (const WrittenFile& file : ingested) {
+    if (file.family_id == tables_[t]->GetID()) files.push_back(file.properties);
   }
   return files;
 }
 
-void TableFilters::PublishWithLocked(const Ingested& ingested) {
-  if (db_ == nullptr || ingested.files.empty()) return;
+void TableFilters::PublishWithLocked(Ingested ingested) {
+  if (db_ == nullptr || ingested.empty()) return;
   const View old = current_.load();
   auto next = std::make_shared<std::vector<std::shared_ptr<const TableMemberFilter>>>(*old);
   for (std::size_t t = 0; t < tables_.size(); ++t) {
@@ -224,7 +194,7 @@ void TableFilters::PublishWithLocked(const Ingested& ingested) {
 }
 
 void TableFilters::RefreshFamily(std::uint32_t family_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   RefreshLocked(std::vector<std::uint32_t>{family_id});
 }
 

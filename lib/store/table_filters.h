@@ -24,15 +24,16 @@
 #include "format/member_filter.h"
 #include "fpstore/permutation.h"
 #include "fpstore/status.h"
+#include "ingest/table_writer.h"
+#include "util/mutex.h"
 
 namespace fpstore::internal {
 
 // Memory charged to a block cache while this lives: the filters are kept
 // in the files' table properties, outside the cache, whose budget is the
 // store's. Data blocks make way for them as for pinned filters. Charged in
-// pieces of 256 KiB, which the cache's shards share: one entry of a large
-// file's filters (12 MB at 10M documents) overfilled its shard of the
-// cache, whose data blocks then went as soon as they came.
+// pieces, which the cache's shards share: one large entry would overfill
+// its shard.
 class CacheCharge {
  public:
   // A null cache charges nothing.
@@ -61,8 +62,9 @@ class FileCharges {
 
  private:
   const std::shared_ptr<rocksdb::Cache> cache_;
-  std::mutex mu_;
-  std::map<const rocksdb::TableProperties*, std::weak_ptr<const CacheCharge>> charges_;
+  Mutex mu_;
+  std::map<const rocksdb::TableProperties*, std::weak_ptr<const CacheCharge>> charges_
+      GUARDED_BY(mu_);
 };
 
 // The filters of one packed table's live files.
@@ -106,11 +108,11 @@ class TableMemberFilter {
   std::vector<std::shared_ptr<const CacheCharge>> charges_;
 };
 
-// Every packed table's filters, replaced whole when files come or go.
-// Made before the database opens, for its listener; thread-safe.
+// Every table's filters, replaced whole when files come or go. Made before
+// the database opens, for its listener; thread-safe.
 class TableFilters {
  public:
-  // The tables' groups are cut at `group_bits` (table_groups.h). The
+  // The tables' groups are cut at `group_bits` (format/groups.h). The
   // filters' memory is charged to `cache`, if not null.
   TableFilters(const PermutationPlan& plan, int group_bits, std::shared_ptr<rocksdb::Cache> cache);
 
@@ -128,29 +130,22 @@ class TableFilters {
   // publish after that ingestion's own.
   void Refresh(std::span<rocksdb::ColumnFamilyHandle* const> families);
 
-  // The filters of files about to be ingested, read from the files before
-  // the ingestion: read from the tables after it, inside the section that
-  // held queries off, they held them up to 23 ms more an ingestion. Once
-  // ingested, RocksDB's table readers hold a copy of their own.
-  struct Ingested {
-    std::vector<std::pair<std::uint32_t, std::shared_ptr<const rocksdb::TableProperties>>> files;
-    // The filters' bytes.
-    std::size_t bytes() const;
-  };
-  Result<Ingested> ReadIngested(rocksdb::DB& db,
-                                std::span<const rocksdb::IngestExternalFileArg> args) const;
+  // The files of an ingestion, with their properties read from the files
+  // before it (ingest/table_writer.h): read from the tables after it, they
+  // would be read while readers wait.
+  using Ingested = std::span<const WrittenFile>;
   // After the ingestion of `ingested` succeeded, before queries resume:
   // the current filters with the ingested files' too. Files that
   // compactions replaced meanwhile may stay until the next refresh: their
   // filters cover what the new ones hold.
-  void AddIngested(const Ingested& ingested);
+  void AddIngested(Ingested ingested);
   // Before the ingestion of `ingested`, which queries do not wait for:
   // the current filters with the files' too, and so every view published
   // until EndPending, refreshes after compactions included (one that read
   // the family's files before the ingestion would drop them, and a query
   // could then meet a file its view lacks). Filters of files that are not
   // in the tables only cost reads.
-  void AddPending(const Ingested& ingested);
+  void AddPending(Ingested ingested);
   // After that ingestion, whether it succeeded or not.
   void EndPending();
 
@@ -167,22 +162,23 @@ class TableFilters {
       std::shared_ptr<TableFilters> filters);
 
  private:
-  // REQUIRES: mu_ held. The tables whose families have these ids anew, or
-  // every table if `ids` is none.
-  void RefreshLocked(std::optional<std::vector<std::uint32_t>> ids);
-  // REQUIRES: mu_ held. The current filters with `ingested`'s files too.
-  void PublishWithLocked(const Ingested& ingested);
-  // REQUIRES: mu_ held. Table t's files among `ingested`.
-  std::vector<std::shared_ptr<const rocksdb::TableProperties>> FilesOf(const Ingested& ingested,
-                                                                       std::size_t t) const;
+  // The tables whose families have these ids anew, or every table if
+  // `ids` is none.
+  void RefreshLocked(std::optional<std::vector<std::uint32_t>> ids) REQUIRES(mu_);
+  // The current filters with `ingested`'s files too.
+  void PublishWithLocked(Ingested ingested) REQUIRES(mu_);
+  // Table t's files among `ingested`.
+  std::vector<std::shared_ptr<const rocksdb::TableProperties>> FilesOf(Ingested ingested,
+                                                                       std::size_t t) const
+      REQUIRES(mu_);
 
   const PermutationPlan plan_;
   const int group_bits_;
   FileCharges charges_;
-  mutable std::mutex mu_;
-  rocksdb::DB* db_ = nullptr;                         // guarded by mu_
-  std::vector<rocksdb::ColumnFamilyHandle*> tables_;  // guarded by mu_
-  Ingested pending_;                                  // guarded by mu_
+  mutable Mutex mu_;
+  rocksdb::DB* db_ GUARDED_BY(mu_) = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> tables_ GUARDED_BY(mu_);
+  std::vector<WrittenFile> pending_ GUARDED_BY(mu_);
   std::atomic<View> current_;
 };
 

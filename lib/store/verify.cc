@@ -1,5 +1,4 @@
-// Store::Verify: the tables against the documents, in constant memory
-// unless something is off (docs/design.md, "Where CRoaring earns its place").
+#include "store/verify.h"
 
 #include <xxhash.h>
 
@@ -8,7 +7,8 @@
 #include <roaring/roaring64map.hh>
 #include <unordered_map>
 
-#include "store/store_impl.h"
+#include "format/families.h"
+#include "format/table_entries.h"
 #include "util/parallel.h"
 #include "util/rocks_status.h"
 
@@ -29,317 +29,320 @@ std::uint64_t EntryHash(Fingerprint permuted, DocumentId id) {
 }
 
 // A table without ids hashes each entry's fingerprint, unpermuted, so that
-// one sum over table 0's fingerprints is what every such table must match.
+// one sum over table 0's distinct fingerprints is what each must match.
 std::uint64_t FingerprintHash(Fingerprint fp) { return XXH3_64bits(&fp, sizeof fp); }
+
+constexpr std::size_t kMaxProblems = 20;
 
 }  // namespace
 
-void StoreImpl::FingerprintTableProblems(std::size_t t, const rocksdb::Snapshot* snapshot,
-                                         const std::function<void(std::string)>& problem) const {
-  const TablePermutation& perm = plan_.table(t);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ScanReadOptions(snapshot), table(t)));
-  std::unique_ptr<rocksdb::Iterator> table0(
-      db_->NewIterator(LookupReadOptions(snapshot), table(0)));
-  std::size_t found = 0;
-  // False once table 0 cannot be read: nothing more can be told.
-  auto check_held = [&](Fingerprint permuted) {
-    const Fingerprint fp = perm.Invert(permuted);
-    bool held = false;
-    Status s = ForEachIdOf(*table0, fp, [&](DocumentId) { return !(held = true); });
-    if (!s.ok()) {
-      problem(s.ToString());
-      return false;
-    }
-    if (!held) {
-      ++found;
-      problem(TableFamilyName(t) + ": fingerprint " + std::to_string(fp) +
-              ", which no document in the tables has");
-    }
-    return true;
-  };
-  // A malformed group ends the walk: its members cannot be told apart.
-  {
-    TableEntryCursor entries(*it, group_layout(t), TableFamilyName(t));
-    for (entries.SeekToFirst(); entries.Valid(); entries.Next()) {
-      if (!check_held(entries.entry().permuted)) return;
-    }
-    if (Status s = entries.status(); !s.ok()) {
-      ++found;
-      problem(s.ToString());
-    }
-  }
-  // And the other way: every fingerprint of table 0 has its entry here. (A
-  // malformed entry of table 0 ends the walk: table 0's own problem.)
-  it.reset(db_->NewIterator(LookupReadOptions(snapshot), table(t)));
-  table0.reset(db_->NewIterator(ScanReadOptions(snapshot), table(0)));
-  TableEntryCursor entries(*it, group_layout(t), TableFamilyName(t));
-  TableEntryCursor entries0(*table0, group_layout(0), TableFamilyName(0));
-  for (entries0.SeekToFirst(); entries0.Valid(); entries0.Next()) {
-    const TableEntry& e = entries0.entry();
-    const Fingerprint fp = plan_.table(0).Invert(e.permuted);
-    entries.Seek(perm.Apply(fp));
-    if (entries.Valid() && entries.entry().permuted == perm.Apply(fp)) continue;
-    ++found;
-    if (Status s = entries.status(); !s.ok()) return problem(s.ToString());
-    problem(TableFamilyName(t) + ": fingerprint " + std::to_string(fp) + " of document " +
-            std::to_string(e.id) + " has no entry");
-  }
-  if (found == 0) problem(TableFamilyName(t) + ": entry hashes disagree with table 0");
-}
+// One verification: what the tables should hold, summarised as counts and
+// order-independent sums of entry hashes so that they are checked while
+// streaming; where a table disagrees, a closer look that names what is off.
+class Verifier::Verification {
+ public:
+  Verification(const Verifier& v, const ScanOptions& scan)
+      : v_(v),
+        plan_(v.tables_.plan()),
+        tables_(v.tables_.count()),
+        scan_(scan),
+        snapshot_(&v.db_, v.scanner_.WholeSnapshot(&filters_)),
+        actual_sum_(tables_, 0),
+        actual_count_(tables_, 0) {}
 
-Status StoreImpl::Verify(const ScanOptions& scan) const {
-  if (Status s = CheckOpen(); !s.ok()) return s;
-  if (Status s = FromRocks(db_->VerifyChecksum(), "verifying block checksums"); !s.ok()) {
-    return Status::Corruption(s.message());
+  Status Run() {
+    if (Status s = ReadStaging(); !s.ok()) return s;
+    if (Status s = ReadDocuments(); !s.ok()) return s;
+    if (Status s = ReadLoneBits(); !s.ok()) return s;
+    ProgressMeter progress(scan_.progress, documents_ + ids_.cardinality() * tables_);
+    progress.Add(documents_);
+    Status s = ForEachInParallel(tables_, scan_.threads,
+                                 [&](std::size_t t, int) { return ScanTable(t, progress); });
+    progress.Finish();
+    if (!s.ok()) return s;
+    for (std::size_t t = 0; t < tables_; ++t) {
+      if (t == 0 && (actual_count_[0] != ids_.cardinality() || actual_sum_[0] != expected_sum_)) {
+        DiagnoseTableZero();
+      } else if (t > 0 &&
+                 (actual_count_[t] != fingerprint_count_ || actual_sum_[t] != fingerprint_sum_)) {
+        DiagnoseTable(t);
+      }
+    }
+    CheckDocumentCount();
+    return Verdict();
   }
-  TableFilters::View filters;
-  rocksdb::ManagedSnapshot snapshot(db_.get(), WholeSnapshot(&filters));
-  const std::size_t tables = plan_.table_count();
-  std::vector<std::string> problems;
-  auto problem = [&](std::string what) {
-    if (problems.size() < 20) problems.push_back(std::move(what));
-  };
 
-  // What table 0 should hold, summarised as a count and an
-  // order-independent sum of entry hashes, so that it can be checked while
-  // streaming, in constant memory; the other tables must hold its distinct
-  // fingerprints.
-  std::uint64_t documents = 0;
-  std::uint64_t expected_sum = 0;
-  // Documents that have entries in the tables: all but the staged ones,
-  // and the versions whose removal is staged.
-  Roaring64Map ids;
-  Result<std::vector<StagedDocument>> staged = StagedDocuments(snapshot.snapshot());
-  if (!staged.ok()) return staged.status();
-  std::unordered_map<DocumentId, Fingerprint> staged_fps, leaving_fps;
-  for (const StagedDocument& doc : *staged) {
-    if (!doc.removal) staged_fps.emplace(doc.id, doc.fingerprint);
-    if (doc.leaving) leaving_fps.emplace(doc.id, *doc.leaving);
+ private:
+  void Problem(std::string what) {
+    std::lock_guard lock(mu_);
+    if (problems_.size() < kMaxProblems) problems_.push_back(std::move(what));
   }
-  {
+  const rocksdb::Snapshot* snapshot() const { return snapshot_.snapshot(); }
+
+  Status ReadStaging() {
+    Result<std::vector<StagedDocument>> staged = v_.staging_.Documents(snapshot());
+    if (!staged.ok()) return staged.status();
+    for (const StagedDocument& doc : *staged) {
+      if (!doc.removal) staged_.emplace(doc.id, doc.fingerprint);
+      if (doc.leaving) leaving_.emplace(doc.id, *doc.leaving);
+    }
+    return Status::OK();
+  }
+
+  // Every document but the staged ones has table-0 entries; so has every
+  // version whose removal is staged.
+  Status ReadDocuments() {
+    std::unordered_map<DocumentId, Fingerprint> unseen = staged_;
     std::unique_ptr<rocksdb::Iterator> it(
-        db_->NewIterator(ScanReadOptions(snapshot.snapshot()), documents_family()));
+        v_.db_.NewIterator(ScanReadOptions(snapshot()), v_.documents_.family()));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       Fingerprint fp;
       if (it->key().size() != 8 || !DecodeDocumentValue(it->value().ToStringView(), &fp, nullptr)) {
-        problem("documents: malformed record with key " + it->key().ToString(true));
+        Problem("documents: malformed record with key " + it->key().ToString(true));
         continue;
       }
       const DocumentId id = GetBigEndian64(it->key().data());
-      ++documents;
-      if (leaving_fps.contains(id) && !staged_fps.contains(id)) {
-        problem("staging: the removal of document " + std::to_string(id) +
+      ++documents_;
+      if (leaving_.contains(id) && !staged_.contains(id)) {
+        Problem("staging: the removal of document " + std::to_string(id) +
                 " is staged, but it is stored");
       }
-      if (auto mark = staged_fps.find(id); mark != staged_fps.end()) {
+      if (auto mark = unseen.find(id); mark != unseen.end()) {
         if (mark->second != fp) {
-          problem("staging: the mark of document " + std::to_string(id) +
+          Problem("staging: the mark of document " + std::to_string(id) +
                   " does not match its fingerprint");
         }
-        staged_fps.erase(mark);
+        unseen.erase(mark);
         continue;
       }
-      ids.add(id);
-      expected_sum += EntryHash(plan_.table(0).Apply(fp), id);
+      ids_.add(id);
+      expected_sum_ += EntryHash(plan_.table(0).Apply(fp), id);
     }
     if (!it->status().ok()) return FromRocks(it->status(), "scanning documents");
+    for (const auto& [id, fp] : unseen) {
+      Problem("staging: mark for document " + std::to_string(id) + ", which is not stored");
+    }
+    for (const auto& [id, fp] : leaving_) {
+      ids_.add(id);
+      expected_sum_ += EntryHash(plan_.table(0).Apply(fp), id);
+    }
+    return Status::OK();
   }
-  for (const auto& [id, fp] : staged_fps) {
-    problem("staging: mark for document " + std::to_string(id) + ", which is not stored");
-  }
-  for (const auto& [id, fp] : leaving_fps) {
-    ids.add(id);
-    expected_sum += EntryHash(plan_.table(0).Apply(fp), id);
-  }
-  const std::uint64_t in_tables = ids.cardinality();
 
-  // The fingerprints lone bits need not hold against (recent_prefixes.h).
-  std::vector<Fingerprint> recent;
-  {
+  // The recent fingerprints, which lone bits need not hold against, and
+  // the crowded family's entries.
+  Status ReadLoneBits() {
     std::unique_ptr<rocksdb::Iterator> it(
-        db_->NewIterator(ScanReadOptions(snapshot.snapshot()), recent_family()));
+        v_.db_.NewIterator(ScanReadOptions(snapshot()), v_.families_.recent));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       if (it->key().size() != 8) {
-        problem("recent: malformed key " + it->key().ToString(true));
+        Problem("recent: malformed key " + it->key().ToString(true));
         continue;
       }
-      recent.push_back(GetBigEndian64(it->key().data()));
+      recent_.push_back(GetBigEndian64(it->key().data()));
     }
     if (!it->status().ok()) return FromRocks(it->status(), "scanning the recent family");
-  }
-  {
-    std::unique_ptr<rocksdb::Iterator> it(
-        db_->NewIterator(ScanReadOptions(snapshot.snapshot()), crowded_family()));
+    it.reset(v_.db_.NewIterator(ScanReadOptions(snapshot()), v_.families_.crowded));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       if (it->key().size() != 8 || it->value().size() > 4) {
-        problem(std::string(kCrowdedFamily) + ": malformed entry " + it->key().ToString(true));
-      } else if ((DecodeLoneBits(it->value().ToStringView()) & ~AllLoneBits(tables)) != 0) {
-        problem(std::string(kCrowdedFamily) + ": fingerprint " +
+        Problem(std::string(kCrowdedFamily) + ": malformed entry " + it->key().ToString(true));
+      } else if ((DecodeLoneBits(it->value().ToStringView()) & ~AllLoneBits(tables_)) != 0) {
+        Problem(std::string(kCrowdedFamily) + ": fingerprint " +
                 std::to_string(plan_.table(0).Invert(GetBigEndian64(it->key().data()))) +
                 " has lone bits for tables the plan does not have");
       }
     }
-    if (!it->status().ok()) return FromRocks(it->status(), "scanning the crowded family");
+    return FromRocks(it->status(), "scanning the crowded family");
   }
-  std::mutex problem_mu;
 
-  std::vector<std::uint64_t> actual_sum(tables, 0), actual_count(tables, 0);
-  ProgressMeter progress(scan, documents + in_tables * tables);
-  progress.Add(documents);
-  // Table 0's distinct fingerprints, for the tables without ids.
-  std::uint64_t fingerprint_sum = 0, fingerprint_count = 0;
-  Status s = ForEachInParallel(tables, scan.threads, [&](std::size_t t, int) {
-    std::unique_ptr<rocksdb::Iterator> it(
-        db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
+  // Streams table t: its count and sum, table 0's distinct fingerprints,
+  // every member against its files' filters, and the lone bits of each
+  // prefix shared by several fingerprints.
+  Status ScanTable(std::size_t t, ProgressMeter& progress) {
     const TablePermutation& perm = plan_.table(t);
-    Fingerprint last = 0;
-    // The fingerprints of the prefix being read, for the lone bits.
-    const bool check_lone = t < RecentPrefixes::kMaxTables;
-    std::vector<Fingerprint> group;
-    auto check_group = [&]() -> Status {
-      // No member may be marked alone here, unless one of them is recent:
-      // queries then trust no member's bit for this prefix.
-      if (group.size() < 2) return Status::OK();
-      for (Fingerprint fp : group) {
-        if (std::binary_search(recent.begin(), recent.end(), fp)) return Status::OK();
-      }
-      std::vector<Hit> hits;
-      for (Fingerprint fp : group) hits.push_back({0, fp, 0, true, 0});
-      if (Status s = ReadLoneBits(hits, snapshot.snapshot()); !s.ok()) return s;
-      for (const Hit& h : hits) {
-        if ((h.lone >> t & 1) == 0) continue;
-        std::lock_guard lock(problem_mu);
-        problem(std::string(kCrowdedFamily) + ": fingerprint " + std::to_string(h.fingerprint) +
-                " is marked alone with its prefix in " + TableFamilyName(t) +
-                ", where other fingerprints share it");
-      }
-      return Status::OK();
-    };
-    auto track_lone = [&](const TableEntry& e) -> Status {
-      const Fingerprint fp = perm.Invert(e.permuted);
-      if (!group.empty() &&
-          (perm.Apply(group.back()) & perm.prefix_mask()) != (e.permuted & perm.prefix_mask())) {
-        if (Status s = check_group(); !s.ok()) return s;
-        group.clear();
-      }
-      if (group.empty() || group.back() != fp) group.push_back(fp);
-      return Status::OK();
-    };
-    // Table 0's distinct fingerprints, in its (permuted) order.
-    auto track_fingerprint = [&](const TableEntry& e) {
-      if (fingerprint_count != 0 && e.permuted == last) return;
-      last = e.permuted;
-      fingerprint_sum += FingerprintHash(perm.Invert(e.permuted));
-      ++fingerprint_count;
-    };
-    const TableMemberFilter& filter = *(*filters)[t];
-    TableEntryCursor entries(*it, group_layout(t), TableFamilyName(t));
+    const TableMemberFilter& filter = *(*filters_)[t];
+    std::unique_ptr<rocksdb::Iterator> it(v_.tables_.NewIterator(t, ScanReadOptions(snapshot())));
+    TableEntryCursor entries(*it, v_.tables_.layout(t), TableFamilyName(t));
+    std::vector<Fingerprint> sharing;  // the fingerprints with the current prefix
     for (entries.SeekToFirst(); entries.Valid(); entries.Next()) {
       const TableEntry& e = entries.entry();
+      const Fingerprint fp = perm.Invert(e.permuted);
       if (t == 0) {
-        actual_sum[t] += EntryHash(e.permuted, e.id);
-        track_fingerprint(e);
+        actual_sum_[0] += EntryHash(e.permuted, e.id);
+        if (fingerprint_count_ == 0 || e.permuted != last0_) {
+          last0_ = e.permuted;
+          fingerprint_sum_ += FingerprintHash(fp);
+          ++fingerprint_count_;
+        }
       } else {
-        actual_sum[t] += FingerprintHash(perm.Invert(e.permuted));
+        actual_sum_[t] += FingerprintHash(fp);
       }
-      if (++actual_count[t] % 4096 == 0) progress.Add(4096);
+      if (++actual_count_[t] % 4096 == 0) progress.Add(4096);
       if (!filter.MayContain(e.permuted)) {
-        std::lock_guard lock(problem_mu);
-        problem(TableFamilyName(t) + ": fingerprint " + std::to_string(perm.Invert(e.permuted)) +
+        Problem(TableFamilyName(t) + ": fingerprint " + std::to_string(fp) +
                 " is missing from its files' member filters");
       }
-      if (check_lone) {
-        if (Status s = track_lone(e); !s.ok()) return s;
+      if (t >= kMaxLoneBitTables) continue;
+      if (!sharing.empty() &&
+          (perm.Apply(sharing.back()) & perm.prefix_mask()) != (e.permuted & perm.prefix_mask())) {
+        if (Status s = CheckLoneBits(t, sharing); !s.ok()) return s;
+        sharing.clear();
       }
+      if (sharing.empty() || sharing.back() != fp) sharing.push_back(fp);
     }
     if (Status s = entries.status(); !s.ok()) {
       if (!s.IsCorruption()) return s;
-      std::lock_guard lock(problem_mu);
-      problem(s.message());
+      Problem(s.message());
     }
-    return check_group();
-  });
-  progress.Finish();
-  if (!s.ok()) return s;
-  // Table 0 against the documents; the others against table 0's distinct
-  // fingerprints (each checked against the documents) once.
-  std::vector<std::uint64_t> expected_sum_of(tables, fingerprint_sum);
-  std::vector<std::uint64_t> expected_count(tables, fingerprint_count);
-  expected_sum_of[0] = expected_sum;
-  expected_count[0] = in_tables;
+    return CheckLoneBits(t, sharing);
+  }
 
-  for (std::size_t t = 0; t < tables; ++t) {
-    if (actual_count[t] == expected_count[t] && actual_sum[t] == expected_sum_of[t]) continue;
-    // Something is off: find out what, entry by entry.
-    if (t != 0) {
-      FingerprintTableProblems(t, snapshot.snapshot(), problem);
-      continue;
+  // No fingerprint of `sharing`, which share table t's prefix, may be
+  // marked alone there, unless one of them is recent: queries then trust
+  // no bit for this prefix.
+  Status CheckLoneBits(std::size_t t, const std::vector<Fingerprint>& sharing) {
+    if (sharing.size() < 2) return Status::OK();
+    for (Fingerprint fp : sharing) {
+      if (std::binary_search(recent_.begin(), recent_.end(), fp)) return Status::OK();
     }
-    std::uint64_t orphans = 0, wrong = 0, duplicates = 0;
+    Result<std::vector<LoneBits>> bits = v_.skip_hints_.Read(sharing, snapshot());
+    if (!bits.ok()) return bits.status();
+    for (std::size_t i = 0; i < sharing.size(); ++i) {
+      if (((*bits)[i] >> t & 1) == 0) continue;
+      Problem(std::string(kCrowdedFamily) + ": fingerprint " + std::to_string(sharing[i]) +
+              " is marked alone with its prefix in " + TableFamilyName(t) +
+              ", where other fingerprints share it");
+    }
+    return Status::OK();
+  }
+
+  // Table 0 disagrees with the documents: its orphans, duplicates, wrong
+  // and missing entries, by id.
+  void DiagnoseTableZero() {
+    std::uint64_t found = 0;
     Roaring64Map seen;
-    std::unique_ptr<rocksdb::Iterator> it(
-        db_->NewIterator(ScanReadOptions(snapshot.snapshot()), table(t)));
-    auto check = [&](const TableEntry& e) {
-      if (!ids.contains(e.id)) {
-        ++orphans;
-        problem(TableFamilyName(t) + ": entry for document " + std::to_string(e.id) +
+    std::unique_ptr<rocksdb::Iterator> it(v_.tables_.NewIterator(0, ScanReadOptions(snapshot())));
+    TableEntryCursor entries(*it, v_.tables_.layout(0), TableFamilyName(0));
+    for (entries.SeekToFirst(); entries.Valid(); entries.Next()) {
+      const TableEntry& e = entries.entry();
+      if (!ids_.contains(e.id)) {
+        ++found;
+        Problem(TableFamilyName(0) + ": entry for document " + std::to_string(e.id) +
                 ", which is not stored or is staged");
-        return;
+        continue;
       }
       if (!seen.addChecked(e.id)) {
-        ++duplicates;
-        problem(TableFamilyName(t) + ": document " + std::to_string(e.id) +
+        ++found;
+        Problem(TableFamilyName(0) + ": document " + std::to_string(e.id) +
                 " has more than one entry");
       }
-      // At the snapshot: writers may have changed the document since.
       std::optional<Fingerprint> fp;
-      Status read;
-      if (const auto l = leaving_fps.find(e.id); l != leaving_fps.end()) {
+      if (const auto l = leaving_.find(e.id); l != leaving_.end()) {
         fp = l->second;
       } else {
-        read = MultiGetIds(documents_family(), snapshot.snapshot(), std::span(&e.id, 1),
-                           [&](std::size_t, std::string_view v) {
-                             Fingerprint stored;
-                             if (DecodeDocumentValue(v, &stored, nullptr)) fp = stored;
-                             return Status::OK();
-                           });
+        (void)v_.documents_.Read(snapshot(), std::span(&e.id, 1), false,
+                                 [&](std::size_t, const Document& doc) { fp = doc.fingerprint; });
       }
-      if (read.ok() && fp && plan_.table(t).Apply(*fp) != e.permuted) {
-        ++wrong;
-        problem(TableFamilyName(t) + ": entry for document " + std::to_string(e.id) +
+      if (fp && plan_.table(0).Apply(*fp) != e.permuted) {
+        ++found;
+        Problem(TableFamilyName(0) + ": entry for document " + std::to_string(e.id) +
                 " does not match its fingerprint");
       }
-    };
-    {
-      // A malformed group ends the walk: its members cannot be told apart.
-      TableEntryCursor entries(*it, group_layout(t), TableFamilyName(t));
-      for (entries.SeekToFirst(); entries.Valid(); entries.Next()) check(entries.entry());
-      if (Status s = entries.status(); !s.ok()) problem(s.ToString());
     }
-    const Roaring64Map missing = ids - seen;
-    for (auto id = missing.begin(); id != missing.end() && problems.size() < 20; ++id) {
-      problem(TableFamilyName(t) + ": document " + std::to_string(*id) + " has no entry");
+    if (Status s = entries.status(); !s.ok()) Problem(s.ToString());
+    const Roaring64Map missing = ids_ - seen;
+    for (auto id = missing.begin(); id != missing.end(); ++id) {
+      ++found;
+      Problem(TableFamilyName(0) + ": document " + std::to_string(*id) + " has no entry");
+      if (problems_.size() >= kMaxProblems) break;
     }
-    if (orphans + wrong + duplicates + missing.cardinality() == 0) {
-      problem(TableFamilyName(t) + ": entry hashes disagree with the documents");
+    if (found == 0) Problem(TableFamilyName(0) + ": entry hashes disagree with the documents");
+  }
+
+  // Table t, which holds each fingerprint of table 0 once, disagrees:
+  // fingerprints no document in table 0 has, and the other way round.
+  void DiagnoseTable(std::size_t t) {
+    const std::size_t before = problems_.size();
+    const TablePermutation& perm = plan_.table(t);
+    rocksdb::ReadOptions lookups;  // no readahead
+    lookups.snapshot = snapshot();
+    std::unique_ptr<rocksdb::Iterator> it(v_.tables_.NewIterator(t, ScanReadOptions(snapshot())));
+    std::unique_ptr<rocksdb::Iterator> table0(v_.tables_.NewIterator(0, lookups));
+    TableEntryCursor entries(*it, v_.tables_.layout(t), TableFamilyName(t));
+    for (entries.SeekToFirst(); entries.Valid(); entries.Next()) {
+      const Fingerprint fp = perm.Invert(entries.entry().permuted);
+      bool held = false;
+      Status s = v_.tables_.ForEachIdOf(*table0, fp, [&](DocumentId) { return !(held = true); });
+      // A malformed group of table 0 ends the walk: table 0's own problem.
+      if (!s.ok()) return Problem(s.ToString());
+      if (!held) {
+        Problem(TableFamilyName(t) + ": fingerprint " + std::to_string(fp) +
+                ", which no document in the tables has");
+      }
+    }
+    if (Status s = entries.status(); !s.ok()) Problem(s.ToString());
+    it.reset(v_.tables_.NewIterator(t, lookups));
+    table0.reset(v_.tables_.NewIterator(0, ScanReadOptions(snapshot())));
+    TableEntryCursor in_t(*it, v_.tables_.layout(t), TableFamilyName(t));
+    TableEntryCursor in_0(*table0, v_.tables_.layout(0), TableFamilyName(0));
+    for (in_0.SeekToFirst(); in_0.Valid(); in_0.Next()) {
+      const Fingerprint fp = plan_.table(0).Invert(in_0.entry().permuted);
+      in_t.Seek(perm.Apply(fp));
+      if (in_t.Valid() && in_t.entry().permuted == perm.Apply(fp)) continue;
+      if (Status s = in_t.status(); !s.ok()) return Problem(s.ToString());
+      Problem(TableFamilyName(t) + ": fingerprint " + std::to_string(fp) + " of document " +
+              std::to_string(in_0.entry().id) + " has no entry");
+    }
+    if (problems_.size() == before) {
+      Problem(TableFamilyName(t) + ": entry hashes disagree with table 0");
     }
   }
 
-  std::string count;
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snapshot.snapshot();
-  if (db_->Get(ro, meta(), kDocumentCountKey, &count).ok() || documents > 0) {
-    const std::uint64_t recorded = count.size() == 8 ? GetBigEndian64(count.data()) : 0;
-    if (recorded != documents) {
-      problem("document count record says " + std::to_string(recorded) + ", but " +
-              std::to_string(documents) + " documents are stored");
+  void CheckDocumentCount() {
+    Result<std::uint64_t> recorded = v_.documents_.Count(snapshot());
+    if (!recorded.ok()) return Problem(recorded.status().ToString());
+    if (*recorded != documents_) {
+      Problem("document count record says " + std::to_string(*recorded) + ", but " +
+              std::to_string(documents_) + " documents are stored");
     }
   }
-  if (problems.empty()) return Status::OK();
-  std::string message = std::to_string(problems.size()) + (problems.size() == 20 ? "+" : "") +
-                        " problem(s) in " + path_ + ":";
-  for (const std::string& p : problems) message += "\n  " + p;
-  return Status::Corruption(message);
+
+  Status Verdict() const {
+    if (problems_.empty()) return Status::OK();
+    std::string message = std::to_string(problems_.size()) +
+                          (problems_.size() == kMaxProblems ? "+" : "") + " problem(s) in " +
+                          v_.path_ + ":";
+    for (const std::string& p : problems_) message += "\n  " + p;
+    return Status::Corruption(message);
+  }
+
+  const Verifier& v_;
+  const PermutationPlan& plan_;
+  const std::size_t tables_;
+  const ScanOptions& scan_;
+  TableFilters::View filters_;
+  mutable rocksdb::ManagedSnapshot snapshot_;
+  std::mutex mu_;
+  std::vector<std::string> problems_;  // guarded by mu_
+  // The staged versions and those whose removal is staged, by id.
+  std::unordered_map<DocumentId, Fingerprint> staged_, leaving_;
+  std::uint64_t documents_ = 0;
+  // The documents that have entries in the tables, and their table-0
+  // entries' hashes.
+  Roaring64Map ids_;
+  std::uint64_t expected_sum_ = 0;
+  std::vector<Fingerprint> recent_;
+  std::vector<std::uint64_t> actual_sum_, actual_count_;  // per table, each its thread's
+  // Table 0's distinct fingerprints, by its scan's thread.
+  Fingerprint last0_ = 0;
+  std::uint64_t fingerprint_sum_ = 0, fingerprint_count_ = 0;
+};
+
+Status Verifier::Run(const ScanOptions& scan) const {
+  if (Status s = FromRocks(db_.VerifyChecksum(), "verifying block checksums"); !s.ok()) {
+    return Status::Corruption(s.message());
+  }
+  return Verification(*this, scan).Run();
 }
 
 }  // namespace fpstore::internal

@@ -1,5 +1,6 @@
-// What the whole-store scans (store_scan.cc, store_verify.cc) share:
-// threads over tables, progress across them, and their read options.
+// Work spread over threads: tasks taken in turn, the first error stopping
+// the rest, and progress counted across them; and how whole-store scans
+// read.
 
 #ifndef FPSTORE_LIB_UTIL_PARALLEL_H_
 #define FPSTORE_LIB_UTIL_PARALLEL_H_
@@ -14,48 +15,50 @@
 #include <thread>
 #include <vector>
 
-#include "fpstore/store.h"
+#include "fpstore/status.h"
 
 namespace fpstore::internal {
 
-// Counts work done across threads and reports it now and then, serialised.
+// Counts work done across threads and reports it to `report` (if set) now
+// and then, one call at a time.
 class ProgressMeter {
  public:
-  ProgressMeter(const ScanOptions& scan, std::uint64_t total) : scan_(scan), total_(total) {}
+  using Report = std::function<void(std::uint64_t done, std::uint64_t total)>;
+  ProgressMeter(const Report& report, std::uint64_t total) : report_(report), total_(total) {}
 
   void Add(std::uint64_t n) {
     const std::uint64_t before = done_.fetch_add(n);
-    if (scan_.progress && (before >> 16) != ((before + n) >> 16)) Report(before + n);
+    if (report_ && (before >> 16) != ((before + n) >> 16)) Call(before + n);
   }
   void Finish() {
-    if (scan_.progress) Report(done_.load());
+    if (report_) Call(done_.load());
   }
 
  private:
-  void Report(std::uint64_t done) {
+  void Call(std::uint64_t done) {
     std::lock_guard lock(mu_);
-    scan_.progress(done, std::max(done, total_));
+    report_(done, std::max(done, total_));
   }
 
-  const ScanOptions& scan_;
+  const Report& report_;
   const std::uint64_t total_;
   std::atomic<std::uint64_t> done_{0};
   std::mutex mu_;
 };
 
-// The threads a scan of `tasks` tasks uses: `threads`, 0 meaning one per
-// core, and no more than there are tasks.
-inline int ScanThreads(int threads, std::size_t tasks) {
+// The threads `tasks` tasks take: `threads`, 0 meaning one per core, and no
+// more than there are tasks.
+inline int ThreadsFor(int threads, std::size_t tasks) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return static_cast<int>(std::clamp<std::size_t>(tasks, 1, threads));
 }
 
-// Runs work(task, worker) for every task on `threads` threads (ScanThreads),
-// worker being the thread's number from 0; the first error wins and stops
-// the others from starting new tasks.
+// Runs work(task, worker) for every task on ThreadsFor(threads, tasks)
+// threads, worker being the thread's number from 0; the first error wins
+// and stops the others from starting new tasks.
 inline Status ForEachInParallel(std::size_t tasks, int threads,
                                 const std::function<Status(std::size_t, int)>& work) {
-  threads = ScanThreads(threads, tasks);
+  threads = ThreadsFor(threads, tasks);
   std::atomic<std::size_t> next{0};
   std::mutex mu;
   Status first_error;
@@ -76,19 +79,13 @@ inline Status ForEachInParallel(std::size_t tasks, int threads,
   return first_error;
 }
 
+// A whole-store scan's reads: in key order, with readahead, and without
+// evicting the queries' working set from the block cache.
 inline rocksdb::ReadOptions ScanReadOptions(const rocksdb::Snapshot* snapshot) {
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
-  ro.total_order_seek = true;  // a full scan, not a prefix probe
-  ro.fill_cache = false;       // do not evict the queries' working set
+  ro.fill_cache = false;
   ro.readahead_size = 4 << 20;
-  return ro;
-}
-
-// Point lookups: no readahead.
-inline rocksdb::ReadOptions LookupReadOptions(const rocksdb::Snapshot* snapshot) {
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snapshot;
   return ro;
 }
 

@@ -25,9 +25,8 @@ inline constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
 
 // Writes through two buffers of its own: while one is written out on a
 // thread of its own, the caller fills the other. The bulk loader writes
-// its documents and changes, about 600 MB at 10M, from the one thread
-// that runs while the other core idles; in stdio's buffer, the copies
-// into the page cache and stdio's calls were half of that step's time.
+// its documents and changes from the one thread that runs while the other
+// core idles.
 class RecordWriter {
  public:
   explicit RecordWriter(std::string path);
@@ -111,9 +110,8 @@ class RecordReader {
 };
 
 // A whole file mapped read-only, for files that several threads read end
-// to end, each: a bulk load's changes, read once by every table, cost a
-// copy out of the page cache per table through buffered reads (a tenth of
-// the tables' CPU at 10M).
+// to end, each (a bulk load's changes, read by every table): no copy out
+// of the page cache per reader.
 class MappedFile {
  public:
   explicit MappedFile(const std::string& path);

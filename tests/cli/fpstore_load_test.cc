@@ -81,7 +81,7 @@ StoreView View(const std::string& db) {
     view.documents = stats->documents;
     view.blocks = stats->blocks;
     view.distance = stats->distance;
-    view.group_bits = stats->group_bits;
+    view.group_bits = stats->internals.group_bits;
     view.fingerprint = stats->fingerprint;
   }
   view.verify = (*store)->Verify();

@@ -99,18 +99,11 @@ inline double ExpectedCandidates(const PermutationPlan& plan, double documents) 
 }
 
 // What a plan costs at a number of documents, from what fpstore-bench
-// measured (docs/performance.md): on disk, about 17 bytes per document
-// record, as a bulk load writes them (LZ4); each table packs its members
-// in groups cut for the documents expected (format 7; table 0 too from
-// format 10, a member per document with its 8-byte id; the others a
-// member per fingerprint), a member's bytes and 1.25 of filter each, and
-// about 12.9 bytes per group that holds any (at 10M documents, groups of
-// 16 bits, 1.74 GB for plan (6, 3), as measured);
-// per table probed, 0.8 us
-// (a warm miss of plan (6, 3) over its 20 tables), plus, when the probe's
-// prefix range is not empty, a data block read of about 13 us (what a warm
-// hit of plan (6, 3) costs beyond a miss, per block it reads, about 11),
-// plus 0.2 us per candidate (FindAll's cost per table entry, a stand-in).
+// measured (docs/performance.md): on disk, the library's estimate; per
+// table probed, 0.8 us (a warm miss of plan (6, 3) over its 20 tables),
+// plus, when the probe's prefix range is not empty, a data block read of
+// about 13 us, plus 0.2 us per candidate (FindAll's cost per table entry,
+// a stand-in).
 struct PlanEstimate {
   double candidates = 0;
   double disk_bytes = 0;
@@ -118,23 +111,10 @@ struct PlanEstimate {
 };
 
 inline PlanEstimate EstimatePlan(const PermutationPlan& plan, double documents) {
-  constexpr double kBytesPerDocument = 17, kIdBytes = 8;
-  constexpr double kFilterBytesPerMember = 1.25, kBytesPerGroup = 12.9;
   constexpr double kMicrosPerProbe = 0.8, kMicrosPerBlockRead = 13, kMicrosPerCandidate = 0.2;
   PlanEstimate e;
   e.candidates = ExpectedCandidates(plan, documents);
-  e.disk_bytes = documents * kBytesPerDocument;
-  for (std::size_t t = 0; t < plan.table_count(); ++t) {
-    // Groups of G bits, cut for these documents, or the prefix if shorter;
-    // members of 64 - G bits in whole bytes, and table 0's ids
-    // (docs/format.md, "Packed tables").
-    const int group_bits =
-        std::min(plan.table(t).prefix_bits(), GroupBitsFor(static_cast<std::uint64_t>(documents)));
-    const double member_bytes = (64 - group_bits + 7) / 8 + (t == 0 ? kIdBytes : 0);
-    const double groups = std::ldexp(1.0, group_bits);
-    const double held = groups * -std::expm1(-documents / groups);  // groups with a member
-    e.disk_bytes += documents * (member_bytes + kFilterBytesPerMember) + held * kBytesPerGroup;
-  }
+  e.disk_bytes = EstimateStoreBytes(plan, static_cast<std::uint64_t>(documents));
   for (const TablePermutation& t : plan.tables()) {
     // Random fingerprints: a prefix range holds Poisson(in_range) entries.
     const double in_range = std::ldexp(documents, -t.prefix_bits());

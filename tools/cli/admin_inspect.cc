@@ -60,10 +60,6 @@ class CreateCommand final : public Command {
     std::fprintf(out(), "plan:               %s: %s\n", plan_->ToString().c_str(),
                  DescribeTables(*plan_).c_str());
     std::fprintf(out(), "fingerprint:        %s\n", fingerprint.ToString().c_str());
-    std::fprintf(out(), "format version:     %d\n", Store::kFormatVersion);
-    std::fprintf(out(), "group bits:         %d (tables 1 and up keep a key per group)\n",
-                 GroupBitsFor(store_.Options().expected_documents.value_or(
-                     StoreOptions::kDefaultExpectedDocuments)));
     if (store_.expected_documents()) {
       std::fprintf(out(),
                    "candidates/query:   about %s at %s documents (random fingerprints: the sum "
@@ -178,7 +174,7 @@ class StatsCommand final : public Command {
         tables += std::string(t == 0 ? "" : ",") + "{\"table\":" + std::to_string(t) +
                   ",\"blocks\":[" + BlockList(plan.table(t)) +
                   "],\"prefix_bits\":" + std::to_string(plan.table(t).prefix_bits()) +
-                  ",\"entries\":" + std::to_string(stats.table_entries[t]) + "}";
+                  ",\"bytes\":" + std::to_string(stats.table_bytes[t]) + "}";
       }
       std::fprintf(
           out(),
@@ -186,47 +182,43 @@ class StatsCommand final : public Command {
           "\"fingerprint\":{\"text\":%s,\"version\":%d,\"window\":%d,\"weighting\":\"%s\"},"
           "\"documents\":%llu,\"staged_documents\":%llu,\"recent_fingerprints\":%llu,\"lone_bits_"
           "used\":%s,\"bytes_on_disk\":%llu,\"bytes_per_document\":%s,\"tables\":[%s]}\n",
-          JsonString(db).c_str(), stats.format_version, stats.group_bits, stats.blocks,
-          stats.distance, JsonString(stats.fingerprint.ToString()).c_str(),
+          JsonString(db).c_str(), stats.internals.format_version, stats.internals.group_bits,
+          stats.blocks, stats.distance, JsonString(stats.fingerprint.ToString()).c_str(),
           stats.fingerprint.version, stats.fingerprint.window,
           std::string(WeightingName(stats.fingerprint.weighting)).c_str(),
           static_cast<unsigned long long>(stats.documents),
           static_cast<unsigned long long>(stats.staged_documents),
-          static_cast<unsigned long long>(stats.recent_fingerprints),
-          stats.lone_bits_used ? "true" : "false",
+          static_cast<unsigned long long>(stats.internals.recent_fingerprints),
+          stats.internals.lone_bits_used ? "true" : "false",
           static_cast<unsigned long long>(stats.bytes_on_disk), Fixed(per_document, 1).c_str(),
           tables.c_str());
       return 0;
     }
     std::fprintf(out(), "store:              %s\n", db.c_str());
-    std::fprintf(out(), "format version:     %d\n", stats.format_version);
     std::fprintf(out(), "plan:               %s: %s\n", plan.ToString().c_str(),
                  DescribeTables(plan).c_str());
     std::fprintf(out(), "fingerprint:        %s\n", stats.fingerprint.ToString().c_str());
-    if (stats.group_bits > 0) {
-      std::fprintf(out(), "group bits:         %d (tables 1 and up keep a key per group)\n",
-                   stats.group_bits);
-    }
     std::fprintf(out(), "documents:          %s\n", WithCommas(stats.documents).c_str());
     std::fprintf(out(), "staged documents:   %s (not yet merged into the tables)\n",
                  WithCommas(stats.staged_documents).c_str());
-    if (stats.format_version >= 5) {
-      std::fprintf(
-          out(), "recent:             %s%s fingerprints since the lone bits (%s)\n",
-          stats.lone_bits_used ? "" : "at least ", WithCommas(stats.recent_fingerprints).c_str(),
-          stats.lone_bits_used ? "rewritten in the background past a threshold, or by compact"
-                               : "too many: queries use none until they are rewritten");
-    }
     std::fprintf(out(), "bytes on disk:      %s (%s MB)\n", WithCommas(stats.bytes_on_disk).c_str(),
                  Fixed(static_cast<double>(stats.bytes_on_disk) / 1e6, 1).c_str());
     std::fprintf(out(), "bytes per document: %s\n",
                  stats.documents > 0 ? Fixed(per_document, 1).c_str() : "-");
-    std::fprintf(out(), "table entries (RocksDB's estimates):\n");
+    std::fprintf(out(), "tables:\n");
     for (std::size_t t = 0; t < plan.table_count(); ++t) {
-      std::fprintf(out(), "  table %3zu  blocks %-12s %2d-bit prefix  %s\n", t,
+      std::fprintf(out(), "  table %3zu  blocks %-12s %2d-bit prefix  %s bytes\n", t,
                    BlockList(plan.table(t)).c_str(), plan.table(t).prefix_bits(),
-                   WithCommas(stats.table_entries[t]).c_str());
+                   WithCommas(stats.table_bytes[t]).c_str());
     }
+    const StoreStats::Internals& in = stats.internals;
+    std::fprintf(out(), "internals (docs/design.md):\n");
+    std::fprintf(out(), "  format version:   %d\n", in.format_version);
+    std::fprintf(out(), "  group bits:       %d\n", in.group_bits);
+    std::fprintf(out(), "  recent:           %s%s fingerprints since the lone bits (%s)\n",
+                 in.lone_bits_used ? "" : "at least ", WithCommas(in.recent_fingerprints).c_str(),
+                 in.lone_bits_used ? "rewritten in the background past a threshold, or by compact"
+                                   : "too many: queries use none until they are rewritten");
     return 0;
   }
 

@@ -1,4 +1,5 @@
-// Group commit: many writers share one fsync of the write-ahead log.
+// Writers that share one fsync of the write-ahead log (the durability
+// option kGroupCommit).
 //
 // A writer appends its batch without syncing, then calls WaitDurable with
 // the ticket Written() gave it. The first waiter becomes the leader and
@@ -8,8 +9,8 @@
 //
 // Thread safety: all methods may be called concurrently.
 
-#ifndef FPSTORE_LIB_STORE_GROUP_COMMIT_H_
-#define FPSTORE_LIB_STORE_GROUP_COMMIT_H_
+#ifndef FPSTORE_LIB_STORE_LOG_SYNC_H_
+#define FPSTORE_LIB_STORE_LOG_SYNC_H_
 
 #include <condition_variable>
 #include <cstdint>
@@ -20,10 +21,10 @@
 
 namespace fpstore::internal {
 
-class GroupCommit {
+class LogSync {
  public:
   // `sync` makes everything written before the call durable.
-  explicit GroupCommit(std::function<Status()> sync) : sync_(std::move(sync)) {}
+  explicit LogSync(std::function<Status()> sync) : sync_(std::move(sync)) {}
 
   // Records that one more write has reached the log; returns its ticket.
   // REQUIRES: the write has completed.
@@ -46,4 +47,4 @@ class GroupCommit {
 
 }  // namespace fpstore::internal
 
-#endif  // FPSTORE_LIB_STORE_GROUP_COMMIT_H_
+#endif  // FPSTORE_LIB_STORE_LOG_SYNC_H_

@@ -1,13 +1,13 @@
-#include "store/group_commit.h"
+#include "store/log_sync.h"
 
 namespace fpstore::internal {
 
-std::uint64_t GroupCommit::Written() {
+std::uint64_t LogSync::Written() {
   std::lock_guard lock(mu_);
   return ++written_;
 }
 
-Status GroupCommit::WaitDurable(std::uint64_t ticket) {
+Status LogSync::WaitDurable(std::uint64_t ticket) {
   std::unique_lock lock(mu_);
   while (error_.ok() && durable_ < ticket) {
     if (syncing_) {

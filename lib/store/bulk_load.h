@@ -1,0 +1,79 @@
+// The store's BulkLoader (include/fpstore/bulk_loader.h): documents
+// buffered and sorted by id in spills (ingest/spills.h); at Finish, matched
+// against the stored and staged versions they replace, their table changes
+// written by the table writer, and everything ingested at once through
+// Ingestion, with writers held off throughout and readers only for the
+// ingestion itself.
+
+#ifndef FPSTORE_LIB_STORE_BULK_LOAD_H_
+#define FPSTORE_LIB_STORE_BULK_LOAD_H_
+
+#include <rocksdb/db.h>
+
+#include <string>
+#include <vector>
+
+#include "fpstore/bulk_loader.h"
+#include "ingest/scratch_dir.h"
+#include "ingest/spills.h"
+#include "ingest/table_writer.h"
+#include "plan/table_entry.h"
+#include "store/documents.h"
+#include "store/ingestion.h"
+#include "store/locks.h"
+#include "store/skip_hints.h"
+#include "store/staging.h"
+
+namespace fpstore::internal {
+
+class BulkLoaderImpl final : public BulkLoader {
+ public:
+  // What a load needs of its store.
+  struct Context {
+    rocksdb::DB* db;
+    const Documents* documents;
+    const Staging* staging;
+    SkipHints* skip_hints;
+    Ingestion* ingestion;
+    StoreLocks* locks;
+  };
+
+  BulkLoaderImpl(const Context& store, BulkLoadOptions options, ScratchDir dir)
+      : store_(store), options_(std::move(options)), dir_(std::move(dir)) {}
+
+  Status Add(DocumentId id, Fingerprint fingerprint, std::string_view metadata) override;
+  std::uint64_t added() const override { return next_seq_; }
+  Result<BulkLoadStats> Finish() override;
+
+ private:
+  // What Finish learns as it matches the documents against the store.
+  struct Matched;
+
+  // Reserves the buffer's room for a whole spill, on the first Add.
+  void ReserveBuffer();
+  // Sorts the buffer and writes it to a spill file.
+  Status Spill();
+  // Reads the documents in id order, the last of each id, and writes their
+  // records and their table changes to files. REQUIRES: writers held off.
+  Status Match(Matched& m);
+  // Writes every file of the load: the tables', the documents', the marks'
+  // deletions, the count's change, the recent fingerprints.
+  Status WriteFiles(Matched& m, TableWriter::Output& out);
+  // Calls options_.progress, if set; what it throws becomes an error.
+  Status ReportProgress(std::uint64_t done, std::uint64_t total) const;
+
+  const Context store_;
+  const BulkLoadOptions options_;
+  const ScratchDir dir_;
+  // The spill being buffered; Finish reads the last one from memory.
+  std::vector<BufferedRecord> buffer_;
+  std::string buffer_metadata_;  // the buffered records' metadata, end to end
+  std::size_t buffer_bytes_ = 0;
+  std::vector<std::string> spills_;
+  std::uint64_t next_seq_ = 0;
+  bool finished_ = false;
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_STORE_BULK_LOAD_H_

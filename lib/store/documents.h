@@ -1,0 +1,65 @@
+// The documents family: each stored document's fingerprint and metadata
+// by id, and the count of them kept beside, in the default family.
+//
+// Thread safety: thread-safe.
+
+#ifndef FPSTORE_LIB_STORE_DOCUMENTS_H_
+#define FPSTORE_LIB_STORE_DOCUMENTS_H_
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string_view>
+
+#include "fpstore/document.h"
+#include "fpstore/status.h"
+
+namespace fpstore::internal {
+
+class Documents {
+ public:
+  Documents(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, rocksdb::ColumnFamilyHandle* meta)
+      : db_(db), family_(family), meta_(meta) {}
+
+  rocksdb::ColumnFamilyHandle* family() const { return family_; }
+  // The family of the count's record (the default one).
+  rocksdb::ColumnFamilyHandle* count_family() const { return meta_; }
+
+  // The document `id` at the latest state, or NotFound.
+  Result<Document> Get(DocumentId id) const;
+
+  // Reads the records of `ids` (ascending) at `snapshot` (null: the latest
+  // state) in one batched read, and calls found(i, document) for each
+  // present, with the document's id, fingerprint and, if `metadata`, its
+  // metadata.
+  Status Read(const rocksdb::Snapshot* snapshot, std::span<const DocumentId> ids, bool metadata,
+              const std::function<void(std::size_t, const Document&)>& found) const;
+
+  // Calls sink(document) for every document at `snapshot`, in id order.
+  Status ForEach(const rocksdb::Snapshot* snapshot,
+                 const std::function<Status(const Document&)>& sink) const;
+
+  // The recorded count at `snapshot`; 0 if there is no record.
+  Result<std::uint64_t> Count(const rocksdb::Snapshot* snapshot) const;
+  // RocksDB's estimate of the documents, for sizing work.
+  std::uint64_t Estimate() const;
+
+  // Adds to `batch` the record of a document, its removal, or a change of
+  // the count by `delta`.
+  void Put(rocksdb::WriteBatch& batch, DocumentId id, Fingerprint fingerprint,
+           std::string_view metadata) const;
+  void Delete(rocksdb::WriteBatch& batch, DocumentId id) const;
+  void CountChange(rocksdb::WriteBatch& batch, std::int64_t delta) const;
+
+ private:
+  rocksdb::DB& db_;
+  rocksdb::ColumnFamilyHandle* const family_;
+  rocksdb::ColumnFamilyHandle* const meta_;  // the count's family
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_STORE_DOCUMENTS_H_

@@ -1,0 +1,115 @@
+#include "store/merger.h"
+
+#include <algorithm>
+
+#include "store/test_hooks.h"
+
+namespace fpstore::internal {
+
+void Merger::Start() {
+  thread_ = std::thread([this] {
+    while (!stopping_) {
+      if (!staging_.WaitUntilDue()) continue;
+      MergeTurnLock merge(locks_.merge, MergeTurnLock::kBehind);
+      (void)Merge();  // a failure is kept by staging_, and stops writes
+    }
+  });
+}
+
+void Merger::Stop() {
+  stopping_ = true;
+  staging_.Stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+Status Merger::MergeNow() {
+  MergeTurnLock merge(locks_.merge, MergeTurnLock::kAhead);
+  return Merge();
+}
+
+Status Merger::Merge() {
+  // The index writers go on into, ready before the lock: queries would
+  // wait while its pages fault in.
+  std::shared_ptr<StagingIndex> next = staging_.NextIndex();
+  Result<std::vector<DocumentId>> ids = std::vector<DocumentId>();
+  {
+    WriterLock readers(locks_.readers);
+    ids = staging_.BeginMerge(std::move(next));
+  }
+  if (!ids.ok()) return ids.status();
+  if (ids->empty()) return Status::OK();
+  Status s = DuringMerge();
+
+  // Writers to these ids wait until the merge ends, so the staged versions
+  // read here stay current until they are in the tables. One pass over
+  // the marks from the first id to the last, joined with the ids: earlier
+  // merges leave their marks' deletions behind until a compaction drops
+  // them, and where ids grow those lie below the range.
+  std::vector<StagedDocument> docs;
+  if (s.ok()) {
+    Result<std::vector<StagedDocument>> staged = staging_.Documents(nullptr, *ids);
+    s = staged.status();
+    if (staged.ok()) {
+      auto id = ids->begin();
+      for (const StagedDocument& doc : *staged) {
+        id = std::lower_bound(id, ids->end(), doc.id);
+        if (id == ids->end()) break;
+        if (*id == doc.id) docs.push_back(doc);
+      }
+    }
+  }
+  TableWriter::Output files;
+  std::optional<ScratchDir> dir;
+  if (s.ok() && !docs.empty()) {
+    Result<ScratchDir> made = ScratchDir::Make(store_path_);
+    s = made.status();
+    if (made.ok()) {
+      dir.emplace(*std::move(made));
+      s = WriteFiles(docs, *dir, files);
+    }
+  }
+  const bool ingests = s.ok() && !files.args.empty();
+  if (ingests) ingestion_.FlushBefore(files);
+  if (ingests && files.properties) s = ingestion_.IngestBesideReaders(files);
+  {
+    WriterLock readers(locks_.readers);
+    // Without the files' filters read ahead, queries wait for the
+    // ingestion and for the filters read from the tables after it.
+    if (ingests && !files.properties) s = ingestion_.IngestHoldingReaders(files);
+    staging_.EndMerge(s);
+  }
+  if (s.ok()) skip_hints_.MergeEnded();
+  staging_.Recycle();
+  return s;
+}
+
+Status Merger::WriteFiles(std::span<const StagedDocument> staged, const ScratchDir& dir,
+                          TableWriter::Output& out) {
+  SstSink marks(db_, staging_.family(), dir.Path("staging.sst"));
+  std::vector<Fingerprint> recent;
+  recent.reserve(staged.size());
+  std::vector<IdFingerprint> leaving;
+  for (const StagedDocument& doc : staged) {
+    if (!doc.removal) recent.push_back(doc.fingerprint);
+    if (doc.leaving) leaving.push_back({doc.id, *doc.leaving});
+    const DocumentKey key = EncodeDocumentKey(doc.id);
+    if (Status s = marks.Delete(rocksdb::Slice(key.data(), key.size())); !s.ok()) return s;
+  }
+  const Changes changes = Changes::Staged(staged);
+  Result<std::vector<bool>> old_keys_leaving =
+      ingestion_.OldKeysLeaving(std::move(leaving), changes);
+  if (!old_keys_leaving.ok()) return old_keys_leaving.status();
+  rocksdb::IngestExternalFileArg arg = IngestionInto(staging_.family());
+  if (Status s = marks.Finish(arg.external_files); !s.ok()) return s;
+  if (!arg.external_files.empty()) out.args.push_back(std::move(arg));
+  if (Status s = skip_hints_.AddRecent(std::move(recent), dir.Path("recent.sst"), out.args);
+      !s.ok()) {
+    return s;
+  }
+  TableWriter::Options options;
+  options.memory_bytes = memory_bytes_;
+  options.use = SstUse::kMerge;
+  return TableWriter(ingestion_.target(), dir).Write(changes, *old_keys_leaving, options, out);
+}
+
+}  // namespace fpstore::internal

@@ -1,0 +1,74 @@
+// Merges (docs/design.md, "The life of an insert"): the staged documents
+// moved into the tables in sorted batches, by one ingestion each (their
+// table entries, the versions that leave, their marks' deletions and their
+// recent fingerprints), in the background once the staging index is full,
+// and on demand (Flush).
+//
+// Thread safety: thread-safe.
+
+#ifndef FPSTORE_LIB_STORE_MERGER_H_
+#define FPSTORE_LIB_STORE_MERGER_H_
+
+#include <rocksdb/db.h>
+
+#include <atomic>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <thread>
+
+#include "format/records.h"
+#include "ingest/scratch_dir.h"
+#include "ingest/table_writer.h"
+#include "store/ingestion.h"
+#include "store/locks.h"
+#include "store/skip_hints.h"
+#include "store/staging.h"
+
+namespace fpstore::internal {
+
+class Merger {
+ public:
+  // `memory_bytes`: the budget of a merge's sorts.
+  Merger(rocksdb::DB& db, Staging& staging, Ingestion& ingestion, SkipHints& skip_hints,
+         StoreLocks& locks, std::string store_path, std::size_t memory_bytes)
+      : db_(db),
+        staging_(staging),
+        ingestion_(ingestion),
+        skip_hints_(skip_hints),
+        locks_(locks),
+        store_path_(std::move(store_path)),
+        memory_bytes_(memory_bytes) {}
+  ~Merger() { Stop(); }
+  Merger(const Merger&) = delete;
+  Merger& operator=(const Merger&) = delete;
+
+  // Merges in the background whenever the staging index is full, until
+  // Stop.
+  void Start();
+  void Stop();
+
+  // Merges what is staged so far, ahead of the background merger, and
+  // returns once it is in the tables.
+  Status MergeNow() EXCLUDES(locks_.merge);
+
+ private:
+  Status Merge() REQUIRES(locks_.merge);
+  // The files that move `staged` into the tables.
+  Status WriteFiles(std::span<const StagedDocument> staged, const ScratchDir& dir,
+                    TableWriter::Output& out) REQUIRES(locks_.merge);
+
+  rocksdb::DB& db_;
+  Staging& staging_;
+  Ingestion& ingestion_;
+  SkipHints& skip_hints_;
+  StoreLocks& locks_;
+  const std::string store_path_;
+  const std::size_t memory_bytes_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_STORE_MERGER_H_

@@ -1,0 +1,378 @@
+#include "store/skip_hints.h"
+
+#include <rocksdb/write_batch.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <new>
+#include <system_error>
+#include <utility>
+
+#include "format/families.h"
+#include "ingest/sst_sink.h"
+#include "store/test_hooks.h"
+#include "util/multi_get.h"
+#include "util/rocks_status.h"
+
+namespace fpstore::internal {
+
+namespace {
+
+// Runs `work` on a thread of the lowest CPU priority when `low` (a rewrite
+// in the background then takes only the CPU that inserts, queries and
+// compactions leave), else on this thread. No lock that they wait for may
+// be held meanwhile: nothing would hurry the holder.
+Status AtLowPriority(bool low, const std::function<Status()>& work) {
+  if (!low) return work();
+  Status s;
+  std::thread thread;
+  try {
+    thread = std::thread([&] {
+      // On Linux a thread's own nice value; a failure only costs the effect.
+      (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+      s = work();
+    });
+  } catch (const std::system_error&) {
+    return work();  // no thread to be had: at this thread's priority
+  }
+  thread.join();
+  return s;
+}
+
+// The fingerprints with company in some table, permuted as table 0
+// permutes them (the crowded family's keys), ascending, each with the
+// tables where it has company. crowded[t]: those with company in table t,
+// in any order, with repeats. One table's list at a time is merged in, so
+// that only one is held twice.
+std::vector<std::pair<Fingerprint, LoneBits>> CrowdedList(
+    const PermutationPlan& plan, std::vector<std::vector<Fingerprint>> crowded) {
+  const TablePermutation& perm0 = plan.table(0);
+  std::vector<std::pair<Fingerprint, LoneBits>> list;
+  for (std::size_t t = 0; t < crowded.size(); ++t) {
+    std::vector<Fingerprint>& fps = crowded[t];
+    for (Fingerprint& fp : fps) fp = perm0.Apply(fp);
+    std::sort(fps.begin(), fps.end());
+    fps.erase(std::unique(fps.begin(), fps.end()), fps.end());
+    std::vector<std::pair<Fingerprint, LoneBits>> merged;
+    merged.reserve(list.size() + fps.size());
+    const LoneBits bit = LoneBits{1} << t;
+    auto old = list.begin();
+    for (Fingerprint fp : fps) {
+      for (; old != list.end() && old->first < fp; ++old) merged.push_back(*old);
+      if (old != list.end() && old->first == fp) {
+        merged.emplace_back(fp, old->second | bit);
+        ++old;
+      } else {
+        merged.emplace_back(fp, bit);
+      }
+    }
+    merged.insert(merged.end(), old, list.end());
+    list = std::move(merged);
+    fps = {};
+  }
+  return list;
+}
+
+}  // namespace
+
+SkipHints::SkipHints(rocksdb::DB& db, const PermutationPlan& plan,
+                     rocksdb::ColumnFamilyHandle* crowded, rocksdb::ColumnFamilyHandle* recent,
+                     StoreLocks& locks, const Scanner& scanner, std::string store_path,
+                     const std::atomic<bool>& closing)
+    : db_(db),
+      plan_(plan),
+      crowded_(crowded),
+      recent_family_(recent),
+      locks_(locks),
+      scanner_(scanner),
+      store_path_(std::move(store_path)),
+      closing_(closing),
+      recent_(plan, RecentPrefixesLimit()) {}
+
+Status SkipHints::Load() {
+  std::unique_ptr<rocksdb::Iterator> it(db_.NewIterator(rocksdb::ReadOptions(), recent_family_));
+  std::vector<Fingerprint> recent;
+  auto add = [&]() -> Status {
+    try {
+      recent_.Add(recent);
+    } catch (const std::exception& e) {
+      return Status::IOError(std::string("loading the recent prefixes: ") + e.what());
+    }
+    recent.clear();
+    return Status::OK();
+  };
+  // No further than it takes to fill the filter, if it fills.
+  for (it->SeekToFirst(); it->Valid() && !recent_.full(); it->Next()) {
+    if (it->key().size() != 8) {
+      return Status::Corruption("recent: malformed key " + it->key().ToString(true));
+    }
+    recent.push_back(GetBigEndian64(it->key().data()));
+    if (recent.size() == 65536) {
+      if (Status s = add(); !s.ok()) return s;
+    }
+  }
+  if (Status s = FromRocks(it->status(), "reading the recent family"); !s.ok()) return s;
+  return add();
+}
+
+Result<std::vector<LoneBits>> SkipHints::Read(std::span<const Fingerprint> fingerprints,
+                                              const rocksdb::Snapshot* snapshot) const {
+  const TablePermutation& perm0 = plan_.table(0);
+  std::vector<Fingerprint> keys;  // as table 0 permutes them
+  keys.reserve(fingerprints.size());
+  for (Fingerprint fp : fingerprints) keys.push_back(perm0.Apply(fp));
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  // Most fingerprints are alone everywhere, and not there.
+  std::vector<LoneBits> bits(keys.size(), AllLoneBits(plan_.table_count()));
+  Status s = MultiGet(db_, crowded_, snapshot, keys, [&](std::size_t i, std::string_view v) {
+    bits[i] = DecodeLoneBits(v);
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
+  std::vector<LoneBits> out;
+  out.reserve(fingerprints.size());
+  for (Fingerprint fp : fingerprints) {
+    out.push_back(bits[std::lower_bound(keys.begin(), keys.end(), perm0.Apply(fp)) - keys.begin()]);
+  }
+  return out;
+}
+
+LoneBits SkipHints::Skippable(Fingerprint query, Fingerprint hit, LoneBits bits,
+                              std::size_t t) const {
+  // Only tables after t that the plan has: bits past them, in a corrupt
+  // value, name no table.
+  if (t + 1 >= kMaxLoneBitTables) return 0;
+  const LoneBits later = ~((LoneBits{2} << t) - 1) & AllLoneBits(plan_.table_count());
+  LoneBits skip = 0;
+  for (bits &= later; bits != 0; bits &= bits - 1) {
+    const auto u = static_cast<std::size_t>(std::countr_zero(bits));
+    const TablePermutation& perm = plan_.table(u);
+    const Fingerprint prefix = perm.Apply(query) & perm.prefix_mask();
+    if (prefix == (perm.Apply(hit) & perm.prefix_mask()) && !recent_.MayHold(u, prefix)) {
+      skip |= LoneBits{1} << u;
+    }
+  }
+  return skip;
+}
+
+Status SkipHints::AddRecent(std::vector<Fingerprint> fingerprints, const std::string& path,
+                            std::vector<rocksdb::IngestExternalFileArg>& args) {
+  if (fingerprints.empty()) return Status::OK();
+  std::sort(fingerprints.begin(), fingerprints.end());
+  fingerprints.erase(std::unique(fingerprints.begin(), fingerprints.end()), fingerprints.end());
+  SstSink sink(db_, recent_family_, path);
+  for (Fingerprint fp : fingerprints) {
+    char key[8];
+    PutBigEndian64(key, fp);
+    if (Status s = sink.Put(rocksdb::Slice(key, 8), rocksdb::Slice()); !s.ok()) return s;
+  }
+  // Out of memory here, on a merge's thread, fails the merge rather than
+  // the process.
+  try {
+    recent_.Add(fingerprints);
+    if (unsealed_) unsealed_->insert(unsealed_->end(), fingerprints.begin(), fingerprints.end());
+  } catch (const std::exception& e) {
+    return Status::IOError(std::string("adding recent prefixes: ") + e.what());
+  }
+  rocksdb::IngestExternalFileArg arg = IngestionInto(recent_family_);
+  if (Status s = sink.Finish(arg.external_files); !s.ok()) return s;
+  args.push_back(std::move(arg));
+  return Status::OK();
+}
+
+Status SkipHints::Rewrite(const ScanOptions& scan, bool in_background) {
+  const auto start = std::chrono::steady_clock::now();
+  MutexLock rewrite(locks_.rewrite);
+  const rocksdb::Snapshot* at = nullptr;
+  std::uint64_t sealed = 0;
+  {
+    // With no merge under way, the snapshot shows whole merges, and the
+    // fingerprints sealed are exactly the recent ones it shows.
+    MergeTurnLock merge(locks_.merge, MergeTurnLock::kAhead);
+    at = db_.GetSnapshot();
+    recent_.Seal();
+    unsealed_.emplace();
+    sealed = recent_.size();
+  }
+  rocksdb::ManagedSnapshot snapshot(&db_, at);
+  const Status rewritten = RewriteSealed(scan, snapshot.snapshot(), in_background);
+  const Status ended = EndRewrite(rewritten.ok());
+  const Status s = !rewritten.ok() ? rewritten : ended;
+  rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, db_.GetDBOptions().info_log.get(),
+               "fpstore: lone bits %s after %llu recent fingerprints, in %.1f s%s%s",
+               s.ok() ? "rewritten" : "not rewritten", static_cast<unsigned long long>(sealed),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+               s.ok() ? "" : ": ", s.ok() ? "" : s.ToString().c_str());
+  return s;
+}
+
+Status SkipHints::RewriteSealed(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
+                                bool in_background) {
+  const std::size_t tables = std::min(plan_.table_count(), kMaxLoneBitTables);
+  std::vector<std::pair<Fingerprint, LoneBits>> crowded;
+  Status s = AtLowPriority(in_background, [&] {
+    std::vector<std::vector<Fingerprint>> per_table(tables);
+    std::atomic<bool> out_of_memory{false};
+    ScanOptions runs_scan = scan;
+    runs_scan.progress = nullptr;  // Compact reports families
+    // Versions whose removal is staged are still in the tables, where
+    // queries meet them: their bits and their neighbours' count them.
+    Status scanned = scanner_.ScanRunsAt(
+        runs_scan, snapshot,
+        [&](std::size_t t, std::span<const TableEntry> run) {
+          if (t >= tables || run.front().permuted == run.back().permuted) return;
+          const TablePermutation& perm = plan_.table(t);
+          // On a scan thread: out of memory fails the rewrite, not the process.
+          try {
+            for (const TableEntry& e : run) per_table[t].push_back(perm.Invert(e.permuted));
+          } catch (const std::bad_alloc&) {
+            out_of_memory = true;
+          }
+        },
+        Scanner::Runs::kEvery, Scanner::Versions::kAlsoLeaving);
+    if (!scanned.ok()) return scanned;
+    try {
+      if (!out_of_memory) crowded = CrowdedList(plan_, std::move(per_table));
+    } catch (const std::bad_alloc&) {
+      out_of_memory = true;
+    }
+    return out_of_memory ? Status::IOError("rewriting lone bits: out of memory") : Status::OK();
+  });
+  if (!s.ok()) return s;
+  // Fingerprints merged from now on get bits that ignore their neighbours,
+  // and their neighbours' bits ignore them; their prefixes are recent and
+  // stay so, which makes both harmless.
+  BeforeLoneBitsRewrite(closing_);
+  // The family is replaced whole by one file: a range deletion of every
+  // key (which RocksDB applies to no key of its own file), and the new
+  // entries. Nothing else writes it, so no lock is needed.
+  return AtLowPriority(in_background, [&]() -> Status {
+    Result<ScratchDir> dir = ScratchDir::Make(store_path_);
+    if (!dir.ok()) return dir.status();
+    SstSink sink(db_, crowded_, dir->Path("crowded.sst"));
+    const std::string end(9, '\xff');  // past every 8-byte key
+    if (Status s = sink.DeleteRange(rocksdb::Slice(), end); !s.ok()) return s;
+    const LoneBits all = AllLoneBits(plan_.table_count());
+    for (const auto& [permuted0, company] : crowded) {
+      char key[8];
+      PutBigEndian64(key, permuted0);
+      const std::string value = EncodeLoneBits(all & ~company, plan_.table_count());
+      if (Status s = sink.Put(rocksdb::Slice(key, 8), value); !s.ok()) return s;
+    }
+    rocksdb::IngestExternalFileArg arg = IngestionInto(crowded_);
+    if (Status s = sink.Finish(arg.external_files); !s.ok()) return s;
+    if (closing_) return Status::Busy("the store is closing");
+    return FromRocks(db_.IngestExternalFiles({arg}), "writing the crowded family");
+  });
+}
+
+Status SkipHints::EndRewrite(bool rewritten) {
+  MergeTurnLock merge(locks_.merge, MergeTurnLock::kAhead);
+  std::vector<Fingerprint> unsealed = std::move(*unsealed_);
+  unsealed_.reset();
+  // Unless all goes well, the background rewrites wait for as many new
+  // fingerprints again before they try anew.
+  rewrite_after_ = recent_.size();
+  if (!rewritten) return Status::OK();
+  // The family keeps only the fingerprints merged since the seal, in one
+  // atomic batch: a range deletion (a delete per fingerprint flushed the
+  // family's memtable over and over) and their keys again. Nothing enters
+  // the family meanwhile: merges wait. A crash may lose the batch:
+  // fingerprints that stay recent only cost skips.
+  std::sort(unsealed.begin(), unsealed.end());
+  unsealed.erase(std::unique(unsealed.begin(), unsealed.end()), unsealed.end());
+  rocksdb::WriteBatch batch;
+  const std::string end(9, '\xff');
+  rocksdb::Status rs = batch.DeleteRange(recent_family_, rocksdb::Slice(), end);
+  for (Fingerprint fp : unsealed) {
+    if (!rs.ok()) break;
+    char key[8];
+    PutBigEndian64(key, fp);
+    rs = batch.Put(recent_family_, rocksdb::Slice(key, 8), rocksdb::Slice());
+  }
+  if (rs.ok()) rs = db_.Write(rocksdb::WriteOptions(), &batch);
+  if (!rs.ok()) return FromRocks(rs, "clearing the recent family");
+  WriterLock readers(locks_.readers);
+  recent_.DropSealed();
+  rewrite_after_ = 0;
+  return Status::OK();
+}
+
+Result<std::vector<Fingerprint>> SkipHints::RecentAt(const rocksdb::Snapshot* snapshot) const {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  ro.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db_.NewIterator(ro, recent_family_));
+  std::vector<Fingerprint> recent;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (it->key().size() != 8) {
+      return Status::Corruption("recent: malformed key " + it->key().ToString(true));
+    }
+    recent.push_back(GetBigEndian64(it->key().data()));
+  }
+  if (Status s = FromRocks(it->status(), "reading the recent family"); !s.ok()) return s;
+  return recent;
+}
+
+void SkipHints::StartRewrites(std::function<std::uint64_t()> documents) {
+  documents_ = std::move(documents);
+  rewriter_ = std::thread([this] { RewriteWhenDue(); });
+}
+
+void SkipHints::MergeEnded() {
+  {
+    MutexLock lock(mu_);
+    merged_ = true;
+  }
+  cv_.NotifyAll();
+}
+
+void SkipHints::StopRewrites() {
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
+  }
+  cv_.NotifyAll();
+  if (rewriter_.joinable()) rewriter_.join();
+}
+
+bool SkipHints::RewriteDue() const {
+  std::uint64_t recent = recent_.size();
+  // An open stops reading the recent family once the filter is full: the
+  // family knows better how many there are.
+  if (recent_.full()) {
+    std::uint64_t in_family = 0;
+    db_.GetIntProperty(recent_family_, rocksdb::DB::Properties::kEstimateNumKeys, &in_family);
+    recent = std::max(recent, in_family);
+  }
+  const std::uint64_t after = rewrite_after_;
+  // Checked before the store's size is asked for: this runs on every wake.
+  if (recent <= after || recent - after < LoneBitsRewriteThreshold(0)) return false;
+  return recent - after >= LoneBitsRewriteThreshold(documents_());
+}
+
+void SkipHints::RewriteWhenDue() {
+  while (true) {
+    {
+      MutexLock lock(mu_);
+      if (stopping_) return;
+      // Merges announce their end; the timeout covers one sent between
+      // the check and the wait.
+      if (!merged_ || !RewriteDue()) {
+        cv_.WaitFor(mu_, std::chrono::seconds(1));
+        continue;
+      }
+    }
+    // One thread: the other core is the inserts' and queries'.
+    ScanOptions scan;
+    scan.threads = 1;
+    // A failure is logged, and rewrite_after_ holds off a retry.
+    (void)Rewrite(scan, /*in_background=*/true);
+  }
+}
+
+}  // namespace fpstore::internal

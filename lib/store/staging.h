@@ -1,0 +1,182 @@
+// The documents written since the last merge (docs/design.md, "The life of
+// an insert"): their marks in the staging family, and the in-memory index
+// of their fingerprints that queries probe beside the tables
+// (staging_index.h).
+//
+// Writers reserve room in the index before they take the store's locks
+// (Reserve), and add their entries before their write reaches RocksDB
+// (Add), so that a reader whose snapshot holds a write finds its entries.
+// A merge moves the index aside (BeginMerge) while writers go on into a
+// fresh one, and retires it once its documents are in the tables
+// (EndMerge). Both happen with the store's reader gate held exclusively, so
+// a reader holding it shared sees one set of indexes throughout.
+//
+// Thread safety: thread-safe. The store's reader gate (locks.h) orders the
+// indexes' changes against readers: callers say which they hold.
+
+#ifndef FPSTORE_LIB_STORE_STAGING_H_
+#define FPSTORE_LIB_STORE_STAGING_H_
+
+#include <rocksdb/db.h>
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "format/records.h"
+#include "fpstore/permutation.h"
+#include "fpstore/status.h"
+#include "store/staging_index.h"
+#include "util/mutex.h"
+
+namespace fpstore::internal {
+
+class Staging {
+ public:
+  // `merge_at`: staged entries that make a merge due. A writable store
+  // keeps room in its index for twice as many, so that inserts go on while
+  // a merge runs.
+  Staging(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int distance, std::size_t merge_at,
+          bool writable);
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+
+  rocksdb::ColumnFamilyHandle* family() const { return family_; }
+
+  // Rebuilds the index from the family's marks, at open.
+  Status Load() EXCLUDES(mu_);
+
+  // ---- The family ----
+
+  // The marks of `ids` (sorted) at `snapshot` (null: the latest state), in
+  // one batched read; an id without one gets an empty mark.
+  Result<std::vector<StagingMark>> Marks(const rocksdb::Snapshot* snapshot,
+                                         std::span<const DocumentId> ids) const;
+  // Every staged document at `snapshot`, by id; with `ids` (sorted, not
+  // empty), only those from ids.front() to ids.back().
+  Result<std::vector<StagedDocument>> Documents(const rocksdb::Snapshot* snapshot,
+                                                std::span<const DocumentId> ids = {}) const;
+
+  // ---- Queries ----
+
+  struct Candidate {
+    std::size_t query;  // index into the queries
+    DocumentId id;
+    Fingerprint fingerprint;
+    int distance;
+  };
+  // The staged documents within k of each of `queries`, as the family has
+  // them at `snapshot`, each once per query. The indexes keep superseded
+  // entries; the marks tell which are current.
+  // REQUIRES: the reader gate held shared since before `snapshot` was taken.
+  Result<std::vector<Candidate>> Within(std::span<const Fingerprint> queries, int k,
+                                        const rocksdb::Snapshot* snapshot) const;
+
+  // ---- Writers ----
+
+  // Room for a writer's entries, held from before its locks until its
+  // entries are in: writers together stay within the index's room, so it
+  // never grows (rehashing under its lock) for want of it.
+  class Room {
+   public:
+    Room() = default;
+    Room(Room&& other) noexcept;
+    Room& operator=(Room&& other) noexcept;
+    ~Room() { Release(); }
+
+   private:
+    friend class Staging;
+    Room(Staging* staging, std::size_t entries) : staging_(staging), entries_(entries) {}
+    void Release();
+    Staging* staging_ = nullptr;
+    std::size_t entries_ = 0;
+  };
+  // Waits until the index has room for `entries` more beside those other
+  // writers hold, and holds it. A batch that cannot fit goes alone once
+  // fewer than merge_at are staged, and may grow the index. The failure of
+  // an earlier merge, if any.
+  Result<Room> Reserve(std::size_t entries) EXCLUDES(mu_);
+
+  // The calls below to Add, for writers, REQUIRE the reader gate held
+  // shared from before their mark's write until it is done.
+
+  // Whether a merge is moving any of `ids` (sorted) into the tables: their
+  // writers must wait for it (WaitForMerge), as it copies their staged
+  // versions.
+  bool Merging(std::span<const DocumentId> ids) const;
+  // Waits until no merge runs; the failure of one that did, if any.
+  Status WaitForMerge() EXCLUDES(mu_);
+  // Whether `id` may have a mark: its stored version `stored` is staged,
+  // or it has none and its removal is staged. Cheap when it has none.
+  // Also for a bulk load, which holds the merge lock instead of the gate.
+  bool MayHaveMark(DocumentId id, std::optional<Fingerprint> stored) const;
+  // Adds entries or a removal to the index, before the write of their
+  // marks reaches RocksDB.
+  void Add(std::span<const StagingIndex::Entry> entries);
+  void AddRemoval(DocumentId id);
+
+  // Entries and removals staged since the last merge, superseded ones too.
+  std::size_t size() const EXCLUDES(mu_);
+  // The failure of a merge: writes and loads stop until the store is
+  // reopened; what is staged stays staged and found.
+  Status failure() const EXCLUDES(mu_);
+
+  // ---- The merger ----
+
+  // Waits until a merge is due, a second at most; true if it is.
+  bool WaitUntilDue() EXCLUDES(mu_);
+  // The index writers go on into while a merge runs: the last one merged,
+  // emptied, or a new one (a new one's pages took long to fault in). Made
+  // before the gate is taken. Null if nothing is staged.
+  std::shared_ptr<StagingIndex> NextIndex() EXCLUDES(mu_);
+  // Sets what is staged aside for a merge, `next` taking new entries, and
+  // returns its ids, ascending; none if `next` is null. The failure of an
+  // earlier merge, if any. REQUIRES: the reader gate held alone.
+  Result<std::vector<DocumentId>> BeginMerge(std::shared_ptr<StagingIndex> next) EXCLUDES(mu_);
+  // Ends the merge: retires its index if `merged` is OK, else keeps it
+  // (its documents stay staged and found) and records the failure.
+  // REQUIRES: the reader gate held alone.
+  void EndMerge(const Status& merged) EXCLUDES(mu_);
+  // Empties the retired index and keeps it for NextIndex. Without locks:
+  // no reader holds it any more.
+  void Recycle() EXCLUDES(mu_);
+  // Wakes and refuses waiters: the store is closing.
+  void Stop() EXCLUDES(mu_);
+
+ private:
+  std::size_t room() const { return 2 * merge_at_; }
+  // The indexes and the merging ids change with the reader gate held alone
+  // and mu_ held, so either lets a thread read them; the analysis knows
+  // only mu_. REQUIRES: the reader gate held.
+  StagingIndex& current() const NO_THREAD_SAFETY_ANALYSIS { return *current_; }
+  const StagingIndex* merging() const NO_THREAD_SAFETY_ANALYSIS { return merging_.get(); }
+  const std::vector<DocumentId>& merging_ids() const NO_THREAD_SAFETY_ANALYSIS {
+    return merging_ids_;
+  }
+
+  rocksdb::DB& db_;
+  rocksdb::ColumnFamilyHandle* const family_;
+  const int distance_;
+  const std::size_t merge_at_;
+  const bool writable_;
+
+  mutable Mutex mu_;
+  CondVar cv_;  // room, a merge's end, and a merge that is due
+  std::shared_ptr<StagingIndex> current_ GUARDED_BY(mu_);
+  // The index a running merge is moving into the tables, and its ids; and
+  // the last one merged, to be the next.
+  std::shared_ptr<StagingIndex> merging_ GUARDED_BY(mu_);
+  std::vector<DocumentId> merging_ids_ GUARDED_BY(mu_);
+  std::shared_ptr<StagingIndex> retired_ GUARDED_BY(mu_);
+  std::shared_ptr<StagingIndex> spare_ GUARDED_BY(mu_);
+  std::size_t reserved_ GUARDED_BY(mu_) = 0;      // entries writers hold room for
+  std::size_t room_waiters_ GUARDED_BY(mu_) = 0;  // writers waiting for room
+  Status failure_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_STORE_STAGING_H_

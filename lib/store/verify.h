@@ -1,0 +1,63 @@
+// Store::Verify: RocksDB's block checksums, then the invariants of
+// docs/format.md: the tables against the documents and the staging marks,
+// the member filters against the members, the lone bits against the
+// tables, the document count against the documents. In constant memory
+// unless something is off (docs/design.md, "Where CRoaring earns its
+// place").
+//
+// Thread safety: thread-safe; a verification holds no lock after taking
+// its snapshot.
+
+#ifndef FPSTORE_LIB_STORE_VERIFY_H_
+#define FPSTORE_LIB_STORE_VERIFY_H_
+
+#include <rocksdb/db.h>
+
+#include <string>
+
+#include "fpstore/store.h"
+#include "store/documents.h"
+#include "store/scans.h"
+#include "store/skip_hints.h"
+#include "store/staging.h"
+#include "store/tables.h"
+
+namespace fpstore::internal {
+
+class Verifier {
+ public:
+  struct Families {
+    rocksdb::ColumnFamilyHandle* recent;
+    rocksdb::ColumnFamilyHandle* crowded;
+  };
+  Verifier(rocksdb::DB& db, const Tables& tables, const Staging& staging,
+           const Documents& documents, const SkipHints& skip_hints, const Scanner& scanner,
+           Families families, std::string path)
+      : db_(db),
+        tables_(tables),
+        staging_(staging),
+        documents_(documents),
+        skip_hints_(skip_hints),
+        scanner_(scanner),
+        families_(families),
+        path_(std::move(path)) {}
+
+  // OK, or Corruption describing the first problems found.
+  Status Run(const ScanOptions& scan) const;
+
+ private:
+  class Verification;  // one verification's state
+
+  rocksdb::DB& db_;
+  const Tables& tables_;
+  const Staging& staging_;
+  const Documents& documents_;
+  const SkipHints& skip_hints_;
+  const Scanner& scanner_;
+  const Families families_;
+  const std::string path_;
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_STORE_VERIFY_H_
