@@ -3,7 +3,7 @@
 set -euo pipefail
 
 packages=(
-  g++ cmake ninja-build pkg-config
+  g++ clang cmake ninja-build pkg-config
   librocksdb-dev libroaring-dev libboost-program-options-dev
   libicu-dev libxxhash-dev libsimdjson-dev
   libgtest-dev libbenchmark-dev

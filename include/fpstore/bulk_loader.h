@@ -29,6 +29,7 @@
 #include <string_view>
 
 #include "fpstore/document.h"
+#include "fpstore/export.h"
 #include "fpstore/status.h"
 
 namespace fpstore {
@@ -36,8 +37,7 @@ namespace fpstore {
 struct BulkLoadOptions {
   // Bytes of memory for buffering documents and sorting table entries;
   // beyond it, sorted runs are spilled to temp_dir and merged. The table
-  // threads share it: 1 GiB sorts 10 million documents without spilling
-  // on two threads. Default: 1 GiB.
+  // threads share it. Default: 1 GiB.
   std::size_t memory_bytes = std::size_t{1} << 30;
 
   // Threads that sort and write the tables; 0 means one per core.
@@ -61,7 +61,7 @@ struct BulkLoadStats {
   std::uint64_t superseded = 0;  // input documents overridden by a later one with the same id
 };
 
-class BulkLoader {
+class FPSTORE_EXPORT BulkLoader {
  public:
   BulkLoader() = default;
   BulkLoader(const BulkLoader&) = delete;

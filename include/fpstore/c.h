@@ -51,6 +51,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fpstore/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -75,8 +77,8 @@ enum {
 
 /* InsertPolicy (store.h) for fpstore_check_and_insert: never renumber. */
 enum {
-  FPSTORE_INSERT_ALWAYS = 0,      /* insert the document in any case */
-  FPSTORE_INSERT_IF_NO_MATCH = 1  /* insert it only if nothing is within k */
+  FPSTORE_INSERT_ALWAYS = 0,     /* insert the document in any case */
+  FPSTORE_INSERT_IF_NO_MATCH = 1 /* insert it only if nothing is within k */
 };
 
 typedef struct fpstore_t fpstore_t;
@@ -84,35 +86,36 @@ typedef struct fpstore_options_t fpstore_options_t;
 typedef struct fpstore_matches_t fpstore_matches_t;
 
 /* The library's version, "MAJOR.MINOR.PATCH"; static storage. */
-const char* fpstore_version(void);
+FPSTORE_EXPORT const char* fpstore_version(void);
 
 /* Frees a message returned through errmsg. NULL is ignored. */
-void fpstore_free(void* ptr);
+FPSTORE_EXPORT void fpstore_free(void* ptr);
 
 /* ---- Options: StoreOptions of options.h ---- */
 
 /* New options with StoreOptions' defaults: create_if_missing, read-write,
  * the default plan (6 blocks, distance 3) for a new store and the store's
  * own plan for an existing one, group commit. NULL if out of memory. */
-fpstore_options_t* fpstore_options_create(void);
-void fpstore_options_destroy(fpstore_options_t* options); /* NULL is ignored */
+FPSTORE_EXPORT fpstore_options_t* fpstore_options_create(void);
+FPSTORE_EXPORT void fpstore_options_destroy(fpstore_options_t* options); /* NULL is ignored */
 
 /* Non-zero `value` means true. */
-void fpstore_options_set_create_if_missing(fpstore_options_t* options, int value);
-void fpstore_options_set_read_only(fpstore_options_t* options, int value);
+FPSTORE_EXPORT void fpstore_options_set_create_if_missing(fpstore_options_t* options, int value);
+FPSTORE_EXPORT void fpstore_options_set_read_only(fpstore_options_t* options, int value);
 
 /* The plan: `blocks` m and `distance` k. Used when creating a store; on an
  * existing store a value other than its own makes fpstore_open fail with
  * FPSTORE_INVALID_ARGUMENT. Out-of-range values fail at fpstore_open. */
-void fpstore_options_set_blocks(fpstore_options_t* options, int blocks);
-void fpstore_options_set_distance(fpstore_options_t* options, int distance);
+FPSTORE_EXPORT void fpstore_options_set_blocks(fpstore_options_t* options, int blocks);
+FPSTORE_EXPORT void fpstore_options_set_distance(fpstore_options_t* options, int distance);
 
 /* About how many documents the store will hold: used when creating a store,
  * to size its tables' groups (StoreOptions::expected_documents). */
-void fpstore_options_set_expected_documents(fpstore_options_t* options, uint64_t documents);
+FPSTORE_EXPORT void fpstore_options_set_expected_documents(fpstore_options_t* options,
+                                                           uint64_t documents);
 
 /* One of FPSTORE_DURABILITY_*; another value fails at fpstore_open. */
-void fpstore_options_set_durability(fpstore_options_t* options, int durability);
+FPSTORE_EXPORT void fpstore_options_set_durability(fpstore_options_t* options, int durability);
 
 /* ---- The store ---- */
 
@@ -121,47 +124,47 @@ void fpstore_options_set_durability(fpstore_options_t* options, int durability);
  * for the defaults, and is not needed after the call. Errors as
  * Store::Open: e.g. FPSTORE_INVALID_ARGUMENT when `path` holds no store and
  * create_if_missing is off, FPSTORE_BUSY when another writer has it open. */
-int fpstore_open(const char* path, const fpstore_options_t* options,
-                          fpstore_t** store, char** errmsg);
+FPSTORE_EXPORT int fpstore_open(const char* path, const fpstore_options_t* options,
+                                fpstore_t** store, char** errmsg);
 
 /* Flushes, closes and frees the handle, whatever the result; `store` must
  * not be used afterwards. NULL is ignored (FPSTORE_OK). */
-int fpstore_close(fpstore_t* store, char** errmsg);
+FPSTORE_EXPORT int fpstore_close(fpstore_t* store, char** errmsg);
 
 /* The fingerprint of a UTF-8 text under the store's fingerprint options.
  * FPSTORE_INVALID_ARGUMENT for invalid UTF-8. */
-int fpstore_fingerprint(const fpstore_t* store, const char* text, size_t text_len,
-                                 uint64_t* fingerprint, char** errmsg);
+FPSTORE_EXPORT int fpstore_fingerprint(const fpstore_t* store, const char* text, size_t text_len,
+                                       uint64_t* fingerprint, char** errmsg);
 
 /* Inserts or replaces document `id` with `fingerprint` and `metadata`
  * (opaque bytes kept beside it, e.g. its URL), atomically across tables.
  * FPSTORE_NOT_SUPPORTED on a read-only store. */
-int fpstore_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint,
-                            const char* metadata, size_t metadata_len, char** errmsg);
+FPSTORE_EXPORT int fpstore_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint,
+                                  const char* metadata, size_t metadata_len, char** errmsg);
 
 /* fpstore_insert with the fingerprint of a UTF-8 text. */
-int fpstore_insert_text(fpstore_t* store, uint64_t id, const char* text,
-                                 size_t text_len, const char* metadata, size_t metadata_len,
-                                 char** errmsg);
+FPSTORE_EXPORT int fpstore_insert_text(fpstore_t* store, uint64_t id, const char* text,
+                                       size_t text_len, const char* metadata, size_t metadata_len,
+                                       char** errmsg);
 
 /* Removes document `id`; FPSTORE_NOT_FOUND if it is not stored. */
-int fpstore_remove(fpstore_t* store, uint64_t id, char** errmsg);
+FPSTORE_EXPORT int fpstore_remove(fpstore_t* store, uint64_t id, char** errmsg);
 
 /* Moves the documents staged by inserts into the tables now (Store::Flush);
  * queries find staged documents either way. FPSTORE_NOT_SUPPORTED on a
  * read-only store. */
-int fpstore_flush(fpstore_t* store, char** errmsg);
+FPSTORE_EXPORT int fpstore_flush(fpstore_t* store, char** errmsg);
 
 /* Sets *matches to every stored document within Hamming distance k of
  * `fingerprint`, nearest first (ties by id); the caller frees it with
  * fpstore_matches_destroy. FPSTORE_INVALID_ARGUMENT unless
  * 0 <= k <= the store's distance. */
-int fpstore_query(const fpstore_t* store, uint64_t fingerprint, int k,
-                           fpstore_matches_t** matches, char** errmsg);
+FPSTORE_EXPORT int fpstore_query(const fpstore_t* store, uint64_t fingerprint, int k,
+                                 fpstore_matches_t** matches, char** errmsg);
 
 /* fpstore_query with the fingerprint of a UTF-8 text. */
-int fpstore_query_text(const fpstore_t* store, const char* text, size_t text_len,
-                                int k, fpstore_matches_t** matches, char** errmsg);
+FPSTORE_EXPORT int fpstore_query_text(const fpstore_t* store, const char* text, size_t text_len,
+                                      int k, fpstore_matches_t** matches, char** errmsg);
 
 /* The crawler's call (Store::CheckAndInsert): sets *matches to the
  * documents already stored within the store's distance of `fingerprint`
@@ -169,26 +172,27 @@ int fpstore_query_text(const fpstore_t* store, const char* text, size_t text_len
  * as `policy` (FPSTORE_INSERT_*) says; *inserted is set to 1 if it was
  * inserted, 0 if not. Check and insert are atomic with respect to other
  * such calls. The caller frees *matches with fpstore_matches_destroy. */
-int fpstore_check_and_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint,
-                                      const char* metadata, size_t metadata_len, int policy,
-                                      fpstore_matches_t** matches, int* inserted,
-                                      char** errmsg);
+FPSTORE_EXPORT int fpstore_check_and_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint,
+                                            const char* metadata, size_t metadata_len, int policy,
+                                            fpstore_matches_t** matches, int* inserted,
+                                            char** errmsg);
 
 /* ---- Matches: the answer of a query, a list of stored documents ---- */
 
 /* The number of matches; 0 for NULL. */
-size_t fpstore_matches_count(const fpstore_matches_t* matches);
+FPSTORE_EXPORT size_t fpstore_matches_count(const fpstore_matches_t* matches);
 
 /* Match `i`'s fields. REQUIRES: i < fpstore_matches_count(matches). */
-uint64_t fpstore_matches_id(const fpstore_matches_t* matches, size_t i);
-uint64_t fpstore_matches_fingerprint(const fpstore_matches_t* matches, size_t i);
-int fpstore_matches_distance(const fpstore_matches_t* matches, size_t i);
+FPSTORE_EXPORT uint64_t fpstore_matches_id(const fpstore_matches_t* matches, size_t i);
+FPSTORE_EXPORT uint64_t fpstore_matches_fingerprint(const fpstore_matches_t* matches, size_t i);
+FPSTORE_EXPORT int fpstore_matches_distance(const fpstore_matches_t* matches, size_t i);
 
 /* Match `i`'s metadata: *len bytes (len may be NULL), NUL-terminated, owned
  * by `matches`. REQUIRES: i < fpstore_matches_count(matches). */
-const char* fpstore_matches_metadata(const fpstore_matches_t* matches, size_t i, size_t* len);
+FPSTORE_EXPORT const char* fpstore_matches_metadata(const fpstore_matches_t* matches, size_t i,
+                                                    size_t* len);
 
-void fpstore_matches_destroy(fpstore_matches_t* matches); /* NULL is ignored */
+FPSTORE_EXPORT void fpstore_matches_destroy(fpstore_matches_t* matches); /* NULL is ignored */
 
 #ifdef __cplusplus
 } /* extern "C" */

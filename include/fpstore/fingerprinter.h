@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fpstore/export.h"
 #include "fpstore/simhash.h"
 #include "fpstore/status.h"
 
@@ -35,7 +36,7 @@ enum class FeatureWeighting {
   kPresence,       // a feature counts once however often it occurs ("presence")
 };
 
-struct FingerprintOptions {
+struct FPSTORE_EXPORT FingerprintOptions {
   // The algorithm version. 1 is the only one so far: NFKC_Casefold, ICU
   // word boundaries (letters, numbers, kana, ideographs), XXH3-64 with seed 0
   // over the token's UTF-8 bytes, shingles hashed as the XXH3-64 of their
@@ -66,7 +67,7 @@ struct WeightedTerm {
   double weight;
 };
 
-class Fingerprinter {
+class FPSTORE_EXPORT Fingerprinter {
  public:
   // Fails with InvalidArgument if options.Validate() does.
   static Result<Fingerprinter> Create(const FingerprintOptions& options = {});

@@ -27,13 +27,14 @@
 #include <string>
 #include <vector>
 
+#include "fpstore/export.h"
 #include "fpstore/simhash.h"
 #include "fpstore/status.h"
 
 namespace fpstore {
 
 // One table of a plan: a bit permutation and the length of its prefix.
-class TablePermutation {
+class FPSTORE_EXPORT TablePermutation {
  public:
   // The fingerprint with this table's chosen blocks moved to the top.
   Fingerprint Apply(Fingerprint fp) const {
@@ -84,7 +85,7 @@ class TablePermutation {
 };
 
 // All tables for `blocks` m and `distance` k.
-class PermutationPlan {
+class FPSTORE_EXPORT PermutationPlan {
  public:
   // Plans with more tables than this are refused: each table is a full copy
   // of the index. The largest plan with m <= 12 has C(12, 6) = 924 tables.

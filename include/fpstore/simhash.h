@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <span>
 
+#include "fpstore/export.h"
+
 namespace fpstore {
 
 // A 64-bit simhash fingerprint. Bit 63 is the most significant bit.
@@ -28,9 +30,7 @@ using Fingerprint = std::uint64_t;
 
 // Number of bits in which a and b differ. A POPCNT instruction where the
 // compiler may use one (fpstore itself is built with -mpopcnt on x86-64).
-inline int HammingDistance(Fingerprint a, Fingerprint b) {
-  return std::popcount(a ^ b);
-}
+inline int HammingDistance(Fingerprint a, Fingerprint b) { return std::popcount(a ^ b); }
 
 // True iff HammingDistance(a, b) <= k. Negative k is never within.
 inline bool WithinDistance(Fingerprint a, Fingerprint b, int k) {
@@ -49,7 +49,7 @@ struct WeightedFeature {
 // Bit i of the result (0 = least significant) is 1 iff the weighted vote for
 // bit i is > 0. No features give 0.
 // REQUIRES: 1 <= width <= 64.
-std::uint64_t Simhash(std::span<const WeightedFeature> features, int width = 64);
+FPSTORE_EXPORT std::uint64_t Simhash(std::span<const WeightedFeature> features, int width = 64);
 
 }  // namespace fpstore
 

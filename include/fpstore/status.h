@@ -17,9 +17,11 @@
 #include <string_view>
 #include <utility>
 
+#include "fpstore/export.h"
+
 namespace fpstore {
 
-class [[nodiscard]] Status {
+class [[nodiscard]] FPSTORE_EXPORT Status {
  public:
   // Codes may be shown to users and returned through the C API: never
   // renumber them.
@@ -42,14 +44,10 @@ class [[nodiscard]] Status {
   static Status OK() { return Status(); }
   static Status NotFound(std::string_view msg) { return {Code::kNotFound, msg}; }
   static Status Corruption(std::string_view msg) { return {Code::kCorruption, msg}; }
-  static Status InvalidArgument(std::string_view msg) {
-    return {Code::kInvalidArgument, msg};
-  }
+  static Status InvalidArgument(std::string_view msg) { return {Code::kInvalidArgument, msg}; }
   static Status IOError(std::string_view msg) { return {Code::kIOError, msg}; }
   static Status Busy(std::string_view msg) { return {Code::kBusy, msg}; }
-  static Status NotSupported(std::string_view msg) {
-    return {Code::kNotSupported, msg};
-  }
+  static Status NotSupported(std::string_view msg) { return {Code::kNotSupported, msg}; }
 
   bool ok() const { return state_ == nullptr; }
   Code code() const { return state_ ? state_->code : Code::kOk; }
@@ -93,7 +91,7 @@ class [[nodiscard]] Result {
   Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit
     assert(!status_.ok() && "a Result needs a value or an error");
   }
-  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit
+  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit
 
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }

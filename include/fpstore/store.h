@@ -31,6 +31,7 @@
 
 #include "fpstore/bulk_loader.h"
 #include "fpstore/document.h"
+#include "fpstore/export.h"
 #include "fpstore/fingerprinter.h"
 #include "fpstore/options.h"
 #include "fpstore/permutation.h"
@@ -70,8 +71,7 @@ struct ScanOptions {
   // sort the tables in memory: 32 bytes per document for one thread, 16
   // more per further thread. A store too large for it is read from disk
   // table by table instead, in memory that does not grow with the store,
-  // several times slower (docs/performance.md). Default: 1 GiB, enough for
-  // about 20 million documents on two threads.
+  // several times slower (docs/performance.md). Default: 1 GiB.
   std::size_t memory_bytes = std::size_t{1} << 30;
 };
 
@@ -107,9 +107,9 @@ struct StoreStats {
 // documents and holding as many, takes on disk after a bulk load: a model
 // fitted to fpstore-bench's measurements (docs/performance.md), for
 // choosing a plan.
-double EstimateStoreBytes(const PermutationPlan& plan, std::uint64_t documents);
+FPSTORE_EXPORT double EstimateStoreBytes(const PermutationPlan& plan, std::uint64_t documents);
 
-class Store {
+class FPSTORE_EXPORT Store {
  public:
   // Opens the store at `path`, creating it if options allow. Errors:
   // InvalidArgument when `path` holds something that is not an fpstore store,

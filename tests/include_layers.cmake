@@ -1,0 +1,21 @@
+# cmake -DLIB=<lib/> -P include_layers.cmake
+# lib/'s folders are layers and includes flow one way: a file includes only
+# its own folder and the folders listed before it.
+set(layers util platform fingerprint plan format ingest store api)
+file(GLOB_RECURSE files RELATIVE ${LIB} ${LIB}/*.h ${LIB}/*.cc)
+foreach(file IN LISTS files)
+  string(REGEX MATCH "^[a-z_]+" folder "${file}")
+  list(FIND layers "${folder}" rank)
+  if(rank EQUAL -1)
+    message(SEND_ERROR "lib/${file}: folder ${folder} is not a layer of this check")
+    continue()
+  endif()
+  file(STRINGS ${LIB}/${file} includes REGEX "^#include \"[a-z_]+/")
+  foreach(line IN LISTS includes)
+    string(REGEX MATCH "\"([a-z_]+)/" _ "${line}")
+    list(FIND layers "${CMAKE_MATCH_1}" included)
+    if(included GREATER rank)
+      message(SEND_ERROR "lib/${file} includes ${CMAKE_MATCH_1}/, a layer above ${folder}/")
+    endif()
+  endforeach()
+endforeach()
