@@ -1,4 +1,4 @@
-// What the store's packed tables (lib/table_groups.h) save and cost against
+// What the store's packed tables (lib/format/groups.h) save and cost against
 // tables of a key per fingerprint, on one table of plan (6, 3), each with
 // options and writers made for it: every table write, compaction and filter
 // of the key-per-fingerprint layout works per fingerprint, and at 20 tables

@@ -2,7 +2,7 @@
 // say) must leave the store as it was: what it was merging stays staged and
 // found, every later write fails with its error, a bulk load cannot add to
 // the store meanwhile, and a reopen merges it all. The failure is injected
-// through the merge hook (lib/merge_hooks.h), at the point where a merge
+// through the merge hook (lib/store/test_hooks.h), at the point where a merge
 // has frozen its staging index and not yet written anything.
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Holds the store's next merge in its DuringMerge hook (lib/merge_hooks.h)
+// Holds the store's next merge in its DuringMerge hook (lib/store/test_hooks.h)
 // until released, so that a test can write and query while it runs.
 
 #ifndef FPSTORE_TESTS_HELD_MERGE_H_

@@ -1,5 +1,5 @@
 // The pool that reads a query's tables side by side once the query waits on
-// the device (lib/read_pool.h), and queries that take that path.
+// the device (lib/store/read_pool.h), and queries that take that path.
 
 #include "store/read_pool.h"
 

@@ -130,8 +130,7 @@ void fpstore_options_set_expected_documents(fpstore_options_t* options, uint64_t
 }
 
 void fpstore_options_set_durability(fpstore_options_t* options, int durability) {
-  // Durability's underlying type is int, so any value converts; fpstore_open
-  // rejects those that name no enumerator.
+  // Any int converts to Durability; fpstore_open rejects values naming no enumerator.
   options->options.durability = static_cast<fpstore::Durability>(durability);
 }
 

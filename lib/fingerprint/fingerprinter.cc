@@ -16,11 +16,9 @@ namespace {
 
 constexpr int kMaxWindow = 64;
 
-// Counts, for each of the 64 bits, how many unit-weight features have it set.
-// With unit weights the simhash vote for bit i is ones[i] - (n - ones[i]), so
-// counting ones is enough. Counting goes eight bits at a time into byte-sized
-// lanes (one table load and one add per byte of hash) and spills the lanes
-// into 32-bit totals before any byte can overflow.
+// Per-bit counts of unit-weight features with the bit set (the simhash vote is
+// then ones - (n - ones)). A byte of hash at a time goes into byte-sized lanes,
+// spilled into 32-bit totals before any can overflow.
 class UnitVoteCounter {
  public:
   void Add(std::uint64_t hash) {
@@ -112,8 +110,7 @@ const char* WeightingName(FeatureWeighting w) {
   return w == FeatureWeighting::kPresence ? "presence" : "tf";
 }
 
-// Calls emit(token) for each token of `utf8`, by the ASCII fast path when it
-// applies. `buffer` is scratch space for the fast path.
+// By the ASCII fast path where it applies; `buffer` is its scratch.
 template <typename Emit>
 Status ForEachToken(std::string_view utf8, std::string& buffer, Emit&& emit) {
   if (internal::IsAscii(utf8)) {

@@ -7,10 +7,9 @@ namespace fpstore {
 
 std::uint64_t Simhash(std::span<const WeightedFeature> features, int width) {
   assert(width >= 1 && width <= 64);
-  // Votes for and against each bit are summed apart and compared at the end:
-  // a real-valued tie such as 1/3 + 1/6 against 3 x 1/6 then rounds alike on
-  // both sides and stays a tie, where a running signed sum would drift by an
-  // ulp and flip the bit.
+  // Votes for and against each bit are summed apart: a real-valued tie such as
+  // 1/3 + 1/6 against 3 x 1/6 then rounds alike and stays a tie, where a signed
+  // running sum could drift by an ulp and flip the bit.
   std::array<double, 64> for_one{}, for_zero{};
   for (const WeightedFeature& f : features) {
     for (int bit = 0; bit < width; ++bit) {

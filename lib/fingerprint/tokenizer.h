@@ -1,15 +1,12 @@
-// Splits UTF-8 text into the normalised tokens that fingerprints are made of.
+// Splits UTF-8 text into the normalised tokens fingerprints are made of.
 //
-// The definition (fingerprint version 1): normalise with NFKC_Casefold, cut
-// at Unicode word boundaries as ICU's root-locale word BreakIterator finds
-// them (UAX #29 plus ICU's dictionaries for Chinese, Japanese, Thai and other
-// scripts written without spaces), and keep each segment that holds at least
-// one alphabetic or numeric character.
+// Fingerprint version 1: normalise with NFKC_Casefold, cut at word boundaries
+// as ICU's root-locale word BreakIterator finds them (UAX #29 plus ICU's
+// dictionaries for scripts written without spaces), and keep each segment
+// with at least one alphabetic or numeric character.
 //
-// Pure-ASCII text takes a fast path that reproduces exactly those boundaries
-// without ICU: NFKC_Casefold of ASCII is plain lowercasing, and only a few
-// UAX #29 rules can apply to ASCII. A differential test holds the two paths
-// to the same answer.
+// Pure-ASCII text takes a fast path with exactly those boundaries, without
+// ICU; a differential test holds the two paths to the same answer.
 
 #ifndef FPSTORE_LIB_FINGERPRINT_TOKENIZER_H_
 #define FPSTORE_LIB_FINGERPRINT_TOKENIZER_H_
@@ -25,12 +22,10 @@
 
 namespace fpstore::internal {
 
-// True iff every byte of `text` is below 0x80.
 bool IsAscii(std::string_view text);
 
-// The ICU path, for any valid UTF-8. Calls `emit` with each token, in order.
-// Returns InvalidArgument naming the byte offset of the first invalid UTF-8
-// sequence, before emitting anything.
+// The ICU path: calls `emit` with each token, in order. Invalid UTF-8 is
+// InvalidArgument naming its byte offset, before anything is emitted.
 Status TokenizeUnicode(std::string_view utf8, const std::function<void(std::string_view)>& emit);
 
 // Word-break classes of ASCII bytes as ICU 72 assigns them. ':' is not a

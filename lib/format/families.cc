@@ -24,8 +24,7 @@ std::string TableFamilyName(std::size_t table) {
 
 namespace {
 
-// Adds signed 64-bit deltas: the document count moves in the same atomic
-// batch as the documents themselves.
+// Sums signed 64-bit deltas: the document count moves in the documents' batch.
 class Int64AddOperator final : public rocksdb::AssociativeMergeOperator {
  public:
   bool Merge(const rocksdb::Slice&, const rocksdb::Slice* existing, const rocksdb::Slice& value,
@@ -44,11 +43,9 @@ class Int64AddOperator final : public rocksdb::AssociativeMergeOperator {
   }
 };
 
-// Block-table options for point lookups. Every probe consults each file's
-// filter and index, so both are pinned in the block cache, loaded when the
-// store opens: a probe needs no cache lookup for them, and data blocks
-// cannot push them out. Once pinned, a filter or index in partitions only
-// adds a search per probe: one of each.
+// For point lookups: every probe consults each file's filter and index, so
+// both are pinned in the block cache from open, unpartitioned (partitions
+// would only add a search per probe).
 rocksdb::BlockBasedTableOptions LookupTableOptions(const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::BlockBasedTableOptions t;
   t.block_cache = cache;
@@ -72,11 +69,9 @@ void SetCompression(rocksdb::ColumnFamilyOptions& cf) {
   cf.bottommost_compression_opts.level = -1;
 }
 
-// A table (format/groups.h): point lookups of a group, read only when a
-// file's member filter passes (format/member_filter.h), so no RocksDB
-// filter, which would see group keys only and pass nearly every probe;
-// members are random bits, so no compression; the group operator folds
-// operands into their groups.
+// A table (format/groups.h): no RocksDB filter, which would see group keys
+// only and pass nearly every probe (format/member_filter.h does that job);
+// members are random bits, so no compression.
 rocksdb::ColumnFamilyOptions PackedTableOptions(const std::shared_ptr<rocksdb::Cache>& cache,
                                                 const GroupLayout& layout, int prefix_bits,
                                                 std::size_t memtable_bytes) {
@@ -94,9 +89,9 @@ rocksdb::ColumnFamilyOptions PackedTableOptions(const std::shared_ptr<rocksdb::C
   return cf;
 }
 
-// For families that queries seldom or never read, which every merge adds
-// files to: their compactions queue behind the tables', and RocksDB slows
-// and then stops all writes when any family has 20 and 36 level-0 files.
+// Families that queries seldom read but every merge adds files to: their
+// compactions lag the tables', and RocksDB's default triggers (20, 36 level-0
+// files) would stall all writes.
 void AllowManyLevelZeroFiles(rocksdb::ColumnFamilyOptions& cf) {
   cf.level0_slowdown_writes_trigger = 128;
   cf.level0_stop_writes_trigger = 256;
@@ -108,12 +103,8 @@ rocksdb::ColumnFamilyOptions MetadataFamilyOptions() {
   return cf;
 }
 
-}  // namespace
-
-RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan,
-                            int group_bits) {
-  RocksConfig config;
-  rocksdb::DBOptions& db = config.db;
+rocksdb::DBOptions DatabaseOptions(const StoreOptions& options) {
+  rocksdb::DBOptions db;
   db.create_if_missing = options.create_if_missing;
   db.create_missing_column_families = false;
   // RocksDB gives a quarter of its jobs, at least one, to flushes: one job
@@ -127,17 +118,23 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   db.bytes_per_sync = 1 << 20;
   db.keep_log_file_num = 5;
   db.enable_pipelined_write = true;
+  return db;
+}
 
+}  // namespace
+
+RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan,
+                            int group_bits) {
+  RocksConfig config;
+  config.db = DatabaseOptions(options);
   rocksdb::LRUCacheOptions cache_options;
   cache_options.capacity = options.block_cache_bytes;
   const std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(cache_options);
   config.block_cache = cache;
-  // Each family's memtable gets its share of the budget, so families flush
-  // on their own size (were each share the whole budget, the write-buffer
-  // manager would flush the oldest memtable, usually a nearly empty one,
-  // over and over). Inserts reach the tables by ingestion, so the documents
-  // family, which takes every insert, gets a quarter, staging an eighth,
-  // and the others share half.
+  // Each memtable gets its share of the budget and flushes on its own size (on
+  // a shared budget the manager would keep flushing the oldest, nearly empty
+  // one). Inserts reach the tables by ingestion: documents get a quarter,
+  // staging an eighth, the others half between them.
   const auto share = [&](std::size_t parts) {
     return std::max<std::size_t>(std::size_t{4} << 20, options.write_buffer_bytes / parts);
   };
@@ -147,9 +144,8 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
 
   config.families.emplace_back(rocksdb::kDefaultColumnFamilyName, MetadataFamilyOptions());
 
-  // Documents: point lookups by id, so whole-key bloom filters, in the
-  // memtable too: every insert looks its ids up first, and a crawler's are
-  // mostly new.
+  // Documents: whole-key Bloom filters, in the memtable too: every insert looks
+  // its id up first, and most ids are new.
   {
     const rocksdb::BlockBasedTableOptions t = LookupTableOptions(cache);
     rocksdb::ColumnFamilyOptions cf;
@@ -187,9 +183,8 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
     config.families.emplace_back(kRecentFamily, cf);
   }
 
-  // The crowded fingerprints' lone bits: a point lookup for each hit, most
-  // of them of fingerprints that are not there (alone everywhere). Written
-  // whole, by a bulk load into an empty store or a rewrite of the bits.
+  // Lone bits: a lookup per hit, mostly of absent keys; written whole, by a
+  // bulk load into an empty store or a rewrite of the bits.
   {
     rocksdb::ColumnFamilyOptions cf;
     cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(LookupTableOptions(cache)));
@@ -214,8 +209,7 @@ RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names) {
 RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
                                  const PermutationPlan& plan, int group_bits) {
   RocksConfig config = MakeInspectionConfig(family_names);
-  // A table's operands need its group operator, whose layout comes from
-  // the plan.
+  // Reading a table's operands needs its group operator.
   for (rocksdb::ColumnFamilyDescriptor& family : config.families) {
     for (std::size_t t = 0; t < plan.table_count(); ++t) {
       if (family.name == TableFamilyName(t)) {

@@ -1,5 +1,5 @@
 // The RocksDB options fpstore opens a store with: one block cache and one
-// write-buffer budget shared by every family, prefix filters on the tables.
+// write-buffer budget shared by every family, member filters on the tables.
 
 #ifndef FPSTORE_LIB_FORMAT_FAMILIES_H_
 #define FPSTORE_LIB_FORMAT_FAMILIES_H_
@@ -33,21 +33,18 @@ std::string TableFamilyName(std::size_t table);
 
 struct RocksConfig {
   rocksdb::DBOptions db;
-  // Metadata (default family), documents, staging, one per table, recent,
-  // then crowded.
+  // In order: metadata (default), documents, staging, tables, recent, crowded.
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   // The block cache every family shares (null for inspection).
   std::shared_ptr<rocksdb::Cache> block_cache;
 };
 
-// `group_bits`: where the store's packed tables cut their groups
-// (table_groups.h), as it records.
+// `group_bits`: as the store records it (format/groups.h).
 RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan,
                             int group_bits);
 
-// Options good enough to read the metadata of a store whose plan is not yet
-// known, or with the `plan` and `group_bits` it records, its tables too.
-// Reading only: nothing is created.
+// Read-only options for a store's metadata, or, given the `plan` and
+// `group_bits` it records, its tables too. Nothing is created.
 RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names);
 RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
                                  const PermutationPlan& plan, int group_bits);

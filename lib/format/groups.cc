@@ -11,8 +11,8 @@
 namespace fpstore {
 
 double EstimateStoreBytes(const PermutationPlan& plan, std::uint64_t documents) {
-  // Measured at 10M documents, plan (6, 3): a document's record (LZ4), a
-  // member's filter bits, and a group's key and index entry.
+  // Sizes measured on a loaded store: a document's record (LZ4), a member's
+  // filter bits, a group's key and index entry.
   constexpr double kRecordBytes = 17, kFilterBytesPerMember = 1.25, kBytesPerGroup = 12.9;
   const double n = static_cast<double>(documents);
   const int group_bits = internal::GroupBitsFor(documents);
@@ -31,10 +31,8 @@ double EstimateStoreBytes(const PermutationPlan& plan, std::uint64_t documents) 
 
 namespace fpstore::internal {
 
-// Fewer keys make every file and compaction cheaper (RocksDB's work is per
-// key), larger groups every read of one dearer: 16 bits, where members are
-// still 6 bytes, and more only where that would put more than 256 members
-// in a group (docs/design.md, "Packed tables").
+// Fewer keys make files and compactions cheaper (RocksDB's work is per key),
+// larger groups each read dearer; at 16 bits members are 6 bytes.
 int GroupBitsFor(std::uint64_t expected_documents) {
   constexpr std::uint64_t kMaxMembers = 256;
   int bits = 16;
@@ -47,9 +45,8 @@ namespace {
 Fingerprint BitsOf(Fingerprint member) { return member; }
 Fingerprint BitsOf(const IdMember& member) { return member.bits; }
 
-// The member bits at `at`, read as one 8-byte word where `end` leaves room:
-// folds and decodes read every member of a group, and a byte at a time
-// that was most of their work.
+// The member bits at `at`, as one 8-byte load where `end` leaves room: folds
+// and decodes read every member, and bytewise loads would dominate them.
 Fingerprint LoadBits(const GroupLayout& layout, const char* at, const char* end) {
   const std::size_t width = layout.bits_bytes();
   if (end - at < 8) return GetBigEndianBytes(at, width);
@@ -68,8 +65,7 @@ Member LoadMember(const GroupLayout& layout, const char* at, const char* end) {
   }
 }
 
-// Writes `member` at `out` as LoadMember reads it, its bits as a whole
-// 8-byte word: the caller leaves room for the bytes past the member's.
+// Writes `member`'s bits as a whole 8-byte word: the caller leaves room past it.
 template <typename Member>
 void StoreMember(const GroupLayout& layout, const Member& member, char* out) {
   std::uint64_t word = BitsOf(member) << (64 - 8 * layout.bits_bytes());
@@ -80,7 +76,7 @@ void StoreMember(const GroupLayout& layout, const Member& member, char* out) {
   }
 }
 
-// Members from `bytes`, which must hold whole, ascending members.
+// False unless `bytes` holds whole, ascending members.
 template <typename Member>
 bool DecodeMembers(const GroupLayout& layout, std::string_view bytes,
                    std::vector<Member>& members) {
@@ -111,9 +107,8 @@ void AppendMembers(const GroupLayout& layout, std::span<const Member> members, s
   out.resize(at);
 }
 
-// Sets `set` to itself less `removed`, with `added`, all ascending; `scratch`
-// is work space, the caller's, so that a thread's folds allocate nothing once
-// it has grown.
+// `set` less `removed`, with `added`, all ascending. `scratch` is the caller's,
+// so that a thread's folds stop allocating once it has grown.
 template <typename Member>
 void Apply(std::vector<Member>& set, const std::vector<Member>& removed,
            const std::vector<Member>& added, std::vector<Member>& scratch) {
@@ -130,20 +125,15 @@ void Apply(std::vector<Member>& set, const std::vector<Member>& removed,
   }
 }
 
-// Writes to `out` the members of `base` (a group's value) less
-// change.removes, with change.adds. Compactions fold operands into nearly
-// every group, each a few members in a hundred or more: this passes over
-// the base once, checking it as DecodeMembers does, with no set between
-// (folds by whole sets took two fifths of compactions' time).
+// `base` (a group's value) less change.removes, with change.adds, into `out`
+// in one checked pass with no set between: compactions fold nearly every group.
 template <typename Member>
 bool FoldGroup(const GroupLayout& layout, std::string_view base,
                const BasicGroupChange<Member>& change, std::string& out) {
   const std::size_t width = layout.member_bytes();
   if (base.size() % width != 0) return false;
-  // Each member's bits are written as one 8-byte word, through a pointer
-  // into room for every add and a word's slack, then the string is cut to
-  // size: faster than growing it a member at a time, or copying runs of
-  // the base (micro_bench, BM_GroupFold).
+  // Room for every add and a word's slack, cut to size after: cheaper than
+  // growing it per member (bench/micro_bench.cc, BM_GroupFold).
   out.resize(base.size() + change.adds.size() * width + 8);
   char* written = out.data();
   const auto write = [&](const Member& member) {
@@ -203,13 +193,11 @@ void EncodeOperand(const GroupLayout& layout, const BasicGroupChange<Member>& ch
   AppendMembers<Member>(layout, change.removes, out);
 }
 
-// Sets b.combined to one change that does what `operands` do in turn:
-// what a later one removes is no longer added, and every removal stays,
-// for the members of the group below them.
+// Sets b.combined to `operands` applied in turn: a later remove cancels an
+// earlier add, and every remove stays, for the members of the base below.
 template <typename Member, typename Operands>
 bool CombineOperands(const GroupLayout& layout, const Operands& operands, FoldBuffers<Member>& b) {
-  // Adds alone, as merges of new documents write them: their union, sorted
-  // once.
+  // Adds alone (merges of new documents): their union, sorted once.
   b.combined.clear();
   bool removes = false;
   for (const rocksdb::Slice& operand : operands) {

@@ -13,8 +13,7 @@ namespace fpstore::internal {
 
 namespace {
 
-// splitmix64's finalizer, of x offset by the golden ratio so that prefix 0
-// does not hash to 0.
+// splitmix64's finalizer of x plus the golden ratio, so that 0 does not hash to 0.
 std::uint64_t Mix(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -25,25 +24,21 @@ std::uint64_t Mix(std::uint64_t x) {
 constexpr int kBitsPerPrefix = 10;
 constexpr int kProbes = 6;
 constexpr std::size_t kBlockBytes = 64;
-// The property: the count of chunks (4 bytes), an index entry a chunk
-// (its first and last group, 8 bytes each, and where its filter ends, 4),
-// then the filters end to end.
+// The property: a chunk count (4 bytes); per chunk its first and last group
+// (8 bytes each) and where its filter ends (4); then the filters end to end.
 constexpr std::size_t kCountBytes = 4;
 constexpr std::size_t kIndexEntryBytes = 8 + 8 + 4;
 
-// The block, from the high half of the hash; the bits in it, from 9-bit
-// slices of the top of the hash times an odd constant, whose every bit
-// depends on the whole hash: a second finalizer cost loads a tenth more.
+// The block from the hash's high half; the bits in it from 9-bit slices of the
+// hash times an odd constant, cheaper than a second finalizer.
 std::size_t BlockOf(std::uint64_t h, std::size_t blocks) {
   return static_cast<std::size_t>(((h >> 32) * blocks) >> 32);
 }
 std::uint64_t BitSlices(std::uint64_t h) { return (h * 0x9e3779b97f4a7c15ULL) >> 10; }
 
-// Builds the property (docs/format.md) from the file's entries in key
-// order. A chunk closes once it holds kChunkPrefixes, so a file of any
-// size costs the collector a bounded buffer, and a probe tests one chunk's
-// filter a file. Removed members count as much as added ones: a read that
-// passes a file by must not miss a removal.
+// Builds the property from the file's entries in key order; closing chunks at
+// kChunkPrefixes bounds the buffer. Removed members count like added ones: a
+// read that passes a file by must not miss a removal.
 class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
  public:
   MemberFilterCollector(const GroupLayout& layout, int prefix_bits)
@@ -55,8 +50,7 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
     if (type != rocksdb::kEntryPut && type != rocksdb::kEntryMerge) return rocksdb::Status::OK();
     Fingerprint group = 0;
     if (!layout_.DecodeKey(key.ToStringView(), &group)) {
-      // The file is written all the same; a filter that passes everything
-      // keeps probes exact, and Verify reports the entry.
+      // No property (passes everything) keeps probes exact; Verify reports it.
       malformed_ = true;
       return rocksdb::Status::OK();
     }
@@ -83,8 +77,7 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
     return rocksdb::Status::OK();
   }
 
-  // RocksDB calls this again for the builder's table properties: the
-  // filters are built once.
+  // RocksDB may call this twice; the filters are built once.
   rocksdb::Status Finish(rocksdb::UserCollectedProperties* properties) override {
     if (malformed_) return rocksdb::Status::OK();  // no property: may hold anything
     if (!prefixes_.empty()) CloseChunk();

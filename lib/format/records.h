@@ -1,6 +1,5 @@
-// Byte layouts of the documents', staging and crowded families' keys and
-// values (docs/format.md). Integers are big-endian so that RocksDB's
-// bytewise order is numeric order.
+// Keys and values of the documents, staging and crowded families
+// (docs/format.md), big-endian so that bytewise order is numeric order.
 
 #ifndef FPSTORE_LIB_FORMAT_RECORDS_H_
 #define FPSTORE_LIB_FORMAT_RECORDS_H_
@@ -19,7 +18,6 @@
 
 namespace fpstore::internal {
 
-// A documents-family key: the id.
 using DocumentKey = std::array<char, 8>;
 
 inline DocumentKey EncodeDocumentKey(DocumentId id) {
@@ -46,16 +44,14 @@ inline bool DecodeDocumentValue(std::string_view value, Fingerprint* fingerprint
   return true;
 }
 
-// A staging mark: the staged version's fingerprint, and the fingerprint of
-// a version still in the tables that the next merge takes out of them
-// ("leaving"). A removal stages no version, only what leaves.
+// A staging mark: the staged version's fingerprint, and that of the version
+// the next merge takes out of the tables ("leaving"); a removal stages none.
 struct StagingMark {
   std::optional<Fingerprint> staged;
   std::optional<Fingerprint> leaving;
 };
 
-// 8 bytes: staged alone; 16: staged, then leaving; 9: leaving, then a zero
-// byte.
+// 8 bytes: staged alone; 16: staged, then leaving; 9: leaving, then a zero byte.
 inline std::string EncodeStagingMark(const StagingMark& mark) {
   std::string value(mark.staged && mark.leaving ? 16 : mark.staged ? 8 : 9, '\0');
   if (mark.staged) PutBigEndian64(value.data(), *mark.staged);
@@ -81,16 +77,13 @@ inline bool DecodeStagingMark(std::string_view value, StagingMark* mark) {
   }
 }
 
-// A crowded-family value: bit t set if, when the bits were written, no
-// other fingerprint had this one's prefix in table t (recent_prefixes.h).
-// Byte i holds tables 8i to 8i + 7, table 8i in its lowest bit; the bytes
-// end after the last table named (at most RecentPrefixes::kMaxTables), or
-// at once: an empty value has no bits set.
+// A crowded-family value: bit t set if, when written, no other fingerprint had
+// this one's prefix in table t (store/recent_prefixes.h). Byte i holds tables
+// 8i to 8i + 7, table 8i in its lowest bit; an empty value has no bits set.
 using LoneBits = std::uint32_t;
-// The tables lone bits can name: the first 32 of a plan.
+// Lone bits name only a plan's first 32 tables.
 inline constexpr std::size_t kMaxLoneBitTables = 32;
 
-// Every table's bit, for a plan of `tables` tables.
 inline LoneBits AllLoneBits(std::size_t tables) {
   return tables >= 32 ? ~LoneBits{0} : (LoneBits{1} << tables) - 1;
 }
@@ -110,8 +103,7 @@ inline LoneBits DecodeLoneBits(std::string_view value) {
   return bits;
 }
 
-// A document as the staging family records it: its staged version, and a
-// version of it that the next merge takes out of the tables.
+// A staged document: its staged version, and the one leaving the tables.
 struct StagedDocument {
   DocumentId id;
   Fingerprint fingerprint;  // the staged version's; 0 for a removal

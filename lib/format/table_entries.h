@@ -1,5 +1,4 @@
-// Reads a table's entries, the members of its groups (table_groups.h), in
-// order.
+// Reads a table's entries, its groups' members (format/groups.h), in order.
 
 #ifndef FPSTORE_LIB_FORMAT_TABLE_ENTRIES_H_
 #define FPSTORE_LIB_FORMAT_TABLE_ENTRIES_H_
@@ -35,7 +34,6 @@ class TableEntryCursor {
   // one (a group may have no members left), at or past `member_bits`.
   void Settle(Fingerprint member_bits);
   bool Corrupt(const std::string& what);
-  // The current group's member count; entry_ from its member_.
   std::size_t GroupSize() const;
   void SetEntry();
 

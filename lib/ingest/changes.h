@@ -1,5 +1,4 @@
-// The changes a load or a merge makes to the tables, as the tables' writers
-// read them (lib/bulk_loader_tables.cc).
+// The changes a bulk load or a merge makes to the tables (ingest/table_writer.h).
 
 #ifndef FPSTORE_LIB_INGEST_CHANGES_H_
 #define FPSTORE_LIB_INGEST_CHANGES_H_
@@ -23,11 +22,9 @@ struct Change {
   Fingerprint fingerprint = 0;
   Fingerprint old = 0;        // the replaced version's fingerprint
   std::uint64_t had_old = 0;  // whether that version is in the tables
-  // False for a removal, which only takes `old` out: a merge's.
-  // A bulk load's changes all add; their files do not hold this.
+  // False for a merge's removal, which only takes `old` out; not in files.
   bool adds = true;
 
-  // One write of 32 bytes rather than four calls.
   static constexpr std::size_t kBytes = 32;
   void Write(RecordWriter& out) const {
     char bytes[kBytes];
@@ -46,11 +43,9 @@ struct Change {
   }
 };
 
-// Tables read every change in order, its place being the change's number.
-// A bulk load's changes live in a file, for they may not fit beside the
-// tables' buffers, mapped once for all the tables; a merge's are its staged
-// documents, already in memory. Either way changes are numbered in id
-// order.
+// Changes numbered in id order: a bulk load's in a file mapped once for all
+// tables (they may not fit beside the tables' buffers); a merge's are its
+// staged documents, in memory.
 class Changes {
  public:
   static Result<Changes> InFile(const std::string& path, std::uint64_t count) {
@@ -70,8 +65,7 @@ class Changes {
   // Whether the changes are a bulk load's, read from a mapped file.
   bool mapped() const { return file_ != nullptr; }
 
-  // Calls visit(change, number) for each change in order; stops at the
-  // first error from visit.
+  // Calls visit(change, number) in order, until visit fails.
   template <typename Visit>
   Status ForEach(Visit&& visit) const {
     for (std::uint64_t i = 0; i < count_; ++i) {
@@ -79,9 +73,7 @@ class Changes {
       if (file_ != nullptr) {
         c.Decode(file_->bytes().data() + i * Change::kBytes);
       } else {
-        // What leaves the tables is named by the mark; a
-        // version that comes back to the fingerprint it has there keeps
-        // its entries, rewritten.
+        // A version back at the fingerprint it has in the tables: nothing leaves.
         const StagedDocument& doc = staged_[i];
         const bool leaves = doc.leaving && (doc.removal || *doc.leaving != doc.fingerprint);
         c = Change{doc.id, doc.fingerprint, doc.leaving.value_or(0), leaves, !doc.removal};

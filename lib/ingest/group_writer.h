@@ -1,6 +1,5 @@
-// Writes a packed table's file (table_groups.h) from its ops in key order:
-// one entry per group, the group whole into a table that has no members
-// yet, else a merge operand of the members it adds and removes.
+// Writes a packed table's file (format/groups.h) from ops in key order: per
+// group, its value into a table with no members yet, else a merge operand.
 
 #ifndef FPSTORE_LIB_INGEST_GROUP_WRITER_H_
 #define FPSTORE_LIB_INGEST_GROUP_WRITER_H_
@@ -37,8 +36,7 @@ class GroupWriter {
   Status Finish() { return Flush(); }
 
  private:
-  // A group's members must ascend: one that does not would make a value
-  // that every later read and compaction of it refuses.
+  // Members out of order would make a value every read and compaction refuses.
   template <typename Member>
   static Status Append(std::vector<Member>& members, const Member& member) {
     if (!members.empty() && !(members.back() < member)) {

@@ -14,9 +14,8 @@ namespace fpstore::internal {
 // ScratchDir made in the same store whose process is gone.
 class ScratchDir {
  public:
-  // A fresh directory in `parent`, or, if `parent` is empty, in the store
-  // at `store_path`, so that ingestion can move the files rather than copy
-  // them.
+  // A fresh directory in `parent`, or by default in the store, so that
+  // ingestion can move its files rather than copy them.
   static Result<ScratchDir> Make(const std::string& store_path, const std::string& parent = {});
 
   ScratchDir(ScratchDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }

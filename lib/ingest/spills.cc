@@ -53,8 +53,7 @@ void SortSpill(std::vector<BufferedRecord>& records) {
   const auto before = [](const BufferedRecord& a, const BufferedRecord& b) {
     return a.id != b.id ? a.id < b.id : a.seq < b.seq;
   };
-  // Input often comes in id order (a crawler's, or a dump's): checked in
-  // one pass, a spill in order costs nothing to sort.
+  // Input often comes in id order (a crawl, a dump): then there is no sort.
   if (std::is_sorted(records.begin(), records.end(), before)) return;
   std::sort(records.begin(), records.end(), before);
 }

@@ -1,7 +1,6 @@
-// A bulk load's input documents in sorted spills: the loader buffers them,
-// sorts each spill by (id, seq), writes it to a file when the buffer
-// outgrows its budget, and at Finish reads the spills side by side in id
-// order, the last one from memory.
+// A bulk load's input in sorted spills: buffered, sorted by (id, seq), written
+// out when the buffer outgrows its budget, and read back side by side in id
+// order at Finish, the last from memory.
 
 #ifndef FPSTORE_LIB_INGEST_SPILLS_H_
 #define FPSTORE_LIB_INGEST_SPILLS_H_
@@ -18,9 +17,8 @@
 
 namespace fpstore::internal {
 
-// One input document as buffered: a later `seq` wins. Plain data, its
-// metadata kept apart, so that buffering and sorting ten million of them
-// moves bytes rather than strings.
+// One buffered input document (a later `seq` wins). Plain data, its metadata
+// apart, so that sorting moves bytes rather than strings.
 struct BufferedRecord {
   DocumentId id;
   std::uint64_t seq;
@@ -29,10 +27,9 @@ struct BufferedRecord {
   std::uint64_t metadata_size;
 };
 
-// Sorts a spill by (id, seq).
 void SortSpill(std::vector<BufferedRecord>& records);
 
-// Writes a sorted spill, whose records' metadata is in `metadata`, to `path`.
+// `records`' metadata offsets are into `metadata`.
 Status WriteSpill(const std::string& path, std::span<const BufferedRecord> records,
                   std::string_view metadata);
 
@@ -47,8 +44,7 @@ class SpillCursor {
 // A spill that WriteSpill wrote to `path`.
 std::unique_ptr<SpillCursor> ReadSpill(const std::string& path);
 
-// A sorted spill still in memory, which must outlive the cursor: written
-// out and read back instead, the last one cost a large load seconds.
+// A sorted spill kept in memory (the last one), which must outlive the cursor.
 std::unique_ptr<SpillCursor> ReadBuffered(std::span<const BufferedRecord> records,
                                           std::string_view metadata);
 

@@ -1,5 +1,4 @@
-// Writing one sorted SST file for ingestion into a column family: the bulk
-// loader's tables, documents and marks, and the merges' files.
+// One sorted SST file for ingestion into a column family (bulk loads, merges).
 
 #ifndef FPSTORE_LIB_INGEST_SST_SINK_H_
 #define FPSTORE_LIB_INGEST_SST_SINK_H_
@@ -15,24 +14,18 @@
 
 namespace fpstore::internal {
 
-// What a file is written for, which decides how it is written.
+// What a file is written for, which decides whether it stays in the page cache.
 enum class SstUse {
-  // A bulk load's files, there to stay: compressed with LZ4 where their
-  // family compresses (the documents and the marks; the tables' members are
-  // random bits, and their files never are); compactions write the bottom
-  // level with ZSTD. Their pages leave the OS page cache: a load writes
-  // gigabytes, and keeping them costs system time for no faster load.
+  // A bulk load's files, dropped from the page cache: keeping them costs system time.
   kLoad,
-  // A merge's table files: a few MB, which queries read right after the
-  // merge. Kept in the page cache.
+  // A merge's table files, which queries read right after: kept cached.
   kMerge,
 };
 
-// The family's options, but for the compression `use` asks for.
+// The family's options, with LZ4 at every level if it compresses at all
+// (compactions write the bottom level with its own compression).
 inline rocksdb::Options WriterOptions(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family) {
   rocksdb::Options options = db.GetOptions(family);
-  // A family that compresses nothing gets files that are not compressed
-  // either.
   if (options.compression == rocksdb::kNoCompression &&
       options.bottommost_compression == rocksdb::kDisableCompressionOption) {
     return options;
@@ -42,10 +35,8 @@ inline rocksdb::Options WriterOptions(rocksdb::DB& db, rocksdb::ColumnFamilyHand
   return options;
 }
 
-// The ingestion of files written here into `family`: moved (hard-linked),
-// and without RocksDB writing each one's sequence number into it, a random
-// write and an fdatasync a file inside the ingestion, which holds queries
-// off (RocksDB reads it from the manifest since 5.16).
+// Ingestion into `family`: files moved (hard-linked), with no global seqno
+// written into each, a random write and fdatasync while queries wait.
 inline rocksdb::IngestExternalFileArg IngestionInto(rocksdb::ColumnFamilyHandle* family) {
   rocksdb::IngestExternalFileArg arg;
   arg.column_family = family;
@@ -54,8 +45,7 @@ inline rocksdb::IngestExternalFileArg IngestionInto(rocksdb::ColumnFamilyHandle*
   return arg;
 }
 
-// Writes one sorted SST for a column family; skips the file if it stays
-// empty (RocksDB cannot ingest an empty file).
+// Writes one sorted SST for a family, none if empty (RocksDB cannot ingest one).
 class SstSink {
  public:
   SstSink(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, std::string path,
@@ -91,8 +81,7 @@ class SstSink {
   }
 
  private:
-  // The error's context only on error: a load writes hundreds of millions
-  // of keys.
+  // Builds the context string only on error: this runs for every key.
   Status Checked(const rocksdb::Status& s) const {
     return s.ok() ? Status::OK() : FromRocks(s, "writing " + path_);
   }

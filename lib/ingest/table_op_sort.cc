@@ -7,8 +7,7 @@ namespace fpstore::internal {
 
 namespace {
 
-// Runs this short are sorted by insertion, which beats std::sort's setup
-// below a few dozen elements.
+// Runs up to this long are insertion-sorted, cheaper than std::sort's setup.
 constexpr std::size_t kInsertionSortMax = 24;
 
 // A stable counting pass: copies in[0, n) to out grouped by the `bits` bits
@@ -25,7 +24,6 @@ void ScatterByDigit(const TableOp* in, std::size_t n, int skip, int bits, TableO
   for (std::size_t i = 0; i < n; ++i) out[next[digit(in[i])]++] = in[i];
 }
 
-// Sorts the ops of one run of a bucket.
 void SortOpRun(TableOp* first, TableOp* last) {
   if (last - first < 2) return;  // also keeps first + 1 within the run
   if (static_cast<std::size_t>(last - first) > kInsertionSortMax) {
@@ -42,12 +40,9 @@ void SortOpRun(TableOp* first, TableOp* last) {
 
 }  // namespace
 
-// Sorts buffers.ops by (permuted, change): a counting pass on the top 12 bits of
-// the permuted fingerprint into scratch, then, within each bucket, one on
-// as many of the next bits as leave about one op per digit (permuted
-// fingerprints are close to uniform) back into ops, then the runs that
-// share those bits, nearly all empty or single: about twice as fast as one
-// 16-bit pass and std::sort in each bucket.
+// A counting pass on the top 12 bits into scratch; in each bucket, one on as
+// many more bits as leave about one op per digit (permuted fingerprints are
+// near uniform), back into ops; then the short runs those leave.
 void SortOps(SortBuffers& buffers) {
   constexpr int kOuterBits = 12;
   std::vector<TableOp>& ops = buffers.ops;

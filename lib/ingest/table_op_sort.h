@@ -1,6 +1,5 @@
-// Sorting a table's ops for the bulk loader and merges: each table's
-// entries go into its SST file in key order, and with 20 tables a load sorts
-// twenty times as many ops as it has documents.
+// Sorting a table's ops into key order for its SST file, for bulk loads and
+// merges: a load sorts about as many ops per table as it has documents.
 
 #ifndef FPSTORE_LIB_INGEST_TABLE_OP_SORT_H_
 #define FPSTORE_LIB_INGEST_TABLE_OP_SORT_H_
@@ -13,10 +12,8 @@
 
 namespace fpstore::internal {
 
-// A member with what to do with it: add the new one or remove a replaced
-// document's old one; and the change it comes from, whose id table 0 puts
-// in the member. 16 bytes: the id itself in it would make the sorts move
-// half as many bytes again.
+// A member to add or remove, and the change it comes from (whose id table 0
+// stores). 16 bytes: holding the id would make sorts move half as much again.
 struct TableOp {
   Fingerprint permuted;
   std::uint64_t change : 63;  // its number among the changes
@@ -29,8 +26,7 @@ struct TableOp {
 };
 static_assert(sizeof(TableOp) == 16);
 
-// A worker's buffers, kept from one table to the next: allocated afresh for
-// each table, their pages would be faulted in again every time.
+// A worker's buffers, kept across tables so that their pages fault in once.
 struct SortBuffers {
   std::vector<TableOp> ops;
   std::vector<TableOp> scratch;

@@ -2,10 +2,9 @@
 
 #include <rocksdb/sst_file_reader.h>
 
-#include <condition_variable>
 #include <exception>
 #include <filesystem>
-#include <mutex>
+#include <latch>
 #include <optional>
 #include <queue>
 #include <system_error>
@@ -15,6 +14,7 @@
 #include "format/member_filter.h"
 #include "ingest/group_writer.h"
 #include "ingest/table_op_sort.h"
+#include "util/parallel.h"
 #include "util/record_file.h"
 #include "util/rocks_status.h"
 #include "util/zeroed_mapping.h"
@@ -32,10 +32,6 @@ Status PutLoneBits(SstSink& sink, Fingerprint permuted0, LoneBits lone, std::siz
   return sink.Put(rocksdb::Slice(key, 8), EncodeLoneBits(lone, tables));
 }
 
-Status Failed(const char* what, const std::exception& e) {
-  return Status::IOError(std::string(what) + ": " + e.what());
-}
-
 }  // namespace
 
 Result<std::vector<WrittenFile>> ReadWrittenFiles(rocksdb::DB& db,
@@ -49,11 +45,9 @@ Result<std::vector<WrittenFile>> ReadWrittenFiles(rocksdb::DB& db,
   return files;
 }
 
-// One table's file: its ops collected from the changes, sorted (spilled and
-// merged back if they outgrow `max_ops`), and written in key order. With
-// `crowded` (one mark per change), each prefix's changes are marked crowded
-// in this table if more than one fingerprint has it; table 0 then reads the
-// marks as lone bits and writes them to the crowded family beside itself.
+// One table's file. With `crowded` (a mark per change), the changes of each
+// prefix that more than one fingerprint has are marked crowded in this table;
+// table 0 reads the marks as lone bits and writes them to the crowded family.
 class TableWriter::Table {
  public:
   Table(const TableWriter& writer, std::size_t t, const Changes& changes,
@@ -74,24 +68,20 @@ class TableWriter::Table {
         use_(options.use),
         split_above_(options.split_above),
         capacity_(std::min<std::size_t>(max_ops, 2 * changes.count())) {
-    // Merges and bulk loads, one at a time, are what give a table files,
-    // and members: a table with none has no members, and its groups are
-    // written whole rather than as operands.
+    // Only merges and bulk loads, one at a time, give a table members: one
+    // without files has none, so its groups are written whole.
     rocksdb::ColumnFamilyMetaData family;
     target_.db->GetColumnFamilyMetaData(target_.tables[t], &family);
     whole_groups_ = family.file_count == 0;
   }
 
-  // Collects, sorts and writes; `before_writing`, if set, is called once
-  // the ops are sorted, before the first is written.
+  // `before_writing`, if set, runs once the ops are sorted.
   Status Write(const std::function<void()>& before_writing);
-  // Finishes the file(s): appends the table's to `arg`, and table 0's
-  // crowded files to `crowded_arg`.
+  // Appends the table's files to `arg`, table 0's crowded files to `crowded_arg`.
   Status Finish(rocksdb::IngestExternalFileArg& arg, rocksdb::IngestExternalFileArg& crowded_arg);
 
  private:
-  // One file of the table, or one of its two halves; and with it, table
-  // 0's crowded-family file of the same fingerprints.
+  // A file of the table (or a half), with table 0's crowded-family file.
   struct Part {
     Part(const Table& table, const std::string& path)
         : sink(*table.target_.db, table.target_.tables[table.t_], path, table.use_),
@@ -144,8 +134,7 @@ class TableWriter::Table {
 
 Status TableWriter::Table::Write(const std::function<void()>& before_writing) {
   first_.emplace(*this, writer_.dir_.Path(name_ + ".sst"));
-  // Both buffers at their final size up front: growth by doubling would
-  // overshoot the memory budget.
+  // Final sizes up front: doubling would overshoot the memory budget.
   buffers_.ops.clear();
   buffers_.ops.reserve(capacity_);
   buffers_.scratch.reserve(capacity_);
@@ -193,11 +182,8 @@ Status TableWriter::Table::Spill() {
 }
 
 Status TableWriter::Table::CopyIds() {
-  // Table 0 reads the ids in key order, scattered over the changes: from a
-  // load's mapped file, a cache miss each. Where they fit beside what the
-  // worker's buffers have touched, within its share of the budget, they
-  // are copied into memory first. A merge's staged documents hold theirs
-  // in memory already.
+  // Table 0 reads ids scattered, a cache miss each from the mapped file: they
+  // are copied first where they fit in the worker's budget.
   buffers_.touched_ops = std::max(buffers_.touched_ops, buffers_.ops.size());
   const std::size_t ids_room = changes_.count() * sizeof(DocumentId) / (2 * sizeof(TableOp)) + 1;
   if (t_ != 0 || !changes_.mapped() || buffers_.touched_ops + ids_room > capacity_) {
@@ -247,11 +233,9 @@ Status TableWriter::Table::WriteMergedSpills(const std::function<void()>& before
   return Status::OK();
 }
 
-// The last table of a load (table 0, which waits for the others' crowded
-// marks) writes its two halves side by side: nothing else is left for the
-// other core but the documents' file. The halves meet between groups, each
-// a key of one file, and so between prefixes, as crowded marks and a
-// fingerprint's copies go by prefix.
+// Table 0 of a load, written last, writes its halves side by side on the cores
+// the other tables left. They meet between groups, so between prefixes, which
+// crowded marks and a fingerprint's copies go by.
 Status TableWriter::Table::WriteSorted(std::span<const TableOp> sorted, bool split) {
   std::size_t half = sorted.size() / 2;
   while (half > 0 && half < sorted.size() &&
@@ -266,7 +250,7 @@ Status TableWriter::Table::WriteSorted(std::span<const TableOp> sorted, bool spl
     try {
       return WritePrefixes(part, ops);
     } catch (const std::exception& e) {
-      return Failed("bulk load", e);
+      return Status::IOError(std::string("bulk load: ") + e.what());
     }
   };
   Status second;
@@ -276,16 +260,14 @@ Status TableWriter::Table::WriteSorted(std::span<const TableOp> sorted, bool spl
   } catch (const std::system_error&) {  // no thread to be had: one after the other
     second = write_half(*second_, sorted.subspan(half));
   }
-  // The helper is joined however the first half ends: out of memory fails
-  // the load, not the process.
+  // Joined however the first half ends: out of memory fails the load only.
   const Status first = write_half(*first_, sorted.first(half));
   if (helper.joinable()) helper.join();
   return first.ok() ? second : first;
 }
 
-// Writes sorted ops that end with a whole prefix, each prefix's changes
-// first marked crowded if more than one fingerprint has it. The marks and
-// the ids are read in key order, scattered: fetched a few ops ahead.
+// Writes sorted ops ending with a whole prefix, crowded prefixes marked first.
+// Marks and ids are read scattered, so they are fetched a few ops ahead.
 Status TableWriter::Table::WritePrefixes(Part& part, std::span<const TableOp> sorted) {
   constexpr std::size_t kAhead = 16;
   constexpr std::size_t kMarkBatch = 64;
@@ -315,9 +297,8 @@ Status TableWriter::Table::WritePrefixes(Part& part, std::span<const TableOp> so
   return Status::OK();
 }
 
-// Ops with one fingerprint, from documents that share it, go in once in a
-// table without ids: a group's members are unique. One out of order is a
-// bug in the sort or the merge of spills, and would lose its member.
+// A table without ids takes a fingerprint once, however many documents share
+// it. An op out of order is a bug in the sort or the merge of spills.
 Status TableWriter::Table::WriteOp(Part& part, const TableOp& op) {
   const bool same_fingerprint = part.last && op.permuted == part.last->permuted;
   if (part.last) {
@@ -334,8 +315,7 @@ Status TableWriter::Table::WriteOp(Part& part, const TableOp& op) {
   return part.groups.Add(op.permuted, op.put, t_ == 0 ? IdOf(op.change) : 0);
 }
 
-// A batch at a time, their cache lines fetched first: marked one by one,
-// each atomic OR waited out its own cache miss.
+// Fetched as a batch first, so that each atomic OR does not wait out a miss.
 void TableWriter::Table::MarkCrowded(Part& part) {
   for (std::uint64_t change : part.to_mark) __builtin_prefetch(&crowded_[change], 1);
   for (std::uint64_t change : part.to_mark) crowded_[change].fetch_or(LoneBits{1} << t_);
@@ -368,44 +348,26 @@ Status TableWriter::Write(const Changes& changes, const std::vector<bool>& old_k
     crowded = static_cast<std::atomic<LoneBits>*>(crowded_marks.data());
     for (std::uint64_t i = 0; i < changes.count(); ++i) new (&crowded[i]) std::atomic<LoneBits>(0);
   }
-  // Tables are independent: each worker takes the next one not taken,
-  // within its share of the budget. Table 0, which writes the lone bits
-  // from what the others marked, goes last and waits for them.
-  const int threads = static_cast<int>(std::min<std::size_t>(
-      tables,
-      options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency())));
+  // Each worker takes the next table, within its share of the budget; with lone bits, table 0 goes
+  // last and waits for the others' marks. Tasks are taken in order, so when table 0 starts every
+  // other table has been taken, and each counts down once it ends, written or not.
+  const int threads = ThreadsFor(options.threads, tables);
   const std::size_t max_ops =
       std::max<std::size_t>(1024, options.memory_bytes / threads / (2 * sizeof(TableOp)));
+  std::latch others_done(static_cast<std::ptrdiff_t>(crowded != nullptr ? tables - 1 : 0));
   std::vector<rocksdb::IngestExternalFileArg> table_args(tables);
   rocksdb::IngestExternalFileArg crowded_arg;
-  // The properties read ahead are a copy beside the one RocksDB's readers
-  // hold once the files are in: past a quarter of the budget none are kept.
+  // A copy beside RocksDB's once the files are in: kept up to a quarter of the budget.
   std::vector<std::optional<std::vector<WrittenFile>>> properties(tables);
   std::atomic<std::size_t> property_bytes{0};
   const std::size_t max_property_bytes = options.memory_bytes / 4;
-  std::vector<Status> failures(threads);
-  std::atomic<std::size_t> next_task{0};
-  std::mutex done_mu;
-  std::condition_variable others_done_cv;
-  std::size_t others_done = 0;  // tables other than 0 finished, or given up on
-  auto finished_one = [&] {
-    {
-      std::lock_guard lock(done_mu);
-      ++others_done;
-    }
-    others_done_cv.notify_all();
-  };
-  auto wait_for_others = [&] {
-    std::unique_lock lock(done_mu);
-    others_done_cv.wait(lock, [&] { return others_done == tables - 1; });
-  };
-  auto write_table = [&](std::size_t t, SortBuffers& buffers) -> Status {
-    Table table(*this, t, changes, old_keys_leaving, max_ops, buffers, crowded, options);
+  std::vector<SortBuffers> buffers(threads);
+  auto write_table = [&](std::size_t t, int worker) -> Status {
+    Table table(*this, t, changes, old_keys_leaving, max_ops, buffers[worker], crowded, options);
     const bool last = crowded != nullptr && t == 0;
-    if (Status s = table.Write(last ? std::function<void()>(wait_for_others) : nullptr); !s.ok()) {
-      return s;
-    }
-    if (Status s = table.Finish(table_args[t], crowded_arg); !s.ok()) return s;
+    Status s = table.Write(last ? std::function<void()>([&] { others_done.wait(); }) : nullptr);
+    if (s.ok()) s = table.Finish(table_args[t], crowded_arg);
+    if (!s.ok()) return s;
     // Read while other tables are written, not all after them.
     if (property_bytes <= max_property_bytes) {
       Result<std::vector<WrittenFile>> read = ReadWrittenFiles(*target_.db, table_args[t]);
@@ -419,37 +381,19 @@ Status TableWriter::Write(const Changes& changes, const std::vector<bool>& old_k
     }
     return options.table_done ? options.table_done() : Status::OK();
   };
-  std::vector<std::thread> workers;
-  for (int w = 0; w < threads; ++w) {
-    workers.emplace_back([&, w] {
-      SortBuffers buffers;
-      const std::size_t tasks = tables + (options.beside_table0 ? 1 : 0);
-      for (std::size_t i; failures[w].ok() && (i = next_task.fetch_add(1)) < tasks;) {
-        // An exception (out of memory) must not end the process from a
-        // worker thread: it fails the write.
-        try {
-          if (i == tables) {
-            failures[w] = options.beside_table0();
-            continue;
-          }
-          const std::size_t t = crowded != nullptr ? (i + 1) % tables : i;
-          failures[w] = write_table(t, buffers);
-        } catch (const std::exception& e) {
-          failures[w] = Failed("writing the tables", e);
-        }
-        if (i < tables && (crowded == nullptr || (i + 1) % tables != 0)) finished_one();
-      }
-      // A worker that stops early gives up its untaken tables, so that
-      // nobody waits for them.
-      for (std::size_t i; (i = next_task.fetch_add(1)) < tables;) {
-        if (crowded == nullptr || (i + 1) % tables != 0) finished_one();
-      }
-    });
-  }
-  for (std::thread& worker : workers) worker.join();
-  for (const Status& s : failures) {
-    if (!s.ok()) return s;
-  }
+  Status s = ForEachInParallel(tables + (options.beside_table0 ? 1 : 0), threads,
+                               [&](std::size_t i, int worker) {
+                                 if (i == tables) return options.beside_table0();
+                                 if (crowded == nullptr) return write_table(i, worker);
+                                 const std::size_t t = (i + 1) % tables;
+                                 if (t == 0) return write_table(t, worker);
+                                 struct CountDown {
+                                   std::latch& latch;
+                                   ~CountDown() { latch.count_down(); }
+                                 } count_down{others_done};
+                                 return write_table(t, worker);
+                               });
+  if (!s.ok()) return s;
   table_args.push_back(std::move(crowded_arg));
   for (rocksdb::IngestExternalFileArg& arg : table_args) {
     if (!arg.external_files.empty()) out.args.push_back(std::move(arg));

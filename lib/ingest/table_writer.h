@@ -1,15 +1,11 @@
-// Writes what a bulk load or a merge changes in the tables as one sorted
-// SST file per table (two halves for the last table of a large load),
-// ready for one atomic ingestion: each table's ops (a member added per
-// document, one removed per version that leaves) sorted in memory, spilled
-// and merged back when they outgrow their share of the budget, and written
-// as groups (format/groups.h) through RocksDB's SstFileWriter. The tables
-// are spread over threads.
+// Writes what a bulk load or merge changes in the tables as one sorted SST per
+// table, for one atomic ingestion: each table's ops (a member added per
+// document, one removed per version leaving) sorted in memory, spilled past
+// their budget, and written as groups (format/groups.h), tables on threads.
 //
-// A load into an empty store also marks, as table by table it writes,
-// which documents share their prefix with another fingerprint, and writes
-// table 0 last, with the crowded family's file of the lone bits beside it
-// (docs/format.md, "Lone bits").
+// A load into an empty store also marks which documents share a prefix with
+// another fingerprint, and writes table 0 last, with the crowded family's
+// lone bits beside it (docs/format.md, "Lone bits").
 //
 // Thread safety: one Write at a time per writer.
 
@@ -35,22 +31,18 @@
 
 namespace fpstore::internal {
 
-// A file written for ingestion, with the family it goes into and its table
-// properties (which hold its member filters), read while other tables are
-// written.
+// A written file's family and table properties (holding its member filters).
 struct WrittenFile {
   std::uint32_t family_id;
   std::shared_ptr<const rocksdb::TableProperties> properties;
 };
 
-// The files of `arg`, with their properties read back before the files
-// are ingested.
+// Reads back the properties of `arg`'s files before they are ingested.
 Result<std::vector<WrittenFile>> ReadWrittenFiles(rocksdb::DB& db,
                                                   const rocksdb::IngestExternalFileArg& arg);
 
 class TableWriter {
  public:
-  // Where the files go: the store's tables, and its crowded family.
   struct Target {
     rocksdb::DB* db;
     const PermutationPlan* plan;
@@ -60,25 +52,21 @@ class TableWriter {
   };
 
   struct Options {
-    // Bytes for sorting, shared by the threads. Default: 1 GiB.
+    // Bytes for sorting, shared by the threads.
     std::size_t memory_bytes = std::size_t{1} << 30;
     // Threads that sort and write; 0: one per core.
     int threads = 0;
-    // A bulk load's files (there to stay), or a merge's.
     SstUse use = SstUse::kLoad;
     // A load into an empty store: write the lone bits (crowded family).
     bool lone_bits = false;
-    // Called after each table, from the writing threads one at a time.
+    // Called after each table, from the writing threads, possibly concurrently.
     std::function<Status()> table_done;
-    // One more task, taken after table 0: with lone bits, table 0 waits
-    // for the others and writes alone, with a core to spare.
+    // One more task, taken after table 0, which with lone bits writes last.
     std::function<Status()> beside_table0;
-    // With lone bits, table 0 writes its halves side by side when it has
-    // more than this many ops in memory.
+    // With lone bits, table 0 writes two halves at once from this many ops.
     std::size_t split_above = std::size_t{1} << 20;
   };
 
-  // The files written, for one ingestion.
   struct Output {
     std::vector<rocksdb::IngestExternalFileArg> args;
     // The tables' files' properties; none if a file's could not be read,
@@ -88,9 +76,8 @@ class TableWriter {
 
   TableWriter(const Target& target, const ScratchDir& dir) : target_(target), dir_(dir) {}
 
-  // Writes every table's file for `changes`. `old_keys_leaving` (empty:
-  // none): for each change, whether the tables without ids lose the key of
-  // the version it takes out (no document keeps that fingerprint).
+  // `old_keys_leaving[i]` (empty: all false): whether tables without ids drop
+  // change i's old fingerprint, which no document keeps.
   Status Write(const Changes& changes, const std::vector<bool>& old_keys_leaving,
                const Options& options, Output& out) const;
 

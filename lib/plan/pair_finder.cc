@@ -10,9 +10,8 @@ namespace fpstore::internal {
 
 namespace {
 
-// Sorts `keys` by their top 32 bits: a stable LSD radix sort in three
-// passes of 11, 11 and 10 bits, whose 2,048 destinations stay in the
-// cache, where one pass over 65,536 buckets missed it on every key (perf).
+// Sorts `keys` by their top 32 bits: a stable LSD radix sort in passes of 11,
+// 11 and 10 bits, whose 2,048 destinations stay in the cache.
 void SortByTop32Bits(std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>& scratch) {
   constexpr int kShifts[] = {32, 43, 54};
   constexpr std::uint64_t kDigits = 2048;
@@ -36,10 +35,9 @@ void InMemoryTables::ForEachRun(std::span<const IdFingerprint> docs, const Permu
                                 std::size_t t,
                                 const std::function<void(std::span<const TableEntry>)>& visit_run) {
   const TablePermutation& perm = plan.table(t);
-  // A key is the permuted fingerprint's top 32 bits over the document's
-  // index. Sorted, keys that share the prefix's first min(p, 32) bits lie
-  // together: nearly always alone, so whole entries are built and sorted
-  // only for the rare groups of two or more.
+  // Key: the permuted fingerprint's top 32 bits over the document's index. Keys
+  // sharing the prefix's first min(p, 32) bits are nearly always alone, so
+  // entries are built and sorted only for the rare groups of two or more.
   keys_.resize(docs.size());
   for (std::size_t i = 0; i < docs.size(); ++i) {
     keys_[i] = (perm.Apply(docs[i].fingerprint) >> 32 << 32) | i;

@@ -1,7 +1,6 @@
-// Permutation tables held in memory as sorted vectors: the store's FindAll
-// and Clusters use them when the store fits the scan's memory budget, and
-// FindAllPairsInMemory, built on them, is the reference the store's scans
-// are tested and benchmarked against.
+// Permutation tables in memory as sorted vectors: FindAll and Clusters use
+// them when the store fits the scan's memory budget, and FindAllPairsInMemory
+// is the reference the store's scans are tested and benchmarked against.
 
 #ifndef FPSTORE_LIB_PLAN_PAIR_FINDER_H_
 #define FPSTORE_LIB_PLAN_PAIR_FINDER_H_
@@ -19,14 +18,13 @@
 
 namespace fpstore::internal {
 
-// Sorts documents into one permutation table after another and finds the
-// runs of entries that share the table's prefix. Sorts packed 8-byte keys,
-// not whole entries, so it needs 16 bytes per document (a key and a sort
-// buffer), kept between tables. Not thread-safe: one per thread.
+// Finds, table by table, the runs of documents that share the table's prefix,
+// sorting packed 8-byte keys (a key and a sort buffer per document, kept
+// between tables). Not thread-safe: one per thread.
 class InMemoryTables {
  public:
   static constexpr std::size_t kBytesPerDocument = 16;
-  // More documents than a key can index.
+  // The most documents a key can index.
   static constexpr std::size_t kMaxDocuments = std::size_t{1} << 32;
 
   // Calls visit_run(run) for every run of two or more of `docs` that share
@@ -40,10 +38,9 @@ class InMemoryTables {
   std::vector<TableEntry> run_;
 };
 
-// Every pair of distinct documents at Hamming distance <= k, each once,
-// sorted by (first, second). Identical fingerprints of different ids are a
-// pair at distance 0. Ids must be distinct.
-// REQUIRES: 0 <= k <= plan.distance()
+// Every pair of distinct documents within Hamming distance k, each once, sorted
+// by (first, second); identical fingerprints are a pair at distance 0.
+// REQUIRES: distinct ids, 0 <= k <= plan.distance()
 std::vector<NearPair> FindAllPairsInMemory(std::span<const IdFingerprint> docs,
                                            const PermutationPlan& plan, int k);
 

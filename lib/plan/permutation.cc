@@ -34,9 +34,8 @@ Fingerprint RangeMask(int top, int bits) {
   return (~Fingerprint{0} >> (kBits - bits)) << (kBits - top - bits);
 }
 
-}  // namespace
-
-Result<PermutationPlan> PermutationPlan::Create(int blocks, int distance) {
+// The plan's constraints (PermutationPlan::Create).
+Status CheckPlan(int blocks, int distance) {
   if (blocks < 1 || blocks > kBits) {
     return Status::InvalidArgument("blocks (" + std::to_string(blocks) +
                                    ") must be between 1 and 64");
@@ -49,13 +48,20 @@ Result<PermutationPlan> PermutationPlan::Create(int blocks, int distance) {
     return Status::InvalidArgument("blocks (" + std::to_string(blocks) +
                                    ") must exceed distance (" + std::to_string(distance) + ")");
   }
-  if (BinomialAtMost(blocks, distance, kMaxTables + 1) > kMaxTables) {
+  if (BinomialAtMost(blocks, distance, PermutationPlan::kMaxTables + 1) >
+      PermutationPlan::kMaxTables) {
     return Status::InvalidArgument(
         "blocks (" + std::to_string(blocks) + ") and distance (" + std::to_string(distance) +
         ") need C(" + std::to_string(blocks) + ", " + std::to_string(distance) +
-        ") tables, more than the limit of " + std::to_string(kMaxTables));
+        ") tables, more than the limit of " + std::to_string(PermutationPlan::kMaxTables));
   }
+  return Status::OK();
+}
 
+}  // namespace
+
+Result<PermutationPlan> PermutationPlan::Create(int blocks, int distance) {
+  if (Status s = CheckPlan(blocks, distance); !s.ok()) return s;
   PermutationPlan plan;
   plan.blocks_ = blocks;
   plan.distance_ = distance;
@@ -128,11 +134,10 @@ Result<PermutationPlan> PermutationPlan::Create(int blocks, int distance) {
 }
 
 int PermutationPlan::FirstSharedTable(Fingerprint a, Fingerprint b) const {
-  // The tables a and b share are those whose chosen blocks all agree; the
-  // lowest in lexicographic order takes the first m-k agreeing blocks. Its
-  // number is the count of tables before it: each of those agrees with it
-  // above some block v it skips and then chooses v. Only differing blocks
-  // are skipped before its last block, so walk just those, from the top.
+  // The lowest shared table takes the first m-k agreeing blocks. Its number
+  // counts the tables before it, each agreeing with it above some block v it
+  // skips and then choosing v. Only differing blocks are skipped before its
+  // last block, so walk just those, from the top.
   const int chosen = blocks_ - distance_;
   Fingerprint diff = a ^ b;
   int table = 0;

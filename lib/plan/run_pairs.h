@@ -1,11 +1,8 @@
-// Pairs within k inside one run of a permutation table: entries that share
-// the table's prefix, sorted by permuted fingerprint. Shared by the store's
-// scans and the in-memory reference.
-//
-// Entries with one fingerprint are copies of each other. Sets of copies are
-// compared with each other, never their members, so a run of ten thousand
-// copies of one fingerprint costs one comparison, not fifty million; only
-// a caller that wants every pair (FindAll) pays for enumerating them.
+// Pairs within k inside one run of a permutation table (entries sharing its
+// prefix, sorted by permuted fingerprint), for the store's scans and the
+// in-memory reference. Entries with one fingerprint are copies; sets of copies
+// are compared with each other, never their members, so a run of copies costs
+// one comparison. Only FindAll, wanting every pair, enumerates them.
 
 #ifndef FPSTORE_LIB_PLAN_RUN_PAIRS_H_
 #define FPSTORE_LIB_PLAN_RUN_PAIRS_H_
@@ -21,13 +18,11 @@
 
 namespace fpstore::internal {
 
-// Calls on_copies(copies) for each set of two or more copies of one
-// fingerprint in `run` when `t` is table 0 (copies share every prefix, so
-// table 0 is where they are first met), and on_linked(a, b, distance) for
-// each two sets of copies within k of each other whose first shared table
-// is `t`. Every pair of documents within k is thus covered in exactly one
-// table. REQUIRES: `run` is sorted by permuted fingerprint and shares table
-// t's prefix.
+// Calls on_copies(copies) for each set of two or more copies in `run` when `t`
+// is table 0 (copies share every prefix), and on_linked(a, b, distance) for
+// each two sets within k whose first shared table is `t`: every pair within k
+// is covered in exactly one table. REQUIRES: `run` is sorted by permuted
+// fingerprint and shares table t's prefix.
 template <typename OnCopies, typename OnLinked>
 void ForEachLinkedCopies(std::span<const TableEntry> run, const PermutationPlan& plan,
                          std::size_t t, int k, OnCopies&& on_copies, OnLinked&& on_linked) {

@@ -19,12 +19,10 @@ namespace fpstore::internal {
 
 namespace {
 
-// Approximate memory a buffered record takes: the record with room for
-// the buffer's spare capacity, and its metadata.
+// A buffered record's approximate memory, spare buffer capacity included.
 std::size_t RecordBytes(std::string_view metadata) { return 64 + metadata.size(); }
 
-// Steps of a process and their seconds, as "sorted 0.4 s, tables 9.1 s",
-// for the store's LOG: where a load's time goes.
+// Each step's duration, for the store's LOG: where a load's time goes.
 class PhaseClock {
  public:
   void Lap(const char* step) {
@@ -41,8 +39,7 @@ class PhaseClock {
   std::string text_;
 };
 
-// The load's documents in id order, the spills and the buffer read side by
-// side; of several with one id, the last added.
+// The load's documents in id order, from the spills and buffer; of an id, the last added.
 class InIdOrder {
  public:
   InIdOrder(std::vector<std::unique_ptr<SpillCursor>> cursors) : cursors_(std::move(cursors)) {}
@@ -61,8 +58,7 @@ class InIdOrder {
     }
     return Status::OK();
   }
-  // The next document, or none at the end; `superseded` counts those
-  // passed over for a later one with their id.
+  // The next document, or none; `superseded` counts those replaced by a later one.
   Result<std::optional<Doc>> Next(std::uint64_t& superseded) {
     while (!heads_.empty()) {
       Doc doc = heads_.top();
@@ -92,8 +88,8 @@ class InIdOrder {
 
 struct BulkLoaderImpl::Matched {
   BulkLoadStats stats;
-  // A load into an empty store writes the lone bits; later ones add their
-  // fingerprints to the recent ones instead.
+  // A load into an empty store writes the lone bits; later ones add their fingerprints to the
+  // recent ones instead.
   bool into_empty = true;
   std::string documents_path, changes_path;
   std::uint64_t changes = 0;
@@ -107,8 +103,7 @@ struct BulkLoaderImpl::Matched {
 Status BulkLoaderImpl::Add(DocumentId id, Fingerprint fingerprint, std::string_view metadata) {
   if (finished_) return Status::InvalidArgument("the bulk load has finished");
   if (buffer_.capacity() == 0) ReserveBuffer();
-  // All or nothing, should memory run out: a record without its metadata
-  // would take the next one's.
+  // All or nothing on bad_alloc: a record without its metadata would take the next one's.
   const std::size_t offset = buffer_metadata_.size();
   buffer_metadata_.append(metadata);
   try {
@@ -123,9 +118,8 @@ Status BulkLoaderImpl::Add(DocumentId id, Fingerprint fingerprint, std::string_v
 }
 
 void BulkLoaderImpl::ReserveBuffer() {
-  // Room for as many records as the budget takes, as address space only:
-  // pages are touched as records fill them. Grown by doubling, the buffer
-  // would be copied and faulted in again and again.
+  // Address space for the whole budget, touched only as records fill it: grown by doubling, the
+  // buffer would be copied and faulted in repeatedly.
   try {
     buffer_.reserve(options_.memory_bytes / RecordBytes({}) + 1);
   } catch (const std::bad_alloc&) {
@@ -151,16 +145,14 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   PhaseClock phases;
   SortSpill(buffer_);
   phases.Lap("sorted");
-  // Nothing else writes, or merges, while the documents are matched
-  // against the store and ingested: the versions read here must stay
-  // current. Readers wait only for the ingestion itself. A rewrite of the
-  // lone bits under way ends first.
+  // No writes, merges or lone-bit rewrites (a running one ends first) until the ingestion: the
+  // versions matched must stay current.
   StoreLocks& locks = *store_.locks;
   MutexLock rewrite(locks.rewrite);
   MergeTurnLock merge(locks.merge, MergeTurnLock::kAhead);
   WriterLock writers(locks.writers);
-  // After a failed merge its documents stay staged in an index of their
-  // own, whose removals this load would not look for: loads stop too.
+  // After a failed merge its documents stay staged in an index of their own, whose removals this
+  // load would not look for: loads stop too.
   if (Status s = store_.staging->failure(); !s.ok()) return s;
   Matched m;
   if (Status s = Match(m); !s.ok()) return s;
@@ -188,16 +180,12 @@ Status BulkLoaderImpl::Match(Matched& m) {
   cursors.push_back(ReadBuffered(buffer_, buffer_metadata_));
   InIdOrder docs(std::move(cursors));
   if (Status s = docs.Start(); !s.ok()) return s;
-  // Each document's record, and its change: id, new fingerprint, old
-  // fingerprint, whether the old is in the tables.
   m.documents_path = dir_.Path("documents");
   m.changes_path = dir_.Path("changes");
   RecordWriter documents(m.documents_path);
   RecordWriter changes(m.changes_path);
-  // A replaced version that is staged leaves by the deletion of its mark:
-  // it has no table entries, though the mark may name a version that
-  // does, whose removal the load then takes over; and a removed document
-  // may have such a mark left.
+  // A staged version leaves by its mark's deletion; the load takes over the removal of any version
+  // in the tables the mark names (a removed document may have such a mark too).
   m.marks.emplace(db, store_.staging->family(), dir_.Path("staging.sst"));
   std::unique_ptr<rocksdb::Iterator> staged(
       db.NewIterator(rocksdb::ReadOptions(), store_.staging->family()));
@@ -285,8 +273,8 @@ Status BulkLoaderImpl::WriteFiles(Matched& m, TableWriter::Output& out) {
       !s.ok()) {
     return s;
   }
-  // The documents' file is written beside table 0, which with lone bits
-  // waits for the other tables and leaves a core to spare.
+  // The documents' file is written beside table 0, which with lone bits waits for the other tables
+  // and leaves a core to spare.
   rocksdb::IngestExternalFileArg documents_arg;
   auto write_documents = [&]() -> Status {
     SstSink sink(db, store_.documents->family(), dir_.Path("documents.sst"));

@@ -1,9 +1,7 @@
-// The store's BulkLoader (include/fpstore/bulk_loader.h): documents
-// buffered and sorted by id in spills (ingest/spills.h); at Finish, matched
-// against the stored and staged versions they replace, their table changes
-// written by the table writer, and everything ingested at once through
-// Ingestion, with writers held off throughout and readers only for the
-// ingestion itself.
+// The store's BulkLoader (include/fpstore/bulk_loader.h): documents are buffered and spilled sorted
+// by id (ingest/spills.h); Finish matches them against the versions they replace, writes their
+// table changes and ingests everything at once. Writers wait throughout Finish, readers only for
+// the ingestion.
 
 #ifndef FPSTORE_LIB_STORE_BULK_LOAD_H_
 #define FPSTORE_LIB_STORE_BULK_LOAD_H_
@@ -28,7 +26,6 @@ namespace fpstore::internal {
 
 class BulkLoaderImpl final : public BulkLoader {
  public:
-  // What a load needs of its store.
   struct Context {
     rocksdb::DB* db;
     const Documents* documents;
@@ -51,13 +48,10 @@ class BulkLoaderImpl final : public BulkLoader {
 
   // Reserves the buffer's room for a whole spill, on the first Add.
   void ReserveBuffer();
-  // Sorts the buffer and writes it to a spill file.
   Status Spill();
-  // Reads the documents in id order, the last of each id, and writes their
-  // records and their table changes to files. REQUIRES: writers held off.
+  // Writes the last-added record and table change of each id to files. REQUIRES: writers held off.
   Status Match(Matched& m);
-  // Writes every file of the load: the tables', the documents', the marks'
-  // deletions, the count's change, the recent fingerprints.
+  // Writes every file to ingest: tables, documents, mark deletions, count, recent.
   Status WriteFiles(Matched& m, TableWriter::Output& out);
   // Calls options_.progress, if set; what it throws becomes an error.
   Status ReportProgress(std::uint64_t done, std::uint64_t total) const;

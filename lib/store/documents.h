@@ -1,5 +1,5 @@
-// The documents family: each stored document's fingerprint and metadata
-// by id, and the count of them kept beside, in the default family.
+// The documents family: each stored document's fingerprint and metadata by id, and the count of
+// them kept beside, in the default family.
 //
 // Thread safety: thread-safe.
 
@@ -31,10 +31,8 @@ class Documents {
   // The document `id` at the latest state, or NotFound.
   Result<Document> Get(DocumentId id) const;
 
-  // Reads the records of `ids` (ascending) at `snapshot` (null: the latest
-  // state) in one batched read, and calls found(i, document) for each
-  // present, with the document's id, fingerprint and, if `metadata`, its
-  // metadata.
+  // Calls found(i, document) for each of `ids` (ascending) present at `snapshot` (null: latest),
+  // read in one batch; metadata only if `metadata`.
   Status Read(const rocksdb::Snapshot* snapshot, std::span<const DocumentId> ids, bool metadata,
               const std::function<void(std::size_t, const Document&)>& found) const;
 
@@ -47,8 +45,7 @@ class Documents {
   // RocksDB's estimate of the documents, for sizing work.
   std::uint64_t Estimate() const;
 
-  // Adds to `batch` the record of a document, its removal, or a change of
-  // the count by `delta`.
+  // Adds to `batch` a document's record, its removal, or a count change.
   void Put(rocksdb::WriteBatch& batch, DocumentId id, Fingerprint fingerprint,
            std::string_view metadata) const;
   void Delete(rocksdb::WriteBatch& batch, DocumentId id) const;
@@ -57,7 +54,7 @@ class Documents {
  private:
   rocksdb::DB& db_;
   rocksdb::ColumnFamilyHandle* const family_;
-  rocksdb::ColumnFamilyHandle* const meta_;  // the count's family
+  rocksdb::ColumnFamilyHandle* const meta_;
 };
 
 }  // namespace fpstore::internal

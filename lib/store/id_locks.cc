@@ -28,8 +28,7 @@ bool IdLocks::Free(std::span<const DocumentId> ids, const Waiter* self) const {
   for (DocumentId id : ids) {
     if (held_.contains(id)) return false;
   }
-  // Nor wanted by a batch that waits longer: else a stream of small writes
-  // could keep a large batch out for ever.
+  // Nor wanted by an earlier waiter: else a stream of small writes could keep a large batch out.
   for (const Waiter* w : waiting_) {
     if (w == self) break;
     for (DocumentId id : ids) {
@@ -41,15 +40,15 @@ bool IdLocks::Free(std::span<const DocumentId> ids, const Waiter* self) const {
 
 IdLocks::Held IdLocks::Lock(std::span<const DocumentId> ids) {
   std::vector<DocumentId> taken(ids.begin(), ids.end());
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (!Free(taken, nullptr)) {
     // Sorted, for the batches that come later to search.
     std::sort(taken.begin(), taken.end());
     waiting_.push_back(&taken);
-    released_.wait(lock, [&] { return Free(taken, &taken); });
+    while (!Free(taken, &taken)) released_.Wait(mu_);
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &taken));
     // Batches behind this one may have waited only for its place.
-    released_.notify_all();
+    released_.NotifyAll();
   }
   try {
     held_.insert(taken.begin(), taken.end());
@@ -64,20 +63,20 @@ IdLocks::Held IdLocks::Lock(std::span<const DocumentId> ids) {
 void IdLocks::Unlock(std::span<const DocumentId> ids) {
   bool wake;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (DocumentId id : ids) held_.erase(id);
     wake = !waiting_.empty();
   }
-  if (wake) released_.notify_all();
+  if (wake) released_.NotifyAll();
 }
 
 std::size_t IdLocks::held_count() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return held_.size();
 }
 
 std::size_t IdLocks::waiting_count() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return waiting_.size();
 }
 

@@ -4,26 +4,21 @@
 #ifndef FPSTORE_LIB_STORE_ID_LOCKS_H_
 #define FPSTORE_LIB_STORE_ID_LOCKS_H_
 
-#include <condition_variable>
 #include <cstddef>
-#include <mutex>
 #include <span>
 #include <unordered_set>
 #include <vector>
 
 #include "fpstore/document.h"
+#include "util/mutex.h"
 
 namespace fpstore::internal {
 
-// A writer holds every id of its batch or none, so writers cannot deadlock
-// each other, and two batches wait for each other only if they share an id.
-// Batches that wait go in turn: a batch does not take an id that one
-// waiting before it wants.
-// (Striped mutexes made every batch of 1,000 random ids take nearly all the
-// stripes, so batches of different documents took turns.)
+// A writer holds every id of its batch or none, so writers cannot deadlock each other, and two
+// batches wait for each other only if they share an id (striped mutexes would let a large batch
+// take nearly every stripe). Waiting batches go in turn: none takes an id an earlier waiter wants.
 //
-// Thread safety: Lock may be called concurrently; a Held belongs to one
-// thread at a time.
+// Thread safety: Lock may be called concurrently; a Held belongs to one thread at a time.
 class IdLocks {
  public:
   // Ids held until destroyed or assigned over.
@@ -45,11 +40,11 @@ class IdLocks {
 
   // Waits until no other holder has any of `ids` (without repeats), and no
   // batch that waited first wants one, then holds them all.
-  Held Lock(std::span<const DocumentId> ids);
+  Held Lock(std::span<const DocumentId> ids) EXCLUDES(mu_);
 
   // Ids held now, and batches waiting: for tests.
-  std::size_t held_count() const;
-  std::size_t waiting_count() const;
+  std::size_t held_count() const EXCLUDES(mu_);
+  std::size_t waiting_count() const EXCLUDES(mu_);
 
  private:
   // A waiting batch's ids, sorted.
@@ -57,13 +52,13 @@ class IdLocks {
 
   // Whether `ids` are neither held nor wanted by a batch waiting before
   // `self` (nullptr: a batch that has not waited, so behind every waiter).
-  bool Free(std::span<const DocumentId> ids, const Waiter* self) const;
-  void Unlock(std::span<const DocumentId> ids);
+  bool Free(std::span<const DocumentId> ids, const Waiter* self) const REQUIRES(mu_);
+  void Unlock(std::span<const DocumentId> ids) EXCLUDES(mu_);
 
-  mutable std::mutex mu_;
-  std::condition_variable released_;
-  std::vector<const Waiter*> waiting_;  // in the order they began to wait
-  std::unordered_set<DocumentId> held_;
+  mutable Mutex mu_;
+  CondVar released_;  // ids were released, or a waiter left the queue
+  std::vector<const Waiter*> waiting_ GUARDED_BY(mu_);  // in the order they began to wait
+  std::unordered_set<DocumentId> held_ GUARDED_BY(mu_);
 };
 
 }  // namespace fpstore::internal

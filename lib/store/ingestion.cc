@@ -36,8 +36,7 @@ Result<std::vector<bool>> Ingestion::OldKeysLeaving(std::vector<IdFingerprint> l
   }
   dropped.resize(n);
   if (dropped.empty()) return std::vector<bool>();
-  // Looked up once here rather than by every table as it reads the
-  // changes.
+  // Looked up once here rather than by every table as it reads the changes.
   std::vector<bool> old_keys_leaving(changes.count());
   s = changes.ForEach([&](const Change& c, std::uint64_t i) {
     if (c.had_old && std::binary_search(dropped.begin(), dropped.end(), c.old)) {
@@ -53,17 +52,15 @@ Status Ingestion::IngestBesideReaders(const TableWriter::Output& files) {
   rocksdb::Status rs;
   {
     WriterLock writers(locks_.writers);
-    // Filters first: a query that sees the files must have theirs. Ended
-    // however the ingestion ends.
+    // Filters first: a query that sees the files must have theirs.
     TableFilters& filters = tables_.filters();
     filters.AddPending(*files.properties);
     struct EndPending {
       TableFilters& filters;
       ~EndPending() { filters.EndPending(); }
     } end_pending{filters};
-    // While any snapshot lives, RocksDB gives every file a sequence number
-    // above the snapshots' (with none, a file for an empty table would go
-    // in at 0 and show to queries whose snapshot still has its marks).
+    // While a snapshot lives, RocksDB gives each file a sequence number above it; with none, a
+    // file for an empty table would go in at 0, seen by queries whose snapshot still has its marks.
     rocksdb::ManagedSnapshot pinned(&db_);
     rs = db_.IngestExternalFiles(files.args);
   }
@@ -90,8 +87,8 @@ void Ingestion::FlushBefore(const TableWriter::Output& files) const {
     }
     families.push_back(arg.column_family);
   }
-  // As the ingestion's own flush would: at once, even if writes then
-  // stall. A failure only leaves the flush to the ingestion.
+  // As the ingestion's own flush would: at once, even if writes then stall. A failure only leaves
+  // the flush to the ingestion.
   rocksdb::FlushOptions flush;
   flush.allow_write_stall = true;
   if (!families.empty()) db_.Flush(flush, families).PermitUncheckedError();
@@ -99,7 +96,6 @@ void Ingestion::FlushBefore(const TableWriter::Output& files) const {
 
 void Ingestion::Publish(const TableWriter::Output& files, const Status& ingested) const {
   if (ingested.ok() && files.properties) return tables_.filters().AddIngested(*files.properties);
-  // Read from the tables as they are, whatever the ingestion did.
   std::vector<rocksdb::ColumnFamilyHandle*> families;
   for (const rocksdb::IngestExternalFileArg& arg : files.args)
     families.push_back(arg.column_family);

@@ -1,9 +1,6 @@
-// Ingestion: the one step by which documents enter the tables, shared by
-// merges (merger.h) and bulk loads (bulk_load.h). What they change is
-// written as sorted files (ingest/table_writer.h), then ingested with the
-// files of other families in one atomic IngestExternalFiles, and the
-// tables' member filters are published so that no reader meets a file its
-// view of the filters lacks (table_filters.h).
+// Ingestion, by which merges (merger.h) and bulk loads (bulk_load.h) put documents in the tables:
+// their files (ingest/table_writer.h) go in with other families' in one atomic IngestExternalFiles,
+// and member filters are published so no reader meets a file its view lacks (table_filters.h).
 //
 // Thread safety: thread-safe.
 
@@ -35,31 +32,25 @@ class Ingestion {
     return {&db_, &tables_.plan(), tables_.families(), tables_.layouts(), crowded_};
   }
 
-  // For each of `changes`, by its number, whether the tables without ids
-  // lose the key of the version it takes out: no document keeps that
-  // fingerprint once the changes are in (`leaving` are those versions).
-  // Empty if none does.
-  // REQUIRES: no other writer can change the tables: the merge lock held.
+  // For each of `changes`, by number, whether the tables without ids lose the key of the version it
+  // takes out (`leaving`), as no document keeps that fingerprint once the changes are in; empty if
+  // none does. REQUIRES: the merge lock held, so that no other writer changes the tables.
   Result<std::vector<bool>> OldKeysLeaving(std::vector<IdFingerprint> leaving,
                                            const Changes& changes) const;
 
-  // A merge's ingestion of `files`, whose tables' files have `properties`:
-  // writers wait, queries go on. A query's snapshot shows either all of
-  // the files or none of them. REQUIRES: the merge lock held.
+  // A merge's ingestion of `files` (with `files.properties`): writers wait, queries go on, each
+  // seeing all of the files or none. REQUIRES: the merge lock held.
   Status IngestBesideReaders(const TableWriter::Output& files)
       EXCLUDES(locks_.writers, locks_.readers);
-  // An ingestion that readers wait for: a bulk load's, or a merge's whose
-  // files' filters could not be read ahead (they are read from the tables
-  // after it). REQUIRES: the reader gate held alone.
+  // An ingestion readers wait for: a bulk load's, or a merge's without `files.properties`.
+  // REQUIRES: the reader gate held exclusively.
   Status IngestHoldingReaders(const TableWriter::Output& files);
-  // Before the ingestion of `files`, and any lock it takes: flushes the
-  // memtables of its families that hold anything, which IngestExternalFiles
-  // would otherwise flush while queries, or writers, wait for it.
+  // Call before the ingestion's locks: flushes the non-empty memtables of `files`' families, which
+  // IngestExternalFiles would flush while others wait.
   void FlushBefore(const TableWriter::Output& files) const;
 
  private:
-  // After an ingestion: the files' filters added, if it succeeded and they
-  // were read, else the tables' filters read anew.
+  // After an ingestion: the files' filters if it succeeded with them, else the tables' reread.
   void Publish(const TableWriter::Output& files, const Status& ingested) const;
 
   rocksdb::DB& db_;

@@ -1,26 +1,18 @@
-// The locks that order work across the store's components. Each component
-// guards its own state with locks of its own, taken last and held briefly;
-// these are taken first, always in this order (a thread holding one takes
-// only those below it):
+// Store-wide locks, always taken in this order (a thread holding one takes only those below it):
 //
-//   1. check     CheckAndInsert's look-then-write: of two near-duplicates
-//                offered at once, the second sees the first.
-//   2. rewrite   one rewrite of the lone bits at a time, and no bulk load
-//                meanwhile (a load into an empty store writes bits of its
-//                own, which the rewrite would overwrite).
-//   3. merge     one merge or bulk load at a time (MergeTurn).
-//   4. writers   shared by every write; held alone while a bulk load
-//                matches its documents and ingests them, and while a merge
-//                ingests, so that the stored versions they read stay
-//                current.
-//   5. readers   shared by every read and write; held alone while a bulk
-//                load ingests (RocksDB installs ingested files family by
-//                family) and while a merge sets the staging index aside or
-//                retires it, so that a reader sees every family, and one
-//                set of staging indexes, in one state.
-//   6. ids       a writer's documents (id_locks.h).
+//   1. check    CheckAndInsert's look-then-write: of two near-duplicates offered at once, the
+//               second sees the first.
+//   2. rewrite  one lone-bits rewrite at a time, and no bulk load meanwhile (a load into an empty
+//               store writes bits of its own, which the rewrite would overwrite).
+//   3. merge    one merge or bulk load at a time (MergeTurn).
+//   4. writers  shared by every write; exclusive while a bulk load matches and ingests its
+//               documents and while a merge ingests, so the stored versions they read stay current.
+//   5. readers  shared by every read and write; exclusive while a bulk load ingests (RocksDB
+//               installs files family by family) and while a merge sets aside or retires a staging
+//               index, so a reader sees every family and the staging indexes in one state.
+//   6. ids      a writer's documents (id_locks.h).
 //
-// then component locks: Staging's (staging.h), the staging index's, the
+// Then the components' own locks, taken last and held briefly: Staging's, the staging index's, the
 // member filters' (table_filters.h), the log sync's, the read pool's.
 
 #ifndef FPSTORE_LIB_STORE_LOCKS_H_
@@ -32,9 +24,8 @@
 
 namespace fpstore::internal {
 
-// The merge lock. Callers that take it ahead (a bulk load, a rewrite of
-// the lone bits, Flush) get it before the background merger, which under a
-// steady stream of inserts takes it back to back and would starve them.
+// The merge lock. LockAhead callers (a bulk load, a lone-bits rewrite, Flush) go before the
+// background merger, which under steady inserts retakes it back to back and would starve them.
 class CAPABILITY("merge turn") MergeTurn {
  public:
   void LockAhead() ACQUIRE() {

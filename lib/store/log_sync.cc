@@ -3,29 +3,29 @@
 namespace fpstore::internal {
 
 std::uint64_t LogSync::Written() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return ++written_;
 }
 
 Status LogSync::WaitDurable(std::uint64_t ticket) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (error_.ok() && durable_ < ticket) {
     if (syncing_) {
-      synced_cv_.wait(lock);
+      synced_cv_.Wait(mu_);
       continue;
     }
     syncing_ = true;
     const std::uint64_t target = written_;
-    lock.unlock();
+    mu_.Unlock();
     Status s = sync_();
-    lock.lock();
+    mu_.Lock();
     syncing_ = false;
     if (s.ok()) {
       durable_ = target;
     } else {
       error_ = s.WithContext("syncing the write-ahead log");
     }
-    synced_cv_.notify_all();
+    synced_cv_.NotifyAll();
   }
   return error_;
 }

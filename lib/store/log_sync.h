@@ -1,23 +1,18 @@
-// Writers that share one fsync of the write-ahead log (the durability
-// option kGroupCommit).
-//
-// A writer appends its batch without syncing, then calls WaitDurable with
-// the ticket Written() gave it. The first waiter becomes the leader and
-// syncs everything written so far; writers that finish while that sync runs
-// wait for the next one, which a single leader again does for all of them.
-// Under load the cost is about one fsync per group instead of one per write.
+// Group commit of the write-ahead log (durability option kGroupCommit): a writer appends without
+// syncing, then calls WaitDurable with its Written() ticket. The first waiter syncs everything
+// written so far; writers finishing meanwhile wait for the next sync, again one for all of them.
 //
 // Thread safety: all methods may be called concurrently.
 
 #ifndef FPSTORE_LIB_STORE_LOG_SYNC_H_
 #define FPSTORE_LIB_STORE_LOG_SYNC_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
+#include <utility>
 
 #include "fpstore/status.h"
+#include "util/mutex.h"
 
 namespace fpstore::internal {
 
@@ -28,21 +23,20 @@ class LogSync {
 
   // Records that one more write has reached the log; returns its ticket.
   // REQUIRES: the write has completed.
-  std::uint64_t Written();
+  std::uint64_t Written() EXCLUDES(mu_);
 
-  // Returns once the write with `ticket` is durable. A failed sync is
-  // sticky: after it, every wait returns the failure, because data the
-  // kernel failed to write back cannot be trusted to be on disk.
-  Status WaitDurable(std::uint64_t ticket);
+  // Returns once the write with `ticket` is durable. A failed sync is sticky (every later wait
+  // returns it): data the kernel failed to write back cannot be trusted to be on disk.
+  Status WaitDurable(std::uint64_t ticket) EXCLUDES(mu_);
 
  private:
   std::function<Status()> sync_;
-  std::mutex mu_;
-  std::condition_variable synced_cv_;
-  std::uint64_t written_ = 0;  // tickets handed out
-  std::uint64_t durable_ = 0;  // every ticket <= durable_ is synced
-  bool syncing_ = false;
-  Status error_;
+  Mutex mu_;
+  CondVar synced_cv_;                          // a sync ended
+  std::uint64_t written_ GUARDED_BY(mu_) = 0;  // tickets handed out
+  std::uint64_t durable_ GUARDED_BY(mu_) = 0;  // every ticket <= durable_ is synced
+  bool syncing_ GUARDED_BY(mu_) = false;
+  Status error_ GUARDED_BY(mu_);
 };
 
 }  // namespace fpstore::internal

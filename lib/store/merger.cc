@@ -1,6 +1,7 @@
 #include "store/merger.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "store/test_hooks.h"
 
@@ -28,8 +29,7 @@ Status Merger::MergeNow() {
 }
 
 Status Merger::Merge() {
-  // The index writers go on into, ready before the lock: queries would
-  // wait while its pages fault in.
+  // Made before the lock, so that queries do not wait while the new index's pages fault in.
   std::shared_ptr<StagingIndex> next = staging_.NextIndex();
   Result<std::vector<DocumentId>> ids = std::vector<DocumentId>();
   {
@@ -40,11 +40,9 @@ Status Merger::Merge() {
   if (ids->empty()) return Status::OK();
   Status s = DuringMerge();
 
-  // Writers to these ids wait until the merge ends, so the staged versions
-  // read here stay current until they are in the tables. One pass over
-  // the marks from the first id to the last, joined with the ids: earlier
-  // merges leave their marks' deletions behind until a compaction drops
-  // them, and where ids grow those lie below the range.
+  // Writers to these ids wait for the merge, so the versions read here stay current. One pass over
+  // the marks from the first id to the last, joined with the ids: earlier merges' mark deletions,
+  // not yet compacted away, lie below that range when ids grow.
   std::vector<StagedDocument> docs;
   if (s.ok()) {
     Result<std::vector<StagedDocument>> staged = staging_.Documents(nullptr, *ids);
@@ -73,8 +71,7 @@ Status Merger::Merge() {
   if (ingests && files.properties) s = ingestion_.IngestBesideReaders(files);
   {
     WriterLock readers(locks_.readers);
-    // Without the files' filters read ahead, queries wait for the
-    // ingestion and for the filters read from the tables after it.
+    // Without filters read ahead, queries wait for the ingestion and the reread.
     if (ingests && !files.properties) s = ingestion_.IngestHoldingReaders(files);
     staging_.EndMerge(s);
   }

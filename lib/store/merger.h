@@ -1,8 +1,6 @@
-// Merges (docs/design.md, "The life of an insert"): the staged documents
-// moved into the tables in sorted batches, by one ingestion each (their
-// table entries, the versions that leave, their marks' deletions and their
-// recent fingerprints), in the background once the staging index is full,
-// and on demand (Flush).
+// Merges (docs/design.md, "The life of an insert"): staged documents move into the tables in one
+// ingestion per batch (table changes, mark deletions, recent fingerprints), in the background once
+// the staging index is full, and on Flush.
 //
 // Thread safety: thread-safe.
 
@@ -43,18 +41,15 @@ class Merger {
   Merger(const Merger&) = delete;
   Merger& operator=(const Merger&) = delete;
 
-  // Merges in the background whenever the staging index is full, until
-  // Stop.
+  // Merges in the background whenever the staging index is full, until Stop.
   void Start();
   void Stop();
 
-  // Merges what is staged so far, ahead of the background merger, and
-  // returns once it is in the tables.
+  // Merges what is staged so far, ahead of the background merger; returns once done.
   Status MergeNow() EXCLUDES(locks_.merge);
 
  private:
   Status Merge() REQUIRES(locks_.merge);
-  // The files that move `staged` into the tables.
   Status WriteFiles(std::span<const StagedDocument> staged, const ScratchDir& dir,
                     TableWriter::Output& out) REQUIRES(locks_.merge);
 

@@ -41,10 +41,8 @@ bool ParseInt(std::string_view s, int& out) {
   return ec == std::errc() && end == s.data() + s.size();
 }
 
-// Reads the metadata record of the store at `path`, opened read-only so that
-// nothing on disk changes, whatever the directory turns out to hold: the
-// metadata's family alone, so that the log's records of the others are
-// passed over (their options do not matter).
+// Reads the metadata of the store at `path`: read-only, so nothing on disk changes whatever the
+// directory holds, and the metadata's family alone, so the others' options do not matter.
 Result<Metadata> ReadMetadata(const std::string& path) {
   RocksConfig config = MakeInspectionConfig({rocksdb::kDefaultColumnFamilyName});
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
@@ -60,7 +58,9 @@ Result<Metadata> ReadMetadata(const std::string& path) {
   std::string value;
   Status result;
   rs = get(kFormatVersionKey, value);
-  if (rs.IsNotFound() || !ParseInt(value, meta.format_version)) {
+  if (!rs.ok() && !rs.IsNotFound()) {
+    result = FromRocks(rs, "reading the metadata of " + path);
+  } else if (rs.IsNotFound() || !ParseInt(value, meta.format_version)) {
     result = Status::InvalidArgument(path + " is not an fpstore store (no fpstore metadata)");
   } else if (meta.format_version != kFormatVersion) {
     result = Status::NotSupported(
@@ -109,10 +109,8 @@ Status CheckAgainstRecorded(const std::string& path, const StoreOptions& options
   return Status::OK();
 }
 
-// The stores this process has open for writing, by canonical path. RocksDB
-// rotates the info log (LOG becomes LOG.old.<time>) before it finds the LOCK
-// file taken, so a refused second writer would rename the live writer's log;
-// Open turns such a writer away before RocksDB.
+// The stores this process has open for writing, by canonical path. Open turns a second writer away
+// before RocksDB, which would rotate the live writer's info log before finding the LOCK file taken.
 class WriterRegistry {
  public:
   static WriterRegistry& Instance() {
@@ -142,10 +140,8 @@ class WriterRegistry {
   std::map<std::string, const void*> owners_ GUARDED_BY(mu_);
 };
 
-// The pid of another process holding the store's LOCK file as RocksDB takes
-// it (a POSIX write lock), or 0. Only asks: it must not take the lock, as
-// closing any descriptor of a file drops every POSIX lock this process holds
-// on it. REQUIRES: this process holds no lock on it (see WriterRegistry).
+// The pid of another process holding RocksDB's POSIX lock on the store's LOCK file, or 0; only
+// asks. REQUIRES: this process holds no lock on it (WriterRegistry), as closing an fd drops them.
 pid_t LockHolder(const std::string& path) {
   const int fd = ::open((fs::path(path) / "LOCK").c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
@@ -157,9 +153,8 @@ pid_t LockHolder(const std::string& path) {
   return held ? lock.l_pid : 0;
 }
 
-// A writer's claim on a store path, from the checks until the store exists;
-// given back if the open fails. A writer that appears between these checks
-// and RocksDB's own lock still gets Busy, from RocksDB.
+// A writer's claim on a store path until the store exists; given back if the open fails. A writer
+// racing past these checks gets Busy from RocksDB.
 class WriterReservation {
  public:
   WriterReservation() = default;
@@ -169,8 +164,7 @@ class WriterReservation {
     if (!key_.empty()) WriterRegistry::Instance().Release(key_);
   }
 
-  // Busy if another Store object or another process has `path` open for
-  // writing.
+  // Busy if another Store object or process has `path` open for writing.
   Status Reserve(const std::string& path) {
     std::error_code ec;
     fs::path canonical = fs::weakly_canonical(path, ec);
@@ -188,7 +182,7 @@ class WriterReservation {
     return Status::OK();
   }
 
-  // The claim now lasts until `owner` closes.
+  // The claim lasts until `owner` closes.
   void HandTo(const StoreImpl* owner) {
     WriterRegistry::Instance().Assign(key_, owner);
     key_.clear();
@@ -224,9 +218,8 @@ Result<Metadata> MetadataFor(const std::string& path, const StoreOptions& option
       GroupBitsFor(options.expected_documents.value_or(StoreOptions::kDefaultExpectedDocuments))};
 }
 
-// Opens RocksDB with `config`, creating the families of a new store in one
-// call (RocksDB writes its OPTIONS file once a call, and a plan can have
-// hundreds of tables). A creation that fails leaves no directory it made.
+// Opens RocksDB, creating a new store's families in one call (RocksDB writes its OPTIONS file per
+// call; a plan can have hundreds of tables). A creation that fails leaves no directory it made.
 Result<std::unique_ptr<rocksdb::DB>> OpenDatabase(
     const std::string& path, const RocksConfig& config, bool read_only, bool exists,
     std::vector<rocksdb::ColumnFamilyHandle*>& handles) {
@@ -249,11 +242,13 @@ Result<std::unique_ptr<rocksdb::DB>> OpenDatabase(
                                      &created);
       handles.insert(handles.end(), created.begin(), created.end());
     }
-    if (!rs.ok() && raw != nullptr) {
-      for (rocksdb::ColumnFamilyHandle* h : handles) raw->DestroyColumnFamilyHandle(h);
-      delete raw;
-      raw = nullptr;
-      rocksdb::DestroyDB(path, rocksdb::Options()).PermitUncheckedError();
+    if (!rs.ok()) {
+      if (raw != nullptr) {
+        for (rocksdb::ColumnFamilyHandle* h : handles) raw->DestroyColumnFamilyHandle(h);
+        delete raw;
+        raw = nullptr;
+        rocksdb::DestroyDB(path, rocksdb::Options()).PermitUncheckedError();
+      }
       if (created_dir) fs::remove_all(path, ec);
     }
   }
@@ -261,8 +256,8 @@ Result<std::unique_ptr<rocksdb::DB>> OpenDatabase(
   return std::unique_ptr<rocksdb::DB>(raw);
 }
 
-// The metadata record, last and in one synced batch: a directory whose
-// creation was cut short holds no record and is refused on open.
+// The metadata record, last and in one synced batch: a directory whose creation was cut short holds
+// no record and is refused on open.
 Status WriteMetadata(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta_family,
                      const PermutationPlan& plan, const Metadata& meta) {
   rocksdb::WriteBatch batch;
@@ -295,8 +290,8 @@ Families FamiliesOf(std::vector<rocksdb::ColumnFamilyHandle*> handles, std::size
 
 Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
                                                const StoreOptions& options) {
-  // None would never merge and hold every insert for room; past 2^30 the
-  // staging index's 32-bit entry numbers could wrap.
+  // 0 would never merge and block every insert; past the maximum the staging index's 32-bit entry
+  // numbers could wrap.
   if (options.staged_documents == 0 ||
       options.staged_documents > StoreOptions::kMaxStagedDocuments) {
     return Status::InvalidArgument("staged_documents must be from 1 to " +
@@ -387,10 +382,8 @@ Status StoreImpl::Close() {
   if (!options_.read_only && options_.durability == Durability::kNoSync) {
     result = FromRocks(db_->SyncWAL(), "closing " + path_);
   }
-  // Every family flushed: a clean close leaves nothing in the log. The
-  // next open for writing would flush what it holds and delete it, and a
-  // read-only open beside it that had read the manifest before would miss
-  // those writes.
+  // A clean close leaves the log empty: the next writable open would flush and delete it, and a
+  // read-only open that read the manifest before would miss those writes.
   if (!options_.read_only && result.ok()) {
     result = FromRocks(db_->Flush(rocksdb::FlushOptions(), families_.all), "closing " + path_);
   }

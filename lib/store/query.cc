@@ -14,10 +14,8 @@ namespace fpstore::internal {
 Result<std::vector<std::vector<Match>>> QueryRunner::Run(std::span<const Fingerprint> fingerprints,
                                                          int k,
                                                          const rocksdb::Snapshot* snapshot) const {
-  // One view of the tables' filters for the whole query, read after the
-  // snapshot: a merge publishes its files' filters before they go in, a
-  // bulk load while readers wait, so the view has those of every file the
-  // snapshot shows.
+  // One filter view, taken after the snapshot: merges publish their files' filters before ingesting
+  // and bulk loads hold readers off, so the view covers every file the snapshot shows.
   const TableFilters::View filters = tables_.filters().Current();
   Hits hits(fingerprints.size());
   auto hit_count = [&] {
@@ -25,11 +23,9 @@ Result<std::vector<std::vector<Match>>> QueryRunner::Run(std::span<const Fingerp
     for (const std::vector<Hit>& h : hits) n += h.size();
     return n;
   };
-  // Table by table on this thread while the blocks come from memory; once
-  // a table's probes waited on the device and found a document, which
-  // others near it are likely to share, the other tables side by side
-  // (read_pool.h). A probe that waited and found nothing was most likely a
-  // filter's false positive.
+  // Tables in turn on this thread while blocks come from memory. Once a table's probes wait on the
+  // device and find something (likely shared by other tables), the rest go in parallel
+  // (read_pool.h); a wait that found nothing was most likely a filter's false positive.
   std::vector<LoneBits> skip(fingerprints.size(), 0);
   std::vector<std::size_t> marked(fingerprints.size(), 0);  // hits[i] seen by MarkSkippable
   std::size_t found = 0;
@@ -43,8 +39,7 @@ Result<std::vector<std::vector<Match>>> QueryRunner::Run(std::span<const Fingerp
       continue;
     }
     const bool hand_off = ProbesWaitedOnDevice(end - start, fingerprints.size());
-    // The hits' lone bits, read as soon as they are found, may spare the
-    // query tables still to come.
+    // The new hits' lone bits may spare the tables still to come.
     if (skip_hints_.usable() && t + 1 < kMaxLoneBitTables) {
       if (Status s = MarkSkippable(t, snapshot, fingerprints, hits, marked, skip); !s.ok()) {
         return s;
@@ -105,8 +100,8 @@ Status QueryRunner::ProbeGroup(std::size_t t, const TableMemberFilter& filter,
                                std::vector<Hit>& hits) const {
   const TablePermutation& perm = plan_.table(t);
   const Fingerprint permuted_query = perm.Apply(query);
-  // Most probes of a crawler find nothing: the files' member filters tell
-  // without a read. The probe's prefix lies in one group (G <= p).
+  // Most probes find nothing, which the member filters tell without a read. The prefix lies in one
+  // group (group bits <= prefix bits).
   if (!filter.MayContain(permuted_query)) return Status::OK();
   rocksdb::PinnableSlice read;
   Result<bool> found = tables_.ReadGroup(t, filter, snapshot, permuted_query, read);
@@ -130,8 +125,6 @@ Status QueryRunner::ProbeGroup(std::size_t t, const TableMemberFilter& filter,
     if (d > k) continue;
     const Fingerprint fp = perm.Invert(permuted);
     if (plan_.FirstSharedTable(query, fp) != static_cast<int>(t)) continue;
-    // Table 0's members name their documents; the others' are resolved
-    // through it.
     if (layout.keeps_ids()) {
       hits.push_back({layout.IdAt(member), fp, d, /*by_fingerprint=*/false});
     } else {
@@ -165,12 +158,10 @@ Status QueryRunner::ProbeTablesInParallel(std::size_t first, const TableFilters:
   const std::size_t count = plan_.table_count() - first;
   std::vector<Hits> found(count, Hits(fingerprints.size()));
   std::vector<Status> statuses(count);
-  // Task 0, which the calling thread takes first, warms the records of the
-  // documents found so far: reading them after the tables would wait on the
-  // device once or twice more (table 0 for their ids, then the records).
+  // Task 0, taken first by the calling thread, warms the records found so far, overlapping their
+  // device reads (table 0 for ids, then records) with the probes.
   read_pool_.Run(count + 1, [&](std::size_t task) {
-    // The pool's tasks must not throw: running out of memory fails the
-    // query if a table's probes did, and only skips the warming if it did.
+    // Pool tasks must not throw: out of memory fails a probe, and only skips warming.
     try {
       if (task == 0) {
         WarmRecordsOf(hits, snapshot);
@@ -250,8 +241,8 @@ Result<std::vector<Match>> QueryRunner::ToMatches(std::vector<Hit> hits,
   std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
     return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;
   });
-  // Hits whose record is gone or has moved on: versions still in the
-  // tables whose removal is staged, or else corruption.
+  // Hits whose record is gone or has moved on: versions still in the tables whose removal is
+  // staged, or else corruption.
   std::vector<std::pair<const Hit*, bool>> stale;  // with whether it has a record
   std::vector<Match> matches;
   matches.reserve(hits.size());
@@ -262,8 +253,7 @@ Result<std::vector<Match>> QueryRunner::ToMatches(std::vector<Hit> hits,
       stale.emplace_back(&h, record.has_value());
       continue;
     }
-    // A version back at the fingerprint its entries still have is found
-    // there and staged: once.
+    // A version found both in the tables and staged counts once.
     if (!matches.empty() && matches.back().id == h.id) continue;
     matches.push_back({h.id, h.fingerprint, h.distance, record->metadata});
   }

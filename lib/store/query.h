@@ -1,11 +1,7 @@
-// The query algorithm (docs/design.md, "The life of a query"): for each
-// table of the plan, read the group that holds the query's prefix, if the
-// member filters say it may hold the prefix, and keep the members within k
-// whose first shared table is this one; skip the tables where a document
-// already found is alone with the query's prefix (skip_hints.h); resolve
-// fingerprints found in tables without ids to their documents through
-// table 0; add the staged documents within k; read the matches' records.
-// Everything is read at one snapshot.
+// Queries (docs/design.md, "The life of a query"): in each table, the group holding the query's
+// prefix is read if the member filters allow, skipping tables where a found document is alone with
+// the prefix (skip_hints.h); hits in tables without ids resolve through table 0, and staged
+// documents within k are added. All at one snapshot.
 //
 // Thread safety: thread-safe.
 
@@ -39,10 +35,8 @@ class QueryRunner {
         documents_(documents),
         read_pool_(read_pool) {}
 
-  // Every stored document within k of each of `fingerprints` at
-  // `snapshot`, each once, nearest first (ties by id). REQUIRES: the
-  // caller holds the store's reader gate shared, from before it took the
-  // snapshot until this returns.
+  // Every document within k of each of `fingerprints` at `snapshot`, each once, nearest first (ties
+  // by id). REQUIRES: the reader gate held shared from before the snapshot until this returns.
   Result<std::vector<std::vector<Match>>> Run(std::span<const Fingerprint> fingerprints, int k,
                                               const rocksdb::Snapshot* snapshot) const;
 
@@ -57,38 +51,32 @@ class QueryRunner {
   };
   using Hits = std::vector<std::vector<Hit>>;  // per query
 
-  // The hits of each of `fingerprints` in table t, but for those whose
-  // skip has bit t set, added to hits[i].
+  // Adds to hits[i] the hits of fingerprints[i] in table t, unless skip[i] has bit t.
   Status ProbeTable(std::size_t t, const TableFilters::View& filters,
                     const rocksdb::Snapshot* snapshot, std::span<const Fingerprint> fingerprints,
                     int k, std::span<const LoneBits> skip, Hits& hits) const;
-  // The hits of `query` in table t: a document is a hit in the first table
-  // it shares with the query.
+  // `query`'s hits in table t: a document is a hit only in the first table it shares with it.
   Status ProbeGroup(std::size_t t, const TableMemberFilter& filter,
                     const rocksdb::Snapshot* snapshot, Fingerprint query, int k,
                     std::vector<Hit>& hits) const;
-  // ProbeTable for every table from `first` on, side by side on the read
-  // pool, while the calling thread reads the records of the documents
-  // found so far into the block cache. REQUIRES: first > 0.
+  // ProbeTable for the tables from `first` on in parallel on the read pool, while the caller warms
+  // the records of the hits so far. REQUIRES: first > 0.
   Status ProbeTablesInParallel(std::size_t first, const TableFilters::View& filters,
                                const rocksdb::Snapshot* snapshot,
                                std::span<const Fingerprint> fingerprints, int k,
                                std::span<const LoneBits> skip, Hits& hits) const;
-  // Adds to skip[i] the tables after t that the hits of query i from
-  // `from[i]` on leave nothing to find in.
+  // Adds to skip[i] the tables after t where query i's hits from `from[i]` on leave nothing new.
   Status MarkSkippable(std::size_t t, const rocksdb::Snapshot* snapshot,
                        std::span<const Fingerprint> fingerprints, const Hits& hits,
                        std::span<const std::size_t> from, std::span<LoneBits> skip) const;
-  // Replaces each hit found by fingerprint by one hit per document that
-  // table 0 holds with it at `snapshot`, read through `table0` (made if
-  // null).
+  // Replaces each hit by fingerprint with one per document table 0 holds with it at `snapshot`,
+  // read through `table0` (made if null).
   Status ResolveIds(std::vector<Hit>& hits, const rocksdb::Snapshot* snapshot,
                     std::unique_ptr<rocksdb::Iterator>& table0) const;
-  // Reads the records of the documents of `hits` into the block cache:
-  // the answer reads them again from there, and reports any failure.
+  // Reads the hits' records into the block cache; ToMatches reports failures.
   void WarmRecordsOf(const Hits& hits, const rocksdb::Snapshot* snapshot) const;
-  // The matches of `hits`, their records read at `snapshot`, nearest first,
-  // each document once; hits of versions whose removal is staged dropped.
+  // The matches of `hits`, their records read at `snapshot`, nearest first, each document once;
+  // hits of versions whose removal is staged dropped.
   Result<std::vector<Match>> ToMatches(std::vector<Hit> hits,
                                        const rocksdb::Snapshot* snapshot) const;
 

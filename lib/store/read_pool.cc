@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <system_error>
 #include <utility>
 
@@ -39,12 +40,14 @@ void SetSlowProbeTimeForTesting(std::chrono::nanoseconds time) {
 }
 
 ReadPool::~ReadPool() {
+  std::vector<std::thread> threads;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
+    threads.swap(threads_);
   }
-  work_cv_.notify_all();
-  for (std::thread& t : threads_) t.join();
+  work_cv_.NotifyAll();
+  for (std::thread& t : threads) t.join();
 }
 
 std::size_t ReadPool::TakeTask(Job& job) {
@@ -56,7 +59,7 @@ std::size_t ReadPool::TakeTask(Job& job) {
 void ReadPool::Run(std::size_t count, const std::function<void(std::size_t)>& task) {
   if (count == 0) return;
   Job job{&task, count};
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   try {
     while (static_cast<int>(threads_.size()) < thread_count_) {
       threads_.emplace_back([this] { WorkerLoop(); });
@@ -65,29 +68,29 @@ void ReadPool::Run(std::size_t count, const std::function<void(std::size_t)>& ta
     // Refused threads: the caller runs what the pool cannot.
   }
   jobs_.push_back(&job);
-  work_cv_.notify_all();
+  work_cv_.NotifyAll();
   while (job.next < job.count) {
     const std::size_t i = TakeTask(job);
-    lock.unlock();
+    mu_.Unlock();
     task(i);
-    lock.lock();
+    mu_.Lock();
     ++job.done;
   }
-  done_cv_.wait(lock, [&] { return job.done == job.count; });
+  while (job.done != job.count) done_cv_.Wait(mu_);
 }
 
 void ReadPool::WorkerLoop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
-    work_cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+    while (!stopping_ && jobs_.empty()) work_cv_.Wait(mu_);
     if (stopping_) return;
     Job& job = *jobs_.front();
     const std::size_t i = TakeTask(job);
-    lock.unlock();
+    mu_.Unlock();
     (*job.task)(i);
-    lock.lock();
+    mu_.Lock();
     // The caller may return, and its job go, as soon as this is counted.
-    if (++job.done == job.count) done_cv_.notify_all();
+    if (++job.done == job.count) done_cv_.NotifyAll();
   }
 }
 

@@ -9,8 +9,7 @@ namespace fpstore::internal {
 
 namespace {
 
-// 12 bits a key and 6 probes within one 512-bit block (one cache line): a
-// blocked filter's false positive rate of about 1%.
+// A blocked Bloom filter: all of a key's probes fall in one 512-bit block, one cache line.
 constexpr std::uint64_t kBitsPerKey = 12;
 constexpr int kProbes = 6;
 constexpr std::uint64_t kFirstSegmentFingerprints = 8192;
@@ -26,8 +25,7 @@ std::uint64_t Mix(std::uint64_t x) {
 
 }  // namespace
 
-// A segment's blocks, each on a cache line of its own, in a mapping of
-// their own: every key sets bits in a random block.
+// Cache-line blocks in a mapping of their own; each key sets bits in one block, chosen by hash.
 struct RecentPrefixes::Segment {
   explicit Segment(std::uint64_t keys)
       : blocks(std::max<std::uint64_t>(1, (keys * kBitsPerKey + 511) / 512)),
@@ -40,11 +38,11 @@ struct RecentPrefixes::Segment {
   std::atomic<std::uint64_t>* Block(std::uint64_t hash) const {
     return &words[((hash >> 32) * blocks >> 32) * 8];
   }
-  // The probes' bits in the block, 9 each, from a product that mixes all
-  // of the hash, so that they do not repeat the bits that chose the block.
+  // The probes' bits in the block, 9 each, from a product that mixes all of the hash, so that they
+  // do not repeat the bits that chose the block.
   static std::uint64_t ProbeBits(std::uint64_t hash) { return hash * 0x9e3779b97f4a7c15ULL; }
-  // One writer at a time: a load and a store per probe, no atomic
-  // read-modify-write (six a key cost more than the cache miss).
+  // One writer at a time: a plain load and store per probe, since atomic read-modify-writes would
+  // cost more than the cache miss.
   void Add(std::uint64_t hash) {
     std::atomic<std::uint64_t>* block = Block(hash);
     std::uint64_t bits = ProbeBits(hash);
@@ -102,8 +100,7 @@ void RecentPrefixes::Clear() {
 }
 
 void RecentPrefixes::Seal() {
-  // The sealed side is full before this side stops being: a reader never
-  // sees neither.
+  // The sealed side is full before this side stops being: a reader never sees neither.
   if (full_.load(std::memory_order_relaxed)) sealed_full_.store(true, std::memory_order_release);
   full_.store(false, std::memory_order_release);
   sealed_.fetch_add(added_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
@@ -157,8 +154,8 @@ void RecentPrefixes::Add(std::span<const Fingerprint> fingerprints) {
     added_.fetch_add(fingerprints.size(), std::memory_order_relaxed);
     return;
   }
-  // Each fingerprint's blocks are fetched while the previous one's bits
-  // are set: a block is a cache miss, and a merge adds twenty a document.
+  // Each fingerprint's blocks are prefetched while the previous one's bits are set: every block is
+  // a cache miss.
   std::array<std::uint64_t, kMaxTables> pending{};
   Segment* pending_segment = nullptr;
   for (Fingerprint fp : fingerprints) {

@@ -30,7 +30,7 @@ class DisjointSets {
     auto it = parent_.try_emplace(x, x).first;
     while (it->second != x) {
       auto up = parent_.find(it->second);
-      it->second = up->second;  // halve the path
+      it->second = up->second;
       x = it->second;
       it = parent_.find(x);
     }
@@ -42,8 +42,7 @@ class DisjointSets {
   std::unordered_map<DocumentId, DocumentId> parent_;
 };
 
-// The versions still in the tables whose removal is staged, which scans
-// pass by as if the merge had taken them out.
+// Versions in the tables whose removal is staged: scans pass them by as if merged out.
 class LeavingVersions {
  public:
   explicit LeavingVersions(std::span<const StagedDocument> staged) {
@@ -62,11 +61,9 @@ class LeavingVersions {
   std::unordered_map<DocumentId, Fingerprint> by_id_;
 };
 
-// One table's runs, read from the table in key order with the staged
-// documents merged in. In a table without ids a run keeps only its entries
-// that are within the plan's distance of another (only they can pair), and
-// waits: the ids of a batch of runs are read from table 0 in its own order,
-// seeks moving forward through it, rather than one random seek each.
+// One table's runs in key order, staged documents merged in. In a table without ids a run keeps
+// only entries within the plan's distance of another (only they can pair) and waits, so that a
+// batch's ids are read from table 0 with forward seeks rather than one random seek each.
 class TableRunReader {
  public:
   TableRunReader(rocksdb::DB& db, const Tables& tables, std::size_t t,
@@ -84,8 +81,7 @@ class TableRunReader {
         waiting_limit_(waiting_limit),
         visit_run_(visit_run) {}
 
-  // Adds an entry in table order; from_table: read from the table, not
-  // staged. Returns how the run before it went.
+  // Adds the next entry in table order; `from_table`: not staged.
   Status Take(const TableEntry& e, bool from_table) {
     if (!run_.empty() &&
         (run_.front().permuted & perm_.prefix_mask()) != (e.permuted & perm_.prefix_mask())) {
@@ -131,8 +127,7 @@ class TableRunReader {
     return waiting_.size() >= waiting_limit_ ? ResolveWaiting() : Status::OK();
   }
 
-  // The documents of the waiting fingerprints, read from table 0 in its
-  // order, sorted by fingerprint.
+  // The waiting fingerprints' documents, read in table 0's order; sorted by fingerprint.
   Result<std::vector<IdFingerprint>> WaitingDocuments() {
     if (table0_ == nullptr) {
       rocksdb::ReadOptions ro;  // lookups: no readahead
@@ -211,12 +206,10 @@ class TableRunReader {
   const std::size_t waiting_limit_;
   const Scanner::RunVisitor& visit_run_;
   std::unique_ptr<rocksdb::Iterator> table0_;
-  // The current run, and which of its entries are a table's fingerprint
-  // whose ids are still to be read.
+  // The current run, and which entries still need their ids read.
   std::vector<TableEntry> run_;
   std::vector<bool> by_fingerprint_;
-  // Linked entries of whole runs waiting for their ids, and where each run
-  // ends.
+  // Linked entries of whole runs waiting for their ids, and each run's end.
   std::vector<TableEntry> waiting_;
   std::vector<bool> waiting_by_fingerprint_;
   std::vector<std::size_t> waiting_ends_;
@@ -226,8 +219,7 @@ class TableRunReader {
 
 const rocksdb::Snapshot* Scanner::WholeSnapshot(TableFilters::View* filters) const {
   ReaderLock readers(locks_.readers);
-  // The view after the snapshot: a merge publishes its files' filters
-  // before they go in, so the view has those of every file it can see.
+  // Filters after the snapshot: merges publish theirs before ingesting, so the view covers it.
   const rocksdb::Snapshot* snapshot = db_.GetSnapshot();
   if (filters != nullptr) *filters = tables_.filters().Current();
   return snapshot;
@@ -242,7 +234,7 @@ Status Scanner::ScanRunsAt(const ScanOptions& scan, const rocksdb::Snapshot* sna
                            const RunVisitor& visit_run, Runs runs, Versions versions) const {
   Result<std::vector<StagedDocument>> staged = staging_.Documents(snapshot);
   if (!staged.ok()) return staged.status();
-  // Not named as leaving, the tables' entries are all read.
+  // With no version leaving, every table entry is read.
   if (versions == Versions::kAlsoLeaving) {
     for (StagedDocument& doc : *staged) doc.leaving.reset();
   }
@@ -251,9 +243,7 @@ Status Scanner::ScanRunsAt(const ScanOptions& scan, const rocksdb::Snapshot* sna
   return ScanRunsFromTables(scan, snapshot, *staged, visit_run, runs);
 }
 
-// Read through RocksDB's iterators, the tables cost each document an
-// iteration per table. Reading the documents once and sorting each table in
-// memory does that work once.
+// Cheaper than iterating every table: documents read once, each table sorted in memory.
 Result<bool> Scanner::ScanRunsInMemory(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
                                        std::span<const StagedDocument> staged,
                                        const RunVisitor& visit_run) const {
@@ -267,8 +257,7 @@ Result<bool> Scanner::ScanRunsInMemory(const ScanOptions& scan, const rocksdb::S
   if (!*read) return false;
   const std::vector<IdFingerprint>& docs = **read;
   if (docs.empty()) return true;
-  // The documents, then a sorter (16 bytes a document) per thread; the
-  // limit leaves room for at least one.
+  // The documents, then a sorter per thread in the memory left (at least one).
   const std::size_t sorters =
       std::min<std::size_t>(ThreadsFor(scan.threads, plan_.table_count()),
                             (scan.memory_bytes - docs.size() * sizeof(IdFingerprint)) /
@@ -291,10 +280,8 @@ Result<bool> Scanner::ScanRunsInMemory(const ScanOptions& scan, const rocksdb::S
 Result<std::optional<std::vector<IdFingerprint>>> Scanner::ReadAllDocuments(
     const rocksdb::Snapshot* snapshot, std::span<const StagedDocument> staged, std::size_t limit,
     int threads) const {
-  // Table 0 holds every document that is not staged: the smallest thing to
-  // read. Slices of its key range, cut by the permuted fingerprints' top 6
-  // bits (or the group bits, if fewer: slices meet between groups), are
-  // read in parallel.
+  // Table 0, the smallest holder of every unstaged document, read in parallel slices cut by the
+  // permuted fingerprints' top bits (at most the group bits: slices meet between groups).
   const TablePermutation& perm = plan_.table(0);
   const GroupLayout& layout = tables_.layout(0);
   const int slice_bits = std::min(layout.group_bits(), 6);
@@ -305,8 +292,7 @@ Result<std::optional<std::vector<IdFingerprint>>> Scanner::ReadAllDocuments(
   std::atomic<std::size_t> total{staged.size()};
   std::atomic<bool> over{total > limit};
   Status s = ForEachInParallel(slices, static_cast<int>(slices), [&](std::size_t slice, int) {
-    // Slice i holds the permuted fingerprints whose top bits fall in its
-    // share of their values.
+    // The first permuted fingerprint of slice i.
     auto first_of = [&](std::size_t i) {
       return (Fingerprint{i} << slice_bits) / slices << (64 - slice_bits);
     };
@@ -352,13 +338,10 @@ Result<std::optional<std::vector<IdFingerprint>>> Scanner::ReadAllDocuments(
 Status Scanner::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
                                    std::span<const StagedDocument> staged,
                                    const RunVisitor& visit_run, Runs runs) const {
-  // Staged documents are not in the tables yet: each table's stream takes
-  // them in, sorted, beside its own entries.
   ProgressMeter progress(scan.progress,
                          (documents_.Estimate() + staged.size()) * plan_.table_count());
   const LeavingVersions leaving(staged);
-  // Linked entries that wait for their ids, per thread: within the scan's
-  // memory budget, at least a thousand, at most a million.
+  // Linked entries waiting for their ids, per thread, within the scan's budget.
   const std::size_t waiting_limit = std::clamp<std::size_t>(
       scan.memory_bytes / ThreadsFor(scan.threads, plan_.table_count()) / (4 * sizeof(TableEntry)),
       1024, std::size_t{1} << 20);

@@ -1,12 +1,9 @@
-// Whole-store scans (docs/design.md, "Whole-store scans"): FindAll,
-// Clusters and ForEachDocument, and the runs of table entries that share a
-// table's prefix that FindAll, Clusters and the rewrites of the lone bits
-// read. Each scan reads every table at one snapshot: from every document
-// read once and each table sorted in memory when the store fits the scan's
-// budget, else from the tables in key order.
+// Whole-store scans (docs/design.md, "Whole-store scans"): FindAll, Clusters and ForEachDocument,
+// each at one snapshot, and the runs of entries sharing a table's prefix that FindAll, Clusters and
+// lone-bit rewrites read, sorted in memory if the store fits the budget, else in key order.
 //
-// Thread safety: thread-safe. A scan holds no lock after taking its
-// snapshot, so its callbacks may write to the store.
+// Thread safety: thread-safe. A scan holds no lock after taking its snapshot, so its callbacks may
+// write to the store.
 
 #ifndef FPSTORE_LIB_STORE_SCANS_H_
 #define FPSTORE_LIB_STORE_SCANS_H_
@@ -40,30 +37,20 @@ class Scanner {
         locks_(locks),
         closing_(closing) {}
 
-  // A snapshot of every table, the staging marks and the documents in one
-  // state, taken outside a bulk load's ingestion. Reads at it stay put
-  // while merges and loads go on. With `filters`, also the member filters
-  // of that moment, which cover every member at the snapshot. The caller
-  // releases it.
+  // A snapshot of the tables, staging marks and documents in one state (never inside a bulk load's
+  // ingestion); with `filters`, the member filters covering it. The caller releases it.
   const rocksdb::Snapshot* WholeSnapshot(TableFilters::View* filters = nullptr) const
       EXCLUDES(locks_.readers);
 
-  // Sees a run of two or more entries that share table `table`'s prefix,
-  // sorted as the table holds them; called from several threads at once,
-  // each table's runs from one.
+  // Sees a run of 2+ entries sharing `table`'s prefix, in order; each table's runs on one thread.
   using RunVisitor = std::function<void(std::size_t table, std::span<const TableEntry> run)>;
-  // Which runs a scan from the tables visits in a table without ids: those
-  // within the plan's distance of another, cut down to them, with their
-  // ids (FindAll, Clusters); or every run, with id 0 for what the table
-  // holds. A scan in memory visits every run, with ids.
+  // In a table without ids, a key-order scan visits only entries within the plan's distance of
+  // another, with ids, or every run with id 0. A scan in memory visits every run, with ids.
   enum class Runs { kLinkedWithIds, kEvery };
-  // Which versions a scan sees: the documents' current ones; or also those
-  // still in the tables whose removal is staged, as the lone bits count
-  // them.
+  // kAlsoLeaving also sees versions in the tables whose removal is staged, as lone bits count them.
   enum class Versions { kCurrent, kAlsoLeaving };
 
-  // Every table's runs at `snapshot`, which shows every table in one state,
-  // tables spread over threads.
+  // Every table's runs at `snapshot` (showing all tables in one state), on several threads.
   Status ScanRunsAt(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
                     const RunVisitor& visit_run, Runs runs,
                     Versions versions = Versions::kCurrent) const;
@@ -76,23 +63,20 @@ class Scanner {
                          const ScanOptions& scan) const;
 
  private:
-  // ScanRunsAt from every document read once and each table sorted in
-  // memory; false, having called nothing, when that needs more than
-  // scan.memory_bytes.
+  // ScanRunsAt with the documents read once and each table sorted in memory; false, having visited
+  // nothing, if that needs more than scan.memory_bytes.
   Result<bool> ScanRunsInMemory(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
                                 std::span<const StagedDocument> staged,
                                 const RunVisitor& visit_run) const;
-  // ScanRunsAt reading each table in key order, the staged documents
-  // merged in.
+  // ScanRunsAt reading each table in key order, merging in the staged documents.
   Status ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
                             std::span<const StagedDocument> staged, const RunVisitor& visit_run,
                             Runs runs) const;
-  // Every document at `snapshot`: table 0's members, unpermuted, read on
-  // `threads` threads, and `staged`; none once more than `limit`.
+  // Every document at `snapshot`: table 0's members, unpermuted, read on `threads` threads, and
+  // `staged`; none once more than `limit`.
   Result<std::optional<std::vector<IdFingerprint>>> ReadAllDocuments(
       const rocksdb::Snapshot* snapshot, std::span<const StagedDocument> staged, std::size_t limit,
       int threads) const;
-  // The runs of every table at a whole snapshot.
   Status ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run) const;
 
   rocksdb::DB& db_;

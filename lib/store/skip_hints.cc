@@ -21,10 +21,9 @@ namespace fpstore::internal {
 
 namespace {
 
-// Runs `work` on a thread of the lowest CPU priority when `low` (a rewrite
-// in the background then takes only the CPU that inserts, queries and
-// compactions leave), else on this thread. No lock that they wait for may
-// be held meanwhile: nothing would hurry the holder.
+// Runs `work` on a thread of the lowest CPU priority when `low` (a background rewrite then takes
+// only the CPU that inserts, queries and compactions leave), else on this thread. No lock that they
+// wait for may be held meanwhile: nothing would hurry the holder.
 Status AtLowPriority(bool low, const std::function<Status()>& work) {
   if (!low) return work();
   Status s;
@@ -42,11 +41,9 @@ Status AtLowPriority(bool low, const std::function<Status()>& work) {
   return s;
 }
 
-// The fingerprints with company in some table, permuted as table 0
-// permutes them (the crowded family's keys), ascending, each with the
-// tables where it has company. crowded[t]: those with company in table t,
-// in any order, with repeats. One table's list at a time is merged in, so
-// that only one is held twice.
+// The fingerprints with company in some table, ascending as table 0 permutes them (the crowded
+// family's keys), each with the tables where it has it. crowded[t]: those with company in table t,
+// in any order, with repeats; merged in one at a time, so only one list is held twice.
 std::vector<std::pair<Fingerprint, LoneBits>> CrowdedList(
     const PermutationPlan& plan, std::vector<std::vector<Fingerprint>> crowded) {
   const TablePermutation& perm0 = plan.table(0);
@@ -143,8 +140,7 @@ Result<std::vector<LoneBits>> SkipHints::Read(std::span<const Fingerprint> finge
 
 LoneBits SkipHints::Skippable(Fingerprint query, Fingerprint hit, LoneBits bits,
                               std::size_t t) const {
-  // Only tables after t that the plan has: bits past them, in a corrupt
-  // value, name no table.
+  // Only tables after t that the plan has: bits past them, in a corrupt value, name no table.
   if (t + 1 >= kMaxLoneBitTables) return 0;
   const LoneBits later = ~((LoneBits{2} << t) - 1) & AllLoneBits(plan_.table_count());
   LoneBits skip = 0;
@@ -170,8 +166,7 @@ Status SkipHints::AddRecent(std::vector<Fingerprint> fingerprints, const std::st
     PutBigEndian64(key, fp);
     if (Status s = sink.Put(rocksdb::Slice(key, 8), rocksdb::Slice()); !s.ok()) return s;
   }
-  // Out of memory here, on a merge's thread, fails the merge rather than
-  // the process.
+  // Out of memory here, on a merge's thread, fails the merge rather than the process.
   try {
     recent_.Add(fingerprints);
     if (unsealed_) unsealed_->insert(unsealed_->end(), fingerprints.begin(), fingerprints.end());
@@ -190,8 +185,8 @@ Status SkipHints::Rewrite(const ScanOptions& scan, bool in_background) {
   const rocksdb::Snapshot* at = nullptr;
   std::uint64_t sealed = 0;
   {
-    // With no merge under way, the snapshot shows whole merges, and the
-    // fingerprints sealed are exactly the recent ones it shows.
+    // With no merge under way, the snapshot shows whole merges, and the fingerprints sealed are
+    // exactly the recent ones it shows.
     MergeTurnLock merge(locks_.merge, MergeTurnLock::kAhead);
     at = db_.GetSnapshot();
     recent_.Seal();
@@ -219,8 +214,7 @@ Status SkipHints::RewriteSealed(const ScanOptions& scan, const rocksdb::Snapshot
     std::atomic<bool> out_of_memory{false};
     ScanOptions runs_scan = scan;
     runs_scan.progress = nullptr;  // Compact reports families
-    // Versions whose removal is staged are still in the tables, where
-    // queries meet them: their bits and their neighbours' count them.
+    // Versions with a staged removal are still in the tables, where queries meet them: count them.
     Status scanned = scanner_.ScanRunsAt(
         runs_scan, snapshot,
         [&](std::size_t t, std::span<const TableEntry> run) {
@@ -243,13 +237,11 @@ Status SkipHints::RewriteSealed(const ScanOptions& scan, const rocksdb::Snapshot
     return out_of_memory ? Status::IOError("rewriting lone bits: out of memory") : Status::OK();
   });
   if (!s.ok()) return s;
-  // Fingerprints merged from now on get bits that ignore their neighbours,
-  // and their neighbours' bits ignore them; their prefixes are recent and
-  // stay so, which makes both harmless.
+  // Fingerprints merged from now on get bits that ignore their neighbours, and their neighbours'
+  // bits ignore them; their prefixes are recent and stay so, which makes both harmless.
   BeforeLoneBitsRewrite(closing_);
-  // The family is replaced whole by one file: a range deletion of every
-  // key (which RocksDB applies to no key of its own file), and the new
-  // entries. Nothing else writes it, so no lock is needed.
+  // The family is replaced whole by one file: a range deletion of every key (which RocksDB applies
+  // to no key of its own file), and the new entries. Nothing else writes it, so no lock is needed.
   return AtLowPriority(in_background, [&]() -> Status {
     Result<ScratchDir> dir = ScratchDir::Make(store_path_);
     if (!dir.ok()) return dir.status();
@@ -274,15 +266,12 @@ Status SkipHints::EndRewrite(bool rewritten) {
   MergeTurnLock merge(locks_.merge, MergeTurnLock::kAhead);
   std::vector<Fingerprint> unsealed = std::move(*unsealed_);
   unsealed_.reset();
-  // Unless all goes well, the background rewrites wait for as many new
-  // fingerprints again before they try anew.
+  // Unless all goes well, the background rewrites wait for as many new fingerprints again.
   rewrite_after_ = recent_.size();
   if (!rewritten) return Status::OK();
-  // The family keeps only the fingerprints merged since the seal, in one
-  // atomic batch: a range deletion (a delete per fingerprint flushed the
-  // family's memtable over and over) and their keys again. Nothing enters
-  // the family meanwhile: merges wait. A crash may lose the batch:
-  // fingerprints that stay recent only cost skips.
+  // In one atomic batch the family keeps only the fingerprints merged since the seal: a range
+  // deletion (a delete per fingerprint would flush the memtable over and over), then their keys.
+  // Merges wait meanwhile; losing the batch in a crash only costs skips.
   std::sort(unsealed.begin(), unsealed.end());
   unsealed.erase(std::unique(unsealed.begin(), unsealed.end()), unsealed.end());
   rocksdb::WriteBatch batch;
@@ -300,22 +289,6 @@ Status SkipHints::EndRewrite(bool rewritten) {
   recent_.DropSealed();
   rewrite_after_ = 0;
   return Status::OK();
-}
-
-Result<std::vector<Fingerprint>> SkipHints::RecentAt(const rocksdb::Snapshot* snapshot) const {
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snapshot;
-  ro.fill_cache = false;
-  std::unique_ptr<rocksdb::Iterator> it(db_.NewIterator(ro, recent_family_));
-  std::vector<Fingerprint> recent;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    if (it->key().size() != 8) {
-      return Status::Corruption("recent: malformed key " + it->key().ToString(true));
-    }
-    recent.push_back(GetBigEndian64(it->key().data()));
-  }
-  if (Status s = FromRocks(it->status(), "reading the recent family"); !s.ok()) return s;
-  return recent;
 }
 
 void SkipHints::StartRewrites(std::function<std::uint64_t()> documents) {
@@ -342,8 +315,7 @@ void SkipHints::StopRewrites() {
 
 bool SkipHints::RewriteDue() const {
   std::uint64_t recent = recent_.size();
-  // An open stops reading the recent family once the filter is full: the
-  // family knows better how many there are.
+  // Once the filter is full an open stops reading the family: ask the family how many it holds.
   if (recent_.full()) {
     std::uint64_t in_family = 0;
     db_.GetIntProperty(recent_family_, rocksdb::DB::Properties::kEstimateNumKeys, &in_family);
@@ -360,14 +332,13 @@ void SkipHints::RewriteWhenDue() {
     {
       MutexLock lock(mu_);
       if (stopping_) return;
-      // Merges announce their end; the timeout covers one sent between
-      // the check and the wait.
+      // Merges announce their end; the timeout covers one sent between the check and the wait.
       if (!merged_ || !RewriteDue()) {
         cv_.WaitFor(mu_, std::chrono::seconds(1));
         continue;
       }
     }
-    // One thread: the other core is the inserts' and queries'.
+    // One thread: the others are the inserts' and queries'.
     ScanOptions scan;
     scan.threads = 1;
     // A failure is logged, and rewrite_after_ holds off a retry.

@@ -24,9 +24,8 @@ Staging::Staging(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int dista
     : db_(db), family_(family), distance_(distance), merge_at_(merge_at), writable_(writable) {}
 
 Status Staging::Load() {
-  // A store opened to write gets the room a merge leaves, so that its
-  // first inserts do not grow the index (rehashing under its lock); one
-  // opened only to be queried, room for what is staged.
+  // A writable store gets the room a merge leaves, so its first inserts do not grow the index; a
+  // read-only one, room for what is staged.
   Result<std::vector<StagedDocument>> staged = Documents(nullptr);
   if (!staged.ok()) return staged.status();
   auto index = std::make_shared<StagingIndex>(
@@ -145,16 +144,14 @@ void Staging::Room::Release() {
     staging_->reserved_ -= entries_;
     waiters = staging_->room_waiters_ > 0;
   }
-  // Only writers wait for room: waking the merger on every insert slowed
-  // single inserts.
+  // Only writers wait for room: waking the merger on every insert would slow single inserts.
   if (waiters) staging_->cv_.NotifyAll();
   staging_ = nullptr;
 }
 
 Result<Staging::Room> Staging::Reserve(std::size_t entries) {
   if (entries == 0) return Room();
-  // Counting only what was staged, writers admitted just below the room
-  // would go past it, and the index would grow under its lock.
+  // Counting staged entries alone, writers admitted just below the room would together overrun it.
   MutexLock lock(mu_);
   ++room_waiters_;
   while (failure_.ok() && !stopping_) {
@@ -164,6 +161,7 @@ Result<Staging::Room> Staging::Reserve(std::size_t entries) {
   }
   --room_waiters_;
   if (!failure_.ok()) return failure_;
+  if (stopping_) return Status::Busy("the store is closing");
   reserved_ += entries;
   return Room(this, entries);
 }
@@ -178,13 +176,12 @@ bool Staging::Merging(std::span<const DocumentId> ids) const {
 
 Status Staging::WaitForMerge() {
   MutexLock lock(mu_);
-  while (merging_ != nullptr && failure_.ok()) cv_.Wait(mu_);
+  while (merging_ != nullptr && failure_.ok() && !stopping_) cv_.Wait(mu_);
+  if (failure_.ok() && merging_ != nullptr) return Status::Busy("the store is closing");
   return failure_;
 }
 
 bool Staging::MayHaveMark(DocumentId id, std::optional<Fingerprint> stored) const {
-  // A staged version has an entry in the index; a document whose removal
-  // is staged has none stored, and its removal is there.
   return stored ? current().HoldsEntry(id, *stored) : current().HasRemoval(id);
 }
 
@@ -226,8 +223,8 @@ Result<std::vector<DocumentId>> Staging::BeginMerge(std::shared_ptr<StagingIndex
   {
     MutexLock lock(mu_);
     if (!failure_.ok()) return failure_;
-    // Nothing was staged when `next` was (not) made: what came since waits
-    // for the next merge rather than go to an index without room.
+    // Nothing was staged when NextIndex ran: what came since waits for the next merge rather than
+    // go to an index without room.
     if (next == nullptr) return ids;
     merging_ = std::move(current_);
     current_ = std::move(next);

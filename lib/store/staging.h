@@ -1,18 +1,14 @@
-// The documents written since the last merge (docs/design.md, "The life of
-// an insert"): their marks in the staging family, and the in-memory index
-// of their fingerprints that queries probe beside the tables
-// (staging_index.h).
+// The documents written since the last merge (docs/design.md, "Inserts are staged"): their marks in
+// the staging family, and the in-memory index of their fingerprints (staging_index.h).
 //
-// Writers reserve room in the index before they take the store's locks
-// (Reserve), and add their entries before their write reaches RocksDB
-// (Add), so that a reader whose snapshot holds a write finds its entries.
-// A merge moves the index aside (BeginMerge) while writers go on into a
-// fresh one, and retires it once its documents are in the tables
-// (EndMerge). Both happen with the store's reader gate held exclusively, so
-// a reader holding it shared sees one set of indexes throughout.
+// Writers reserve index room before taking the store's locks (Reserve) and add entries before their
+// write reaches RocksDB (Add), so a reader whose snapshot holds a write finds them. A merge sets
+// the index aside (BeginMerge) while writers go on into a fresh one, and retires it once its
+// documents are in the tables (EndMerge), both under the reader gate held alone: a reader holding
+// it shared sees one set of indexes.
 //
-// Thread safety: thread-safe. The store's reader gate (locks.h) orders the
-// indexes' changes against readers: callers say which they hold.
+// Thread safety: thread-safe. The store's reader gate (locks.h) orders the indexes' changes against
+// readers: callers say which they hold.
 
 #ifndef FPSTORE_LIB_STORE_STAGING_H_
 #define FPSTORE_LIB_STORE_STAGING_H_
@@ -35,9 +31,8 @@ namespace fpstore::internal {
 
 class Staging {
  public:
-  // `merge_at`: staged entries that make a merge due. A writable store
-  // keeps room in its index for twice as many, so that inserts go on while
-  // a merge runs.
+  // `merge_at`: staged entries that make a merge due. A writable store keeps room for twice as
+  // many, so that inserts go on while a merge runs.
   Staging(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int distance, std::size_t merge_at,
           bool writable);
   Staging(const Staging&) = delete;
@@ -67,18 +62,16 @@ class Staging {
     Fingerprint fingerprint;
     int distance;
   };
-  // The staged documents within k of each of `queries`, as the family has
-  // them at `snapshot`, each once per query. The indexes keep superseded
-  // entries; the marks tell which are current.
+  // The staged documents within k of each of `queries` at `snapshot`, once per query (the marks
+  // weed out superseded entries).
   // REQUIRES: the reader gate held shared since before `snapshot` was taken.
   Result<std::vector<Candidate>> Within(std::span<const Fingerprint> queries, int k,
                                         const rocksdb::Snapshot* snapshot) const;
 
   // ---- Writers ----
 
-  // Room for a writer's entries, held from before its locks until its
-  // entries are in: writers together stay within the index's room, so it
-  // never grows (rehashing under its lock) for want of it.
+  // Index room for a writer's entries, held from before its locks until its entries are in, so that
+  // writers together never make the index grow (rehashing under its lock).
   class Room {
    public:
     Room() = default;
@@ -93,63 +86,52 @@ class Staging {
     Staging* staging_ = nullptr;
     std::size_t entries_ = 0;
   };
-  // Waits until the index has room for `entries` more beside those other
-  // writers hold, and holds it. A batch that cannot fit goes alone once
-  // fewer than merge_at are staged, and may grow the index. The failure of
-  // an earlier merge, if any.
+  // Waits until the index has room for `entries` more, then holds it; a batch too large goes alone
+  // once fewer than merge_at are staged, and may grow the index. Fails if a merge failed.
   Result<Room> Reserve(std::size_t entries) EXCLUDES(mu_);
 
-  // The calls below to Add, for writers, REQUIRE the reader gate held
-  // shared from before their mark's write until it is done.
+  // The calls below to Add, for writers, REQUIRE the reader gate held shared from before their
+  // mark's write until it is done.
 
-  // Whether a merge is moving any of `ids` (sorted) into the tables: their
-  // writers must wait for it (WaitForMerge), as it copies their staged
-  // versions.
+  // Whether a merge is moving any of `ids` (sorted) into the tables: their writers must wait for it
+  // (WaitForMerge), as it copies their staged versions.
   bool Merging(std::span<const DocumentId> ids) const;
   // Waits until no merge runs; the failure of one that did, if any.
   Status WaitForMerge() EXCLUDES(mu_);
-  // Whether `id` may have a mark: its stored version `stored` is staged,
-  // or it has none and its removal is staged. Cheap when it has none.
-  // Also for a bulk load, which holds the merge lock instead of the gate.
+  // Whether `id` may have a mark: `stored` is staged, or, with none stored, its removal is. Cheap
+  // when it has none. Also for a bulk load, which holds the merge lock instead of the gate.
   bool MayHaveMark(DocumentId id, std::optional<Fingerprint> stored) const;
-  // Adds entries or a removal to the index, before the write of their
-  // marks reaches RocksDB.
+  // Adds entries or a removal, before the write of their marks reaches RocksDB.
   void Add(std::span<const StagingIndex::Entry> entries);
   void AddRemoval(DocumentId id);
 
   // Entries and removals staged since the last merge, superseded ones too.
   std::size_t size() const EXCLUDES(mu_);
-  // The failure of a merge: writes and loads stop until the store is
-  // reopened; what is staged stays staged and found.
+  // A merge's failure: writes and loads stop until the store reopens; what is staged stays found.
   Status failure() const EXCLUDES(mu_);
 
   // ---- The merger ----
 
   // Waits until a merge is due, a second at most; true if it is.
   bool WaitUntilDue() EXCLUDES(mu_);
-  // The index writers go on into while a merge runs: the last one merged,
-  // emptied, or a new one (a new one's pages took long to fault in). Made
-  // before the gate is taken. Null if nothing is staged.
+  // The index for writers while a merge runs: the last one merged, emptied, if any (a new one's
+  // pages must fault in), else a new one. Made before the gate is taken; null if nothing is staged.
   std::shared_ptr<StagingIndex> NextIndex() EXCLUDES(mu_);
-  // Sets what is staged aside for a merge, `next` taking new entries, and
-  // returns its ids, ascending; none if `next` is null. The failure of an
-  // earlier merge, if any. REQUIRES: the reader gate held alone.
+  // Sets the staged index aside for a merge, `next` taking new entries; returns its ids ascending
+  // (none if `next` is null), or an earlier merge's failure. REQUIRES: the reader gate held alone.
   Result<std::vector<DocumentId>> BeginMerge(std::shared_ptr<StagingIndex> next) EXCLUDES(mu_);
-  // Ends the merge: retires its index if `merged` is OK, else keeps it
-  // (its documents stay staged and found) and records the failure.
-  // REQUIRES: the reader gate held alone.
+  // Retires the merge's index if `merged` is OK, else keeps it (its documents stay staged and
+  // found) and records the failure. REQUIRES: the reader gate held alone.
   void EndMerge(const Status& merged) EXCLUDES(mu_);
-  // Empties the retired index and keeps it for NextIndex. Without locks:
-  // no reader holds it any more.
+  // Empties the retired index for NextIndex, without locks: no reader holds it any more.
   void Recycle() EXCLUDES(mu_);
   // Wakes and refuses waiters: the store is closing.
   void Stop() EXCLUDES(mu_);
 
  private:
   std::size_t room() const { return 2 * merge_at_; }
-  // The indexes and the merging ids change with the reader gate held alone
-  // and mu_ held, so either lets a thread read them; the analysis knows
-  // only mu_. REQUIRES: the reader gate held.
+  // The indexes and merging ids change with both the reader gate (held alone) and mu_ held, so
+  // either lets a thread read them; the analysis knows only mu_. REQUIRES: the reader gate held.
   StagingIndex& current() const NO_THREAD_SAFETY_ANALYSIS { return *current_; }
   const StagingIndex* merging() const NO_THREAD_SAFETY_ANALYSIS { return merging_.get(); }
   const std::vector<DocumentId>& merging_ids() const NO_THREAD_SAFETY_ANALYSIS {
@@ -165,8 +147,7 @@ class Staging {
   mutable Mutex mu_;
   CondVar cv_;  // room, a merge's end, and a merge that is due
   std::shared_ptr<StagingIndex> current_ GUARDED_BY(mu_);
-  // The index a running merge is moving into the tables, and its ids; and
-  // the last one merged, to be the next.
+  // A running merge's index and its ids; then the last one merged, kept for reuse.
   std::shared_ptr<StagingIndex> merging_ GUARDED_BY(mu_);
   std::vector<DocumentId> merging_ids_ GUARDED_BY(mu_);
   std::shared_ptr<StagingIndex> retired_ GUARDED_BY(mu_);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 #include <type_traits>
 
 namespace fpstore::internal {
@@ -31,16 +30,19 @@ std::size_t StagingIndex::BucketsFor(std::size_t entries) {
 
 void StagingIndex::Add(std::span<const Entry> added) {
   if (added.empty()) return;
-  std::unique_lock lock(mu_);
-  // Should an allocation throw, the batch's entries are in no table (until
-  // a later growth places every entry) and its write never happens:
-  // nothing a reader could miss.
+  WriterLock lock(mu_);
+  // Should an allocation throw, the index is as it was and the batch's write never happens.
   const std::size_t first = entries_.size();
   entries_.insert(entries_.end(), added.begin(), added.end());
   const std::size_t size = BucketsFor(entries_.size());
   const bool grow = size > table_buckets_;
   if (grow) {
-    buckets_ = EmptyBuckets(size);
+    try {
+      buckets_ = EmptyBuckets(size);
+    } catch (...) {
+      entries_.resize(first);
+      throw;
+    }
     table_buckets_ = size;
   }
   for (std::size_t t = 0; t < plan_.table_count(); ++t) Place(t, grow ? 0 : first, entries_.size());
@@ -48,7 +50,7 @@ void StagingIndex::Add(std::span<const Entry> added) {
 }
 
 void StagingIndex::Clear() {
-  std::unique_lock lock(mu_);
+  WriterLock lock(mu_);
   entries_.clear();
   removals_.clear();
   std::memset(buckets_.data(), 0, plan_.table_count() * table_buckets_ * sizeof(Bucket));
@@ -57,7 +59,7 @@ void StagingIndex::Clear() {
 }
 
 void StagingIndex::AddRemoval(DocumentId id) {
-  std::unique_lock lock(mu_);
+  WriterLock lock(mu_);
   if (!removals_.insert(id).second) return;
   removal_count_.store(removals_.size(), std::memory_order_relaxed);
   size_.store(entries_.size() + removals_.size(), std::memory_order_relaxed);
@@ -66,7 +68,7 @@ void StagingIndex::AddRemoval(DocumentId id) {
 bool StagingIndex::HasRemoval(DocumentId id) const {
   // Writers call this for every new id: most indexes hold no removal.
   if (removal_count_.load(std::memory_order_relaxed) == 0) return false;
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   return removals_.contains(id);
 }
 
@@ -74,8 +76,8 @@ void StagingIndex::Place(std::size_t t, std::size_t begin, std::size_t end) {
   const TablePermutation& perm = plan_.table(t);
   Bucket* buckets = TableBuckets(t);
   const std::size_t mask = table_buckets_ - 1;
-  // Each placement misses the cache once the table outgrows it: fetching
-  // the slots of later entries first lets those misses overlap.
+  // Once the table outgrows the cache each placement misses it: prefetching later entries' slots
+  // lets the misses overlap.
   constexpr std::size_t kAhead = 8;
   for (std::size_t e = begin; e < end; ++e) {
     if (e + kAhead < end) {
@@ -90,14 +92,14 @@ void StagingIndex::Place(std::size_t t, std::size_t begin, std::size_t end) {
 }
 
 bool StagingIndex::HoldsEntry(DocumentId id, Fingerprint fingerprint) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   // An exact match shares every table's prefix: the first table has it.
   return ForEachInTable(0, fingerprint, 0,
                         [&](const Entry& e) { return e.id == id && e.fingerprint == fingerprint; });
 }
 
 std::vector<DocumentId> StagingIndex::SortedIds() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   std::vector<DocumentId> ids(removals_.begin(), removals_.end());
   ids.reserve(entries_.size() + removals_.size());
   for (const Entry& e : entries_) ids.push_back(e.id);

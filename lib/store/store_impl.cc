@@ -1,5 +1,5 @@
-// The store's calls, each handed to the component that does it, and the
-// write path (docs/design.md, "The life of an insert").
+// The store's calls, each handed to the component that does it, and the write path (docs/design.md,
+// "The life of an insert").
 
 #include "store/store_impl.h"
 
@@ -49,8 +49,7 @@ Status StoreImpl::LockForWrite(std::span<const DocumentId> ids, std::size_t stag
     locks.writers.emplace(locks_.writers);
     locks.readers.emplace(locks_.readers);
     locks.ids = ids_.Lock(ids);
-    // A merge is copying the staged versions of the ids it moves: their
-    // writers wait for it to end.
+    // Writers of ids that a merge is moving wait for it to end.
     if (!staging_.Merging(ids)) break;
     locks.ids = {};
     locks.readers.reset();
@@ -68,9 +67,7 @@ Result<std::vector<StoreImpl::IdVersions>> StoreImpl::CurrentVersions(
       nullptr, ids, /*metadata=*/false,
       [&](std::size_t i, const Document& doc) { versions[i].stored = doc.fingerprint; });
   if (!s.ok()) return s;
-  // Only a staged document, or one whose removal is staged, has a mark. A
-  // crawler's inserts are mostly new, and a recrawl mostly replaces
-  // documents in the tables, which have none: no read for those.
+  // Only staged documents and removals have marks; MayHaveMark spares most inserts the read.
   std::vector<DocumentId> marked;
   std::vector<std::size_t> at;
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -106,16 +103,14 @@ int StoreImpl::StageInserts(rocksdb::WriteBatch& batch, std::span<const NewDocum
     added += !old[i].stored;
     if (old[i].stored == doc.fingerprint) continue;  // its entries stay as they are
     staged.push_back({doc.id, doc.fingerprint});
-    // A version in the tables leaves them when the next merge moves this
-    // one in: the mark names it.
+    // The mark names any version in the tables, which the next merge takes out.
     const DocumentKey key = EncodeDocumentKey(doc.id);
     batch
         .Put(staging_.family(), rocksdb::Slice(key.data(), key.size()),
              EncodeStagingMark({doc.fingerprint, old[i].in_tables()}))
         .PermitUncheckedError();
   }
-  // Into the index before RocksDB: a reader whose snapshot holds this
-  // write must find the entries.
+  // Indexed before the RocksDB write: a snapshot that holds it must find them.
   staging_.Add(staged);
   return added;
 }
@@ -144,7 +139,7 @@ Status StoreImpl::Insert(DocumentId id, Fingerprint fingerprint, std::string_vie
 Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
   if (Status s = CheckWritable(); !s.ok()) return s;
   if (docs.empty()) return Status::OK();
-  // The last occurrence of an id wins; the ones before it are dropped.
+  // The last occurrence of an id wins.
   std::map<DocumentId, const NewDocument*> latest;
   for (const NewDocument& d : docs) latest[d.id] = &d;
   std::vector<DocumentId> ids;
@@ -164,7 +159,6 @@ Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
     documents_.CountChange(batch, StageInserts(batch, pending, *old));
     if (Status s = WriteUnsynced(batch); !s.ok()) return s;
   }
-  // Durable outside the locks, so that other writers can join the sync.
   return MakeDurable();
 }
 
@@ -178,8 +172,7 @@ Status StoreImpl::Remove(DocumentId id) {
     if (!old.ok()) return old.status();
     if (!(*old)[0].stored) {
       locks.Release();
-      // The document may be gone by another caller's removal that is not
-      // yet durable: "not found" must not be taken back by a power loss.
+      // Another caller's removal may not be durable yet: a power loss must not undo "not found".
       if (Status s = MakeDurable(); !s.ok()) return s;
       return Status::NotFound("document " + std::to_string(id));
     }
@@ -223,16 +216,13 @@ Result<CheckResult> StoreImpl::CheckAndInsert(DocumentId id, Fingerprint fingerp
       const NewDocument* pending = &doc;
       rocksdb::WriteBatch batch;
       documents_.CountChange(batch, StageInserts(batch, std::span(&pending, 1), *old));
-      // Written unsynced while the lock is held, so that the next
-      // CheckAndInsert already sees it; made durable below, outside the
-      // lock, where concurrent callers can share the sync.
+      // Written under the lock so that the next CheckAndInsert sees it.
       if (Status s = WriteUnsynced(batch); !s.ok()) return s;
       result.inserted = true;
     }
   }
-  // Durable before answering even when nothing was written: the matches
-  // may be another caller's writes that are not synced yet, and a crawler
-  // must not drop a page as the duplicate of one a power loss takes back.
+  // Synced even when nothing was written: the matches may be other callers' unsynced writes, which
+  // a power loss could take back.
   if (Status s = MakeDurable(); !s.ok()) return s;
   return result;
 }
@@ -254,8 +244,8 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatch(
     std::span<const Fingerprint> fingerprints, int k) const {
   if (Status s = CheckDistance(k); !s.ok()) return s;
   ReaderLock readers(const_cast<SharedMutex&>(locks_.readers));
-  // One snapshot for every table, the staging marks and the documents: a
-  // document being replaced is seen either before or after, never half-way.
+  // One snapshot for every table, the staging marks and the documents: a document being replaced is
+  // seen either before or after, never half-way.
   rocksdb::ManagedSnapshot snapshot(db_.get());
   return queries_.Run(fingerprints, k, snapshot.snapshot());
 }
@@ -342,13 +332,10 @@ Status StoreImpl::Compact(const ScanOptions& scan) {
   if (Status s = Flush(); !s.ok()) return s;
   const std::size_t total = families_.all.size();
   if (scan.progress) scan.progress(0, total);
-  // First: the rewrite clears the recent family, which is then compacted
-  // with the others.
+  // Rewrite first: it clears the recent family, which is then compacted too.
   if (Status s = skip_hints_.Rewrite(scan, /*in_background=*/false); !s.ok()) return s;
-  // A few at a time: one compaction runs on one thread, and RocksDB's pool
-  // of them holds as many as it runs by itself. Unless told, no more than
-  // the background threads: each compaction needs room on disk for the
-  // family it rewrites.
+  // One pool thread per compaction; unless told, no more at once than the background threads, as
+  // each needs disk room for the family it rewrites.
   const int threads =
       ThreadsFor(scan.threads > 0 ? scan.threads : std::max(2, options_.background_threads), total);
   db_->GetEnv()->IncBackgroundThreadsIfNeeded(threads, rocksdb::Env::Priority::LOW);

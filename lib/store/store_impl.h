@@ -1,7 +1,5 @@
-// The RocksDB-backed Store (include/fpstore/store.h): a thin coordinator of
-// the components that own the store's state (docs/design.md, "The store's
-// components"), and the write path, which touches several of them under
-// the store's locks (locks.h).
+// The RocksDB-backed Store (include/fpstore/store.h): coordinates the components that own its
+// state (docs/design.md, "The store's components"); runs the write path under locks.h's locks.
 
 #ifndef FPSTORE_LIB_STORE_STORE_IMPL_H_
 #define FPSTORE_LIB_STORE_STORE_IMPL_H_
@@ -34,8 +32,7 @@
 
 namespace fpstore::internal {
 
-// The column families of an open store, in the order docs/format.md lists
-// them; destroyed by the store's Close.
+// An open store's column families, in docs/format.md's order; destroyed by Close.
 struct Families {
   rocksdb::ColumnFamilyHandle* meta;
   rocksdb::ColumnFamilyHandle* documents;
@@ -81,17 +78,14 @@ class StoreImpl final : public Store {
   StoreImpl(std::string path, StoreOptions options, PermutationPlan plan,
             Fingerprinter fingerprinter, int group_bits, std::unique_ptr<rocksdb::DB> db,
             Families families, std::shared_ptr<TableFilters> filters);
-  // Reads what the families hold into the components, and starts the
-  // background work of a writable store (open.cc).
+  // Loads the components from the families; starts a writable store's background work.
   Status Start();
 
   Status CheckOpen() const;
   Status CheckWritable() const;
   Status CheckDistance(int k) const;
 
-  // The locks a write holds: its staging room, the writers' and readers'
-  // locks shared, and its ids. Released in reverse: the room last, once
-  // the entries are in.
+  // A write's locks: staging room, writers' and readers' locks shared, ids; released room last.
   struct WriteLocks {
     Staging::Room room;
     std::optional<ReaderLock> writers;
@@ -105,14 +99,12 @@ class StoreImpl final : public Store {
       room = {};
     }
   };
-  // Takes the locks for a write to `ids` (sorted, unique) that stages up to
-  // `staged` entries, once the staging index has room for them and no id
-  // is in a running merge.
+  // Locks a write to `ids` (sorted, unique) that stages up to `staged` entries, waiting for staging
+  // room and for any merge moving one of the ids.
   Status LockForWrite(std::span<const DocumentId> ids, std::size_t staged, WriteLocks& locks);
 
-  // What an id has now: its stored version, if any, whether that version
-  // is staged, and the fingerprint of a version still in the tables until
-  // the next merge takes it out.
+  // An id's versions: the stored one, if any, whether it is staged, and the fingerprint of one
+  // still in the tables until the next merge takes it out.
   struct IdVersions {
     std::optional<Fingerprint> stored;
     bool staged = false;
@@ -120,20 +112,17 @@ class StoreImpl final : public Store {
     // The fingerprint its table entries have, if it has any.
     std::optional<Fingerprint> in_tables() const { return stored && !staged ? stored : leaving; }
   };
-  // What each of `ids` (sorted) has now. REQUIRES: the ids held.
+  // The versions of each of `ids` (sorted). REQUIRES: the ids held.
   Result<std::vector<IdVersions>> CurrentVersions(std::span<const DocumentId> ids) const;
-  // Adds to `batch` what makes each document current: its record, and its
-  // staging mark naming any version still in the tables; adds the staged
-  // versions to the staging index first. Returns how many are new.
+  // Adds to `batch` each document's record and staging mark (naming any version still in the
+  // tables), after adding the staged versions to the staging index. Returns how many are new.
   // REQUIRES: the locks of a write.
   int StageInserts(rocksdb::WriteBatch& batch, std::span<const NewDocument* const> docs,
                    std::span<const IdVersions> old);
-  // Writes `batch` without waiting for the disk: others may see it at
-  // once; a later sync covers it.
+  // Writes `batch` unsynced: visible at once, durable after a later sync.
   Status WriteUnsynced(rocksdb::WriteBatch& batch);
-  // Waits until everything written so far is as durable as
-  // options_.durability promises. Without locks, so that writers share
-  // syncs.
+  // Waits until all writes so far are as durable as options_.durability promises. Called without
+  // locks, so that writers share syncs.
   Status MakeDurable();
 
   // First, so destroyed last (platform/freed_memory.h).

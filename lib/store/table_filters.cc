@@ -15,8 +15,7 @@ class RefreshAfterCompactions final : public rocksdb::EventListener {
  public:
   explicit RefreshAfterCompactions(std::shared_ptr<TableFilters> filters)
       : filters_(std::move(filters)) {}
-  // RocksDB calls this without holding its own locks, so it may read the
-  // family's table properties.
+  // RocksDB calls this holding none of its locks, so it may read the family's table properties.
   void OnCompactionCompleted(rocksdb::DB*, const rocksdb::CompactionJobInfo& info) override {
     filters_->RefreshFamily(info.cf_id);
   }
@@ -31,8 +30,7 @@ CacheCharge::CacheCharge(std::shared_ptr<rocksdb::Cache> cache, std::size_t byte
     : cache_(std::move(cache)) {
   if (cache_ == nullptr) return;
   constexpr std::size_t kPiece = std::size_t{256} << 10;
-  // Keys of their own: this object's address, unique while it lives, and
-  // the piece's number.
+  // Keys of their own: this object's address, unique while it lives, and the piece's number.
   const std::string prefix =
       "fpstore.member_filters." + std::to_string(reinterpret_cast<std::uintptr_t>(this)) + ".";
   for (std::size_t at = 0, piece = 0; at < bytes; at += kPiece, ++piece) {
@@ -54,7 +52,7 @@ std::shared_ptr<const CacheCharge> FileCharges::For(
   std::weak_ptr<const CacheCharge>& slot = charges_[file.get()];
   std::shared_ptr<const CacheCharge> charge = slot.lock();
   if (charge == nullptr) {
-    // Files go as compactions replace them: their slots with them.
+    // Drop the slots of files that compactions replaced.
     std::erase_if(charges_, [](const auto& entry) { return entry.second.expired(); });
     charge = std::make_shared<const CacheCharge>(cache_, bytes);
     charges_[file.get()] = charge;
@@ -107,9 +105,8 @@ std::shared_ptr<const TableMemberFilter> TableMemberFilter::PassingAll() {
 bool TableMemberFilter::MayContain(Fingerprint permuted) const {
   const Fingerprint group = layout_.GroupOf(permuted);
   const std::uint64_t hash = MemberFilter::Hash(permuted & prefix_mask_);
-  // The files' blocks fetched before any is tested: under sustained inserts
-  // a table has ten files or more, and a probe waited on a cache miss for
-  // each in turn.
+  // Prefetch the files' blocks before testing any: a table may have many files, and their cache
+  // misses then overlap.
   constexpr std::size_t kAhead = 16;
   std::array<const char*, kAhead> blocks;
   for (std::size_t first = 0; first < files_.size(); first += kAhead) {
@@ -217,8 +214,8 @@ void TableFilters::RefreshLocked(std::optional<std::vector<std::uint32_t>> ids) 
         (*next)[t] = (*next)[t]->With(pending, &charges_);
       }
     } else {
-      // Files may have come that the old filters do not know: until a
-      // refresh succeeds, every probe of the table reads its group.
+      // Files may have come that the old filters do not know: until a refresh succeeds, every probe
+      // of the table reads its group.
       (*next)[t] = TableMemberFilter::PassingAll();
     }
     changed = true;

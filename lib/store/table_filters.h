@@ -1,6 +1,5 @@
-// The filters of the tables' live files (format/member_filter.h), kept in
-// memory for every probe: a view per query, replaced whole when files come
-// or go.
+// The member filters (format/member_filter.h) of the tables' live files, kept in memory for every
+// probe: one view per query, replaced whole when files come or go.
 
 #ifndef FPSTORE_LIB_STORE_TABLE_FILTERS_H_
 #define FPSTORE_LIB_STORE_TABLE_FILTERS_H_
@@ -29,11 +28,9 @@
 
 namespace fpstore::internal {
 
-// Memory charged to a block cache while this lives: the filters are kept
-// in the files' table properties, outside the cache, whose budget is the
-// store's. Data blocks make way for them as for pinned filters. Charged in
-// pieces, which the cache's shards share: one large entry would overfill
-// its shard.
+// Charges memory held outside a block cache (the filters live in the files' table properties) to
+// that cache while this lives, so the store keeps one budget. Charged in pieces spread over the
+// cache's shards: one large entry would overfill its shard.
 class CacheCharge {
  public:
   // A null cache charges nothing.
@@ -47,16 +44,13 @@ class CacheCharge {
   std::vector<rocksdb::Cache::Handle*> handles_;
 };
 
-// Each file's charge, shared by the filter sets that hold the file: a set
-// read after every merge and compaction charges only its new files.
-// Charged whole each time, a table's filters evicted as many bytes of data
-// blocks after every merge. Thread-safe.
+// Each file's charge, shared by the filter sets that hold the file, so that a set read anew after a
+// merge or compaction charges only its new files, not the whole table again. Thread-safe.
 class FileCharges {
  public:
   explicit FileCharges(std::shared_ptr<rocksdb::Cache> cache) : cache_(std::move(cache)) {}
-  // The charge of `bytes` for `file`, made if none lives: a file's table
-  // properties are one object while it is open (every file is, from the
-  // store's open on), and a charge keeps them, so the address names it.
+  // The charge of `bytes` for `file`, made if none lives. Keyed by address: an open file's
+  // properties are one object (every file stays open), kept alive by the charge's holders.
   std::shared_ptr<const CacheCharge> For(
       const std::shared_ptr<const rocksdb::TableProperties>& file, std::size_t bytes);
 
@@ -71,8 +65,7 @@ class FileCharges {
 class TableMemberFilter {
  public:
   TableMemberFilter() = default;
-  // Reads them from the family's current files, charging their memory
-  // through `charges` (if not null).
+  // Reads the family's current files' filters, charging them through `charges` if not null.
   static Result<std::shared_ptr<const TableMemberFilter>> Read(rocksdb::DB& db,
                                                                rocksdb::ColumnFamilyHandle* family,
                                                                const GroupLayout& layout,
@@ -80,8 +73,7 @@ class TableMemberFilter {
                                                                FileCharges* charges = nullptr);
   // A filter that passes every probe.
   static std::shared_ptr<const TableMemberFilter> PassingAll();
-  // This one with the files `added` (their properties) too, charged
-  // through `charges` (if not null).
+  // This one plus the files `added` (their properties), charged through `charges` if not null.
   std::shared_ptr<const TableMemberFilter> With(
       std::span<const std::shared_ptr<const rocksdb::TableProperties>> added,
       FileCharges* charges) const;
@@ -93,8 +85,7 @@ class TableMemberFilter {
  private:
   struct File {
     std::optional<FileMemberFilter> filter;  // none: it may hold anything
-    // Its ChunkFirstGroups, side by side: a probe's binary search over
-    // the index took a cache miss a step, in every file of every table.
+    // Its ChunkFirstGroups, side by side: searched in the index, each step would miss the cache.
     std::vector<Fingerprint> first_groups;
   };
   // Adds `file`'s filters, unless it holds no members.
@@ -102,49 +93,39 @@ class TableMemberFilter {
   GroupLayout layout_{64, 64};
   Fingerprint prefix_mask_ = 0;
   std::vector<File> files_;
-  // Keep the bits: the live files' (by name) and those added since.
+  // They hold the filters' bits: the live files' (by name) and those added since.
   rocksdb::TablePropertiesCollection properties_;
   std::vector<std::shared_ptr<const rocksdb::TableProperties>> added_;
   std::vector<std::shared_ptr<const CacheCharge>> charges_;
 };
 
-// Every table's filters, replaced whole when files come or go. Made before
-// the database opens, for its listener; thread-safe.
+// Every table's filters, replaced whole when files come or go. Made before the database opens, for
+// its listener; thread-safe.
 class TableFilters {
  public:
-  // The tables' groups are cut at `group_bits` (format/groups.h). The
-  // filters' memory is charged to `cache`, if not null.
+  // Groups are cut at `group_bits` (format/groups.h); memory is charged to `cache` if not null.
   TableFilters(const PermutationPlan& plan, int group_bits, std::shared_ptr<rocksdb::Cache> cache);
 
-  // Reads every table's filters from `db`, and from then on each
-  // table's anew after its compactions. A table whose filters cannot be
-  // read (nor, below, read anew) gets one that passes every probe: slower,
-  // never wrong.
+  // Reads every table's filters from `db`, then each table's anew after its compactions. A table
+  // whose filters cannot be read gets one that passes every probe: slower, never wrong.
   void Attach(rocksdb::DB* db, std::span<rocksdb::ColumnFamilyHandle* const> tables);
   // Before the database closes.
   void Detach();
 
-  // Reads the filters of the tables among `families` anew: after an
-  // ingestion into them that failed. Each refresh reads and publishes under
-  // one mutex, so one that read the files before an ingestion cannot
-  // publish after that ingestion's own.
+  // After a failed ingestion into `families`, reads their filters anew. Under one mutex, a refresh
+  // that read before an ingestion cannot publish after the ingestion's own.
   void Refresh(std::span<rocksdb::ColumnFamilyHandle* const> families);
 
-  // The files of an ingestion, with their properties read from the files
-  // before it (ingest/table_writer.h): read from the tables after it, they
-  // would be read while readers wait.
+  // An ingestion's files, with properties read from the files before it (ingest/table_writer.h):
+  // read from the tables after it, they would be read while readers wait.
   using Ingested = std::span<const WrittenFile>;
-  // After the ingestion of `ingested` succeeded, before queries resume:
-  // the current filters with the ingested files' too. Files that
-  // compactions replaced meanwhile may stay until the next refresh: their
-  // filters cover what the new ones hold.
+  // After `ingested` went in, before queries resume: adds its files' filters. Files that
+  // compactions replaced meanwhile may stay until the next refresh: their filters cover what the
+  // new ones hold.
   void AddIngested(Ingested ingested);
-  // Before the ingestion of `ingested`, which queries do not wait for:
-  // the current filters with the files' too, and so every view published
-  // until EndPending, refreshes after compactions included (one that read
-  // the family's files before the ingestion would drop them, and a query
-  // could then meet a file its view lacks). Filters of files that are not
-  // in the tables only cost reads.
+  // Before an ingestion queries do not wait for: adds `ingested`'s filters, kept in every view
+  // until EndPending, compaction refreshes included (else one that read the family's files before
+  // the ingestion would drop them). Filters of files never ingested only cost reads.
   void AddPending(Ingested ingested);
   // After that ingestion, whether it succeeded or not.
   void EndPending();
@@ -153,8 +134,7 @@ class TableFilters {
   using View = std::shared_ptr<const std::vector<std::shared_ptr<const TableMemberFilter>>>;
   View Current() const { return current_.load(); }
 
-  // Reads the table of family `family_id` anew, if it is one: after its
-  // compactions.
+  // Reads the table of family `family_id` anew, if it is one: after its compactions.
   void RefreshFamily(std::uint32_t family_id);
 
   // Calls RefreshFamily after every compaction.
@@ -162,10 +142,9 @@ class TableFilters {
       std::shared_ptr<TableFilters> filters);
 
  private:
-  // The tables whose families have these ids anew, or every table if
-  // `ids` is none.
+  // Reads anew the tables of the families with these ids, or every table if `ids` is none.
   void RefreshLocked(std::optional<std::vector<std::uint32_t>> ids) REQUIRES(mu_);
-  // The current filters with `ingested`'s files too.
+  // The current filters plus `ingested`'s files.
   void PublishWithLocked(Ingested ingested) REQUIRES(mu_);
   // Table t's files among `ingested`.
   std::vector<std::shared_ptr<const rocksdb::TableProperties>> FilesOf(Ingested ingested,

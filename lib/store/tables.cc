@@ -21,8 +21,7 @@ std::vector<GroupLayout> LayoutsOf(const PermutationPlan& plan, int group_bits) 
   return layouts;
 }
 
-// How the tables are read. fpstore deletes no ranges from them; left on,
-// range deletions cost every read a check.
+// fpstore deletes no ranges from the tables: spare every read the check.
 rocksdb::ReadOptions TableReadOptions(const rocksdb::Snapshot* snapshot) {
   rocksdb::ReadOptions options;
   options.ignore_range_deletions = true;
@@ -55,9 +54,8 @@ Result<bool> Tables::ReadGroup(std::size_t t, const TableMemberFilter& filter,
     if (!s.ok()) return FromRocks(s, "reading " + TableFamilyName(t));
     return true;
   }
-  // Merges and removals write operands for nearly every group, so the
-  // group is in every file: a read that passes by the files whose filters
-  // show no change to a member with the prefix reads a block of a few.
+  // Merges and removals write operands for nearly every group, so each group is in every file:
+  // passing by files whose filters rule out the prefix saves reads.
   const Fingerprint prefix_mask = plan_.table(t).prefix_mask();
   ro.table_filter = [&](const rocksdb::TableProperties& file) {
     return FileMayTouch(file, layout, prefix_mask, permuted);
@@ -101,16 +99,14 @@ Status Tables::ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
 
 Result<std::vector<Fingerprint>> Tables::FingerprintsKept(
     std::span<const IdFingerprint> leaving) const {
-  // A seek in table 0 per fingerprint: a merge of many replacements takes
-  // two threads, its halves split between fingerprints. Out of memory, on
-  // the helper thread too, fails the caller, not the process.
+  // A table-0 seek per fingerprint: large inputs take two threads, split between fingerprints.
+  // Out of memory on either fails the call, not the process.
   const auto kept_of = [&](std::span<const IdFingerprint> part,
                            std::vector<Fingerprint>& kept) -> Status {
     try {
       std::unique_ptr<rocksdb::Iterator> table0(
-          db_.NewIterator(rocksdb::ReadOptions(), families_[0]));
-      // Once per fingerprint (a batch may replace thousands of copies of
-      // one), in table 0's order, so that each group is read once.
+          db_.NewIterator(TableReadOptions(nullptr), families_[0]));
+      // Each fingerprint once, in table 0's order, so that each group is read once.
       std::vector<Fingerprint> fps;
       for (std::size_t i = 0; i < part.size(); ++i) {
         if (i == 0 || part[i - 1].fingerprint != part[i].fingerprint) {

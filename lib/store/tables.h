@@ -1,8 +1,6 @@
-// The permutation tables (docs/design.md, "Storing it"): one column family
-// per table of the plan, each holding packed groups of permuted
-// fingerprints (format/groups.h), table 0's members with their documents'
-// ids; and the member filters of their files (table_filters.h). Reads
-// groups and members; merges and bulk loads write them, by ingestion.
+// The permutation tables (docs/design.md, "Storing it"): a column family per table of packed groups
+// of permuted fingerprints (format/groups.h), with ids in table 0 only, and their files' member
+// filters (table_filters.h). Only read here; merges and bulk loads write them by ingestion.
 //
 // Thread safety: thread-safe.
 
@@ -35,7 +33,6 @@ class Tables {
   int group_bits() const { return group_bits_; }
   rocksdb::ColumnFamilyHandle* family(std::size_t t) const { return families_[t]; }
   std::span<rocksdb::ColumnFamilyHandle* const> families() const { return families_; }
-  // Table t's groups: table 0's members keep their documents' ids.
   const GroupLayout& layout(std::size_t t) const { return layouts_[t]; }
   std::span<const GroupLayout> layouts() const { return layouts_; }
   TableFilters& filters() const { return *filters_; }
@@ -44,24 +41,19 @@ class Tables {
     return db_.NewIterator(options, families_[t]);
   }
 
-  // Reads into `value`, at `snapshot`, the group of table t that holds
-  // `permuted`, its operands folded; false if there is none. Where the
-  // table has several files, reads only those that `filter` (the table's,
-  // in the reader's view) shows may change a member with its prefix.
+  // Reads table t's group holding `permuted` at `snapshot`, operands folded; false if none. Reads
+  // only the files that `filter` (the reader's view) shows may change a member with its prefix.
   Result<bool> ReadGroup(std::size_t t, const TableMemberFilter& filter,
                          const rocksdb::Snapshot* snapshot, Fingerprint permuted,
                          rocksdb::PinnableSlice& value) const;
 
-  // Calls found(id) for each document that table 0, read through `table0`,
-  // holds with `fingerprint`, in id order, while found returns true.
-  // Callers that go through fingerprints in table 0's order read each
-  // group once.
+  // Calls found(id), in id order while it returns true, for each document table 0 holds with
+  // `fingerprint`, read through `table0`; callers going in table 0's order read each group once.
   Status ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
                      const std::function<bool(DocumentId)>& found) const;
 
-  // Of the fingerprints of `leaving` (sorted by ByFingerprint), those that
-  // table 0, at its latest state, holds for a document not in `leaving`,
-  // ascending: the tables without ids keep them.
+  // Of the fingerprints of `leaving` (sorted by ByFingerprint), those that table 0, at its latest
+  // state, holds for a document not in `leaving`, ascending: the tables without ids keep them.
   Result<std::vector<Fingerprint>> FingerprintsKept(std::span<const IdFingerprint> leaving) const;
 
  private:

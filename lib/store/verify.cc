@@ -12,8 +12,8 @@
 #include "util/parallel.h"
 #include "util/rocks_status.h"
 
-// CRoaring declares its C++ classes in namespace roaring from 0.3 on, and
-// globally before (Debian 12 ships 0.2.66); this reaches them either way.
+// CRoaring before 0.3 (as in Debian 12) declares its C++ classes globally, later releases in
+// namespace roaring: this reaches them either way.
 namespace roaring {}
 
 namespace fpstore::internal {
@@ -28,17 +28,16 @@ std::uint64_t EntryHash(Fingerprint permuted, DocumentId id) {
   return XXH3_64bits(entry, sizeof entry);
 }
 
-// A table without ids hashes each entry's fingerprint, unpermuted, so that
-// one sum over table 0's distinct fingerprints is what each must match.
+// A table without ids hashes each entry's fingerprint, unpermuted, so that one sum over table 0's
+// distinct fingerprints is what each must match.
 std::uint64_t FingerprintHash(Fingerprint fp) { return XXH3_64bits(&fp, sizeof fp); }
 
 constexpr std::size_t kMaxProblems = 20;
 
 }  // namespace
 
-// One verification: what the tables should hold, summarised as counts and
-// order-independent sums of entry hashes so that they are checked while
-// streaming; where a table disagrees, a closer look that names what is off.
+// One verification: per-table counts and order-independent hash sums checked while streaming; a
+// table that disagrees gets a closer look naming what is off.
 class Verifier::Verification {
  public:
   Verification(const Verifier& v, const ScanOptions& scan)
@@ -89,8 +88,7 @@ class Verifier::Verification {
     return Status::OK();
   }
 
-  // Every document but the staged ones has table-0 entries; so has every
-  // version whose removal is staged.
+  // Every document but the staged ones has table-0 entries, and so has every leaving version.
   Status ReadDocuments() {
     std::unordered_map<DocumentId, Fingerprint> unseen = staged_;
     std::unique_ptr<rocksdb::Iterator> it(
@@ -129,8 +127,7 @@ class Verifier::Verification {
     return Status::OK();
   }
 
-  // The recent fingerprints, which lone bits need not hold against, and
-  // the crowded family's entries.
+  // Reads the recent fingerprints (exempt from the lone-bit check); checks the crowded entries.
   Status ReadLoneBits() {
     std::unique_ptr<rocksdb::Iterator> it(
         v_.db_.NewIterator(ScanReadOptions(snapshot()), v_.families_.recent));
@@ -155,9 +152,8 @@ class Verifier::Verification {
     return FromRocks(it->status(), "scanning the crowded family");
   }
 
-  // Streams table t: its count and sum, table 0's distinct fingerprints,
-  // every member against its files' filters, and the lone bits of each
-  // prefix shared by several fingerprints.
+  // Streams table t: count and sum (and table 0's distinct fingerprints), each member against its
+  // filters, and the lone bits of each shared prefix.
   Status ScanTable(std::size_t t, ProgressMeter& progress) {
     const TablePermutation& perm = plan_.table(t);
     const TableMemberFilter& filter = *(*filters_)[t];
@@ -197,9 +193,8 @@ class Verifier::Verification {
     return CheckLoneBits(t, sharing);
   }
 
-  // No fingerprint of `sharing`, which share table t's prefix, may be
-  // marked alone there, unless one of them is recent: queries then trust
-  // no bit for this prefix.
+  // No fingerprint of `sharing` (one prefix of table t) may be marked alone there, unless one is
+  // recent: queries then trust no bit for the prefix.
   Status CheckLoneBits(std::size_t t, const std::vector<Fingerprint>& sharing) {
     if (sharing.size() < 2) return Status::OK();
     for (Fingerprint fp : sharing) {
@@ -216,8 +211,7 @@ class Verifier::Verification {
     return Status::OK();
   }
 
-  // Table 0 disagrees with the documents: its orphans, duplicates, wrong
-  // and missing entries, by id.
+  // Table 0 disagrees with the documents: names its orphans, duplicates, wrong and missing entries.
   void DiagnoseTableZero() {
     std::uint64_t found = 0;
     Roaring64Map seen;
@@ -259,8 +253,8 @@ class Verifier::Verification {
     if (found == 0) Problem(TableFamilyName(0) + ": entry hashes disagree with the documents");
   }
 
-  // Table t, which holds each fingerprint of table 0 once, disagrees:
-  // fingerprints no document in table 0 has, and the other way round.
+  // Table t, which holds each fingerprint of table 0 once, disagrees: fingerprints no document in
+  // table 0 has, and the other way round.
   void DiagnoseTable(std::size_t t) {
     const std::size_t before = problems_.size();
     const TablePermutation& perm = plan_.table(t);
@@ -327,8 +321,7 @@ class Verifier::Verification {
   // The staged versions and those whose removal is staged, by id.
   std::unordered_map<DocumentId, Fingerprint> staged_, leaving_;
   std::uint64_t documents_ = 0;
-  // The documents that have entries in the tables, and their table-0
-  // entries' hashes.
+  // The documents with table entries, and the sum of their table-0 hashes.
   Roaring64Map ids_;
   std::uint64_t expected_sum_ = 0;
   std::vector<Fingerprint> recent_;

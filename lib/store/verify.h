@@ -1,12 +1,8 @@
-// Store::Verify: RocksDB's block checksums, then the invariants of
-// docs/format.md: the tables against the documents and the staging marks,
-// the member filters against the members, the lone bits against the
-// tables, the document count against the documents. In constant memory
-// unless something is off (docs/design.md, "Where CRoaring earns its
-// place").
+// Store::Verify: RocksDB's block checksums, then docs/format.md's invariants (tables vs documents
+// and staging marks, member filters vs members, lone bits vs tables, count vs documents), streamed;
+// see docs/design.md, "Where CRoaring earns its place".
 //
-// Thread safety: thread-safe; a verification holds no lock after taking
-// its snapshot.
+// Thread safety: thread-safe; holds no lock after taking its snapshot.
 
 #ifndef FPSTORE_LIB_STORE_VERIFY_H_
 #define FPSTORE_LIB_STORE_VERIFY_H_

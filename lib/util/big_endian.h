@@ -1,5 +1,4 @@
-// Big-endian integers: the store writes every integer so, for RocksDB's
-// bytewise order to be numeric order.
+// Big-endian integers, the store's only kind: bytewise order is numeric order.
 
 #ifndef FPSTORE_LIB_UTIL_BIG_ENDIAN_H_
 #define FPSTORE_LIB_UTIL_BIG_ENDIAN_H_

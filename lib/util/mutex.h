@@ -1,12 +1,9 @@
-// Mutexes whose users say what they guard, checked by Clang's thread safety
-// analysis (-Wthread-safety; scripts/check-locks.sh) and free elsewhere:
+// Thin wrappers over the standard mutexes, annotated for Clang's thread safety
+// analysis (-Wthread-safety; scripts/check-locks.sh), free elsewhere:
 //
 //   Mutex mu_;
 //   int count_ GUARDED_BY(mu_);
 //   void Bump() REQUIRES(mu_);
-//
-// Thin wrappers over the standard library's mutexes, which carry no such
-// annotations.
 
 #ifndef FPSTORE_LIB_UTIL_MUTEX_H_
 #define FPSTORE_LIB_UTIL_MUTEX_H_
@@ -62,9 +59,8 @@ class SCOPED_CAPABILITY MutexLock {
   Mutex& mu_;
 };
 
-// Readers share it, a writer holds it alone. Readers may pass a waiting
-// writer (glibc's rwlock prefers readers): a stream of readers can delay
-// a writer.
+// Readers share it, a writer holds it alone. glibc's rwlock prefers readers:
+// a stream of them can delay a waiting writer.
 class CAPABILITY("shared mutex") SharedMutex {
  public:
   void Lock() ACQUIRE() { mu_.lock(); }

@@ -1,6 +1,4 @@
-// Work spread over threads: tasks taken in turn, the first error stopping
-// the rest, and progress counted across them; and how whole-store scans
-// read.
+// Work spread over threads, progress counted across them, and scans' reads.
 
 #ifndef FPSTORE_LIB_UTIL_PARALLEL_H_
 #define FPSTORE_LIB_UTIL_PARALLEL_H_
@@ -10,8 +8,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -46,16 +46,16 @@ class ProgressMeter {
   std::mutex mu_;
 };
 
-// The threads `tasks` tasks take: `threads`, 0 meaning one per core, and no
-// more than there are tasks.
+// `threads` (0: one per core), but no more than `tasks` and at least one.
 inline int ThreadsFor(int threads, std::size_t tasks) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return static_cast<int>(std::clamp<std::size_t>(tasks, 1, threads));
 }
 
-// Runs work(task, worker) for every task on ThreadsFor(threads, tasks)
-// threads, worker being the thread's number from 0; the first error wins
-// and stops the others from starting new tasks.
+// Runs work(task, worker) for every task on ThreadsFor(threads, tasks) threads
+// (worker numbered from 0), tasks taken in order; the first error wins and
+// stops new tasks. An exception from `work` fails the call, not the process;
+// threads the system refuses leave the work to those it gave.
 inline Status ForEachInParallel(std::size_t tasks, int threads,
                                 const std::function<Status(std::size_t, int)>& work) {
   threads = ThreadsFor(threads, tasks);
@@ -64,7 +64,12 @@ inline Status ForEachInParallel(std::size_t tasks, int threads,
   Status first_error;
   auto worker = [&](int w) {
     for (std::size_t t; (t = next.fetch_add(1)) < tasks;) {
-      Status s = work(t, w);
+      Status s;
+      try {
+        s = work(t, w);
+      } catch (const std::exception& e) {
+        s = Status::IOError(e.what());
+      }
       if (!s.ok()) {
         std::lock_guard lock(mu);
         if (first_error.ok()) first_error = s;
@@ -73,7 +78,10 @@ inline Status ForEachInParallel(std::size_t tasks, int threads,
     }
   };
   std::vector<std::jthread> pool;
-  for (int w = 1; w < threads; ++w) pool.emplace_back(worker, w);
+  try {
+    for (int w = 1; w < threads; ++w) pool.emplace_back(worker, w);
+  } catch (const std::system_error&) {
+  }
   worker(0);
   pool.clear();
   return first_error;

@@ -1,6 +1,5 @@
-// Sequential binary files of fixed-layout records, for the bulk loader's
-// spilled runs and table changes: buffered writes, buffered reads, errors
-// as Status.
+// Sequential binary files of fixed-layout records (a bulk load's spills and
+// changes): buffered, with errors as Status.
 
 #ifndef FPSTORE_LIB_UTIL_RECORD_FILE_H_
 #define FPSTORE_LIB_UTIL_RECORD_FILE_H_
@@ -14,19 +13,16 @@
 #include <string_view>
 #include <thread>
 
-#include "format/records.h"
+#include "util/big_endian.h"
 #include "fpstore/status.h"
 
 namespace fpstore::internal {
 
-// Each file is read or written by one thread, in many 8-byte pieces: large
-// buffers keep that cheap (the reader's through glibc's unlocked calls).
+// Large, as one thread moves each file in 8-byte pieces (reads via unlocked stdio).
 inline constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
 
-// Writes through two buffers of its own: while one is written out on a
-// thread of its own, the caller fills the other. The bulk loader writes
-// its documents and changes from the one thread that runs while the other
-// core idles.
+// Double-buffered: while a thread of its own writes one buffer out, the
+// caller fills the other.
 class RecordWriter {
  public:
   explicit RecordWriter(std::string path);
@@ -109,9 +105,8 @@ class RecordReader {
   Status status_;
 };
 
-// A whole file mapped read-only, for files that several threads read end
-// to end, each (a bulk load's changes, read by every table): no copy out
-// of the page cache per reader.
+// A whole file mapped read-only, for files every table's thread reads (a bulk
+// load's changes): no copy out of the page cache per reader.
 class MappedFile {
  public:
   explicit MappedFile(const std::string& path);

@@ -1,7 +1,6 @@
-// Zeroed memory in a mapping of its own, for arrays written in scattered
-// order and dropped whole: no heap shares it, and its pages are faulted in
-// when it is made, by whoever makes it, rather than by its first writes,
-// which may hold a lock.
+// Zeroed memory in a mapping of its own, for arrays written scattered and
+// dropped whole: no heap shares it, and its maker faults its pages in rather
+// than its first writes, which may hold a lock.
 
 #ifndef FPSTORE_LIB_UTIL_ZEROED_MAPPING_H_
 #define FPSTORE_LIB_UTIL_ZEROED_MAPPING_H_

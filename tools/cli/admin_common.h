@@ -98,12 +98,11 @@ inline double ExpectedCandidates(const PermutationPlan& plan, double documents) 
   return sum;
 }
 
-// What a plan costs at a number of documents, from what fpstore-bench
-// measured (docs/performance.md): on disk, the library's estimate; per
-// table probed, 0.8 us (a warm miss of plan (6, 3) over its 20 tables),
-// plus, when the probe's prefix range is not empty, a data block read of
-// about 13 us, plus 0.2 us per candidate (FindAll's cost per table entry,
-// a stand-in).
+// What a plan costs at a number of documents: on disk, the library's
+// estimate; per table probed, a fixed cost, a data block read when the
+// probe's prefix range is not empty, and a cost per candidate. The costs
+// are fitted to fpstore-bench's warm misses, cold hits and FindAll
+// (docs/performance.md, "Choosing a plan").
 struct PlanEstimate {
   double candidates = 0;
   double disk_bytes = 0;

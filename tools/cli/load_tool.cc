@@ -22,10 +22,9 @@ namespace {
 constexpr const char* kTool = "fpstore-load";
 
 // The loader's workers allocate and free hundreds of megabytes a table
-// (RocksDB's file builders), and glibc gave them back to the system after
-// each table only to fault them in again for the next. Kept instead, a 10M
-// load spends about 1.5 s less in the kernel, for 58 MiB more at its peak
-// (docs/performance.md).
+// (RocksDB's file builders); glibc would give them back to the system after
+// each table only to fault them in again for the next. The tool, not the
+// library, keeps them: it owns its process.
 void KeepFreedMemory() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest

@@ -371,7 +371,7 @@ std::uint64_t ReadDocuments(RecordReader& reader, const Fingerprinter& fingerpri
 
   while (!end) {
     auto batch = std::make_unique<Batch>();
-    batch->records.reserve(kBatchRecords);  // grown by doubling, 3% of reading a tsv
+    batch->records.reserve(kBatchRecords);  // not grown by doubling
     std::size_t text_bytes = 0;
     bool needs_fingerprints = false;
     try {
