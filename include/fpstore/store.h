@@ -138,9 +138,10 @@ class FPSTORE_EXPORT Store {
   // Fingerprints text with the store's recorded fingerprint options.
   virtual const Fingerprinter& fingerprinter() const = 0;
 
-  // Inserts or replaces document `id`. Atomic: after a crash the document is
-  // either wholly present in every table or wholly absent. Durable as
-  // options.durability says once the call returns OK.
+  // Inserts or replaces document `id`; queries find it once this returns.
+  // Atomic: after a crash the document (and the version it replaced) is
+  // either wholly there or wholly absent. Durable as options.durability
+  // says once the call returns OK.
   virtual Status Insert(DocumentId id, Fingerprint fingerprint, std::string_view metadata = {}) = 0;
 
   // Inserts or replaces several documents in one atomic write. A repeated
@@ -224,8 +225,9 @@ class FPSTORE_EXPORT Store {
 
   virtual Result<StoreStats> Stats() const = 0;
 
-  // Checks RocksDB's block checksums and that every table holds exactly one
-  // entry per stored document, each decoding to the stored fingerprint.
+  // Checks RocksDB's block checksums and that the tables agree with the
+  // documents: table 0 holds every stored document once, every other table
+  // each stored fingerprint once, all decoding to the stored fingerprints.
   // Corruption describing the first problems found, if any.
   virtual Status Verify(const ScanOptions& scan = {}) const = 0;
 
