@@ -295,7 +295,8 @@ const GroupFoldInput& FoldInput() {
     for (int g = 0; g < 1024; ++g) {
       in.bases.push_back(fpstore::internal::EncodeGroupValue(in.layout, members(150)));
       for (int o = 0; o < 4; ++o) {
-        in.operands.push_back(fpstore::internal::EncodeGroupOperand(in.layout, {members(8), {}}));
+        in.operands.push_back(fpstore::internal::EncodeGroupOperand(
+            in.layout, fpstore::internal::GroupChange{members(8), {}}));
       }
     }
     return in;

@@ -78,14 +78,14 @@ void ExpectExact(Store& store, const std::vector<IdFingerprint>& docs,
 
 // Bits 0 .. n - 1 set for the plan's tables that lone bits can name.
 LoneBits AllTables(const PermutationPlan& plan) {
-  const std::size_t n = std::min(plan.table_count(), RecentPrefixes::kMaxTables);
+  const std::size_t n = std::min(plan.table_count(), internal::kMaxLoneBitTables);
   return n == 32 ? ~LoneBits{0} : (LoneBits{1} << n) - 1;
 }
 
 // The tables where `a` and `b` share their prefix, as lone bits.
 LoneBits SharedTables(const PermutationPlan& plan, Fingerprint a, Fingerprint b) {
   LoneBits shared = 0;
-  for (std::size_t t = 0; t < std::min(plan.table_count(), RecentPrefixes::kMaxTables); ++t) {
+  for (std::size_t t = 0; t < std::min(plan.table_count(), internal::kMaxLoneBitTables); ++t) {
     const TablePermutation& perm = plan.table(t);
     if ((perm.Apply(a) & perm.prefix_mask()) == (perm.Apply(b) & perm.prefix_mask())) {
       shared |= LoneBits{1} << t;
@@ -204,7 +204,7 @@ TEST(RecentPrefixesTest, HoldsEveryPrefixAddedAndFewOthers) {
   // Past the first segments, which double from 8192 fingerprints.
   std::vector<Fingerprint> added;
   for (int i = 0; i < 40000; ++i) added.push_back(rnd.Next());
-  for (Fingerprint fp : added) recent.Add(fp);
+  for (Fingerprint fp : added) recent.Add(std::span(&fp, 1));
   EXPECT_EQ(recent.size(), added.size());
   for (Fingerprint fp : added) {
     for (std::size_t t = 0; t < plan->table_count(); ++t) {

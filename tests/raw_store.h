@@ -61,6 +61,23 @@ inline int RecordedGroupBits(const std::string& path) {
   return bits >= 1 && bits <= 64 ? bits : 16;
 }
 
+// MakeInspectionConfig, with each table's group operator, which reading its
+// operands needs.
+inline internal::RocksConfig InspectionConfigWithTables(const std::vector<std::string>& names,
+                                                        const PermutationPlan& plan,
+                                                        int group_bits) {
+  internal::RocksConfig config = internal::MakeInspectionConfig(names);
+  for (rocksdb::ColumnFamilyDescriptor& family : config.families) {
+    for (std::size_t t = 0; t < plan.table_count(); ++t) {
+      if (family.name == internal::TableFamilyName(t)) {
+        family.options.merge_operator = std::make_shared<internal::GroupMergeOperator>(
+            internal::TableGroupLayout(plan, t, group_bits));
+      }
+    }
+  }
+  return config;
+}
+
 // Opens the closed store at `path`, calls edit(db, family) with a lookup of
 // its column families by name, and closes it. The document count in the
 // default family needs its merge operator, and a packed table its own,
@@ -73,7 +90,7 @@ inline void EditWithRocksDb(
   ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
   const std::optional<PermutationPlan> plan = RecordedPlan(path);
   internal::RocksConfig config =
-      plan ? internal::MakeInspectionConfig(names, *plan, RecordedGroupBits(path))
+      plan ? InspectionConfigWithTables(names, *plan, RecordedGroupBits(path))
            : internal::MakeInspectionConfig(names);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;

@@ -97,6 +97,19 @@ void AllowManyLevelZeroFiles(rocksdb::ColumnFamilyOptions& cf) {
   cf.level0_stop_writes_trigger = 256;
 }
 
+// A family keyed by id or fingerprint, LZ4-compressed, with its memtable
+// budget; read by point lookups (LookupTableOptions) if `lookup_cache` is set.
+rocksdb::ColumnFamilyOptions KeyedFamilyOptions(const std::shared_ptr<rocksdb::Cache>& lookup_cache,
+                                                std::size_t memtable_bytes) {
+  rocksdb::ColumnFamilyOptions cf;
+  if (lookup_cache) {
+    cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(LookupTableOptions(lookup_cache)));
+  }
+  cf.compression = rocksdb::kLZ4Compression;
+  cf.write_buffer_size = memtable_bytes;
+  return cf;
+}
+
 rocksdb::ColumnFamilyOptions MetadataFamilyOptions() {
   rocksdb::ColumnFamilyOptions cf;
   cf.merge_operator = std::make_shared<Int64AddOperator>();
@@ -146,27 +159,17 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
 
   // Documents: whole-key Bloom filters, in the memtable too: every insert looks
   // its id up first, and most ids are new.
-  {
-    const rocksdb::BlockBasedTableOptions t = LookupTableOptions(cache);
-    rocksdb::ColumnFamilyOptions cf;
-    cf.memtable_whole_key_filtering = true;
-    cf.memtable_prefix_bloom_size_ratio = 0.05;
-    cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
-    SetCompression(cf);
-    cf.write_buffer_size = documents_memtable_bytes;
-    cf.level_compaction_dynamic_level_bytes = true;
-    config.families.emplace_back(kDocumentsFamily, cf);
-  }
+  rocksdb::ColumnFamilyOptions documents = KeyedFamilyOptions(cache, documents_memtable_bytes);
+  documents.memtable_whole_key_filtering = true;
+  documents.memtable_prefix_bloom_size_ratio = 0.05;
+  SetCompression(documents);
+  documents.level_compaction_dynamic_level_bytes = true;
+  config.families.emplace_back(kDocumentsFamily, documents);
 
   // Staging marks: point lookups and deletions by id, few and short-lived.
-  {
-    rocksdb::ColumnFamilyOptions cf;
-    cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(LookupTableOptions(cache)));
-    cf.compression = rocksdb::kLZ4Compression;
-    cf.write_buffer_size = staging_memtable_bytes;
-    AllowManyLevelZeroFiles(cf);
-    config.families.emplace_back(kStagingFamily, cf);
-  }
+  rocksdb::ColumnFamilyOptions staging = KeyedFamilyOptions(cache, staging_memtable_bytes);
+  AllowManyLevelZeroFiles(staging);
+  config.families.emplace_back(kStagingFamily, staging);
 
   for (std::size_t t = 0; t < plan.table_count(); ++t) {
     config.families.emplace_back(TableFamilyName(t),
@@ -175,24 +178,15 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   }
 
   // Fingerprints that came after the lone bits: read whole on open only.
-  {
-    rocksdb::ColumnFamilyOptions cf;
-    cf.compression = rocksdb::kLZ4Compression;
-    cf.write_buffer_size = memtable_bytes;
-    AllowManyLevelZeroFiles(cf);
-    config.families.emplace_back(kRecentFamily, cf);
-  }
+  rocksdb::ColumnFamilyOptions recent = KeyedFamilyOptions(nullptr, memtable_bytes);
+  AllowManyLevelZeroFiles(recent);
+  config.families.emplace_back(kRecentFamily, recent);
 
   // Lone bits: a lookup per hit, mostly of absent keys; written whole, by a
   // bulk load into an empty store or a rewrite of the bits.
-  {
-    rocksdb::ColumnFamilyOptions cf;
-    cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(LookupTableOptions(cache)));
-    cf.compression = rocksdb::kLZ4Compression;
-    cf.write_buffer_size = memtable_bytes;
-    cf.level_compaction_dynamic_level_bytes = true;
-    config.families.emplace_back(kCrowdedFamily, cf);
-  }
+  rocksdb::ColumnFamilyOptions crowded = KeyedFamilyOptions(cache, memtable_bytes);
+  crowded.level_compaction_dynamic_level_bytes = true;
+  config.families.emplace_back(kCrowdedFamily, crowded);
   return config;
 }
 
@@ -202,21 +196,6 @@ RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names) {
     config.families.emplace_back(name, name == rocksdb::kDefaultColumnFamilyName
                                            ? MetadataFamilyOptions()
                                            : rocksdb::ColumnFamilyOptions());
-  }
-  return config;
-}
-
-RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
-                                 const PermutationPlan& plan, int group_bits) {
-  RocksConfig config = MakeInspectionConfig(family_names);
-  // Reading a table's operands needs its group operator.
-  for (rocksdb::ColumnFamilyDescriptor& family : config.families) {
-    for (std::size_t t = 0; t < plan.table_count(); ++t) {
-      if (family.name == TableFamilyName(t)) {
-        family.options.merge_operator =
-            std::make_shared<GroupMergeOperator>(TableGroupLayout(plan, t, group_bits));
-      }
-    }
   }
   return config;
 }

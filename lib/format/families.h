@@ -43,11 +43,9 @@ struct RocksConfig {
 RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& plan,
                             int group_bits);
 
-// Read-only options for a store's metadata, or, given the `plan` and
-// `group_bits` it records, its tables too. Nothing is created.
+// Read-only options for a store's metadata (the default family); the other
+// families get RocksDB's defaults. Nothing is created.
 RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names);
-RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names,
-                                 const PermutationPlan& plan, int group_bits);
 
 }  // namespace fpstore::internal
 

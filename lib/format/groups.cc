@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <span>
 #include <type_traits>
 
 #include "fpstore/store.h"
@@ -76,10 +77,25 @@ void StoreMember(const GroupLayout& layout, const Member& member, char* out) {
   }
 }
 
+template <typename Member>
+void AppendMembers(const GroupLayout& layout, std::span<const Member> members, std::string& out) {
+  const std::size_t width = layout.member_bytes();
+  std::size_t at = out.size();
+  // A word's slack past the last member for StoreMember, cut after.
+  out.resize(at + members.size() * width + 8);
+  for (const Member& m : members) {
+    StoreMember(layout, m, out.data() + at);
+    at += width;
+  }
+  out.resize(at);
+}
+
+}  // namespace
+
 // False unless `bytes` holds whole, ascending members.
 template <typename Member>
-bool DecodeMembers(const GroupLayout& layout, std::string_view bytes,
-                   std::vector<Member>& members) {
+bool DecodeGroupValue(const GroupLayout& layout, std::string_view bytes,
+                      std::vector<Member>& members) {
   const std::size_t width = layout.member_bytes();
   if (bytes.size() % width != 0) return false;
   members.clear();
@@ -95,17 +111,43 @@ bool DecodeMembers(const GroupLayout& layout, std::string_view bytes,
 }
 
 template <typename Member>
-void AppendMembers(const GroupLayout& layout, std::span<const Member> members, std::string& out) {
-  const std::size_t width = layout.member_bytes();
-  std::size_t at = out.size();
-  // A word's slack past the last member for StoreMember, cut after.
-  out.resize(at + members.size() * width + 8);
-  for (const Member& m : members) {
-    StoreMember(layout, m, out.data() + at);
-    at += width;
-  }
-  out.resize(at);
+void EncodeGroupValue(const GroupLayout& layout, const std::vector<Member>& members,
+                      std::string& out) {
+  out.clear();
+  AppendMembers<Member>(layout, members, out);
 }
+
+template <typename Member>
+bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand,
+                        BasicGroupChange<Member>& change) {
+  if (operand.size() < 4) return false;
+  const std::uint64_t adds = GetBigEndianBytes(operand.data(), 4);
+  operand.remove_prefix(4);
+  const std::uint64_t add_bytes = adds * layout.member_bytes();
+  if (add_bytes > operand.size()) return false;
+  return DecodeGroupValue(layout, operand.substr(0, add_bytes), change.adds) &&
+         DecodeGroupValue(layout, operand.substr(add_bytes), change.removes);
+}
+
+template <typename Member>
+void EncodeGroupOperand(const GroupLayout& layout, const BasicGroupChange<Member>& change,
+                        std::string& out) {
+  out.resize(4);
+  PutBigEndianBytes(out.data(), change.adds.size(), 4);
+  AppendMembers<Member>(layout, change.adds, out);
+  AppendMembers<Member>(layout, change.removes, out);
+}
+
+template bool DecodeGroupValue(const GroupLayout&, std::string_view, std::vector<Fingerprint>&);
+template bool DecodeGroupValue(const GroupLayout&, std::string_view, std::vector<IdMember>&);
+template void EncodeGroupValue(const GroupLayout&, const std::vector<Fingerprint>&, std::string&);
+template void EncodeGroupValue(const GroupLayout&, const std::vector<IdMember>&, std::string&);
+template bool DecodeGroupOperand(const GroupLayout&, std::string_view, GroupChange&);
+template bool DecodeGroupOperand(const GroupLayout&, std::string_view, IdGroupChange&);
+template void EncodeGroupOperand(const GroupLayout&, const GroupChange&, std::string&);
+template void EncodeGroupOperand(const GroupLayout&, const IdGroupChange&, std::string&);
+
+namespace {
 
 // `set` less `removed`, with `added`, all ascending. `scratch` is the caller's,
 // so that a thread's folds stop allocating once it has grown.
@@ -172,27 +214,6 @@ FoldBuffers<Member>& ThreadFoldBuffers() {
   return buffers;
 }
 
-template <typename Member>
-bool DecodeOperand(const GroupLayout& layout, std::string_view operand,
-                   BasicGroupChange<Member>& change) {
-  if (operand.size() < 4) return false;
-  const std::uint64_t adds = GetBigEndianBytes(operand.data(), 4);
-  operand.remove_prefix(4);
-  const std::uint64_t add_bytes = adds * layout.member_bytes();
-  if (add_bytes > operand.size()) return false;
-  return DecodeMembers(layout, operand.substr(0, add_bytes), change.adds) &&
-         DecodeMembers(layout, operand.substr(add_bytes), change.removes);
-}
-
-template <typename Member>
-void EncodeOperand(const GroupLayout& layout, const BasicGroupChange<Member>& change,
-                   std::string& out) {
-  out.resize(4);
-  PutBigEndianBytes(out.data(), change.adds.size(), 4);
-  AppendMembers<Member>(layout, change.adds, out);
-  AppendMembers<Member>(layout, change.removes, out);
-}
-
 // Sets b.combined to `operands` applied in turn: a later remove cancels an
 // earlier add, and every remove stays, for the members of the base below.
 template <typename Member, typename Operands>
@@ -201,7 +222,7 @@ bool CombineOperands(const GroupLayout& layout, const Operands& operands, FoldBu
   b.combined.clear();
   bool removes = false;
   for (const rocksdb::Slice& operand : operands) {
-    if (!DecodeOperand(layout, operand.ToStringView(), b.change)) return false;
+    if (!DecodeGroupOperand(layout, operand.ToStringView(), b.change)) return false;
     removes = !b.change.removes.empty();
     if (removes) break;
     b.combined.adds.insert(b.combined.adds.end(), b.change.adds.begin(), b.change.adds.end());
@@ -215,7 +236,7 @@ bool CombineOperands(const GroupLayout& layout, const Operands& operands, FoldBu
   // With removals, order matters: each in turn.
   b.combined.clear();
   for (const rocksdb::Slice& operand : operands) {
-    if (!DecodeOperand(layout, operand.ToStringView(), b.change)) return false;
+    if (!DecodeGroupOperand(layout, operand.ToStringView(), b.change)) return false;
     Apply(b.combined.adds, b.change.removes, b.change.adds, b.scratch);
     Apply(b.combined.removes, {}, b.change.removes, b.scratch);
   }
@@ -238,7 +259,7 @@ bool MergeOperands(const GroupLayout& layout, const std::deque<rocksdb::Slice>& 
                    std::string* out) {
   FoldBuffers<Member>& b = ThreadFoldBuffers<Member>();
   if (!CombineOperands(layout, operands, b)) return false;
-  EncodeOperand(layout, b.combined, *out);
+  EncodeGroupOperand(layout, b.combined, *out);
   return true;
 }
 
@@ -267,45 +288,6 @@ std::optional<std::size_t> FirstMemberAtLeast(const GroupLayout& layout, Fingerp
     }
   }
   return lo;
-}
-
-void EncodeGroupValue(const GroupLayout& layout, std::span<const Fingerprint> members,
-                      std::string& out) {
-  out.clear();
-  AppendMembers(layout, members, out);
-}
-
-void EncodeGroupValue(const GroupLayout& layout, std::span<const IdMember> members,
-                      std::string& out) {
-  out.clear();
-  AppendMembers(layout, members, out);
-}
-
-bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
-                      std::vector<Fingerprint>& members) {
-  return DecodeMembers(layout, value, members);
-}
-
-bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
-                      std::vector<IdMember>& members) {
-  return DecodeMembers(layout, value, members);
-}
-
-void EncodeGroupOperand(const GroupLayout& layout, const GroupChange& change, std::string& out) {
-  EncodeOperand(layout, change, out);
-}
-
-void EncodeGroupOperand(const GroupLayout& layout, const IdGroupChange& change, std::string& out) {
-  EncodeOperand(layout, change, out);
-}
-
-bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand, GroupChange& change) {
-  return DecodeOperand(layout, operand, change);
-}
-
-bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand,
-                        IdGroupChange& change) {
-  return DecodeOperand(layout, operand, change);
 }
 
 bool GroupMergeOperator::FullMergeV2(const MergeOperationInput& in,

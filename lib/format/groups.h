@@ -12,7 +12,6 @@
 #include <array>
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,13 +76,6 @@ class GroupLayout {
   Fingerprint MemberBits(Fingerprint permuted) const {
     return group_bits_ == 64 ? 0 : permuted & (~Fingerprint{0} >> group_bits_);
   }
-  // `id` is written only if the table keeps ids.
-  void AppendMember(std::string& out, Fingerprint permuted, DocumentId id = 0) const {
-    const std::size_t at = out.size();
-    out.resize(at + member_bytes());
-    PutBigEndianBytes(out.data() + at, MemberBits(permuted), bits_bytes_);
-    if (keeps_ids()) PutBigEndian64(out.data() + at + bits_bytes_, id);
-  }
   // The permuted fingerprint of the member at `in`, in `group`.
   Fingerprint MemberAt(Fingerprint group, const char* in) const {
     return group | GetBigEndianBytes(in, bits_bytes_);
@@ -123,41 +115,33 @@ using GroupChange = BasicGroupChange<Fingerprint>;
 using IdGroupChange = BasicGroupChange<IdMember>;
 
 // `members` ascending and unique; `out` is overwritten, its capacity kept.
-void EncodeGroupValue(const GroupLayout& layout, std::span<const Fingerprint> members,
+// Member is Fingerprint or IdMember (groups.cc instantiates both).
+template <typename Member>
+void EncodeGroupValue(const GroupLayout& layout, const std::vector<Member>& members,
                       std::string& out);
-void EncodeGroupValue(const GroupLayout& layout, std::span<const IdMember> members,
-                      std::string& out);
-inline std::string EncodeGroupValue(const GroupLayout& layout,
-                                    std::span<const Fingerprint> members) {
-  std::string value;
-  EncodeGroupValue(layout, members, value);
-  return value;
-}
-inline std::string EncodeGroupValue(const GroupLayout& layout, std::span<const IdMember> members) {
+template <typename Member>
+std::string EncodeGroupValue(const GroupLayout& layout, const std::vector<Member>& members) {
   std::string value;
   EncodeGroupValue(layout, members, value);
   return value;
 }
 // False if `value` is not a whole number of members in ascending order.
+template <typename Member>
 bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
-                      std::vector<Fingerprint>& members);
-bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
-                      std::vector<IdMember>& members);
+                      std::vector<Member>& members);
 
-void EncodeGroupOperand(const GroupLayout& layout, const GroupChange& change, std::string& out);
-void EncodeGroupOperand(const GroupLayout& layout, const IdGroupChange& change, std::string& out);
-inline std::string EncodeGroupOperand(const GroupLayout& layout, const GroupChange& change) {
+template <typename Member>
+void EncodeGroupOperand(const GroupLayout& layout, const BasicGroupChange<Member>& change,
+                        std::string& out);
+template <typename Member>
+std::string EncodeGroupOperand(const GroupLayout& layout, const BasicGroupChange<Member>& change) {
   std::string operand;
   EncodeGroupOperand(layout, change, operand);
   return operand;
 }
-inline std::string EncodeGroupOperand(const GroupLayout& layout, const IdGroupChange& change) {
-  std::string operand;
-  EncodeGroupOperand(layout, change, operand);
-  return operand;
-}
-bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand, GroupChange& change);
-bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand, IdGroupChange& change);
+template <typename Member>
+bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand,
+                        BasicGroupChange<Member>& change);
 
 // Binary search: the index of the first member of `group`'s `value` at or past
 // `permuted`; none if the value is not whole members.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "format/blocked_bloom.h"
 #include "util/rocks_status.h"
 
 namespace fpstore::internal {
@@ -22,19 +23,11 @@ std::uint64_t Mix(std::uint64_t x) {
 }
 
 constexpr int kBitsPerPrefix = 10;
-constexpr int kProbes = 6;
-constexpr std::size_t kBlockBytes = 64;
+using blocked_bloom::kBlockBytes;
 // The property: a chunk count (4 bytes); per chunk its first and last group
 // (8 bytes each) and where its filter ends (4); then the filters end to end.
 constexpr std::size_t kCountBytes = 4;
 constexpr std::size_t kIndexEntryBytes = 8 + 8 + 4;
-
-// The block from the hash's high half; the bits in it from 9-bit slices of the
-// hash times an odd constant, cheaper than a second finalizer.
-std::size_t BlockOf(std::uint64_t h, std::size_t blocks) {
-  return static_cast<std::size_t>(((h >> 32) * blocks) >> 32);
-}
-std::uint64_t BitSlices(std::uint64_t h) { return (h * 0x9e3779b97f4a7c15ULL) >> 10; }
 
 // Builds the property from the file's entries in key order; closing chunks at
 // kChunkPrefixes bounds the buffer. Removed members count like added ones: a
@@ -141,35 +134,29 @@ const std::string* MemberFilterProperty(const rocksdb::TableProperties& file) {
 Fingerprint PrefixMask(int prefix_bits) { return ~Fingerprint{0} << (64 - prefix_bits); }
 
 void MemberFilter::Build(std::span<const Fingerprint> prefixes, std::string& out) {
-  const std::size_t blocks = std::max<std::size_t>(
-      1, (prefixes.size() * kBitsPerPrefix + 8 * kBlockBytes - 1) / (8 * kBlockBytes));
+  const std::size_t blocks = blocked_bloom::BlocksFor(prefixes.size(), kBitsPerPrefix);
   const std::size_t at = out.size();
   out.resize(at + blocks * kBlockBytes);
   char* const bits = out.data() + at;
   for (Fingerprint prefix : prefixes) {
     const std::uint64_t h = Mix(prefix);
-    char* block = bits + kBlockBytes * BlockOf(h, blocks);
-    const std::uint64_t slices = BitSlices(h);
-    for (int i = 0; i < kProbes; ++i) {
-      const unsigned bit = (slices >> (9 * i)) & 511;
+    char* block = bits + kBlockBytes * blocked_bloom::BlockOf(h, blocks);
+    blocked_bloom::ForEachProbe(h, [&](unsigned bit) {
       block[bit / 8] = static_cast<char>(block[bit / 8] | (1 << (bit % 8)));
-    }
+      return true;
+    });
   }
 }
 
 std::uint64_t MemberFilter::Hash(Fingerprint prefix) { return Mix(prefix); }
 
 const char* MemberFilter::BlockFor(std::string_view bits, std::uint64_t hash) {
-  return bits.data() + kBlockBytes * BlockOf(hash, bits.size() / kBlockBytes);
+  return bits.data() + kBlockBytes * blocked_bloom::BlockOf(hash, bits.size() / kBlockBytes);
 }
 
 bool MemberFilter::BlockPasses(const char* block, std::uint64_t hash) {
-  const std::uint64_t slices = BitSlices(hash);
-  for (int i = 0; i < kProbes; ++i) {
-    const unsigned bit = (slices >> (9 * i)) & 511;
-    if ((block[bit / 8] & (1 << (bit % 8))) == 0) return false;
-  }
-  return true;
+  return blocked_bloom::ForEachProbe(
+      hash, [&](unsigned bit) { return (block[bit / 8] & (1 << (bit % 8))) != 0; });
 }
 
 std::optional<FileMemberFilter> FileMemberFilter::Parse(std::string_view value, bool thorough) {

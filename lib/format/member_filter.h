@@ -39,12 +39,9 @@ class MemberFilter {
  public:
   // Appends the filter of `prefixes` to `out`.
   static void Build(std::span<const Fingerprint> prefixes, std::string& out);
-  static bool MayContain(std::string_view bits, Fingerprint prefix) {
-    const std::uint64_t hash = Hash(prefix);
-    return BlockPasses(BlockFor(bits, hash), hash);
-  }
-  // MayContain in steps, for callers that fetch many filters' blocks for one
-  // prefix before testing any.
+  // A probe for `prefix` is BlockPasses(BlockFor(bits, Hash(prefix)), hash), in
+  // steps, for callers that fetch many filters' blocks for one prefix before
+  // testing any.
   static std::uint64_t Hash(Fingerprint prefix);
   static const char* BlockFor(std::string_view bits, std::uint64_t hash);
   static bool BlockPasses(const char* block, std::uint64_t hash);

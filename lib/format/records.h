@@ -18,14 +18,6 @@
 
 namespace fpstore::internal {
 
-using DocumentKey = std::array<char, 8>;
-
-inline DocumentKey EncodeDocumentKey(DocumentId id) {
-  DocumentKey key;
-  PutBigEndian64(key.data(), id);
-  return key;
-}
-
 // A documents-family value: the fingerprint, then the metadata bytes.
 inline std::string EncodeDocumentValue(Fingerprint fingerprint, std::string_view metadata) {
   std::string value(8 + metadata.size(), '\0');

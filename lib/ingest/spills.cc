@@ -2,52 +2,26 @@
 
 #include <algorithm>
 
-#include "util/record_file.h"
-
 namespace fpstore::internal {
 
-namespace {
-
-class SpilledRecords final : public SpillCursor {
- public:
-  explicit SpilledRecords(const std::string& path) : reader_(path) {}
-  bool Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& metadata) override {
+bool SpillCursor::Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& metadata) {
+  if (reader_) {
     std::uint64_t length;
-    if (!reader_.GetU64(id) || !reader_.GetU64(seq) || !reader_.GetU64(fp) ||
-        !reader_.GetU64(length)) {
+    if (!reader_->GetU64(id) || !reader_->GetU64(seq) || !reader_->GetU64(fp) ||
+        !reader_->GetU64(length)) {
       return false;
     }
     metadata.resize(length);
-    return reader_.GetBytes(metadata.data(), length);
+    return reader_->GetBytes(metadata.data(), length);
   }
-  Status status() const override { return reader_.status(); }
-
- private:
-  RecordReader reader_;
-};
-
-class BufferedRecords final : public SpillCursor {
- public:
-  BufferedRecords(std::span<const BufferedRecord> records, std::string_view metadata)
-      : records_(records), metadata_(metadata) {}
-  bool Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& metadata) override {
-    if (next_ == records_.size()) return false;
-    const BufferedRecord& r = records_[next_++];
-    id = r.id;
-    seq = r.seq;
-    fp = r.fingerprint;
-    metadata.assign(metadata_.substr(r.metadata_offset, r.metadata_size));
-    return true;
-  }
-  Status status() const override { return Status::OK(); }
-
- private:
-  std::span<const BufferedRecord> records_;
-  std::string_view metadata_;
-  std::size_t next_ = 0;
-};
-
-}  // namespace
+  if (next_ == records_.size()) return false;
+  const BufferedRecord& r = records_[next_++];
+  id = r.id;
+  seq = r.seq;
+  fp = r.fingerprint;
+  metadata.assign(metadata_.substr(r.metadata_offset, r.metadata_size));
+  return true;
+}
 
 void SortSpill(std::vector<BufferedRecord>& records) {
   const auto before = [](const BufferedRecord& a, const BufferedRecord& b) {
@@ -69,15 +43,6 @@ Status WriteSpill(const std::string& path, std::span<const BufferedRecord> recor
     out.PutBytes(metadata.substr(r.metadata_offset, r.metadata_size));
   }
   return out.Close();
-}
-
-std::unique_ptr<SpillCursor> ReadSpill(const std::string& path) {
-  return std::make_unique<SpilledRecords>(path);
-}
-
-std::unique_ptr<SpillCursor> ReadBuffered(std::span<const BufferedRecord> records,
-                                          std::string_view metadata) {
-  return std::make_unique<BufferedRecords>(records, metadata);
 }
 
 }  // namespace fpstore::internal

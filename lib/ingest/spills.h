@@ -6,7 +6,7 @@
 #define FPSTORE_LIB_INGEST_SPILLS_H_
 
 #include <cstdint>
-#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -14,6 +14,7 @@
 
 #include "fpstore/document.h"
 #include "fpstore/status.h"
+#include "util/record_file.h"
 
 namespace fpstore::internal {
 
@@ -33,20 +34,23 @@ void SortSpill(std::vector<BufferedRecord>& records);
 Status WriteSpill(const std::string& path, std::span<const BufferedRecord> records,
                   std::string_view metadata);
 
-// The documents of one sorted spill, in (id, seq) order.
+// The documents of one sorted spill, in (id, seq) order: one WriteSpill wrote
+// to `path`, or one kept in memory (the last), which must outlive the cursor.
 class SpillCursor {
  public:
-  virtual ~SpillCursor() = default;
-  virtual bool Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& metadata) = 0;
-  virtual Status status() const = 0;
+  explicit SpillCursor(const std::string& path) : reader_(std::in_place, path) {}
+  SpillCursor(std::span<const BufferedRecord> records, std::string_view metadata)
+      : records_(records), metadata_(metadata) {}
+
+  bool Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& metadata);
+  Status status() const { return reader_ ? reader_->status() : Status::OK(); }
+
+ private:
+  std::optional<RecordReader> reader_;  // else the records in memory
+  std::span<const BufferedRecord> records_;
+  std::string_view metadata_;
+  std::size_t next_ = 0;
 };
-
-// A spill that WriteSpill wrote to `path`.
-std::unique_ptr<SpillCursor> ReadSpill(const std::string& path);
-
-// A sorted spill kept in memory (the last one), which must outlive the cursor.
-std::unique_ptr<SpillCursor> ReadBuffered(std::span<const BufferedRecord> records,
-                                          std::string_view metadata);
 
 }  // namespace fpstore::internal
 

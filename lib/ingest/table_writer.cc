@@ -2,13 +2,10 @@
 
 #include <rocksdb/sst_file_reader.h>
 
-#include <exception>
 #include <filesystem>
 #include <latch>
 #include <optional>
 #include <queue>
-#include <system_error>
-#include <thread>
 
 #include "format/families.h"
 #include "format/member_filter.h"
@@ -27,9 +24,7 @@ namespace {
 // fingerprint as table 0 permutes it. One alone everywhere has none.
 Status PutLoneBits(SstSink& sink, Fingerprint permuted0, LoneBits lone, std::size_t tables) {
   if (lone == AllLoneBits(tables)) return Status::OK();
-  char key[8];
-  PutBigEndian64(key, permuted0);
-  return sink.Put(rocksdb::Slice(key, 8), EncodeLoneBits(lone, tables));
+  return sink.Put(Key8(permuted0).view(), EncodeLoneBits(lone, tables));
 }
 
 }  // namespace
@@ -237,33 +232,15 @@ Status TableWriter::Table::WriteMergedSpills(const std::function<void()>& before
 // the other tables left. They meet between groups, so between prefixes, which
 // crowded marks and a fingerprint's copies go by.
 Status TableWriter::Table::WriteSorted(std::span<const TableOp> sorted, bool split) {
-  std::size_t half = sorted.size() / 2;
-  while (half > 0 && half < sorted.size() &&
-         layout_.GroupOf(sorted[half].permuted) == layout_.GroupOf(sorted[half - 1].permuted)) {
-    ++half;
-  }
-  if (!split || sorted.size() < split_above_ || half == sorted.size()) {
-    return WritePrefixes(*first_, sorted);
-  }
-  second_.emplace(*this, writer_.dir_.Path(name_ + "-2.sst"));
-  auto write_half = [&](Part& part, std::span<const TableOp> ops) -> Status {
-    try {
-      return WritePrefixes(part, ops);
-    } catch (const std::exception& e) {
-      return Status::IOError(std::string("bulk load: ") + e.what());
-    }
-  };
-  Status second;
-  std::thread helper;
-  try {
-    helper = std::thread([&] { second = write_half(*second_, sorted.subspan(half)); });
-  } catch (const std::system_error&) {  // no thread to be had: one after the other
-    second = write_half(*second_, sorted.subspan(half));
-  }
-  // Joined however the first half ends: out of memory fails the load only.
-  const Status first = write_half(*first_, sorted.first(half));
-  if (helper.joinable()) helper.join();
-  return first.ok() ? second : first;
+  return ForEachHalf(
+      sorted, split && sorted.size() >= split_above_,
+      [&](const TableOp& op) { return layout_.GroupOf(op.permuted); },
+      [&](std::size_t part, std::span<const TableOp> ops) {
+        if (part == 0) return WritePrefixes(*first_, ops);
+        second_.emplace(*this, writer_.dir_.Path(name_ + "-2.sst"));
+        return WritePrefixes(*second_, ops);
+      },
+      "bulk load: ");
 }
 
 // Writes sorted ops ending with a whole prefix, crowded prefixes marked first.

@@ -176,8 +176,8 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
 Status BulkLoaderImpl::Match(Matched& m) {
   rocksdb::DB& db = *store_.db;
   std::vector<std::unique_ptr<SpillCursor>> cursors;
-  for (const std::string& path : spills_) cursors.push_back(ReadSpill(path));
-  cursors.push_back(ReadBuffered(buffer_, buffer_metadata_));
+  for (const std::string& path : spills_) cursors.push_back(std::make_unique<SpillCursor>(path));
+  cursors.push_back(std::make_unique<SpillCursor>(buffer_, buffer_metadata_));
   InIdOrder docs(std::move(cursors));
   if (Status s = docs.Start(); !s.ok()) return s;
   m.documents_path = dir_.Path("documents");
@@ -201,8 +201,8 @@ Status BulkLoaderImpl::Match(Matched& m) {
     if (!next.ok()) return next.status();
     if (!*next) break;
     const InIdOrder::Doc& doc = **next;
-    const DocumentKey key = EncodeDocumentKey(doc.id);
-    const rocksdb::Slice key_slice(key.data(), key.size());
+    const Key8 key(doc.id);
+    const rocksdb::Slice key_slice = key.view();
     Fingerprint old = 0;
     bool had_old = false;
     // Into an empty store there is nothing to find.
@@ -286,8 +286,7 @@ Status BulkLoaderImpl::WriteFiles(Matched& m, TableWriter::Output& out) {
         return in.status().ok() ? Status::IOError("short read of " + m.documents_path)
                                 : in.status();
       }
-      const DocumentKey key = EncodeDocumentKey(id);
-      if (Status s = sink.Put(rocksdb::Slice(key.data(), key.size()), value); !s.ok()) return s;
+      if (Status s = sink.Put(Key8(id).view(), value); !s.ok()) return s;
     }
     if (!in.status().ok()) return in.status();
     documents_arg = IngestionInto(store_.documents->family());

@@ -19,10 +19,8 @@ Status Malformed(DocumentId id) {
 }  // namespace
 
 Result<Document> Documents::Get(DocumentId id) const {
-  const DocumentKey key = EncodeDocumentKey(id);
   std::string value;
-  const rocksdb::Status rs =
-      db_.Get(rocksdb::ReadOptions(), family_, rocksdb::Slice(key.data(), key.size()), &value);
+  const rocksdb::Status rs = db_.Get(rocksdb::ReadOptions(), family_, Key8(id).view(), &value);
   if (rs.IsNotFound()) return Status::NotFound("document " + std::to_string(id));
   if (!rs.ok()) return FromRocks(rs, "reading document " + std::to_string(id));
   Document doc;
@@ -83,16 +81,12 @@ std::uint64_t Documents::Estimate() const {
 
 void Documents::Put(rocksdb::WriteBatch& batch, DocumentId id, Fingerprint fingerprint,
                     std::string_view metadata) const {
-  const DocumentKey key = EncodeDocumentKey(id);
-  batch
-      .Put(family_, rocksdb::Slice(key.data(), key.size()),
-           EncodeDocumentValue(fingerprint, metadata))
+  batch.Put(family_, Key8(id).view(), EncodeDocumentValue(fingerprint, metadata))
       .PermitUncheckedError();
 }
 
 void Documents::Delete(rocksdb::WriteBatch& batch, DocumentId id) const {
-  const DocumentKey key = EncodeDocumentKey(id);
-  batch.Delete(family_, rocksdb::Slice(key.data(), key.size())).PermitUncheckedError();
+  batch.Delete(family_, Key8(id).view()).PermitUncheckedError();
 }
 
 void Documents::CountChange(rocksdb::WriteBatch& batch, std::int64_t delta) const {

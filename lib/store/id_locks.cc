@@ -5,25 +5,6 @@
 
 namespace fpstore::internal {
 
-IdLocks::Held::Held(Held&& other) noexcept
-    : owner_(std::exchange(other.owner_, nullptr)), ids_(std::move(other.ids_)) {}
-
-IdLocks::Held& IdLocks::Held::operator=(Held&& other) noexcept {
-  if (this != &other) {
-    Release();
-    owner_ = std::exchange(other.owner_, nullptr);
-    ids_ = std::move(other.ids_);
-  }
-  return *this;
-}
-
-IdLocks::Held::~Held() { Release(); }
-
-void IdLocks::Held::Release() {
-  if (owner_ != nullptr) std::exchange(owner_, nullptr)->Unlock(ids_);
-  ids_.clear();
-}
-
 bool IdLocks::Free(std::span<const DocumentId> ids, const Waiter* self) const {
   for (DocumentId id : ids) {
     if (held_.contains(id)) return false;
@@ -60,7 +41,7 @@ IdLocks::Held IdLocks::Lock(std::span<const DocumentId> ids) {
   return Held(this, std::move(taken));
 }
 
-void IdLocks::Unlock(std::span<const DocumentId> ids) {
+void IdLocks::GiveBack(std::vector<DocumentId> ids) {
   bool wake;
   {
     MutexLock lock(mu_);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fpstore/document.h"
+#include "util/holding.h"
 #include "util/mutex.h"
 
 namespace fpstore::internal {
@@ -22,21 +23,7 @@ namespace fpstore::internal {
 class IdLocks {
  public:
   // Ids held until destroyed or assigned over.
-  class Held {
-   public:
-    Held() = default;
-    Held(Held&& other) noexcept;
-    Held& operator=(Held&& other) noexcept;
-    ~Held();
-
-   private:
-    friend class IdLocks;
-    Held(IdLocks* owner, std::vector<DocumentId> ids) : owner_(owner), ids_(std::move(ids)) {}
-    void Release();
-
-    IdLocks* owner_ = nullptr;
-    std::vector<DocumentId> ids_;
-  };
+  using Held = Holding<IdLocks, std::vector<DocumentId>>;
 
   // Waits until no other holder has any of `ids` (without repeats), and no
   // batch that waited first wants one, then holds them all.
@@ -53,7 +40,8 @@ class IdLocks {
   // Whether `ids` are neither held nor wanted by a batch waiting before
   // `self` (nullptr: a batch that has not waited, so behind every waiter).
   bool Free(std::span<const DocumentId> ids, const Waiter* self) const REQUIRES(mu_);
-  void Unlock(std::span<const DocumentId> ids) EXCLUDES(mu_);
+  friend Held;
+  void GiveBack(std::vector<DocumentId> ids) EXCLUDES(mu_);
 
   mutable Mutex mu_;
   CondVar released_;  // ids were released, or a waiter left the queue

@@ -96,10 +96,11 @@ void Ingestion::FlushBefore(const TableWriter::Output& files) const {
 
 void Ingestion::Publish(const TableWriter::Output& files, const Status& ingested) const {
   if (ingested.ok() && files.properties) return tables_.filters().AddIngested(*files.properties);
-  std::vector<rocksdb::ColumnFamilyHandle*> families;
-  for (const rocksdb::IngestExternalFileArg& arg : files.args)
-    families.push_back(arg.column_family);
-  tables_.filters().Refresh(families);
+  std::vector<std::uint32_t> families;
+  for (const rocksdb::IngestExternalFileArg& arg : files.args) {
+    families.push_back(arg.column_family->GetID());
+  }
+  tables_.filters().Refresh(std::move(families));
 }
 
 }  // namespace fpstore::internal

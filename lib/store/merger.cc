@@ -89,8 +89,7 @@ Status Merger::WriteFiles(std::span<const StagedDocument> staged, const ScratchD
   for (const StagedDocument& doc : staged) {
     if (!doc.removal) recent.push_back(doc.fingerprint);
     if (doc.leaving) leaving.push_back({doc.id, *doc.leaving});
-    const DocumentKey key = EncodeDocumentKey(doc.id);
-    if (Status s = marks.Delete(rocksdb::Slice(key.data(), key.size())); !s.ok()) return s;
+    if (Status s = marks.Delete(Key8(doc.id).view()); !s.ok()) return s;
   }
   const Changes changes = Changes::Staged(staged);
   Result<std::vector<bool>> old_keys_leaving =

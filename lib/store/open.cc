@@ -7,9 +7,10 @@
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <mutex>
+#include <set>
 #include <system_error>
+#include <utility>
 
 #include "format/families.h"
 #include "store/store_impl.h"
@@ -120,24 +121,16 @@ class WriterRegistry {
   // False if `key` is taken.
   bool Reserve(const std::string& key) {
     MutexLock lock(mu_);
-    return owners_.try_emplace(key, nullptr).second;
-  }
-  void Assign(const std::string& key, const void* owner) {
-    MutexLock lock(mu_);
-    owners_[key] = owner;
+    return keys_.insert(key).second;
   }
   void Release(const std::string& key) {
     MutexLock lock(mu_);
-    owners_.erase(key);
-  }
-  void ReleaseOwner(const void* owner) {
-    MutexLock lock(mu_);
-    std::erase_if(owners_, [owner](const auto& entry) { return entry.second == owner; });
+    keys_.erase(key);
   }
 
  private:
   Mutex mu_;
-  std::map<std::string, const void*> owners_ GUARDED_BY(mu_);
+  std::set<std::string> keys_ GUARDED_BY(mu_);
 };
 
 // The pid of another process holding RocksDB's POSIX lock on the store's LOCK file, or 0; only
@@ -182,11 +175,8 @@ class WriterReservation {
     return Status::OK();
   }
 
-  // The claim lasts until `owner` closes.
-  void HandTo(const StoreImpl* owner) {
-    WriterRegistry::Instance().Assign(key_, owner);
-    key_.clear();
-  }
+  // The claim, kept until the store closes (StoreImpl::writer_key_).
+  std::string Keep() { return std::exchange(key_, {}); }
 
  private:
   std::string key_;
@@ -323,7 +313,7 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   std::unique_ptr<StoreImpl> store(new StoreImpl(
       path, options, *plan, *std::move(fingerprinter), meta->group_bits, *std::move(db),
       FamiliesOf(std::move(handles), plan->table_count()), std::move(filters)));
-  if (!options.read_only) reservation.HandTo(store.get());
+  store->writer_key_ = reservation.Keep();
   if (!exists) {
     if (Status s = WriteMetadata(*store->db_, store->families_.meta, *plan, *meta); !s.ok()) {
       store.reset();
@@ -395,7 +385,7 @@ Status StoreImpl::Close() {
   families_.all.clear();
   rocksdb::Status rs = db_->Close();
   if (result.ok()) result = FromRocks(rs, "closing " + path_);
-  if (!options_.read_only) WriterRegistry::Instance().ReleaseOwner(this);
+  if (!writer_key_.empty()) WriterRegistry::Instance().Release(writer_key_);
   return result;
 }
 

@@ -3,15 +3,15 @@
 #include <algorithm>
 #include <new>
 
+#include "format/blocked_bloom.h"
 #include "util/zeroed_mapping.h"
 
 namespace fpstore::internal {
 
 namespace {
 
-// A blocked Bloom filter: all of a key's probes fall in one 512-bit block, one cache line.
+// A blocked Bloom filter (format/blocked_bloom.h).
 constexpr std::uint64_t kBitsPerKey = 12;
-constexpr int kProbes = 6;
 constexpr std::uint64_t kFirstSegmentFingerprints = 8192;
 
 std::uint64_t Mix(std::uint64_t x) {
@@ -28,38 +28,32 @@ std::uint64_t Mix(std::uint64_t x) {
 // Cache-line blocks in a mapping of their own; each key sets bits in one block, chosen by hash.
 struct RecentPrefixes::Segment {
   explicit Segment(std::uint64_t keys)
-      : blocks(std::max<std::uint64_t>(1, (keys * kBitsPerKey + 511) / 512)),
-        memory(blocks * 64),
+      : blocks(blocked_bloom::BlocksFor(keys, kBitsPerKey)),
+        memory(blocks * blocked_bloom::kBlockBytes),
         words(static_cast<std::atomic<std::uint64_t>*>(memory.data())) {
     for (std::uint64_t i = 0; i < blocks * 8; ++i) new (&words[i]) std::atomic<std::uint64_t>(0);
   }
 
-  // The block's first word, from the hash's top half.
+  // The block's first word.
   std::atomic<std::uint64_t>* Block(std::uint64_t hash) const {
-    return &words[((hash >> 32) * blocks >> 32) * 8];
+    return &words[blocked_bloom::BlockOf(hash, blocks) * 8];
   }
-  // The probes' bits in the block, 9 each, from a product that mixes all of the hash, so that they
-  // do not repeat the bits that chose the block.
-  static std::uint64_t ProbeBits(std::uint64_t hash) { return hash * 0x9e3779b97f4a7c15ULL; }
   // One writer at a time: a plain load and store per probe, since atomic read-modify-writes would
   // cost more than the cache miss.
   void Add(std::uint64_t hash) {
     std::atomic<std::uint64_t>* block = Block(hash);
-    std::uint64_t bits = ProbeBits(hash);
-    for (int i = 0; i < kProbes; ++i, bits >>= 9) {
-      std::atomic<std::uint64_t>& word = block[(bits & 511) / 64];
-      word.store(word.load(std::memory_order_relaxed) | std::uint64_t{1} << (bits % 64),
+    blocked_bloom::ForEachProbe(hash, [&](unsigned bit) {
+      std::atomic<std::uint64_t>& word = block[bit / 64];
+      word.store(word.load(std::memory_order_relaxed) | std::uint64_t{1} << (bit % 64),
                  std::memory_order_relaxed);
-    }
+      return true;
+    });
   }
   bool MayHold(std::uint64_t hash) const {
     const std::atomic<std::uint64_t>* block = Block(hash);
-    std::uint64_t bits = ProbeBits(hash);
-    for (int i = 0; i < kProbes; ++i, bits >>= 9) {
-      const std::uint64_t word = block[(bits & 511) / 64].load(std::memory_order_relaxed);
-      if ((word >> (bits % 64) & 1) == 0) return false;
-    }
-    return true;
+    return blocked_bloom::ForEachProbe(hash, [&](unsigned bit) {
+      return (block[bit / 64].load(std::memory_order_relaxed) >> (bit % 64) & 1) != 0;
+    });
   }
 
   const std::uint64_t blocks;
@@ -82,7 +76,7 @@ std::size_t MaxSegments(std::uint64_t limit) {
 
 RecentPrefixes::RecentPrefixes(const PermutationPlan& plan, std::uint64_t limit)
     : plan_(plan),
-      tables_(std::min(plan.table_count(), kMaxTables)),
+      tables_(std::min(plan.table_count(), kMaxLoneBitTables)),
       limit_(limit),
       max_segments_(MaxSegments(limit)) {
   for (std::size_t t = 0; t < tables_; ++t) salts_[t] = Mix(t + 0x9e3779b97f4a7c15ULL);
@@ -143,8 +137,6 @@ bool RecentPrefixes::HasRoomFor(std::uint64_t fingerprints) const {
   return true;
 }
 
-void RecentPrefixes::Add(Fingerprint fingerprint) { Add(std::span(&fingerprint, 1)); }
-
 void RecentPrefixes::Add(std::span<const Fingerprint> fingerprints) {
   if (full_.load(std::memory_order_relaxed) ||
       added_.load(std::memory_order_relaxed) + fingerprints.size() > limit_ ||
@@ -156,11 +148,11 @@ void RecentPrefixes::Add(std::span<const Fingerprint> fingerprints) {
   }
   // Each fingerprint's blocks are prefetched while the previous one's bits are set: every block is
   // a cache miss.
-  std::array<std::uint64_t, kMaxTables> pending{};
+  std::array<std::uint64_t, kMaxLoneBitTables> pending{};
   Segment* pending_segment = nullptr;
   for (Fingerprint fp : fingerprints) {
     Segment& segment = Reserve();
-    std::array<std::uint64_t, kMaxTables> hashes;
+    std::array<std::uint64_t, kMaxLoneBitTables> hashes;
     for (std::size_t t = 0; t < tables_; ++t) {
       const TablePermutation& perm = plan_.table(t);
       hashes[t] = KeyHash(t, perm.Apply(fp) & perm.prefix_mask());

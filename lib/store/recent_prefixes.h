@@ -30,9 +30,6 @@ namespace fpstore::internal {
 
 class RecentPrefixes {
  public:
-  // The tables a lone bit can name: the first kMaxTables of the plan.
-  static constexpr std::size_t kMaxTables = kMaxLoneBitTables;
-
   // What the first nine segments hold, doubling from 8192 fingerprints; one more would allocate a
   // tenth segment as large as the nine together.
   static constexpr std::uint64_t kDefaultLimit = std::uint64_t{8192} * 511;
@@ -43,8 +40,7 @@ class RecentPrefixes {
   RecentPrefixes(const RecentPrefixes&) = delete;
   RecentPrefixes& operator=(const RecentPrefixes&) = delete;
 
-  // Adds the prefixes `fingerprint` has in each table a lone bit can name.
-  void Add(Fingerprint fingerprint);
+  // Adds the prefixes the fingerprints have in each table a lone bit can name.
   void Add(std::span<const Fingerprint> fingerprints);
   // Forgets every fingerprint added. REQUIRES: no concurrent Add or MayHold.
   void Clear();
@@ -77,7 +73,7 @@ class RecentPrefixes {
 
   const PermutationPlan& plan_;
   const std::size_t tables_;
-  std::array<std::uint64_t, kMaxTables> salts_{};  // per table, for KeyHash
+  std::array<std::uint64_t, kMaxLoneBitTables> salts_{};  // per table, for KeyHash
   // Segments in order of creation; from the first and from the seal on, each holds up to twice the
   // fingerprints of the one before. Published with release, read with acquire.
   static constexpr std::size_t kMaxSegments = 48;

@@ -162,9 +162,7 @@ Status SkipHints::AddRecent(std::vector<Fingerprint> fingerprints, const std::st
   fingerprints.erase(std::unique(fingerprints.begin(), fingerprints.end()), fingerprints.end());
   SstSink sink(db_, recent_family_, path);
   for (Fingerprint fp : fingerprints) {
-    char key[8];
-    PutBigEndian64(key, fp);
-    if (Status s = sink.Put(rocksdb::Slice(key, 8), rocksdb::Slice()); !s.ok()) return s;
+    if (Status s = sink.Put(Key8(fp).view(), rocksdb::Slice()); !s.ok()) return s;
   }
   // Out of memory here, on a merge's thread, fails the merge rather than the process.
   try {
@@ -250,10 +248,8 @@ Status SkipHints::RewriteSealed(const ScanOptions& scan, const rocksdb::Snapshot
     if (Status s = sink.DeleteRange(rocksdb::Slice(), end); !s.ok()) return s;
     const LoneBits all = AllLoneBits(plan_.table_count());
     for (const auto& [permuted0, company] : crowded) {
-      char key[8];
-      PutBigEndian64(key, permuted0);
       const std::string value = EncodeLoneBits(all & ~company, plan_.table_count());
-      if (Status s = sink.Put(rocksdb::Slice(key, 8), value); !s.ok()) return s;
+      if (Status s = sink.Put(Key8(permuted0).view(), value); !s.ok()) return s;
     }
     rocksdb::IngestExternalFileArg arg = IngestionInto(crowded_);
     if (Status s = sink.Finish(arg.external_files); !s.ok()) return s;
@@ -279,9 +275,7 @@ Status SkipHints::EndRewrite(bool rewritten) {
   rocksdb::Status rs = batch.DeleteRange(recent_family_, rocksdb::Slice(), end);
   for (Fingerprint fp : unsealed) {
     if (!rs.ok()) break;
-    char key[8];
-    PutBigEndian64(key, fp);
-    rs = batch.Put(recent_family_, rocksdb::Slice(key, 8), rocksdb::Slice());
+    rs = batch.Put(recent_family_, Key8(fp).view(), rocksdb::Slice());
   }
   if (rs.ok()) rs = db_.Write(rocksdb::WriteOptions(), &batch);
   if (!rs.ok()) return FromRocks(rs, "clearing the recent family");

@@ -124,29 +124,15 @@ Result<std::vector<Staging::Candidate>> Staging::Within(std::span<const Fingerpr
   return current;
 }
 
-Staging::Room::Room(Room&& other) noexcept
-    : staging_(std::exchange(other.staging_, nullptr)), entries_(other.entries_) {}
-
-Staging::Room& Staging::Room::operator=(Room&& other) noexcept {
-  if (this != &other) {
-    Release();
-    staging_ = std::exchange(other.staging_, nullptr);
-    entries_ = other.entries_;
-  }
-  return *this;
-}
-
-void Staging::Room::Release() {
-  if (staging_ == nullptr) return;
+void Staging::GiveBack(std::size_t entries) {
   bool waiters = false;
   {
-    MutexLock lock(staging_->mu_);
-    staging_->reserved_ -= entries_;
-    waiters = staging_->room_waiters_ > 0;
+    MutexLock lock(mu_);
+    reserved_ -= entries;
+    waiters = room_waiters_ > 0;
   }
   // Only writers wait for room: waking the merger on every insert would slow single inserts.
-  if (waiters) staging_->cv_.NotifyAll();
-  staging_ = nullptr;
+  if (waiters) cv_.NotifyAll();
 }
 
 Result<Staging::Room> Staging::Reserve(std::size_t entries) {
@@ -191,11 +177,6 @@ void Staging::Add(std::span<const StagingIndex::Entry> entries) {
 }
 
 void Staging::AddRemoval(DocumentId id) { current().AddRemoval(id); }
-
-std::size_t Staging::size() const {
-  MutexLock lock(mu_);
-  return current_->size();
-}
 
 Status Staging::failure() const {
   MutexLock lock(mu_);

@@ -25,6 +25,7 @@
 #include "fpstore/permutation.h"
 #include "fpstore/status.h"
 #include "store/staging_index.h"
+#include "util/holding.h"
 #include "util/mutex.h"
 
 namespace fpstore::internal {
@@ -72,20 +73,7 @@ class Staging {
 
   // Index room for a writer's entries, held from before its locks until its entries are in, so that
   // writers together never make the index grow (rehashing under its lock).
-  class Room {
-   public:
-    Room() = default;
-    Room(Room&& other) noexcept;
-    Room& operator=(Room&& other) noexcept;
-    ~Room() { Release(); }
-
-   private:
-    friend class Staging;
-    Room(Staging* staging, std::size_t entries) : staging_(staging), entries_(entries) {}
-    void Release();
-    Staging* staging_ = nullptr;
-    std::size_t entries_ = 0;
-  };
+  using Room = Holding<Staging, std::size_t>;
   // Waits until the index has room for `entries` more, then holds it; a batch too large goes alone
   // once fewer than merge_at are staged, and may grow the index. Fails if a merge failed.
   Result<Room> Reserve(std::size_t entries) EXCLUDES(mu_);
@@ -105,8 +93,6 @@ class Staging {
   void Add(std::span<const StagingIndex::Entry> entries);
   void AddRemoval(DocumentId id);
 
-  // Entries and removals staged since the last merge, superseded ones too.
-  std::size_t size() const EXCLUDES(mu_);
   // A merge's failure: writes and loads stop until the store reopens; what is staged stays found.
   Status failure() const EXCLUDES(mu_);
 
@@ -129,6 +115,8 @@ class Staging {
   void Stop() EXCLUDES(mu_);
 
  private:
+  friend Room;
+  void GiveBack(std::size_t entries) EXCLUDES(mu_);
   std::size_t room() const { return 2 * merge_at_; }
   // The indexes and merging ids change with both the reader gate (held alone) and mu_ held, so
   // either lets a thread read them; the analysis knows only mu_. REQUIRES: the reader gate held.

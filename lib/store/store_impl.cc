@@ -92,8 +92,12 @@ Result<std::vector<StoreImpl::IdVersions>> StoreImpl::CurrentVersions(
   return versions;
 }
 
-int StoreImpl::StageInserts(rocksdb::WriteBatch& batch, std::span<const NewDocument* const> docs,
-                            std::span<const IdVersions> old) {
+Status StoreImpl::WriteInserts(std::span<const DocumentId> ids,
+                               std::span<const NewDocument* const> docs) {
+  Result<std::vector<IdVersions>> versions = CurrentVersions(ids);
+  if (!versions.ok()) return versions.status();
+  const std::vector<IdVersions>& old = *versions;
+  rocksdb::WriteBatch batch;
   int added = 0;
   std::vector<StagingIndex::Entry> staged;
   staged.reserve(docs.size());
@@ -104,15 +108,15 @@ int StoreImpl::StageInserts(rocksdb::WriteBatch& batch, std::span<const NewDocum
     if (old[i].stored == doc.fingerprint) continue;  // its entries stay as they are
     staged.push_back({doc.id, doc.fingerprint});
     // The mark names any version in the tables, which the next merge takes out.
-    const DocumentKey key = EncodeDocumentKey(doc.id);
     batch
-        .Put(staging_.family(), rocksdb::Slice(key.data(), key.size()),
+        .Put(staging_.family(), Key8(doc.id).view(),
              EncodeStagingMark({doc.fingerprint, old[i].in_tables()}))
         .PermitUncheckedError();
   }
   // Indexed before the RocksDB write: a snapshot that holds it must find them.
   staging_.Add(staged);
-  return added;
+  documents_.CountChange(batch, added);
+  return WriteUnsynced(batch);
 }
 
 Status StoreImpl::WriteUnsynced(rocksdb::WriteBatch& batch) {
@@ -153,11 +157,7 @@ Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
   {
     WriteLocks locks;
     if (Status s = LockForWrite(ids, ids.size(), locks); !s.ok()) return s;
-    Result<std::vector<IdVersions>> old = CurrentVersions(ids);
-    if (!old.ok()) return old.status();
-    rocksdb::WriteBatch batch;
-    documents_.CountChange(batch, StageInserts(batch, pending, *old));
-    if (Status s = WriteUnsynced(batch); !s.ok()) return s;
+    if (Status s = WriteInserts(ids, pending); !s.ok()) return s;
   }
   return MakeDurable();
 }
@@ -178,8 +178,8 @@ Status StoreImpl::Remove(DocumentId id) {
     }
     rocksdb::WriteBatch batch;
     documents_.Delete(batch, id);
-    const DocumentKey key = EncodeDocumentKey(id);
-    const rocksdb::Slice key_slice(key.data(), key.size());
+    const Key8 key(id);
+    const rocksdb::Slice key_slice = key.view();
     if (const std::optional<Fingerprint> in_tables = (*old)[0].in_tables()) {
       // The next merge takes the version in the tables out.
       staging_.AddRemoval(id);
@@ -210,14 +210,10 @@ Result<CheckResult> StoreImpl::CheckAndInsert(DocumentId id, Fingerprint fingerp
     result.matches = std::move((*matches)[0]);
     std::erase_if(result.matches, [id](const Match& m) { return m.id == id; });
     if (policy == InsertPolicy::kAlways || result.matches.empty()) {
-      Result<std::vector<IdVersions>> old = CurrentVersions(std::span(&id, 1));
-      if (!old.ok()) return old.status();
       const NewDocument doc{id, fingerprint, metadata};
       const NewDocument* pending = &doc;
-      rocksdb::WriteBatch batch;
-      documents_.CountChange(batch, StageInserts(batch, std::span(&pending, 1), *old));
       // Written under the lock so that the next CheckAndInsert sees it.
-      if (Status s = WriteUnsynced(batch); !s.ok()) return s;
+      if (Status s = WriteInserts(std::span(&id, 1), std::span(&pending, 1)); !s.ok()) return s;
       result.inserted = true;
     }
   }

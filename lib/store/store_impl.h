@@ -114,11 +114,10 @@ class StoreImpl final : public Store {
   };
   // The versions of each of `ids` (sorted). REQUIRES: the ids held.
   Result<std::vector<IdVersions>> CurrentVersions(std::span<const DocumentId> ids) const;
-  // Adds to `batch` each document's record and staging mark (naming any version still in the
-  // tables), after adding the staged versions to the staging index. Returns how many are new.
+  // Writes, unsynced, each of `docs` (one per id of `ids`, sorted) with its staging mark (naming
+  // any version still in the tables), after adding the staged versions to the staging index.
   // REQUIRES: the locks of a write.
-  int StageInserts(rocksdb::WriteBatch& batch, std::span<const NewDocument* const> docs,
-                   std::span<const IdVersions> old);
+  Status WriteInserts(std::span<const DocumentId> ids, std::span<const NewDocument* const> docs);
   // Writes `batch` unsynced: visible at once, durable after a later sync.
   Status WriteUnsynced(rocksdb::WriteBatch& batch);
   // Waits until all writes so far are as durable as options_.durability promises. Called without
@@ -129,6 +128,7 @@ class StoreImpl final : public Store {
   FreedMemoryReturn freed_memory_;
 
   const std::string path_;
+  std::string writer_key_;  // the claim on path_ a writer gives back on Close (open.cc)
   const StoreOptions options_;
   const PermutationPlan plan_;
   const Fingerprinter fingerprinter_;

@@ -17,7 +17,7 @@ class RefreshAfterCompactions final : public rocksdb::EventListener {
       : filters_(std::move(filters)) {}
   // RocksDB calls this holding none of its locks, so it may read the family's table properties.
   void OnCompactionCompleted(rocksdb::DB*, const rocksdb::CompactionJobInfo& info) override {
-    filters_->RefreshFamily(info.cf_id);
+    filters_->Refresh({info.cf_id});
   }
 
  private:
@@ -146,11 +146,9 @@ void TableFilters::Detach() {
   tables_.clear();
 }
 
-void TableFilters::Refresh(std::span<rocksdb::ColumnFamilyHandle* const> families) {
-  std::vector<std::uint32_t> ids;
-  for (rocksdb::ColumnFamilyHandle* f : families) ids.push_back(f->GetID());
+void TableFilters::Refresh(std::vector<std::uint32_t> family_ids) {
   MutexLock lock(mu_);
-  RefreshLocked(std::move(ids));
+  RefreshLocked(std::move(family_ids));
 }
 
 void TableFilters::AddIngested(Ingested ingested) {
@@ -188,11 +186,6 @@ void TableFilters::PublishWithLocked(Ingested ingested) {
     if (!added.empty()) (*next)[t] = (*next)[t]->With(added, &charges_);
   }
   current_.store(std::move(next));
-}
-
-void TableFilters::RefreshFamily(std::uint32_t family_id) {
-  MutexLock lock(mu_);
-  RefreshLocked(std::vector<std::uint32_t>{family_id});
 }
 
 void TableFilters::RefreshLocked(std::optional<std::vector<std::uint32_t>> ids) {

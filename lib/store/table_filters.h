@@ -112,9 +112,10 @@ class TableFilters {
   // Before the database closes.
   void Detach();
 
-  // After a failed ingestion into `families`, reads their filters anew. Under one mutex, a refresh
-  // that read before an ingestion cannot publish after the ingestion's own.
-  void Refresh(std::span<rocksdb::ColumnFamilyHandle* const> families);
+  // Reads anew the tables of the families with these ids, if any are tables: after their
+  // compactions, and after a failed ingestion into them. Under one mutex, a refresh that read
+  // before an ingestion cannot publish after the ingestion's own.
+  void Refresh(std::vector<std::uint32_t> family_ids);
 
   // An ingestion's files, with properties read from the files before it (ingest/table_writer.h):
   // read from the tables after it, they would be read while readers wait.
@@ -134,10 +135,7 @@ class TableFilters {
   using View = std::shared_ptr<const std::vector<std::shared_ptr<const TableMemberFilter>>>;
   View Current() const { return current_.load(); }
 
-  // Reads the table of family `family_id` anew, if it is one: after its compactions.
-  void RefreshFamily(std::uint32_t family_id);
-
-  // Calls RefreshFamily after every compaction.
+  // Calls Refresh after every compaction.
   static std::shared_ptr<rocksdb::EventListener> MakeListener(
       std::shared_ptr<TableFilters> filters);
 

@@ -1,12 +1,10 @@
 #include "store/tables.h"
 
 #include <algorithm>
-#include <exception>
 #include <optional>
-#include <system_error>
-#include <thread>
 
 #include "format/families.h"
+#include "util/parallel.h"
 #include "util/rocks_status.h"
 
 namespace fpstore::internal {
@@ -100,59 +98,41 @@ Status Tables::ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
 Result<std::vector<Fingerprint>> Tables::FingerprintsKept(
     std::span<const IdFingerprint> leaving) const {
   // A table-0 seek per fingerprint: large inputs take two threads, split between fingerprints.
-  // Out of memory on either fails the call, not the process.
   const auto kept_of = [&](std::span<const IdFingerprint> part,
                            std::vector<Fingerprint>& kept) -> Status {
-    try {
-      std::unique_ptr<rocksdb::Iterator> table0(
-          db_.NewIterator(TableReadOptions(nullptr), families_[0]));
-      // Each fingerprint once, in table 0's order, so that each group is read once.
-      std::vector<Fingerprint> fps;
-      for (std::size_t i = 0; i < part.size(); ++i) {
-        if (i == 0 || part[i - 1].fingerprint != part[i].fingerprint) {
-          fps.push_back(part[i].fingerprint);
-        }
+    std::unique_ptr<rocksdb::Iterator> table0(
+        db_.NewIterator(TableReadOptions(nullptr), families_[0]));
+    // Each fingerprint once, in table 0's order, so that each group is read once.
+    std::vector<Fingerprint> fps;
+    for (std::size_t i = 0; i < part.size(); ++i) {
+      if (i == 0 || part[i - 1].fingerprint != part[i].fingerprint) {
+        fps.push_back(part[i].fingerprint);
       }
-      const TablePermutation& perm0 = plan_.table(0);
-      std::sort(fps.begin(), fps.end(),
-                [&](Fingerprint a, Fingerprint b) { return perm0.Apply(a) < perm0.Apply(b); });
-      for (const Fingerprint fp : fps) {
-        bool keeps = false;
-        Status s = ForEachIdOf(*table0, fp, [&](DocumentId id) {
-          keeps = !std::binary_search(leaving.begin(), leaving.end(), IdFingerprint{id, fp},
-                                      ByFingerprint);
-          return !keeps;
-        });
-        if (!s.ok()) return s;
-        if (keeps) kept.push_back(fp);
-      }
-      return Status::OK();
-    } catch (const std::exception& e) {
-      return Status::IOError(std::string("finding the fingerprints that stay: ") + e.what());
     }
+    const TablePermutation& perm0 = plan_.table(0);
+    std::sort(fps.begin(), fps.end(),
+              [&](Fingerprint a, Fingerprint b) { return perm0.Apply(a) < perm0.Apply(b); });
+    for (const Fingerprint fp : fps) {
+      bool keeps = false;
+      Status s = ForEachIdOf(*table0, fp, [&](DocumentId id) {
+        keeps = !std::binary_search(leaving.begin(), leaving.end(), IdFingerprint{id, fp},
+                                    ByFingerprint);
+        return !keeps;
+      });
+      if (!s.ok()) return s;
+      if (keeps) kept.push_back(fp);
+    }
+    return Status::OK();
   };
   constexpr std::size_t kSplitAbove = 4096;
-  std::size_t half = leaving.size() / 2;
-  while (half > 0 && half < leaving.size() &&
-         leaving[half].fingerprint == leaving[half - 1].fingerprint) {
-    ++half;
-  }
   std::vector<Fingerprint> kept, kept_after;
-  Status first, second;
-  if (leaving.size() <= kSplitAbove || half == leaving.size()) {
-    first = kept_of(leaving, kept);
-  } else {
-    std::thread helper;
-    try {
-      helper = std::thread([&] { second = kept_of(leaving.subspan(half), kept_after); });
-    } catch (const std::system_error&) {  // no thread to be had: one after the other
-      second = kept_of(leaving.subspan(half), kept_after);
-    }
-    first = kept_of(leaving.first(half), kept);
-    if (helper.joinable()) helper.join();
-  }
-  if (!first.ok()) return first;
-  if (!second.ok()) return second;
+  const Status s = ForEachHalf(
+      leaving, leaving.size() > kSplitAbove, [](const IdFingerprint& f) { return f.fingerprint; },
+      [&](std::size_t part, std::span<const IdFingerprint> items) {
+        return kept_of(items, part == 0 ? kept : kept_after);
+      },
+      "finding the fingerprints that stay: ");
+  if (!s.ok()) return s;
   kept.insert(kept.end(), kept_after.begin(), kept_after.end());
   std::sort(kept.begin(), kept.end());
   return kept;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace fpstore::internal {
 
@@ -31,6 +32,17 @@ inline std::uint64_t GetBigEndianBytes(const char* in, std::size_t bytes) {
   for (std::size_t i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
   return v;
 }
+
+// `v` as an 8-byte key: an id, or a fingerprint as table 0 permutes it.
+// view() converts to rocksdb::Slice.
+class Key8 {
+ public:
+  explicit Key8(std::uint64_t v) { PutBigEndian64(bytes_, v); }
+  std::string_view view() const { return {bytes_, sizeof bytes_}; }
+
+ private:
+  char bytes_[8];
+};
 
 }  // namespace fpstore::internal
 

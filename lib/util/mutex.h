@@ -22,7 +22,6 @@
 #define CAPABILITY(x) FPSTORE_THREAD_ANNOTATION(capability(x))
 #define SCOPED_CAPABILITY FPSTORE_THREAD_ANNOTATION(scoped_lockable)
 #define GUARDED_BY(x) FPSTORE_THREAD_ANNOTATION(guarded_by(x))
-#define PT_GUARDED_BY(x) FPSTORE_THREAD_ANNOTATION(pt_guarded_by(x))
 #define ACQUIRED_BEFORE(...) FPSTORE_THREAD_ANNOTATION(acquired_before(__VA_ARGS__))
 #define REQUIRES(...) FPSTORE_THREAD_ANNOTATION(requires_capability(__VA_ARGS__))
 #define REQUIRES_SHARED(...) FPSTORE_THREAD_ANNOTATION(requires_shared_capability(__VA_ARGS__))
@@ -30,9 +29,7 @@
 #define ACQUIRE_SHARED(...) FPSTORE_THREAD_ANNOTATION(acquire_shared_capability(__VA_ARGS__))
 #define RELEASE(...) FPSTORE_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
 #define RELEASE_SHARED(...) FPSTORE_THREAD_ANNOTATION(release_shared_capability(__VA_ARGS__))
-#define RELEASE_GENERIC(...) FPSTORE_THREAD_ANNOTATION(release_generic_capability(__VA_ARGS__))
 #define EXCLUDES(...) FPSTORE_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
-#define RETURN_CAPABILITY(x) FPSTORE_THREAD_ANNOTATION(lock_returned(x))
 #define NO_THREAD_SAFETY_ANALYSIS FPSTORE_THREAD_ANNOTATION(no_thread_safety_analysis)
 
 namespace fpstore::internal {
@@ -110,7 +107,6 @@ class CondVar {
     lock.release();
     return woken;
   }
-  void NotifyOne() { cv_.notify_one(); }
   void NotifyAll() { cv_.notify_all(); }
 
  private:

@@ -11,6 +11,9 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -54,10 +57,12 @@ inline int ThreadsFor(int threads, std::size_t tasks) {
 
 // Runs work(task, worker) for every task on ThreadsFor(threads, tasks) threads
 // (worker numbered from 0), tasks taken in order; the first error wins and
-// stops new tasks. An exception from `work` fails the call, not the process;
-// threads the system refuses leave the work to those it gave.
+// stops new tasks. An exception from `work` fails the call, not the process
+// (its message after `context`); threads the system refuses leave the work to
+// those it gave.
 inline Status ForEachInParallel(std::size_t tasks, int threads,
-                                const std::function<Status(std::size_t, int)>& work) {
+                                const std::function<Status(std::size_t, int)>& work,
+                                std::string_view context = {}) {
   threads = ThreadsFor(threads, tasks);
   std::atomic<std::size_t> next{0};
   std::mutex mu;
@@ -68,7 +73,7 @@ inline Status ForEachInParallel(std::size_t tasks, int threads,
       try {
         s = work(t, w);
       } catch (const std::exception& e) {
-        s = Status::IOError(e.what());
+        s = Status::IOError(std::string(context) + e.what());
       }
       if (!s.ok()) {
         std::lock_guard lock(mu);
@@ -85,6 +90,23 @@ inline Status ForEachInParallel(std::size_t tasks, int threads,
   worker(0);
   pool.clear();
   return first_error;
+}
+
+// Runs work(part, items) on `items` cut in two, side by side, as
+// ForEachInParallel does. The cut is the middle, moved forward while key_of
+// repeats, so that no key is on both sides; without `split`, or with no such
+// cut, work(0, items) runs alone on this thread.
+template <typename T, typename KeyOf, typename Work>
+Status ForEachHalf(std::span<const T> items, bool split, const KeyOf& key_of, const Work& work,
+                   std::string_view context) {
+  std::size_t cut = items.size();
+  if (split) {
+    cut /= 2;
+    while (cut > 0 && cut < items.size() && key_of(items[cut]) == key_of(items[cut - 1])) ++cut;
+  }
+  const std::span<const T> parts[2] = {items.first(cut), items.subspan(cut)};
+  return ForEachInParallel(
+      parts[1].empty() ? 1 : 2, 2, [&](std::size_t p, int) { return work(p, parts[p]); }, context);
 }
 
 // A whole-store scan's reads: in key order, with readahead, and without
