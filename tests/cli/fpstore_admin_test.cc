@@ -160,6 +160,34 @@ TEST(AdminToolTest, HelpListsEveryCommand) {
   EXPECT_TRUE(Contains(insert.out, "Examples:")) << insert.out;
 }
 
+// Numeric options out of their range stop before any work, naming the option and its range.
+TEST(AdminToolTest, NumericOptionsOutOfRangeAreUsageErrors) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"insert", "--db", "x", "--input", "-", "--batch-size", "-1"},
+       "--batch-size: \"-1\" is not a whole number from 1 to 10,000,000"},
+      {{"insert", "--db", "x", "--input", "-", "--batch-size", "18446744073709551615"},
+       "--batch-size: \"18446744073709551615\" is not a whole number from 1 to 10,000,000"},
+      {{"insert", "--db", "x", "--input", "-", "--batch-size", "1000000000000"},
+       "--batch-size: \"1000000000000\" is not a whole number from 1 to 10,000,000"},
+      {{"clusters", "--db", "x", "--min-size", "-1"},
+       "--min-size: \"-1\" is not a whole number from 1 to 18,446,744,073,709,551,615"},
+      {{"find-all", "--db", "x", "--memory", "99999999999999"},
+       "--memory: \"99999999999999\" is not a whole number from 0 to 16,777,216"},
+      {{"verify", "--db", "x", "--threads", "100000"},
+       "--threads: \"100000\" is not a whole number from 0 to 1,024"},
+      {{"find-all", "--db", "x", "--distance", "-1"},
+       "--distance: \"-1\" is not a whole number from 0 to 64"},
+      {{"create", "--db", "x", "--distance", "64"},
+       "--distance: \"64\" is not a whole number from 0 to 63"},
+  };
+  for (const auto& [args, message] : cases) {
+    const ToolResult r = Admin(args);
+    EXPECT_EQ(r.exit_code, 2) << ::testing::PrintToString(args);
+    EXPECT_EQ(r.err,
+              "fpstore-admin: " + message + "\nTry 'fpstore-admin --help' for more information.\n");
+  }
+}
+
 TEST(AdminToolTest, UsageErrorsExitTwo) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {},

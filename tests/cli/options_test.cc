@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/program_options/errors.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -129,11 +130,28 @@ TEST(FingerprintFlagsTest, AppliesOnlyWhatWasGiven) {
   EXPECT_EQ(applied.weighting, FeatureWeighting::kPresence);
 }
 
+TEST(WholeNumberTest, TakesDigitsWithinTheRangeOnly) {
+  EXPECT_EQ(ParseWholeNumber("n", "1", 1, 10), 1u);
+  EXPECT_EQ(ParseWholeNumber("n", "10", 1, 10), 10u);
+  EXPECT_EQ(ParseWholeNumber("n", "007", 1, 10), 7u);
+  EXPECT_EQ(ParseWholeNumber("n", "18446744073709551615", 0, UINT64_MAX), UINT64_MAX);
+  for (const char* text : {"0", "11", "-1", "+5", " 5", "5 ", "5x", "0x5", "1e1", "2.5", "",
+                           "18446744073709551615", "18446744073709551616"}) {
+    try {
+      ParseWholeNumber("batch-size", text, 1, 10);
+      ADD_FAILURE() << "\"" << text << "\" accepted";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "--batch-size: \"" + std::string(text) + "\" is not a whole number from 1 to 10");
+    }
+  }
+}
+
 TEST(FingerprintFlagsTest, RejectsBadValues) {
   for (const auto& [args, message] :
        std::initializer_list<std::pair<std::vector<std::string>, std::string>>{
-           {{"--window", "0"}, "--window: window 0 out of range (1 to 64)"},
-           {{"--window", "65"}, "--window: window 65 out of range (1 to 64)"},
+           {{"--window", "0"}, "--window: \"0\" is not a whole number from 1 to 64"},
+           {{"--window", "65"}, "--window: \"65\" is not a whole number from 1 to 64"},
            {{"--weighting", "idf"},
             "--weighting: unknown weighting \"idf\" (expected tf or presence)"}}) {
     FingerprintFlags flags;

@@ -140,19 +140,15 @@ inline void DefineQuiet(OptionTable& table, bool* quiet) {
 }
 
 inline void DefineScanThreads(OptionTable& table, int* threads) {
-  table.Add(kScanGroup, "threads", po::value(threads)->value_name("N"),
-            "Threads to scan the tables with; 0 means one per core. Default: 0. "
+  table.Add(kScanGroup, "threads", WholeNumber("threads", threads, 0, kMaxThreads)->value_name("N"),
+            "Threads to scan the tables with, 0 to 1,024; 0 means one per core. Default: 0. "
             "e.g. --threads 4");
-}
-
-inline void CheckThreads(int threads) {
-  if (threads < 0) throw UsageError("--threads: " + std::to_string(threads) + " is negative");
 }
 
 // --distance K of find-all and clusters: a search distance, checked against
 // the store's plan once it is open (SearchDistance), as in fpstore-query.
 inline void DefineScanDistance(OptionTable& table, int* distance) {
-  table.Add(kScanGroup, "distance", po::value(distance)->value_name("K"),
+  table.Add(kScanGroup, "distance", WholeNumber("distance", distance, 0, 64)->value_name("K"),
             "The largest Hamming distance, in bits, between two documents that count as "
             "near-duplicates; at most the store's planned distance. Default: the planned "
             "distance. e.g. --distance 2");
@@ -160,9 +156,6 @@ inline void DefineScanDistance(OptionTable& table, int* distance) {
 
 inline std::optional<int> CheckScanDistance(const po::variables_map& vm, int distance) {
   if (vm.count("distance") == 0) return std::nullopt;
-  if (distance < 0 || distance > 64) {
-    throw UsageError("--distance: " + std::to_string(distance) + " is out of range (0 to 64)");
-  }
   return distance;
 }
 

@@ -91,10 +91,7 @@ class VerifyCommand final : public Command {
   }
 
  protected:
-  void Check(const po::variables_map& vm) override {
-    store_.Check(vm);
-    CheckThreads(threads_);
-  }
+  void Check(const po::variables_map& vm) override { store_.Check(vm); }
 
  private:
   StoreFlags store_;

@@ -1,5 +1,7 @@
 // fpstore-admin: find-all and clusters.
 
+#include <limits>
+
 #include "cli/admin_common.h"
 
 namespace fpstore::cli::admin {
@@ -18,7 +20,9 @@ class ScanCommand : public Command {
     DefineOutput(table, &output_, OutputHelp());
     DefineMoreOptions(table);
     DefineScanThreads(table, &threads_);
-    table.Add(kScanGroup, "memory", po::value(&memory_mb_)->value_name("MB"),
+    table.Add(kScanGroup, "memory",
+              WholeNumber("memory", &memory_mb_, std::int64_t{0}, std::int64_t{kMaxMemoryMb})
+                  ->value_name("MB"),
               "Megabytes the scan may take to read every document once and sort the tables in "
               "memory: 32 bytes a document, 16 more per further thread. A larger store is read "
               "table by table from disk, several times slower; 0 always does that. Default: "
@@ -44,8 +48,6 @@ class ScanCommand : public Command {
   void Check(const po::variables_map& vm) override {
     store_.Check(vm);
     asked_ = CheckScanDistance(vm, distance_);
-    CheckThreads(threads_);
-    if (memory_mb_ < 0) throw UsageError("--memory: " + std::to_string(memory_mb_) + " is negative");
     CheckOutput(output_);
   }
 
@@ -147,15 +149,15 @@ class ClustersCommand final : public ScanCommand {
   }
 
   void DefineMoreOptions(OptionTable& table) override {
-    table.Add(kScanGroup, "min-size", po::value(&min_size_)->value_name("N"),
-              "The smallest cluster to write; 1 also writes each document without a "
-              "near-duplicate, as a cluster of its own. Default: 2. e.g. --min-size 5");
+    table.Add(
+        kScanGroup, "min-size",
+        WholeNumber("min-size", &min_size_, std::size_t{1}, std::numeric_limits<std::size_t>::max())
+            ->value_name("N"),
+        "The smallest cluster to write; 1 also writes each document without a "
+        "near-duplicate, as a cluster of its own. Default: 2. e.g. --min-size 5");
   }
 
-  void Check(const po::variables_map& vm) override {
-    ScanCommand::Check(vm);
-    if (min_size_ == 0) throw UsageError("--min-size: must be at least 1");
-  }
+  void Check(const po::variables_map& vm) override { ScanCommand::Check(vm); }
 
   std::string Scan(const Store& store, int k, std::FILE* file) override {
     std::uint64_t clusters = 0, documents = 0;

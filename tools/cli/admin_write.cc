@@ -10,6 +10,7 @@ namespace {
 class InsertCommand final : public Command {
  public:
   static constexpr std::size_t kDefaultBatch = 10'000;
+  static constexpr std::size_t kMaxBatch = 10'000'000;
 
   std::string_view Name() const override { return "insert"; }
   std::string_view Summary() const override {
@@ -34,8 +35,10 @@ class InsertCommand final : public Command {
                   "The documents to insert: JSONL documents, or fingerprints with --format tsv "
                   "or hash; - reads standard input. e.g. --input new.jsonl");
     fingerprint_.Define(table);
-    table.Add(kStoreGroup, "batch-size", po::value(&batch_size_)->value_name("N"),
-              "Documents per batch. Each batch is one atomic write, durable (as --durability "
+    table.Add(kStoreGroup, "batch-size",
+              WholeNumber("batch-size", &batch_size_, std::size_t{1}, kMaxBatch)->value_name("N"),
+              "Documents per batch, 1 to 10,000,000. Each batch is one atomic write, durable (as "
+              "--durability "
               "says) when it returns. Default: " +
                   WithCommas(kDefaultBatch) + ". e.g. --batch-size 1000");
     pipeline_.Define(table, kInputGroup, "insert");
@@ -140,7 +143,6 @@ class InsertCommand final : public Command {
           "--window and --weighting apply to --format jsonl only; tsv and hash hold "
           "fingerprints already");
     }
-    if (batch_size_ == 0) throw UsageError("--batch-size: must be at least 1");
     pipeline_.Check(vm);
   }
 

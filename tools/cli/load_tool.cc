@@ -71,8 +71,10 @@ class LoadCommand final : public Command {
                   "standard input. e.g. --input pages.jsonl");
     fingerprint_.Define(table);
     pipeline_.Define(table, kLoadGroup, "load");
-    table.Add(kLoadGroup, "memory", po::value(&memory_mb_)->value_name("MB"),
-              "Megabytes of documents held in memory before a sorted run is spilled to disk. "
+    table.Add(kLoadGroup, "memory",
+              WholeNumber("memory", &memory_mb_, 1, kMaxMemoryMb)->value_name("MB"),
+              "Megabytes of documents held in memory before a sorted run is spilled to disk, 1 "
+              "to 16,777,216. "
               "Default: 1024. e.g. --memory 4096");
     table.Add(kLoadGroup, "temp-dir", po::value(&temp_dir_)->value_name("DIR"),
               "Where sorted runs and table files are written before ingestion. Default: inside "
@@ -132,9 +134,6 @@ class LoadCommand final : public Command {
           "fingerprints already");
     }
     pipeline_.Check(vm);
-    if (memory_mb_ < 1) {
-      throw UsageError("--memory: " + std::to_string(memory_mb_) + " is below 1 MB");
-    }
     if (vm.count("temp-dir") > 0 && temp_dir_.empty()) {
       throw UsageError("--temp-dir: empty directory name");
     }

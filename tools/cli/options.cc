@@ -4,10 +4,12 @@
 #include <boost/make_shared.hpp>
 #include <boost/program_options/parsers.hpp>
 #include <boost/program_options/positional_options.hpp>
+#include <charconv>
 #include <sstream>
 #include <utility>
 
 #include "cli/command.h"
+#include "cli/progress.h"
 
 namespace fpstore::cli {
 namespace po = boost::program_options;
@@ -27,6 +29,19 @@ std::string LongName(const char* name) {
 }
 
 }  // namespace
+
+std::uint64_t ParseWholeNumber(std::string_view option, std::string_view text, std::uint64_t min,
+                               std::uint64_t max) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const bool digits = !text.empty() && text.front() >= '0' && text.front() <= '9';
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (!digits || error != std::errc() || stop != end || value < min || value > max) {
+    throw UsageError("--" + std::string(option) + ": " + QuoteForMessage(text) +
+                     " is not a whole number from " + WithCommas(min) + " to " + WithCommas(max));
+  }
+  return value;
+}
 
 OptionTable& OptionTable::Add(std::string_view group, const char* name,
                               const po::value_semantic* semantic, std::string help,
@@ -123,7 +138,7 @@ std::string OptionTable::Help() const {
 
 void FingerprintFlags::Define(OptionTable& table) {
   const FingerprintOptions defaults;
-  table.Add(kFingerprintGroup, "window", po::value(&window_)->value_name("N"),
+  table.Add(kFingerprintGroup, "window", WholeNumber("window", &window_, 1, 64)->value_name("N"),
             "Tokens per feature (shingle), 1 to 64. Default: " + std::to_string(defaults.window) +
                 ", or the store's with --db. e.g. --window 5");
   table.Add(kFingerprintGroup, "weighting", po::value(&weighting_)->value_name("W"),

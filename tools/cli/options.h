@@ -14,16 +14,38 @@
 #include <boost/program_options/value_semantic.hpp>
 #include <boost/program_options/variables_map.hpp>
 #include <boost/shared_ptr.hpp>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "cli/record_reader.h"
 #include "fpstore/fingerprinter.h"
 
 namespace fpstore::cli {
+
+// A whole-number option's value: decimal digits only (no sign, no fraction, no exponent) from `min`
+// to `max`, stored in *target when the option is given. Anything else is a usage error naming the
+// option and its range, e.g. "--batch-size: \"-1\" is not a whole number from 1 to 10,000,000".
+std::uint64_t ParseWholeNumber(std::string_view option, std::string_view text, std::uint64_t min,
+                               std::uint64_t max);
+
+template <typename T>
+boost::program_options::typed_value<std::string>* WholeNumber(const char* option, T* target, T min,
+                                                              T max) {
+  static_assert(std::is_integral_v<T>);
+  return boost::program_options::value<std::string>()->notifier([=](const std::string& text) {
+    *target = static_cast<T>(ParseWholeNumber(option, text, static_cast<std::uint64_t>(min),
+                                              static_cast<std::uint64_t>(max)));
+  });
+}
+
+// The largest --memory (megabytes: 16 TiB) and --threads any tool takes.
+inline constexpr int kMaxMemoryMb = 1 << 24;
+inline constexpr int kMaxThreads = 1024;
 
 // Group captions, in the order --help usually shows them.
 inline constexpr std::string_view kModeGroup = "Mode";

@@ -54,16 +54,10 @@ FingerprintOptions ResolveFingerprintOptions(const StoreFlags& store,
 // ---- Helpers shared by the modes --------------------------------------------
 
 void DefineDistance(OptionTable& table, int* distance) {
-  table.Add(kQueryGroup, "distance", po::value(distance)->value_name("K"),
+  table.Add(kQueryGroup, "distance", WholeNumber("distance", distance, 0, 64)->value_name("K"),
             "The largest Hamming distance, in bits (0 to 64), that counts as a near-duplicate. "
             "Search: default the store's planned distance. With --distance-between: exit 0 if "
             "the two are within K, 1 if not. e.g. --distance 3");
-}
-
-void CheckDistance(const po::variables_map& vm, int distance) {
-  if (vm.count("distance") > 0 && (distance < 0 || distance > 64)) {
-    throw UsageError("--distance: " + std::to_string(distance) + " is out of range (0 to 64)");
-  }
 }
 
 void DefineQuiet(OptionTable& table, bool* quiet) {
@@ -244,7 +238,6 @@ class DistanceCommand final : public Command {
     store_.Check(vm);
     sources_.Check();
     flags_.Check(vm);
-    CheckDistance(vm, distance_);
     has_threshold_ = vm.count("distance") > 0;
     for (const std::string& hash : hashes_) {
       Result<Fingerprint> fp = ParseFingerprint(hash);
@@ -432,7 +425,6 @@ class SearchCommand final : public Command {
     sources_.Check();
     input_.Check(vm);
     flags_.Check(vm);
-    CheckDistance(vm, distance_);
     has_distance_ = vm.count("distance") > 0;
     const bool has_hash = vm.count("hash") > 0;
     if (has_hash) {

@@ -12,6 +12,7 @@
 #include <deque>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -60,11 +61,12 @@ void StoreFlags::Define(OptionTable& table, Config config) {
                             : config_.db_help;
   table.Add(config_.db_group, "db", po::value(&db_)->value_name("DIR"), std::move(db_help));
   if (config_.plan) {
-    table.Add(kStoreGroup, "blocks", po::value(&blocks_value_)->value_name("M"),
+    table.Add(kStoreGroup, "blocks", WholeNumber("blocks", &blocks_value_, 1, 64)->value_name("M"),
               "Blocks each fingerprint is cut into, for a new store (more blocks: more tables, "
               "faster queries, more disk). Checked against an existing store's when given. "
               "Default: 6. e.g. --blocks 8");
-    table.Add(kStoreGroup, "distance", po::value(&distance_value_)->value_name("K"),
+    table.Add(kStoreGroup, "distance",
+              WholeNumber("distance", &distance_value_, 0, 63)->value_name("K"),
               "The largest Hamming distance the new store answers exactly: its planned "
               "distance, below --blocks. Checked against an existing store's when given. "
               "Default: 3. e.g. --distance 4");
@@ -85,20 +87,8 @@ void StoreFlags::Check(const po::variables_map& vm) {
   if (vm.count("db") > 0 && db_.empty()) throw UsageError("--db: empty directory name");
   if (config_.db_required && db_.empty()) throw UsageError("--db DIR is required (the store)");
   if (config_.plan) {
-    if (vm.count("blocks") > 0) {
-      if (blocks_value_ < 1 || blocks_value_ > 64) {
-        throw UsageError("--blocks: " + std::to_string(blocks_value_) +
-                         " is out of range (1 to 64)");
-      }
-      blocks_ = blocks_value_;
-    }
-    if (vm.count("distance") > 0) {
-      if (distance_value_ < 0 || distance_value_ > 63) {
-        throw UsageError("--distance: " + std::to_string(distance_value_) +
-                         " is out of range (0 to 63)");
-      }
-      distance_ = distance_value_;
-    }
+    if (vm.count("blocks") > 0) blocks_ = blocks_value_;
+    if (vm.count("distance") > 0) distance_ = distance_value_;
     if (vm.count("expected-documents") > 0) {
       // Below 2^64, so that the conversion for StoreOptions is defined.
       if (!(expected_value_ >= 0 && expected_value_ < 0x1p64)) {
@@ -431,22 +421,22 @@ void PipelineFlags::Define(OptionTable& table, std::string_view group, std::stri
             "Write malformed lines to FILE (LINE<TAB>REASON<TAB>LINE-TEXT) and " + verb_ +
                 " the rest, instead of stopping at the first one. e.g. --skip-bad rejected.txt",
             {"skip_bad"});
-  table.Add(group, "sample", po::value(&sample_)->value_name("N"),
-            capital +
-                " only the first N records of the input (malformed lines skipped with "
-                "--skip-bad do not count). e.g. --sample 10000");
-  table.Add(group, "threads", po::value(&threads_)->value_name("N"),
-            "Threads that fingerprint documents. Default: 0, one per core. e.g. --threads 4");
+  table.Add(
+      group, "sample",
+      WholeNumber("sample", &sample_, std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max())
+          ->value_name("N"),
+      capital +
+          " only the first N records of the input (malformed lines skipped with "
+          "--skip-bad do not count). e.g. --sample 10000");
+  table.Add(group, "threads", WholeNumber("threads", &threads_, 0, kMaxThreads)->value_name("N"),
+            "Threads that fingerprint documents, 0 to 1,024; 0 means one per core. Default: 0. "
+            "e.g. --threads 4");
 }
 
 void PipelineFlags::Check(const po::variables_map& vm) const {
   if (vm.count("skip-bad") > 0 && skip_bad_.empty()) {
     throw UsageError("--skip-bad: empty file name");
   }
-  if (vm.count("sample") > 0 && sample_ == 0) {
-    throw UsageError("--sample: 0 documents would " + verb_ + " nothing");
-  }
-  if (threads_ < 0) throw UsageError("--threads: " + std::to_string(threads_) + " is negative");
 }
 
 BadLineFile::BadLineFile(const std::string& path) : path_(path) {
