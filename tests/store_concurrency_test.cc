@@ -17,14 +17,12 @@
 #include <atomic>
 #include <barrier>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <future>
 #include <latch>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <optional>
 #include <ostream>
@@ -643,86 +641,6 @@ TEST_F(StoreScanSinkTest, BulkLoadsAndInsertsDuringScansFinish) {
   Result<StoreStats> stats = store_->Stats();
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->documents, docs_.size() + 3 * 50 + (next_id_ - 1'000'000));
-}
-
-// A merge sorts its index's ids after it releases the reader gate: queries go on meanwhile, and
-// writers wait for the ids, since a writer of an id being merged must wait for the merge.
-TEST(StoreStagingRoomTest, QueriesGoOnWhileAMergeSortsItsIds) {
-  TempDir dir;
-  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"), Durability::kNoSync);
-  ASSERT_NE(store, nullptr);
-  struct Hold {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool reached = false;
-    bool released = false;
-    void Release() {
-      {
-        std::lock_guard lock(mu);
-        released = true;
-      }
-      cv.notify_all();
-    }
-  };
-  auto hold = std::make_shared<Hold>();
-  internal::SetBeforeMergingIdsForTesting([hold] {
-    std::unique_lock lock(hold->mu);
-    hold->reached = true;
-    hold->cv.notify_all();
-    hold->cv.wait(lock, [&] { return hold->released; });
-  });
-  struct Unhook {
-    std::shared_ptr<Hold> hold;
-    ~Unhook() {
-      hold->Release();
-      internal::SetBeforeMergingIdsForTesting({});
-    }
-  } unhook{hold};
-
-  Random rnd(TestSeed(29));
-  std::vector<NewDocument> docs;
-  for (DocumentId id = 1; id <= 72; ++id) docs.push_back({id, rnd.Next(), {}});
-  ASSERT_TRUE(store->InsertBatch(docs).ok());  // past 64 staged: a merge starts
-  {
-    std::unique_lock lock(hold->mu);
-    ASSERT_TRUE(hold->cv.wait_for(lock, std::chrono::seconds(60), [&] { return hold->reached; }))
-        << "no merge started";
-  }
-  // The merge is held at its sort: a query that waited for it would not end until the hold does.
-  std::future<Result<std::vector<Match>>> query =
-      std::async(std::launch::async, [&] { return store->Query(docs[5].fingerprint, 0); });
-  if (query.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
-    hold->Release();  // so that the query, and the test, end
-    FAIL() << "a query waited for the merge to sort its ids";
-  }
-  Result<std::vector<Match>> found = query.get();
-  ASSERT_TRUE(found.ok()) << found.status().ToString();
-  EXPECT_TRUE(std::any_of(found->begin(), found->end(),
-                          [&](const Match& m) { return m.id == docs[5].id; }));
-
-  // A writer of a document being merged waits for the ids, then for the merge.
-  const Fingerprint replaced = docs[0].fingerprint ^ 1;
-  std::future<Status> writer =
-      std::async(std::launch::async, [&] { return store->Insert(docs[0].id, replaced, {}); });
-  EXPECT_EQ(writer.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
-      << "a writer went ahead of the merge's ids";
-  hold->Release();
-  Status written = writer.get();
-  ASSERT_TRUE(written.ok()) << written.ToString();
-  ASSERT_TRUE(store->Flush().ok());
-  docs[0].fingerprint = replaced;
-  for (const NewDocument& d : docs) {
-    Result<std::vector<Match>> matches = store->Query(d.fingerprint, 0);
-    ASSERT_TRUE(matches.ok());
-    EXPECT_TRUE(
-        std::any_of(matches->begin(), matches->end(), [&](const Match& m) { return m.id == d.id; }))
-        << "document " << d.id;
-  }
-  Result<StoreStats> stats = store->Stats();
-  ASSERT_TRUE(stats.ok());
-  EXPECT_EQ(stats->documents, docs.size());
-  Status verified = store->Verify();
-  EXPECT_TRUE(verified.ok()) << verified.ToString();
 }
 
 // ---- Queries while a merge's files go in ----

@@ -31,15 +31,14 @@ Status Merger::MergeNow() {
 Status Merger::Merge() {
   // Made before the lock, so that queries do not wait while the new index's pages fault in.
   std::shared_ptr<StagingIndex> next = staging_.NextIndex();
-  Result<bool> began = false;
+  Result<std::vector<DocumentId>> ids = std::vector<DocumentId>();
   {
     WriterLock readers(locks_.readers);
-    began = staging_.BeginMerge(std::move(next));
+    ids = staging_.BeginMerge(std::move(next));
   }
-  if (!began.ok() || !*began) return began.status();
-  Result<std::vector<DocumentId>> ids = staging_.SortMergingIds();
-  Status s = ids.status();
-  if (s.ok()) s = DuringMerge();
+  if (!ids.ok()) return ids.status();
+  if (ids->empty()) return Status::OK();
+  Status s = DuringMerge();
 
   // Writers to these ids wait for the merge, so the versions read here stay current. One pass over
   // the marks from the first id to the last, joined with the ids: earlier merges' mark deletions,

@@ -2,12 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <exception>
 #include <limits>
-#include <string>
 #include <utility>
 
-#include "store/test_hooks.h"
 #include "util/big_endian.h"
 #include "util/multi_get.h"
 #include "util/rocks_status.h"
@@ -156,15 +153,11 @@ Result<Staging::Room> Staging::Reserve(std::size_t entries) {
 }
 
 bool Staging::Merging(std::span<const DocumentId> ids) const {
-  MutexLock lock(mu_);
-  while (merging_ != nullptr && !merging_ids_sorted_ && failure_.ok() && !stopping_) cv_.Wait(mu_);
-  if (merging_ == nullptr) return false;
-  // Ids not sorted: the merge failed or the store is closing, which WaitForMerge reports.
-  if (!merging_ids_sorted_) return true;
-  for (const DocumentId id : ids) {
-    if (std::binary_search(merging_ids_.begin(), merging_ids_.end(), id)) return true;
-  }
-  return false;
+  if (merging() == nullptr) return false;
+  const std::vector<DocumentId>& merging = merging_ids();
+  return std::any_of(ids.begin(), ids.end(), [&](DocumentId id) {
+    return std::binary_search(merging.begin(), merging.end(), id);
+  });
 }
 
 Status Staging::WaitForMerge() {
@@ -206,48 +199,20 @@ std::shared_ptr<StagingIndex> Staging::NextIndex() {
   return std::make_shared<StagingIndex>(distance_, room());
 }
 
-Result<bool> Staging::BeginMerge(std::shared_ptr<StagingIndex> next) {
+Result<std::vector<DocumentId>> Staging::BeginMerge(std::shared_ptr<StagingIndex> next) {
+  std::vector<DocumentId> ids;
   {
     MutexLock lock(mu_);
     if (!failure_.ok()) return failure_;
     // Nothing was staged when NextIndex ran: what came since waits for the next merge rather than
     // go to an index without room.
-    if (next == nullptr) return false;
+    if (next == nullptr) return ids;
     merging_ = std::move(current_);
     current_ = std::move(next);
-    merging_ids_sorted_ = false;
+    merging_ids_ = merging_->SortedIds();
+    ids = merging_ids_;
   }
   cv_.NotifyAll();  // room for writers again
-  return true;
-}
-
-Result<std::vector<DocumentId>> Staging::SortMergingIds() {
-  BeforeMergingIds();
-  std::shared_ptr<const StagingIndex> merging;
-  {
-    MutexLock lock(mu_);
-    merging = merging_;
-  }
-  // Writers add only to the current index, holding the reader gate that BeginMerge held alone: no
-  // entry reaches this one any more.
-  Status failed;
-  std::vector<DocumentId> ids;
-  try {
-    ids = merging->SortedIds();
-  } catch (const std::exception& e) {
-    failed = Status::IOError(std::string("sorting the merge's ids: ") + e.what());
-  }
-  {
-    MutexLock lock(mu_);
-    if (failed.ok()) {
-      merging_ids_ = ids;
-      merging_ids_sorted_ = true;
-    } else if (failure_.ok()) {
-      failure_ = failed;
-    }
-  }
-  cv_.NotifyAll();
-  if (!failed.ok()) return failed;
   return ids;
 }
 
@@ -257,7 +222,6 @@ void Staging::EndMerge(const Status& merged) {
     if (merged.ok()) {
       retired_ = std::move(merging_);
       merging_ids_.clear();
-      merging_ids_sorted_ = false;
     } else if (failure_.ok()) {
       failure_ = merged;
     }

@@ -82,8 +82,8 @@ class Staging {
   // mark's write until it is done.
 
   // Whether a merge is moving any of `ids` (sorted) into the tables: their writers must wait for it
-  // (WaitForMerge), as it copies their staged versions. Waits while the merge sorts its ids.
-  bool Merging(std::span<const DocumentId> ids) const EXCLUDES(mu_);
+  // (WaitForMerge), as it copies their staged versions.
+  bool Merging(std::span<const DocumentId> ids) const;
   // Waits until no merge runs; the failure of one that did, if any.
   Status WaitForMerge() EXCLUDES(mu_);
   // Whether `id` may have a mark: `stored` is staged, or, with none stored, its removal is. Cheap
@@ -103,13 +103,9 @@ class Staging {
   // The index for writers while a merge runs: the last one merged, emptied, if any (a new one's
   // pages must fault in), else a new one. Made before the gate is taken; null if nothing is staged.
   std::shared_ptr<StagingIndex> NextIndex() EXCLUDES(mu_);
-  // Sets the staged index aside for a merge, `next` taking new entries; false if `next` is null
-  // (nothing to merge), or an earlier merge's failure. REQUIRES: the reader gate held alone.
-  Result<bool> BeginMerge(std::shared_ptr<StagingIndex> next) EXCLUDES(mu_);
-  // The merging index's ids, ascending, sorted after the gate is released so that queries do not
-  // wait for the sort; writers do (Merging). A failure stops writes, as a failed merge does.
-  // REQUIRES: BeginMerge returned true; called before EndMerge.
-  Result<std::vector<DocumentId>> SortMergingIds() EXCLUDES(mu_);
+  // Sets the staged index aside for a merge, `next` taking new entries; returns its ids ascending
+  // (none if `next` is null), or an earlier merge's failure. REQUIRES: the reader gate held alone.
+  Result<std::vector<DocumentId>> BeginMerge(std::shared_ptr<StagingIndex> next) EXCLUDES(mu_);
   // Retires the merge's index if `merged` is OK, else keeps it (its documents stay staged and
   // found) and records the failure. REQUIRES: the reader gate held alone.
   void EndMerge(const Status& merged) EXCLUDES(mu_);
@@ -122,10 +118,13 @@ class Staging {
   friend Room;
   void GiveBack(std::size_t entries) EXCLUDES(mu_);
   std::size_t room() const { return 2 * merge_at_; }
-  // The indexes change with both the reader gate (held alone) and mu_ held, so either lets a thread
-  // read them; the analysis knows only mu_. REQUIRES: the reader gate held.
+  // The indexes and merging ids change with both the reader gate (held alone) and mu_ held, so
+  // either lets a thread read them; the analysis knows only mu_. REQUIRES: the reader gate held.
   StagingIndex& current() const NO_THREAD_SAFETY_ANALYSIS { return *current_; }
   const StagingIndex* merging() const NO_THREAD_SAFETY_ANALYSIS { return merging_.get(); }
+  const std::vector<DocumentId>& merging_ids() const NO_THREAD_SAFETY_ANALYSIS {
+    return merging_ids_;
+  }
 
   rocksdb::DB& db_;
   rocksdb::ColumnFamilyHandle* const family_;
@@ -134,12 +133,11 @@ class Staging {
   const bool writable_;
 
   mutable Mutex mu_;
-  mutable CondVar cv_;  // room, a merge's end, a merge that is due, and its ids sorted
+  CondVar cv_;  // room, a merge's end, and a merge that is due
   std::shared_ptr<StagingIndex> current_ GUARDED_BY(mu_);
-  // A running merge's index and, once sorted, its ids; then the last one merged, kept for reuse.
+  // A running merge's index and its ids; then the last one merged, kept for reuse.
   std::shared_ptr<StagingIndex> merging_ GUARDED_BY(mu_);
   std::vector<DocumentId> merging_ids_ GUARDED_BY(mu_);
-  bool merging_ids_sorted_ GUARDED_BY(mu_) = false;
   std::shared_ptr<StagingIndex> retired_ GUARDED_BY(mu_);
   std::shared_ptr<StagingIndex> spare_ GUARDED_BY(mu_);
   std::size_t reserved_ GUARDED_BY(mu_) = 0;      // entries writers hold room for

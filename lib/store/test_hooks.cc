@@ -12,7 +12,6 @@ namespace {
 
 std::mutex hooks_mu;
 std::function<Status()> during_merge;                          // guarded by hooks_mu
-std::function<void()> before_merging_ids;                      // guarded by hooks_mu
 std::function<void()> after_ingestion;                         // guarded by hooks_mu
 std::function<void(const std::atomic<bool>&)> before_rewrite;  // guarded by hooks_mu
 std::atomic<std::uint64_t> rewrite_threshold{0};
@@ -38,14 +37,6 @@ void SetDuringMergeForTesting(std::function<Status()> hook) { Set(during_merge, 
 Status DuringMerge() {
   const std::function<Status()> hook = Get(during_merge);
   return hook ? hook() : Status::OK();
-}
-
-void SetBeforeMergingIdsForTesting(std::function<void()> hook) {
-  Set(before_merging_ids, std::move(hook));
-}
-
-void BeforeMergingIds() {
-  if (const std::function<void()> hook = Get(before_merging_ids)) hook();
 }
 
 void SetAfterIngestionForTesting(std::function<void()> hook) {

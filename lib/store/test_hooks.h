@@ -18,11 +18,6 @@ namespace fpstore::internal {
 void SetDuringMergeForTesting(std::function<Status()> hook);
 Status DuringMerge();
 
-// Called by every merge after it set the staging index aside and released the reader gate, before
-// it sorts the index's ids; writers wait meanwhile, queries do not.
-void SetBeforeMergingIdsForTesting(std::function<void()> hook);
-void BeforeMergingIds();
-
 // Called by a merge that ingests beside queries right after its files went in, before it retires
 // its staging index: the tables and the index both hold the merged documents.
 void SetAfterIngestionForTesting(std::function<void()> hook);
