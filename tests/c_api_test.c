@@ -94,6 +94,26 @@ static void TestBadArguments(const char* dir) {
   fpstore_options_destroy(options);
   CHECK(store == NULL);
 
+  /* Setters ignore NULL options; matches accessors answer NULL or an index
+   * past the end without reading out of bounds. */
+  fpstore_options_set_create_if_missing(NULL, 1);
+  fpstore_options_set_read_only(NULL, 1);
+  fpstore_options_set_blocks(NULL, 6);
+  fpstore_options_set_distance(NULL, 3);
+  fpstore_options_set_expected_documents(NULL, 1000);
+  fpstore_options_set_durability(NULL, FPSTORE_DURABILITY_SYNC);
+  fpstore_options_destroy(NULL);
+  {
+    size_t len = 99;
+    CHECK(fpstore_matches_count(NULL) == 0);
+    CHECK(fpstore_matches_id(NULL, 0) == 0);
+    CHECK(fpstore_matches_fingerprint(NULL, 0) == 0);
+    CHECK(fpstore_matches_distance(NULL, 0) == -1);
+    CHECK(fpstore_matches_metadata(NULL, 0, &len) == NULL && len == 0);
+    CHECK(fpstore_matches_metadata(NULL, 0, NULL) == NULL);
+    fpstore_matches_destroy(NULL);
+  }
+
   /* errmsg is optional; closing NULL is a no-op. */
   CHECK(fpstore_open(NULL, NULL, &store, NULL) == FPSTORE_INVALID_ARGUMENT);
   CHECK(fpstore_close(NULL, NULL) == FPSTORE_OK);
@@ -145,6 +165,13 @@ static void TestReadWrite(const char* path) {
     CHECK(fpstore_matches_id(matches, 1) == 2);
     CHECK(fpstore_matches_distance(matches, 1) == 1);
     CHECK(memcmp(fpstore_matches_metadata(matches, 1, &len), "a\0b", 3) == 0 && len == 3);
+  }
+  {
+    size_t len = 99;
+    CHECK(fpstore_matches_id(matches, 2) == 0);
+    CHECK(fpstore_matches_fingerprint(matches, 2) == 0);
+    CHECK(fpstore_matches_distance(matches, 2) == -1);
+    CHECK(fpstore_matches_metadata(matches, 2, &len) == NULL && len == 0);
   }
   fpstore_matches_destroy(matches);
 

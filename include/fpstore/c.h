@@ -99,6 +99,8 @@ FPSTORE_EXPORT void fpstore_free(void* ptr);
 FPSTORE_EXPORT fpstore_options_t* fpstore_options_create(void);
 FPSTORE_EXPORT void fpstore_options_destroy(fpstore_options_t* options); /* NULL is ignored */
 
+/* The setters below ignore NULL options. */
+
 /* Non-zero `value` means true. */
 FPSTORE_EXPORT void fpstore_options_set_create_if_missing(fpstore_options_t* options, int value);
 FPSTORE_EXPORT void fpstore_options_set_read_only(fpstore_options_t* options, int value);
@@ -182,13 +184,15 @@ FPSTORE_EXPORT int fpstore_check_and_insert(fpstore_t* store, uint64_t id, uint6
 /* The number of matches; 0 for NULL. */
 FPSTORE_EXPORT size_t fpstore_matches_count(const fpstore_matches_t* matches);
 
-/* Match `i`'s fields. REQUIRES: i < fpstore_matches_count(matches). */
+/* Match `i`'s fields. For NULL matches or i >= fpstore_matches_count(matches):
+ * 0 (id, fingerprint) and -1 (distance). */
 FPSTORE_EXPORT uint64_t fpstore_matches_id(const fpstore_matches_t* matches, size_t i);
 FPSTORE_EXPORT uint64_t fpstore_matches_fingerprint(const fpstore_matches_t* matches, size_t i);
 FPSTORE_EXPORT int fpstore_matches_distance(const fpstore_matches_t* matches, size_t i);
 
 /* Match `i`'s metadata: *len bytes (len may be NULL), NUL-terminated, owned
- * by `matches`. REQUIRES: i < fpstore_matches_count(matches). */
+ * by `matches`. For NULL matches or i >= fpstore_matches_count(matches): NULL,
+ * and *len is 0. */
 FPSTORE_EXPORT const char* fpstore_matches_metadata(const fpstore_matches_t* matches, size_t i,
                                                     size_t* len);
 

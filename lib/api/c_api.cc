@@ -90,6 +90,12 @@ Result<Fingerprint> FingerprintOf(const fpstore_t* store, const char* text, std:
   return store->store->fingerprinter().FromText(*utf8);
 }
 
+// Match `i`, or null for NULL matches or an index past the end.
+const fpstore::Match* MatchAt(const fpstore_matches_t* matches, std::size_t i) {
+  if (matches == nullptr || i >= matches->matches.size()) return nullptr;
+  return &matches->matches[i];
+}
+
 // Hands a query's answer to the caller as a new fpstore_matches_t.
 Status SetMatches(Result<std::vector<fpstore::Match>> found, fpstore_matches_t** matches) {
   if (!found.ok()) return found.status();
@@ -110,26 +116,32 @@ fpstore_options_t* fpstore_options_create(void) { return new (std::nothrow) fpst
 void fpstore_options_destroy(fpstore_options_t* options) { delete options; }
 
 void fpstore_options_set_create_if_missing(fpstore_options_t* options, int value) {
+  if (options == nullptr) return;
   options->options.create_if_missing = value != 0;
 }
 
 void fpstore_options_set_read_only(fpstore_options_t* options, int value) {
+  if (options == nullptr) return;
   options->options.read_only = value != 0;
 }
 
 void fpstore_options_set_blocks(fpstore_options_t* options, int blocks) {
+  if (options == nullptr) return;
   options->options.blocks = blocks;
 }
 
 void fpstore_options_set_distance(fpstore_options_t* options, int distance) {
+  if (options == nullptr) return;
   options->options.distance = distance;
 }
 
 void fpstore_options_set_expected_documents(fpstore_options_t* options, uint64_t documents) {
+  if (options == nullptr) return;
   options->options.expected_documents = documents;
 }
 
 void fpstore_options_set_durability(fpstore_options_t* options, int durability) {
+  if (options == nullptr) return;
   // Any int converts to Durability; fpstore_open rejects values naming no enumerator.
   options->options.durability = static_cast<fpstore::Durability>(durability);
 }
@@ -247,21 +259,24 @@ size_t fpstore_matches_count(const fpstore_matches_t* matches) {
 }
 
 uint64_t fpstore_matches_id(const fpstore_matches_t* matches, size_t i) {
-  return matches->matches[i].id;
+  const fpstore::Match* match = MatchAt(matches, i);
+  return match != nullptr ? match->id : 0;
 }
 
 uint64_t fpstore_matches_fingerprint(const fpstore_matches_t* matches, size_t i) {
-  return matches->matches[i].fingerprint;
+  const fpstore::Match* match = MatchAt(matches, i);
+  return match != nullptr ? match->fingerprint : 0;
 }
 
 int fpstore_matches_distance(const fpstore_matches_t* matches, size_t i) {
-  return matches->matches[i].distance;
+  const fpstore::Match* match = MatchAt(matches, i);
+  return match != nullptr ? match->distance : -1;
 }
 
 const char* fpstore_matches_metadata(const fpstore_matches_t* matches, size_t i, size_t* len) {
-  const std::string& metadata = matches->matches[i].metadata;
-  if (len != nullptr) *len = metadata.size();
-  return metadata.c_str();
+  const fpstore::Match* match = MatchAt(matches, i);
+  if (len != nullptr) *len = match != nullptr ? match->metadata.size() : 0;
+  return match != nullptr ? match->metadata.c_str() : nullptr;
 }
 
 void fpstore_matches_destroy(fpstore_matches_t* matches) { delete matches; }
