@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/document_pipeline.h"
 #include "cli/line_reader.h"
 #include "cli/options.h"
 #include "cli/parse.h"

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/document_pipeline.h"
 #include "cli/options.h"
 #include "cli/progress.h"
 #include "cli/record_reader.h"

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/document_pipeline.h"
 #include "cli/line_reader.h"
 #include "cli/options.h"
 #include "cli/parse.h"
