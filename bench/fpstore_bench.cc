@@ -27,6 +27,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "brute_force.h"
@@ -267,8 +268,8 @@ struct Latencies {
 };
 
 // Runs `queries` spread over `threads` threads; every latency is recorded.
-Latencies TimeQueries(const Store& store, const std::vector<Fingerprint>& queries, int k,
-                      int threads) {
+template <typename Q>
+Latencies TimeQueries(const Store& store, const std::vector<Q>& queries, int k, int threads) {
   std::vector<std::vector<double>> per_thread(threads);
   const Clock::time_point start = Clock::now();
   std::vector<std::thread> workers;
@@ -276,7 +277,13 @@ Latencies TimeQueries(const Store& store, const std::vector<Fingerprint>& querie
     workers.emplace_back([&, t] {
       for (std::size_t i = t; i < queries.size(); i += threads) {
         const Clock::time_point q = Clock::now();
-        Result<std::vector<Match>> r = store.Query(queries[i], k);
+        Result<std::vector<Match>> r = [&] {
+          if constexpr (std::is_same_v<Q, Sketch>) {
+            return store.Query(queries[i], {k, std::nullopt});
+          } else {
+            return store.Query(queries[i], k);
+          }
+        }();
         per_thread[t].push_back(
             std::chrono::duration<double, std::micro>(Clock::now() - q).count());
         if (!r.ok()) Die("query: " + r.status().ToString());
@@ -408,7 +415,7 @@ InsertRun TimeInserts(Store& store, int threads, std::size_t batch, double secon
       std::vector<NewDocument> docs(batch);
       while (SecondsSince(start) < seconds) {
         const DocumentId first = next_id.fetch_add(batch);
-        for (std::size_t i = 0; i < batch; ++i) docs[i] = {first + i, rnd.Next(), {}};
+        for (std::size_t i = 0; i < batch; ++i) docs[i] = {first + i, rnd.Next(), {}, {}};
         Must(batch == 1 ? store.Insert(docs[0].id, docs[0].fingerprint) : store.InsertBatch(docs),
              "insert");
         inserted += batch;
@@ -441,6 +448,80 @@ std::unique_ptr<Store> OpenStore(const std::string& path, Durability durability)
   // cold rows), the case this option is for (docs/design.md).
   options.release_memory_on_close = true;
   return Must(Store::Open(path, options), "open");
+}
+
+// A synthetic signature of the store's slot count for document `id`.
+Signature SyntheticSignature(std::uint64_t id) {
+  Random rnd(id * 0x9e3779b97f4a7c15ULL + 1);
+  std::string slots(static_cast<std::size_t>(FingerprintOptions{}.signature_slots), '\0');
+  for (char& s : slots) s = static_cast<char>(rnd.Next());
+  return *Signature::FromBytes(slots);
+}
+
+// What confirmation costs: a store of the same documents, each with a
+// signature, queried by the same fingerprints with signatures (every hit
+// confirmed or refused by its similarity) and without (by distance alone,
+// as the main store), alternately, on one thread.
+void RunConfirmation(const Config& c, const QuerySet& queries, std::uint64_t bare_bytes,
+                     Report& report) {
+  const std::string path = c.dir + "/signed-store";
+  const int k = c.distance;
+  const Clock::time_point start = Clock::now();
+  {
+    StoreOptions options;
+    options.blocks = c.blocks;
+    options.distance = k;
+    options.expected_documents = c.n;
+    std::unique_ptr<Store> store = Must(Store::Open(path, options), "open");
+    std::unique_ptr<BulkLoader> loader = Must(store->NewBulkLoader(), "bulk loader");
+    for (const IdFingerprint& d : MakeFingerprints(c)) {
+      Must(loader->Add({d.id, d.fingerprint, {}, SyntheticSignature(d.id)}), "add");
+    }
+    Must(loader->Finish().status(), "finish");
+    Must(store->Close(), "close");
+  }
+  report.Add("bulk load with signatures, BulkLoader", Fixed(SecondsSince(start), 1) + " s");
+  const std::uint64_t signed_bytes = DirectoryBytes(path);
+  report.Add("disk, per document, with signatures",
+             Fixed(double(signed_bytes) / c.n, 1) + " bytes (" +
+                 Fixed(double(signed_bytes - std::min(signed_bytes, bare_bytes)) / c.n, 1) +
+                 " more than without)");
+  std::unique_ptr<Store> store = OpenStore(path, Durability::kGroupCommit);
+  // Hits carry the signature of their nearest document with a twentieth of
+  // the slots changed, so that it is compared and confirmed; misses, a
+  // random one, never compared.
+  Random rnd(c.seed + 11);
+  std::vector<Sketch> signed_hits, signed_misses;
+  for (const Fingerprint q : queries.hits) {
+    std::vector<Match> near = Must(store->Query(q, k), "query");
+    Signature signature =
+        near.empty() ? SyntheticSignature(rnd.Next()) : SyntheticSignature(near.front().id);
+    std::string slots(signature.bytes());
+    for (std::size_t i = 0; i < slots.size() / 20; ++i) slots[rnd.Uniform(slots.size())] ^= 1;
+    signed_hits.push_back({q, *Signature::FromBytes(slots)});
+  }
+  for (const Fingerprint q : queries.misses) {
+    signed_misses.push_back({q, SyntheticSignature(rnd.Next())});
+  }
+  TimeQueries(*store, signed_hits, k, 2);  // warm
+  TimeQueries(*store, signed_misses, k, 2);
+  double bare_hits = 0, confirmed_hits = 0, bare_misses = 0, confirmed_misses = 0;
+  Latencies last_bare, last_confirmed;
+  for (int round = 0; round < 2; ++round) {
+    last_bare = TimeQueries(*store, queries.hits, k, 1);
+    bare_hits += last_bare.PerSecond();
+    last_confirmed = TimeQueries(*store, signed_hits, k, 1);
+    confirmed_hits += last_confirmed.PerSecond();
+    bare_misses += TimeQueries(*store, queries.misses, k, 1).PerSecond();
+    confirmed_misses += TimeQueries(*store, signed_misses, k, 1).PerSecond();
+  }
+  report.Add("query, warm, hits, 1 thread, signed store, bare fingerprints", last_bare.Summary());
+  report.Add("query, warm, hits, 1 thread, signed store, confirmed", last_confirmed.Summary());
+  report.Add("confirmation: warm queries a second, confirmed / bare",
+             "hits " + Fixed(confirmed_hits / bare_hits, 2) + ", misses " +
+                 Fixed(confirmed_misses / bare_misses, 2) + " (means of 2 alternated runs)");
+  store.reset();
+  fs::remove_all(path);
 }
 
 void Run(const Config& c) {
@@ -537,6 +618,13 @@ void Run(const Config& c) {
                                                          Fixed(brute_seconds / store_seconds, 0) +
                                                          "x fpstore's warm miss");
   report.Add("peak resident while querying", Gib(PeakResidentBytes()));
+
+  std::cerr << "fpstore-bench: confirmation\n";
+  {
+    store.reset();  // one store's cache at a time
+    RunConfirmation(c, queries, DirectoryBytes(store_path), report);
+    store = OpenStore(store_path, Durability::kGroupCommit);
+  }
 
   std::cerr << "fpstore-bench: FindAll and Clusters\n";
   ResetPeakResident();

@@ -22,15 +22,15 @@
 #include <thread>
 #include <vector>
 
+#include "format/families.h"
+#include "format/groups.h"
+#include "format/records.h"
 #include "fpstore/fingerprinter.h"
 #include "fpstore/permutation.h"
 #include "fpstore/store.h"
-#include "format/records.h"
-#include "format/families.h"
 #include "ingest/sst_sink.h"
 #include "store/staging_index.h"
 #include "store/store_impl.h"
-#include "format/groups.h"
 
 namespace {
 
@@ -75,6 +75,14 @@ void BM_Fingerprint(benchmark::State& state, const std::string& text, int window
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
 }
 
+// Fingerprint and signature in one pass (the text tools' path), against
+// BM_Fingerprint at the same window.
+void BM_Sketch(benchmark::State& state, const std::string& text, int signature_window) {
+  auto f = fpstore::Fingerprinter::Create({.signature_window = signature_window});
+  for (auto _ : state) benchmark::DoNotOptimize(*f->SketchText(text));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
+}
+
 void BM_Xxh3(benchmark::State& state, const std::string& text) {
   for (auto _ : state) benchmark::DoNotOptimize(XXH3_64bits(text.data(), text.size()));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
@@ -84,6 +92,9 @@ BENCHMARK_CAPTURE(BM_Fingerprint, english_window1, kEnglish, 1);
 BENCHMARK_CAPTURE(BM_Fingerprint, english_window3, kEnglish, 3);
 BENCHMARK_CAPTURE(BM_Fingerprint, chinese_window1, kChinese, 1);
 BENCHMARK_CAPTURE(BM_Fingerprint, chinese_window3, kChinese, 3);
+BENCHMARK_CAPTURE(BM_Sketch, english_signature_window3, kEnglish, 3);
+BENCHMARK_CAPTURE(BM_Sketch, english_signature_window5, kEnglish, 5);
+BENCHMARK_CAPTURE(BM_Sketch, chinese_signature_window5, kChinese, 5);
 BENCHMARK_CAPTURE(BM_Xxh3, english, kEnglish);
 BENCHMARK_CAPTURE(BM_Xxh3, chinese, kChinese);
 
@@ -157,9 +168,10 @@ T Check(fpstore::Result<T> r) {
 // A bulk-loaded store of random fingerprints in a temporary directory.
 class QueryFixture {
  public:
-  QueryFixture() : dir_(std::filesystem::temp_directory_path() /
-                        ("fpstore-micro-bench." + std::to_string(::getpid()))),
-                   fps_(RandomFingerprints(kStoreSize, 3)) {
+  QueryFixture()
+      : dir_(std::filesystem::temp_directory_path() /
+             ("fpstore-micro-bench." + std::to_string(::getpid()))),
+        fps_(RandomFingerprints(kStoreSize, 3)) {
     std::filesystem::remove_all(dir_);
     fpstore::StoreOptions options;
     options.durability = fpstore::Durability::kNoSync;
@@ -200,7 +212,8 @@ void BM_StoreQuery(benchmark::State& state) {
   // Warm: the first pass reads the freshly loaded files into the caches.
   for (fpstore::Fingerprint q : probes) benchmark::DoNotOptimize(*Fixture().store().Query(q, 3));
   std::size_t i = 0;
-  for (auto _ : state) benchmark::DoNotOptimize(*Fixture().store().Query(probes[i++ % probes.size()], 3));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(*Fixture().store().Query(probes[i++ % probes.size()], 3));
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
 }
 

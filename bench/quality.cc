@@ -3,17 +3,20 @@
 //
 //  - the truth: every pair of documents whose word 5-shingle sets have an
 //    exact Jaccard similarity of at least --min-jaccard (quality/truth.h);
-//  - fpstore at its defaults, simhash alone: the public Fingerprinter at
-//    FingerprintOptions{}, a store at the default plan filled by the
-//    BulkLoader, and Store::FindAll(k) for k = 0 up to the plan's distance;
-//    then, for the curve, a second store whose plan reaches --max-distance
-//    (--wide-blocks blocks), FindAll for the k beyond;
+//  - fpstore through its public API: every text sketched (fingerprint and
+//    signature) at FingerprintOptions{} (or the options given), a store at
+//    the default plan filled by the BulkLoader, and Store::FindAll(k) for
+//    k = 0 up to the plan's distance, each by distance alone (simhash
+//    alone) and confirmed by the store's similarity threshold, with the
+//    curve over the threshold at the plan's distance; then a store whose
+//    plan reaches --max-distance (--wide-blocks blocks) for the k beyond;
 //  - a MinHash-LSH baseline over the same shingle sets (quality/minhash.h);
 //
 // and prints precision, recall and F1 of each against the truth, overall and
 // for the pairs that are not exact copies, as Markdown on standard output.
 // Every pair count of the stores is checked against a brute-force popcount
-// over all pairs.
+// over all pairs, and the confirmed pairs against the similarities FindAll
+// reports.
 //
 // Not a test: nothing passes or fails on quality. Exit status 0, 1 for an
 // error (bad input names FILE:LINE), 2 for a bad command line.
@@ -29,6 +32,7 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -55,6 +59,9 @@ struct Config {
   int max_distance = 6;
   int wide_blocks = 8;
   MinHashOptions minhash;
+  // fpstore's options: FingerprintOptions{} and the store's defaults unless given.
+  FingerprintOptions fingerprint;
+  std::optional<double> min_similarity;
   int threads = 0;
   std::string temp_dir;
   bool keep = false;
@@ -62,6 +69,7 @@ struct Config {
 
 Config ParseOptions(int argc, char** argv) {
   Config c;
+  std::string weighting;
   po::options_description desc(
       "fpstore-quality --input CORPUS.jsonl [options]\n\n"
       "Precision and recall of near-duplicate detection against exact Jaccard truth.\n"
@@ -81,6 +89,17 @@ Config ParseOptions(int argc, char** argv) {
       "rows", po::value(&c.minhash.rows)->default_value(8), "MinHash-LSH rows per band r")(
       "minhash-threshold", po::value(&c.minhash.threshold),
       "MinHash: least estimated Jaccard of a reported pair (default: --min-jaccard)")(
+      "window", po::value(&c.fingerprint.window)->default_value(c.fingerprint.window),
+      "fpstore: tokens per shingle of the fingerprint")(
+      "weighting", po::value(&weighting)->default_value("tf"), "fpstore: tf or presence")(
+      "signature-slots",
+      po::value(&c.fingerprint.signature_slots)->default_value(c.fingerprint.signature_slots),
+      "fpstore: slots of the signature (0: none)")(
+      "signature-window",
+      po::value(&c.fingerprint.signature_window)->default_value(c.fingerprint.signature_window),
+      "fpstore: tokens per shingle of the signature")(
+      "min-similarity", po::value<double>(),
+      "fpstore: the store's threshold (default: StoreOptions' default)")(
       "threads", po::value(&c.threads)->default_value(0), "threads; 0 = one per core")(
       "temp-dir", po::value(&c.temp_dir),
       "where the temporary stores go (default: the system's temporary directory)")(
@@ -94,6 +113,12 @@ Config ParseOptions(int argc, char** argv) {
     }
     po::notify(vm);
     if (!vm.count("minhash-threshold")) c.minhash.threshold = c.min_jaccard;
+    if (vm.count("min-similarity")) c.min_similarity = vm["min-similarity"].as<double>();
+    if (weighting != "tf" && weighting != "presence")
+      throw po::error("--weighting: tf or presence");
+    c.fingerprint.weighting =
+        weighting == "tf" ? FeatureWeighting::kTermFrequency : FeatureWeighting::kPresence;
+    if (Status s = c.fingerprint.Validate(); !s.ok()) throw po::error(s.message());
     if (!(c.min_jaccard > 0 && c.min_jaccard <= 1)) throw po::error("--min-jaccard: 0 < t <= 1");
     if (c.shingle_words < 1) throw po::error("--shingle-words must be at least 1");
     if (c.minhash.bands < 1 || c.minhash.rows < 1) throw po::error("--bands and --rows >= 1");
@@ -195,19 +220,25 @@ class Timings {
   std::vector<std::pair<std::string, double>> rows_;
 };
 
-// The simhash curve: FindAll at k = 0..plan distance from a store at the
-// defaults, then from a wider store up to --max-distance. Every count is
-// checked against brute force.
-void RunSimhash(const Config& c, const std::vector<Document>& docs, Scorer* scorer,
-                Timings* timings) {
+// fpstore through its public API: every text sketched (fingerprint and
+// signature) at the default FingerprintOptions, a store at the default
+// StoreOptions, FindAll with and without confirmation at each k of its plan,
+// and the curve over the threshold; then a wider store for the k beyond.
+// Every pair count is checked against brute force, and the confirmed pairs
+// against the similarities FindAll reports.
+void RunStore(const Config& c, const std::vector<Document>& docs, Scorer* scorer,
+              Timings* timings) {
   std::unordered_map<DocumentId, std::uint32_t> index_of;
   for (std::size_t i = 0; i < docs.size(); ++i)
     index_of[docs[i].id] = static_cast<std::uint32_t>(i);
   Stopwatch watch;
-  const Result<Fingerprinter> fingerprinter = Fingerprinter::Create();
+  const Result<Fingerprinter> fingerprinter = Fingerprinter::Create(c.fingerprint);
   if (!fingerprinter.ok()) Die(fingerprinter.status().ToString());
-  const std::vector<Fingerprint> fps = FingerprintAll(docs, *fingerprinter, c.threads);
-  timings->Add("fingerprints (default FingerprintOptions)", watch.Seconds());
+  const std::vector<Sketch> sketches = SketchAll(docs, *fingerprinter, c.threads);
+  std::vector<Fingerprint> fps;
+  for (const Sketch& s : sketches) fps.push_back(s.fingerprint);
+  timings->Add("fingerprints and signatures (" + fingerprinter->options().ToString() + ")",
+               watch.Seconds());
   watch = {};
   const std::vector<std::uint64_t> brute = BruteForceCounts(fps, c.max_distance, c.threads);
   timings->Add("brute-force distance counts", watch.Seconds());
@@ -220,24 +251,55 @@ void RunSimhash(const Config& c, const std::vector<Document>& docs, Scorer* scor
   for (const bool wide : {false, true}) {
     if (wide && k > c.max_distance) break;
     StoreOptions options;
+    options.fingerprint = c.fingerprint;
+    options.min_similarity = c.min_similarity;
     if (wide) {
       options.blocks = c.wide_blocks;
       options.distance = c.max_distance;
     }
     const std::string name = wide ? "wide" : "default";
     watch = {};
-    std::unique_ptr<Store> store = LoadStore((root / name).string(), options, docs, fps);
+    std::unique_ptr<Store> store = LoadStore((root / name).string(), options, docs, sketches);
     const std::string plan = store->plan().ToString();
+    const Result<StoreStats> stats = store->Stats();
+    if (!stats.ok()) Die("Stats: " + stats.status().ToString());
+    const double threshold = stats->min_similarity;
     timings->Add("load store at " + plan, watch.Seconds());
     watch = {};
+    char label[160];
     for (; k <= std::min(store->plan().distance(), c.max_distance); ++k) {
-      const std::vector<PairKey> pairs = StorePairs(*store, k, index_of);
+      const std::vector<FoundPair> found = StorePairs(*store, k, 0.0, index_of);
       expected += brute[static_cast<std::size_t>(k)];
-      if (pairs.size() != expected) {
-        Die("FindAll(" + std::to_string(k) + ") found " + std::to_string(pairs.size()) +
+      if (found.size() != expected) {
+        Die("FindAll(" + std::to_string(k) + ") found " + std::to_string(found.size()) +
             " pairs, brute force " + std::to_string(expected));
       }
-      scorer->Add("simhash k=" + std::to_string(k) + " (" + plan + ")", pairs);
+      std::vector<PairKey> all;
+      for (const FoundPair& p : found) all.push_back(p.pair);
+      std::snprintf(label, sizeof label, "simhash alone, k=%d (%s)", k, plan.c_str());
+      scorer->Add(label, all);
+      std::vector<PairKey> confirmed;
+      for (const FoundPair& p : StorePairs(*store, k, std::nullopt, index_of)) {
+        confirmed.push_back(p.pair);
+      }
+      if (confirmed != PairsAbove(found, threshold)) {
+        Die("FindAll(" + std::to_string(k) + ") confirmed pairs other than those its " +
+            "similarities pass");
+      }
+      const bool is_default = !wide && k == store->plan().distance();
+      const bool defaults = c.fingerprint == FingerprintOptions{} && !c.min_similarity;
+      std::snprintf(label, sizeof label, "%sk=%d, similarity >= %.2f (%s)%s",
+                    is_default ? "**" : "", k, threshold, plan.c_str(),
+                    !is_default ? ""
+                    : defaults  ? ": fpstore at its defaults**"
+                                : ": fpstore at the options given**");
+      scorer->Add(label, confirmed);
+      if (is_default) {
+        for (const double t : {0.80, 0.85, 0.87, 0.88, 0.89, 0.91, 0.92, 0.95}) {
+          std::snprintf(label, sizeof label, "k=%d, similarity >= %.2f (%s)", k, t, plan.c_str());
+          scorer->Add(label, PairsAbove(found, t));
+        }
+      }
     }
     timings->Add("FindAll on the store at " + plan, watch.Seconds());
     if (Status s = store->Close(); !s.ok()) Die("closing a store: " + s.ToString());
@@ -326,7 +388,7 @@ int Run(const Config& c) {
   timings.Add("truth (" + std::to_string(truth.candidates) + " candidates)", watch.Seconds());
 
   Scorer scorer(sets, truth.pairs);
-  RunSimhash(c, docs, &scorer, &timings);
+  RunStore(c, docs, &scorer, &timings);
   watch = {};
   const MinHashResult minhash = MinHashLsh(sets, c.minhash, c.threads);
   timings.Add("MinHash-LSH (" + std::to_string(minhash.candidates) + " candidates)",

@@ -7,11 +7,12 @@
 // "text" (other fields are ignored), or every file under a directory (its
 // path is the url, its contents the text, in path order), and asks the
 // store at STORE_DIR (created if missing) about each in turn with
-// CheckAndInsert: has a page within the store's distance been seen before?
-// Prints one line per page,
+// CheckAndInsert: has a near-copy of the page been seen before, a page
+// within the store's distance whose estimated similarity passes the store's
+// threshold? Prints one line per page,
 //
 //   new <url>
-//   duplicate <url> of <earlier url> (distance <d>)
+//   duplicate <url> of <earlier url> (distance <d>, similarity <s>)
 //
 // naming the nearest earlier page, then a summary:
 //
@@ -69,14 +70,15 @@ class Deduplicator {
   // `where` names the page's source in error messages.
   bool Check(std::string_view url, std::string_view text, const std::string& where) {
     ++pages_;
-    fpstore::Result<fpstore::Fingerprint> fingerprint = store_.fingerprinter().FromText(text);
-    if (!fingerprint.ok()) {
-      std::cerr << where << ": " << fingerprint.status().ToString() << "\n";
+    // The fingerprint finds candidates, the signature confirms them.
+    fpstore::Result<fpstore::Sketch> sketch = store_.fingerprinter().SketchText(text);
+    if (!sketch.ok()) {
+      std::cerr << where << ": " << sketch.status().ToString() << "\n";
       return false;
     }
     // The url goes in as the page's metadata, so a match names its url.
     fpstore::Result<fpstore::CheckResult> seen =
-        store_.CheckAndInsert(UrlId(url), *fingerprint, url);
+        store_.CheckAndInsert({UrlId(url), sketch->fingerprint, url, std::move(sketch->signature)});
     if (!seen.ok()) {
       std::cerr << seen.status().ToString() << "\n";
       return false;
@@ -86,8 +88,11 @@ class Deduplicator {
       std::cout << "new " << url << "\n";
     } else {
       const fpstore::Match& nearest = seen->matches.front();
+      char similarity[16] = "-";
+      if (nearest.similarity)
+        std::snprintf(similarity, sizeof similarity, "%.3f", *nearest.similarity);
       std::cout << "duplicate " << url << " of " << nearest.metadata << " (distance "
-                << nearest.distance << ")\n";
+                << nearest.distance << ", similarity " << similarity << ")\n";
     }
     return true;
   }

@@ -98,14 +98,14 @@ inline std::vector<internal::IdFingerprint> MakeCorpus(std::uint64_t seed, std::
 }
 
 // Every pair of distinct documents within k, as FindAllPairsInMemory.
-inline std::vector<NearPair> BruteForcePairs(
-    std::span<const internal::IdFingerprint> docs, int k) {
+inline std::vector<NearPair> BruteForcePairs(std::span<const internal::IdFingerprint> docs, int k) {
   std::vector<NearPair> pairs;
   for (std::size_t i = 0; i < docs.size(); ++i) {
     for (std::size_t j = i + 1; j < docs.size(); ++j) {
       const int d = HammingDistance(docs[i].fingerprint, docs[j].fingerprint);
       if (d > k) continue;
-      pairs.push_back({std::min(docs[i].id, docs[j].id), std::max(docs[i].id, docs[j].id), d});
+      pairs.push_back(
+          {std::min(docs[i].id, docs[j].id), std::max(docs[i].id, docs[j].id), d, std::nullopt});
     }
   }
   std::sort(pairs.begin(), pairs.end());
@@ -123,7 +123,7 @@ struct IdDistance {
 
 // Every document within k of `query`, sorted by id.
 inline std::vector<IdDistance> BruteForceQuery(std::span<const internal::IdFingerprint> docs,
-                                          Fingerprint query, int k) {
+                                               Fingerprint query, int k) {
   std::vector<IdDistance> matches;
   for (const internal::IdFingerprint& doc : docs) {
     const int d = HammingDistance(doc.fingerprint, query);

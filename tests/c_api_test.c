@@ -162,15 +162,19 @@ static void TestReadWrite(const char* path) {
     CHECK(fpstore_matches_fingerprint(matches, 0) == fp);
     CHECK(fpstore_matches_distance(matches, 0) == 0);
     CHECK(strcmp(fpstore_matches_metadata(matches, 0, &len), "url-1") == 0 && len == 5);
+    CHECK(fpstore_matches_similarity(matches, 0) == 1.0); /* the same text, signed */
     CHECK(fpstore_matches_id(matches, 1) == 2);
     CHECK(fpstore_matches_distance(matches, 1) == 1);
     CHECK(memcmp(fpstore_matches_metadata(matches, 1, &len), "a\0b", 3) == 0 && len == 3);
+    CHECK(fpstore_matches_similarity(matches, 1) == -1); /* a bare fingerprint */
   }
   {
     size_t len = 99;
     CHECK(fpstore_matches_id(matches, 2) == 0);
     CHECK(fpstore_matches_fingerprint(matches, 2) == 0);
     CHECK(fpstore_matches_distance(matches, 2) == -1);
+    CHECK(fpstore_matches_similarity(matches, 2) == -1);
+    CHECK(fpstore_matches_similarity(NULL, 0) == -1);
     CHECK(fpstore_matches_metadata(matches, 2, &len) == NULL && len == 0);
   }
   fpstore_matches_destroy(matches);
@@ -219,6 +223,58 @@ static void TestReadWrite(const char* path) {
   /* What is staged moves into the tables; TestReadOnly finds it there. */
   CHECK_OK(fpstore_flush(store, &errmsg));
 
+  CHECK_OK(fpstore_close(store, &errmsg));
+}
+
+/* Texts are signed, and a store's threshold decides what is a match. */
+static void TestConfirmation(const char* dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/strict", dir);
+  fpstore_options_t* options = fpstore_options_create();
+  fpstore_options_set_min_similarity(options, 1.5);
+  fpstore_t* store = NULL;
+  CHECK_CODE(fpstore_open(path, options, &store, &errmsg), FPSTORE_INVALID_ARGUMENT,
+             "min_similarity");
+  /* A store that calls only identical shingle sets near-duplicates. */
+  fpstore_options_set_min_similarity(options, 1.0);
+  CHECK_OK(fpstore_open(path, options, &store, &errmsg));
+  fpstore_options_destroy(options);
+  if (store == NULL) return;
+  int inserted = -1;
+  fpstore_matches_t* matches = NULL;
+  CHECK_OK(fpstore_check_and_insert_text(store, 1, kText, strlen(kText), "one", 3,
+                                         FPSTORE_INSERT_IF_NO_MATCH, &matches, &inserted, &errmsg));
+  CHECK(inserted == 1 && fpstore_matches_count(matches) == 0);
+  fpstore_matches_destroy(matches);
+  /* The same text again is a match, at similarity 1. */
+  matches = NULL;
+  CHECK_OK(fpstore_check_and_insert_text(store, 2, kText, strlen(kText), NULL, 0,
+                                         FPSTORE_INSERT_IF_NO_MATCH, &matches, &inserted, &errmsg));
+  CHECK(inserted == 0 && fpstore_matches_count(matches) == 1);
+  CHECK(fpstore_matches_similarity(matches, 0) == 1.0);
+  fpstore_matches_destroy(matches);
+  /* One word changed: near in bits, but below 1, so not a match here;
+   * its bare fingerprint is one by distance alone. */
+  char edited[sizeof kText];
+  memcpy(edited, kText, sizeof kText);
+  memcpy(edited, "ABC", 3);
+  uint64_t fp = 0;
+  CHECK_OK(fpstore_fingerprint(store, edited, strlen(edited), &fp, &errmsg));
+  matches = NULL;
+  CHECK_OK(fpstore_query(store, fp, 3, &matches, &errmsg));
+  CHECK(fpstore_matches_count(matches) == 1);
+  fpstore_matches_destroy(matches);
+  matches = NULL;
+  CHECK_OK(fpstore_check_and_insert_text(store, 3, edited, strlen(edited), NULL, 0,
+                                         FPSTORE_INSERT_IF_NO_MATCH, &matches, &inserted, &errmsg));
+  CHECK(inserted == 1 && fpstore_matches_count(matches) == 0);
+  fpstore_matches_destroy(matches);
+  CHECK_CODE(fpstore_check_and_insert_text(store, 4, "\xff", 1, NULL, 0, FPSTORE_INSERT_ALWAYS,
+                                           &matches, &inserted, &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "UTF-8");
+  CHECK_CODE(fpstore_check_and_insert_text(NULL, 4, kText, strlen(kText), NULL, 0,
+                                           FPSTORE_INSERT_ALWAYS, &matches, &inserted, &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "store is NULL");
   CHECK_OK(fpstore_close(store, &errmsg));
 }
 
@@ -281,6 +337,7 @@ int main(void) {
   TestMissingStore(dir);
   TestReadWrite(path);
   TestReadOnly(path);
+  TestConfirmation(dir);
 
   nftw(dir, RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
   if (failures != 0) {

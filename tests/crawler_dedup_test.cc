@@ -1,12 +1,14 @@
 // Runs examples/crawler_dedup on the sample corpus and checks every line it
-// prints against a brute-force scan of the corpus's fingerprints, and the
-// corpus's planted copies (data/sample_truth.tsv) against what it reports.
+// prints against a brute-force scan of the corpus's fingerprints and
+// signatures, and the corpus's planted copies (data/sample_truth.tsv)
+// against what it reports.
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -17,6 +19,7 @@
 #include "cli/scratch_dir.h"
 #include "cli/tool_runner.h"
 #include "fpstore/fingerprinter.h"
+#include "fpstore/options.h"
 #include "fpstore/simhash.h"
 
 namespace fpstore {
@@ -34,7 +37,20 @@ struct Page {
   std::uint64_t id = 0;  // the corpus's id, which the example ignores
   std::string url;
   Fingerprint fingerprint = 0;
+  Signature signature;
 };
+
+// Whether `b` is a match of `a` at the store's defaults, and how it prints.
+bool Matches(const Page& a, const Page& b, std::string* similarity = nullptr) {
+  if (HammingDistance(a.fingerprint, b.fingerprint) > kDistance) return false;
+  const double s = EstimateSimilarity(a.signature, b.signature).value();
+  if (similarity != nullptr) {
+    char text[16];
+    std::snprintf(text, sizeof text, "%.3f", s);
+    *similarity = text;
+  }
+  return s >= StoreOptions::kDefaultMinSimilarity;
+}
 
 // The corpus in file order, fingerprinted with the default options.
 std::vector<Page> ReadCorpus() {
@@ -48,7 +64,9 @@ std::vector<Page> ReadCorpus() {
     Page page;
     page.id = doc["id"].get_uint64().value();
     page.url = std::string(doc["url"].get_string().value());
-    page.fingerprint = fingerprinter->FromText(doc["text"].get_string().value()).value();
+    Sketch sketch = fingerprinter->SketchText(doc["text"].get_string().value()).value();
+    page.fingerprint = sketch.fingerprint;
+    page.signature = std::move(sketch.signature);
     pages.push_back(std::move(page));
   }
   return pages;
@@ -78,20 +96,26 @@ class CrawlerDedupTest : public ::testing::Test {
   std::vector<std::string> lines_;
 };
 
-// Page i is a duplicate iff an earlier page is within the distance, and the
-// example names one of the nearest earlier pages.
+// Page i is a duplicate iff an earlier page is within the distance and its
+// similarity passes the default threshold, and the example names one of
+// the nearest such pages, with its similarity.
 TEST_F(CrawlerDedupTest, EveryLineAgreesWithBruteForce) {
-  std::uint64_t duplicates = 0;
+  std::uint64_t duplicates = 0, refused = 0;
   for (std::size_t i = 0; i < pages_.size(); ++i) {
     int nearest = kDistance + 1;
-    std::set<std::string> nearest_urls;
+    std::map<std::string, std::string> nearest_urls;  // url -> its similarity, printed
     for (std::size_t j = 0; j < i; ++j) {
+      std::string similarity;
+      if (!Matches(pages_[i], pages_[j], &similarity)) {
+        refused += HammingDistance(pages_[i].fingerprint, pages_[j].fingerprint) <= kDistance;
+        continue;
+      }
       const int d = HammingDistance(pages_[i].fingerprint, pages_[j].fingerprint);
       if (d < nearest) {
         nearest = d;
         nearest_urls.clear();
       }
-      if (d == nearest) nearest_urls.insert(pages_[j].url);
+      if (d == nearest) nearest_urls[pages_[j].url] = similarity;
     }
     const std::string& line = lines_[i];
     if (nearest > kDistance) {
@@ -100,11 +124,15 @@ TEST_F(CrawlerDedupTest, EveryLineAgreesWithBruteForce) {
     }
     ++duplicates;
     const std::string head = "duplicate " + pages_[i].url + " of ";
-    const std::string tail = " (distance " + std::to_string(nearest) + ")";
-    ASSERT_TRUE(line.starts_with(head) && line.ends_with(tail)) << line;
-    const std::string of = line.substr(head.size(), line.size() - head.size() - tail.size());
-    EXPECT_TRUE(nearest_urls.contains(of)) << line;
+    const std::string tail = " (distance " + std::to_string(nearest) + ", similarity ";
+    ASSERT_TRUE(line.starts_with(head)) << line;
+    const std::size_t at = line.rfind(tail);
+    ASSERT_NE(at, std::string::npos) << line;
+    const std::string of = line.substr(head.size(), at - head.size());
+    ASSERT_TRUE(nearest_urls.contains(of)) << line;
+    EXPECT_EQ(line.substr(at + tail.size()), nearest_urls[of] + ")") << line;
   }
+  EXPECT_GT(refused, 0u) << "the corpus must hold candidates that are not near-copies";
   EXPECT_EQ(lines_.back(), "pages 323, new " + std::to_string(pages_.size() - duplicates) +
                                ", duplicates " + std::to_string(duplicates));
 }
@@ -139,7 +167,7 @@ TEST_F(CrawlerDedupTest, SecondRunSeesEveryPageButItself) {
   for (std::size_t i = 0; i < pages_.size(); ++i) {
     bool has_other = false;
     for (std::size_t j = 0; j < pages_.size() && !has_other; ++j) {
-      has_other = j != i && HammingDistance(pages_[i].fingerprint, pages_[j].fingerprint) <= kDistance;
+      has_other = j != i && Matches(pages_[i], pages_[j]);
     }
     duplicates += has_other;
     if (!has_other) {
@@ -149,8 +177,9 @@ TEST_F(CrawlerDedupTest, SecondRunSeesEveryPageButItself) {
     EXPECT_TRUE(lines[i].starts_with("duplicate " + pages_[i].url + " of ")) << lines[i];
     EXPECT_EQ(lines[i].find(" of " + pages_[i].url + " "), std::string::npos) << lines[i];
   }
-  const auto first_run = static_cast<std::uint64_t>(std::count_if(
-      lines_.begin(), lines_.end(), [](const std::string& l) { return l.starts_with("duplicate "); }));
+  const auto first_run = static_cast<std::uint64_t>(
+      std::count_if(lines_.begin(), lines_.end(),
+                    [](const std::string& l) { return l.starts_with("duplicate "); }));
   EXPECT_GT(duplicates, first_run) << "originals now find their later copies too";
 }
 
@@ -167,11 +196,9 @@ TEST(CrawlerDedupDirectoryTest, FilesArePagesInPathOrder) {
   const ToolResult r = RunTool(FPSTORE_CRAWLER_DEDUP_BINARY,
                                {(dir.path() / "store").string(), (dir.path() / "site").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const Result<Fingerprinter> f = Fingerprinter::Create();
-  const int d = HammingDistance(*f->FromText(text), *f->FromText(text + "\n"));
-  ASSERT_LE(d, kDistance) << "the test's near-copy is not near enough";
-  EXPECT_EQ(r.out, "new " + a + "\nduplicate " + b + " of " + a + " (distance " +
-                       std::to_string(d) + ")\nnew " + c + "\npages 3, new 2, duplicates 1\n");
+  EXPECT_EQ(r.out, "new " + a + "\nduplicate " + b + " of " + a +
+                       " (distance 0, similarity 1.000)\nnew " + c +
+                       "\npages 3, new 2, duplicates 1\n");
 }
 
 TEST(CrawlerDedupUsageTest, BadInputAndUsage) {

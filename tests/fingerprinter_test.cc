@@ -14,7 +14,9 @@
 namespace fpstore {
 namespace {
 
-Fingerprinter MakeFingerprinter(FingerprintOptions options = {}) {
+// Shingles of 3 unless a test says otherwise: these tests pin what the
+// fingerprint does alone, where shingles of 3 separate unrelated texts.
+Fingerprinter MakeFingerprinter(FingerprintOptions options = {.window = 3}) {
   Result<Fingerprinter> f = Fingerprinter::Create(options);
   EXPECT_TRUE(f.ok()) << f.status().ToString();
   return *std::move(f);
@@ -49,9 +51,9 @@ std::string ReplaceWord(std::string text, int n, const std::string& word) {
 
 TEST(FingerprintOptionsTest, TextFormRoundTrips) {
   FingerprintOptions defaults;
-  EXPECT_EQ(defaults.ToString(), "v1 window=3 weighting=tf");
+  EXPECT_EQ(defaults.ToString(), "v1 window=1 weighting=tf signature=256 signature_window=5");
   FingerprintOptions other{.version = 1, .window = 5, .weighting = FeatureWeighting::kPresence};
-  EXPECT_EQ(other.ToString(), "v1 window=5 weighting=presence");
+  EXPECT_EQ(other.ToString(), "v1 window=5 weighting=presence signature=256 signature_window=5");
   for (const FingerprintOptions& o : {defaults, other}) {
     Result<FingerprintOptions> parsed = FingerprintOptions::Parse(o.ToString());
     ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
@@ -60,16 +62,17 @@ TEST(FingerprintOptionsTest, TextFormRoundTrips) {
 }
 
 TEST(FingerprintOptionsTest, BadTextFormsAreRejected) {
-  for (const char* text : {"", "v1", "v1 window=3", "v1 window=x weighting=tf",
-                           "v1 window=3 weighting=idf", "v1 window=3 weighting=tf extra=1",
-                           "v1 window=0 weighting=tf", "v1 window=65 weighting=tf",
-                           "v1 window=3 window=3 weighting=tf", "v1 window=3  weighting=tf"}) {
+  for (const char* text :
+       {"", "v1", "v1 window=3", "v1 window=x weighting=tf", "v1 window=3 weighting=idf",
+        "v1 window=3 weighting=tf extra=1", "v1 window=0 weighting=tf", "v1 window=65 weighting=tf",
+        "v1 window=3 window=3 weighting=tf", "v1 window=3  weighting=tf"}) {
     Result<FingerprintOptions> parsed = FingerprintOptions::Parse(text);
     EXPECT_FALSE(parsed.ok()) << text;
     EXPECT_NE(parsed.status().message().find("fingerprint options"), std::string::npos)
         << parsed.status().ToString();
   }
-  Result<FingerprintOptions> future = FingerprintOptions::Parse("v2 window=3 weighting=tf");
+  Result<FingerprintOptions> future =
+      FingerprintOptions::Parse("v2 window=3 weighting=tf signature=256 signature_window=5");
   EXPECT_TRUE(future.status().IsNotSupported()) << future.status().ToString();
 }
 
@@ -91,12 +94,12 @@ TEST(FingerprinterTest, GoldenFingerprints) {
     Fingerprint window1;
   };
   const Golden goldens[] = {
-      {"The quick brown fox jumps over the lazy dog.",
-       0x75a5b714549a617aULL, 0x8212868318d29267ULL},
-      {"近似重复检测用于网络爬虫，以避免重复抓取相同的网页内容。",
-       0x5c60346c8d0565f4ULL, 0x015c624e970295a2ULL},
-      {"Simhash 指纹 and Unicode テキスト: café, naïve, ＦＵＬＬＷＩＤＴＨ.",
-       0x18540625827ad7ddULL, 0xc4289759a358b501ULL},
+      {"The quick brown fox jumps over the lazy dog.", 0x75a5b714549a617aULL,
+       0x8212868318d29267ULL},
+      {"近似重复检测用于网络爬虫，以避免重复抓取相同的网页内容。", 0x5c60346c8d0565f4ULL,
+       0x015c624e970295a2ULL},
+      {"Simhash 指纹 and Unicode テキスト: café, naïve, ＦＵＬＬＷＩＤＴＨ.", 0x18540625827ad7ddULL,
+       0xc4289759a358b501ULL},
       {"", 0, 0},
       {" \t\r\n   \n", 0, 0},
   };
@@ -171,7 +174,8 @@ TEST(FingerprinterTest, TermsHashLikeSingleWordFeatures) {
 }
 
 TEST(FingerprinterTest, PresenceWeightingIgnoresRepetition) {
-  const Fingerprinter presence = MakeFingerprinter({.window = 1, .weighting = FeatureWeighting::kPresence});
+  const Fingerprinter presence =
+      MakeFingerprinter({.window = 1, .weighting = FeatureWeighting::kPresence});
   const Fingerprinter tf = MakeFingerprinter({.window = 1});
   std::string repeated = "alpha beta gamma delta";
   for (int i = 0; i < 20; ++i) repeated += " alpha";
@@ -229,11 +233,11 @@ TEST(FingerprinterTest, UnrelatedDocumentsAreFarApart) {
 // the few-bit promise of simhash.
 std::string ChineseDocument(unsigned seed, int words) {
   static const char* kVocabulary[] = {
-      "网络", "爬虫", "网页", "内容", "重复", "检测", "算法", "指纹", "数据", "存储",
-      "系统", "用户", "搜索", "引擎", "文档", "相似", "计算", "距离", "索引", "查询",
+      "网络",   "爬虫", "网页", "内容", "重复", "检测", "算法", "指纹", "数据", "存储",
+      "系统",   "用户", "搜索", "引擎", "文档", "相似", "计算", "距离", "索引", "查询",
       "服务器", "程序", "设计", "性能", "分析", "结果", "方法", "问题", "技术", "信息",
-      "我们", "他们", "今天", "城市", "学生", "老师", "朋友", "时间", "世界", "历史",
-      "经济", "发展", "社会", "文化", "语言", "音乐", "电影", "天气", "春天", "山水"};
+      "我们",   "他们", "今天", "城市", "学生", "老师", "朋友", "时间", "世界", "历史",
+      "经济",   "发展", "社会", "文化", "语言", "音乐", "电影", "天气", "春天", "山水"};
   std::mt19937 rng(seed);
   std::string text;
   for (int i = 0; i < words; ++i) {
@@ -256,7 +260,9 @@ TEST(FingerprinterTest, LightlyEditedChineseDocumentIsANearDuplicate) {
     ASSERT_NE(edited, original) << "seed " << seed;
     EXPECT_LE(HammingDistance(FingerprintOf(f, original), FingerprintOf(f, edited)), 3)
         << "seed " << seed;
-    EXPECT_GT(HammingDistance(FingerprintOf(f, original), FingerprintOf(f, ChineseDocument(seed + 100, 3000))), 12)
+    EXPECT_GT(HammingDistance(FingerprintOf(f, original),
+                              FingerprintOf(f, ChineseDocument(seed + 100, 3000))),
+              12)
         << "seed " << seed;
   }
 }

@@ -1,10 +1,9 @@
-#include "format/records.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "brute_force.h"
+#include "format/records.h"
 
 namespace fpstore::internal {
 namespace {
@@ -31,15 +30,28 @@ TEST(KeyCodecTest, BigEndianBytesOrderAsNumbers) {
 
 TEST(KeyCodecTest, DocumentValuesRoundTripAndShortOnesAreRefused) {
   Fingerprint fp = 0;
+  Signature signature;
   std::string metadata;
-  const std::string value = EncodeDocumentValue(0x0123456789abcdefULL, "https://example.com/");
-  ASSERT_TRUE(DecodeDocumentValue(value, &fp, &metadata));
+  const std::string slots(32, 'x');
+  const std::string value =
+      EncodeDocumentValue(0x0123456789abcdefULL, EncodeDocumentTail(slots, "https://example.com/"));
+  ASSERT_EQ(value.size(), 8u + 2 + 32 + 20);
+  ASSERT_TRUE(DecodeDocumentValue(value, &fp, &signature, &metadata));
   EXPECT_EQ(fp, 0x0123456789abcdefULL);
+  EXPECT_EQ(signature.bytes(), slots);
   EXPECT_EQ(metadata, "https://example.com/");
-  ASSERT_TRUE(DecodeDocumentValue(EncodeDocumentValue(7, {}), &fp, &metadata));
+  ASSERT_TRUE(DecodeDocumentValue(EncodeDocumentValue(7, EncodeDocumentTail({}, {})), &fp,
+                                  &signature, &metadata));
   EXPECT_EQ(fp, 7u);
+  EXPECT_TRUE(signature.empty());
   EXPECT_EQ(metadata, "");
-  EXPECT_FALSE(DecodeDocumentValue(value.substr(0, 7), &fp, &metadata));
+  EXPECT_FALSE(DecodeDocumentValue(value.substr(0, 9), &fp, &signature, &metadata));
+  // A signature longer than what is left, or of a length no signature has.
+  EXPECT_FALSE(DecodeDocumentValue(value.substr(0, 30), &fp, &signature, &metadata));
+  const std::string three_slots =
+      EncodeDocumentValue(7, EncodeDocumentTail(std::string(3, 'x'), "m"));
+  EXPECT_FALSE(DecodeDocumentValue(three_slots, &fp, &signature, &metadata));
+  EXPECT_TRUE(DecodeDocumentValue(three_slots, &fp, nullptr, &metadata));
 }
 
 // The three marks docs/format.md describes, and nothing else.

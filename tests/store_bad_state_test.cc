@@ -505,7 +505,7 @@ TEST(StoreBadStateTest, OtherFormatVersionsAreNotSupported) {
   TempDir dir;
   const std::string path = dir.Sub("store");
   ASSERT_NO_FATAL_FAILURE(CreateStore(path, 10));
-  for (const char* version : {"1", "9", "11"}) {
+  for (const char* version : {"1", "10", "12"}) {
     ASSERT_NO_FATAL_FAILURE(SetMetadataRecord(path, "fpstore.format_version", version));
     const FileMap before = SnapshotFiles(path);
     Result<std::unique_ptr<Store>> store = OpenWith(path, {});
@@ -522,13 +522,13 @@ TEST(StoreBadStateTest, OtherFormatVersionsAreNotSupported) {
 TEST(StoreBadStateTest, DifferentPlanOrFingerprintOptionsAreRefused) {
   TempDir dir;
   const std::string path = dir.Sub("store");
-  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100));  // blocks 6, distance 3, window 3
+  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100));  // the defaults: blocks 6, distance 3, window 1
   const FileMap before = SnapshotFiles(path);
   struct Case {
     StoreOptions options;
     std::string recorded, asked;
   };
-  std::vector<Case> cases(3);
+  std::vector<Case> cases(4);
   cases[0].options.blocks = 5;
   cases[0].recorded = "blocks 6";
   cases[0].asked = "5";
@@ -537,8 +537,11 @@ TEST(StoreBadStateTest, DifferentPlanOrFingerprintOptionsAreRefused) {
   cases[1].asked = "2";
   cases[2].options.fingerprint = FingerprintOptions{};
   cases[2].options.fingerprint->window = 4;
-  cases[2].recorded = "window=3";
+  cases[2].recorded = "window=1";
   cases[2].asked = "window=4";
+  cases[3].options.min_similarity = 0.5;
+  cases[3].recorded = "min_similarity 0.9";
+  cases[3].asked = "0.5";
   for (const Case& c : cases) {
     Result<std::unique_ptr<Store>> store = OpenWith(path, c.options);
     ASSERT_FALSE(store.ok());

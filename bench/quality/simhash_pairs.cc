@@ -1,19 +1,20 @@
 #include "quality/simhash_pairs.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace fpstore::quality {
 
-std::vector<Fingerprint> FingerprintAll(const std::vector<Document>& docs,
-                                        const Fingerprinter& fingerprinter, int threads) {
-  std::vector<Fingerprint> fingerprints(docs.size());
+std::vector<Sketch> SketchAll(const std::vector<Document>& docs, const Fingerprinter& fingerprinter,
+                              int threads) {
+  std::vector<Sketch> sketches(docs.size());
   std::vector<std::string> errors(docs.size());
   ParallelFor(docs.size(), threads, [&](std::size_t i, int) {
-    Result<Fingerprint> fp = fingerprinter.FromText(docs[i].text);
-    if (fp.ok()) {
-      fingerprints[i] = *fp;
+    Result<Sketch> sketch = fingerprinter.SketchText(docs[i].text);
+    if (sketch.ok()) {
+      sketches[i] = *std::move(sketch);
     } else {
-      errors[i] = fp.status().ToString();
+      errors[i] = sketch.status().ToString();
     }
   });
   for (std::size_t i = 0; i < docs.size(); ++i) {
@@ -21,18 +22,19 @@ std::vector<Fingerprint> FingerprintAll(const std::vector<Document>& docs,
       Die("fingerprinting document " + std::to_string(docs[i].id) + ": " + errors[i]);
     }
   }
-  return fingerprints;
+  return sketches;
 }
 
 std::unique_ptr<Store> LoadStore(const std::string& dir, const StoreOptions& options,
                                  const std::vector<Document>& docs,
-                                 const std::vector<Fingerprint>& fingerprints) {
+                                 const std::vector<Sketch>& sketches) {
   Result<std::unique_ptr<Store>> store = Store::Open(dir, options);
   if (!store.ok()) Die("opening " + dir + ": " + store.status().ToString());
   Result<std::unique_ptr<BulkLoader>> loader = (*store)->NewBulkLoader();
   if (!loader.ok()) Die("starting a bulk load: " + loader.status().ToString());
   for (std::size_t i = 0; i < docs.size(); ++i) {
-    if (Status s = (*loader)->Add(docs[i].id, fingerprints[i], docs[i].url); !s.ok()) {
+    const NewDocument doc{docs[i].id, sketches[i].fingerprint, docs[i].url, sketches[i].signature};
+    if (Status s = (*loader)->Add(doc); !s.ok()) {
       Die("adding document " + std::to_string(docs[i].id) + ": " + s.ToString());
     }
   }
@@ -42,14 +44,31 @@ std::unique_ptr<Store> LoadStore(const std::string& dir, const StoreOptions& opt
   return std::move(*store);
 }
 
-std::vector<PairKey> StorePairs(const Store& store, int k,
-                                const std::unordered_map<DocumentId, std::uint32_t>& index_of) {
-  std::vector<PairKey> pairs;
-  const Status s = store.FindAll(k, [&](const NearPair& pair) {
-    pairs.push_back(MakePair(index_of.at(pair.first), index_of.at(pair.second)));
-  });
+std::vector<FoundPair> StorePairs(const Store& store, int k, std::optional<double> min_similarity,
+                                  const std::unordered_map<DocumentId, std::uint32_t>& index_of) {
+  std::vector<FoundPair> pairs;
+  ScanOptions scan;
+  scan.min_similarity = min_similarity;
+  const Status s = store.FindAll(
+      k,
+      [&](const NearPair& pair) {
+        pairs.push_back({MakePair(index_of.at(pair.first), index_of.at(pair.second)),
+                         pair.similarity.value_or(-1)});
+      },
+      scan);
   if (!s.ok()) Die("FindAll(" + std::to_string(k) + "): " + s.ToString());
-  SortUnique(&pairs);
+  std::sort(pairs.begin(), pairs.end());
+  for (std::size_t i = 1; i < pairs.size(); ++i) {
+    if (pairs[i].pair == pairs[i - 1].pair) Die("FindAll reported a pair twice");
+  }
+  return pairs;
+}
+
+std::vector<PairKey> PairsAbove(const std::vector<FoundPair>& found, double min_similarity) {
+  std::vector<PairKey> pairs;
+  for (const FoundPair& p : found) {
+    if (p.similarity >= min_similarity) pairs.push_back(p.pair);
+  }
   return pairs;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -16,21 +17,34 @@
 
 namespace fpstore::quality {
 
-// The fingerprint of every document's text; stops the program with the
-// document's id if one cannot be made (invalid UTF-8).
-std::vector<Fingerprint> FingerprintAll(const std::vector<Document>& docs,
-                                        const Fingerprinter& fingerprinter, int threads);
+// The fingerprint and signature of every document's text
+// (Fingerprinter::SketchText); stops the program with the document's id if
+// one cannot be made (invalid UTF-8).
+std::vector<Sketch> SketchAll(const std::vector<Document>& docs, const Fingerprinter& fingerprinter,
+                              int threads);
 
 // A new store in `dir` (absent or empty) created with `options`, holding
-// every document with its url as metadata, loaded with one BulkLoader.
-// Stops the program on an error.
+// every document with its url as metadata and its signature, loaded with
+// one BulkLoader. Stops the program on an error.
 std::unique_ptr<Store> LoadStore(const std::string& dir, const StoreOptions& options,
                                  const std::vector<Document>& docs,
-                                 const std::vector<Fingerprint>& fingerprints);
+                                 const std::vector<Sketch>& sketches);
 
-// Store::FindAll(k), as pairs of indices into the corpus.
-std::vector<PairKey> StorePairs(const Store& store, int k,
-                                const std::unordered_map<DocumentId, std::uint32_t>& index_of);
+// A pair the store found, by indices into the corpus, with its similarity
+// (-1 when absent).
+struct FoundPair {
+  PairKey pair;
+  double similarity;
+  bool operator<(const FoundPair& o) const { return pair < o.pair; }
+};
+
+// Store::FindAll(k) with ScanOptions::min_similarity = `min_similarity`
+// (none: the store's), sorted by pair.
+std::vector<FoundPair> StorePairs(const Store& store, int k, std::optional<double> min_similarity,
+                                  const std::unordered_map<DocumentId, std::uint32_t>& index_of);
+
+// The pairs of `found` whose similarity is at least `min_similarity`.
+std::vector<PairKey> PairsAbove(const std::vector<FoundPair>& found, double min_similarity);
 
 // How many pairs lie at each distance 0..max_k, counted by a brute-force
 // popcount over all pairs: a check of the store's answers.

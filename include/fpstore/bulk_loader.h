@@ -71,8 +71,13 @@ class FPSTORE_EXPORT BulkLoader {
   virtual ~BulkLoader() = default;
 
   // Adds a document. When an id is added more than once, the last one wins;
-  // a document already in the store is replaced.
-  virtual Status Add(DocumentId id, Fingerprint fingerprint, std::string_view metadata = {}) = 0;
+  // a document already in the store is replaced. InvalidArgument if its
+  // signature is neither empty nor of the store's slot count.
+  virtual Status Add(const NewDocument& doc) = 0;
+  // A bare fingerprint: it matches by distance alone.
+  Status Add(DocumentId id, Fingerprint fingerprint, std::string_view metadata = {}) {
+    return Add(NewDocument{id, fingerprint, metadata, {}});
+  }
 
   // Documents added so far.
   virtual std::uint64_t added() const = 0;

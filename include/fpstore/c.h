@@ -8,13 +8,11 @@
  *     fpstore_free(err);
  *     return 1;
  *   }
- *   uint64_t fp;
  *   fpstore_matches_t* seen = NULL;
  *   int inserted;
- *   if (fpstore_fingerprint(store, text, strlen(text), &fp, &err) == FPSTORE_OK &&
- *       fpstore_check_and_insert(store, id, fp, url, strlen(url),
- *                                FPSTORE_INSERT_ALWAYS, &seen, &inserted,
- *                                &err) == FPSTORE_OK) {
+ *   if (fpstore_check_and_insert_text(store, id, text, strlen(text), url, strlen(url),
+ *                                     FPSTORE_INSERT_ALWAYS, &seen, &inserted,
+ *                                     &err) == FPSTORE_OK) {
  *     if (fpstore_matches_count(seen) > 0) skip(id);  // a near-duplicate
  *     fpstore_matches_destroy(seen);
  *   }
@@ -119,6 +117,14 @@ FPSTORE_EXPORT void fpstore_options_set_expected_documents(fpstore_options_t* op
 /* One of FPSTORE_DURABILITY_*; another value fails at fpstore_open. */
 FPSTORE_EXPORT void fpstore_options_set_durability(fpstore_options_t* options, int durability);
 
+/* The least estimated similarity of a match that both sides have a
+ * signature for (StoreOptions::min_similarity), from 0 to 1: recorded when
+ * creating a store; on an existing store a value other than its own makes
+ * fpstore_open fail with FPSTORE_INVALID_ARGUMENT, as does one out of
+ * range. */
+FPSTORE_EXPORT void fpstore_options_set_min_similarity(fpstore_options_t* options,
+                                                       double min_similarity);
+
 /* ---- The store ---- */
 
 /* Opens the store at `path` (NUL-terminated) and sets *store to a new
@@ -144,7 +150,8 @@ FPSTORE_EXPORT int fpstore_fingerprint(const fpstore_t* store, const char* text,
 FPSTORE_EXPORT int fpstore_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint,
                                   const char* metadata, size_t metadata_len, char** errmsg);
 
-/* fpstore_insert with the fingerprint of a UTF-8 text. */
+/* fpstore_insert with the fingerprint and the verification signature of a
+ * UTF-8 text: its matches are confirmed by similarity (signature.h). */
 FPSTORE_EXPORT int fpstore_insert_text(fpstore_t* store, uint64_t id, const char* text,
                                        size_t text_len, const char* metadata, size_t metadata_len,
                                        char** errmsg);
@@ -164,20 +171,34 @@ FPSTORE_EXPORT int fpstore_flush(fpstore_t* store, char** errmsg);
 FPSTORE_EXPORT int fpstore_query(const fpstore_t* store, uint64_t fingerprint, int k,
                                  fpstore_matches_t** matches, char** errmsg);
 
-/* fpstore_query with the fingerprint of a UTF-8 text. */
+/* The stored documents within k of a UTF-8 text's fingerprint whose
+ * similarity to it passes the store's threshold (or that have no
+ * signature), as fpstore_query. */
 FPSTORE_EXPORT int fpstore_query_text(const fpstore_t* store, const char* text, size_t text_len,
                                       int k, fpstore_matches_t** matches, char** errmsg);
 
-/* The crawler's call (Store::CheckAndInsert): sets *matches to the
+/* Store::CheckAndInsert of a bare fingerprint: sets *matches to the
  * documents already stored within the store's distance of `fingerprint`
  * (the document itself excluded), nearest first, and inserts the document
  * as `policy` (FPSTORE_INSERT_*) says; *inserted is set to 1 if it was
  * inserted, 0 if not. Check and insert are atomic with respect to other
- * such calls. The caller frees *matches with fpstore_matches_destroy. */
+ * such calls. The caller frees *matches with fpstore_matches_destroy. A
+ * bare fingerprint has no signature: its matches stand on distance alone,
+ * and the document is stored without one. */
 FPSTORE_EXPORT int fpstore_check_and_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint,
                                             const char* metadata, size_t metadata_len, int policy,
                                             fpstore_matches_t** matches, int* inserted,
                                             char** errmsg);
+
+/* The crawler's call for a text: fpstore_check_and_insert with the text's
+ * fingerprint and signature, so that only candidates whose similarity
+ * passes the store's threshold are matches, and the document is stored
+ * with its signature. */
+FPSTORE_EXPORT int fpstore_check_and_insert_text(fpstore_t* store, uint64_t id, const char* text,
+                                                 size_t text_len, const char* metadata,
+                                                 size_t metadata_len, int policy,
+                                                 fpstore_matches_t** matches, int* inserted,
+                                                 char** errmsg);
 
 /* ---- Matches: the answer of a query, a list of stored documents ---- */
 
@@ -189,6 +210,11 @@ FPSTORE_EXPORT size_t fpstore_matches_count(const fpstore_matches_t* matches);
 FPSTORE_EXPORT uint64_t fpstore_matches_id(const fpstore_matches_t* matches, size_t i);
 FPSTORE_EXPORT uint64_t fpstore_matches_fingerprint(const fpstore_matches_t* matches, size_t i);
 FPSTORE_EXPORT int fpstore_matches_distance(const fpstore_matches_t* matches, size_t i);
+
+/* Match `i`'s estimated similarity to the query, from 0 to 1, or -1 when
+ * the query or the document has no signature (the match stands on its
+ * distance alone), for NULL matches or i >= fpstore_matches_count(matches). */
+FPSTORE_EXPORT double fpstore_matches_similarity(const fpstore_matches_t* matches, size_t i);
 
 /* Match `i`'s metadata: *len bytes (len may be NULL), NUL-terminated, owned
  * by `matches`. For NULL matches or i >= fpstore_matches_count(matches): NULL,

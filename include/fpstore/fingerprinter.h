@@ -4,7 +4,9 @@
 // folding, then Unicode word boundaries; Chinese, Japanese and Thai text is
 // segmented into words with ICU's dictionaries), makes features out of every
 // `window` consecutive tokens, weights each feature by how often it occurs,
-// hashes it with XXH3-64 and takes the simhash (see simhash.h).
+// hashes it with XXH3-64 and takes the simhash (see simhash.h). In the same
+// pass it can make the document's verification signature (signature.h) from
+// the shingles of `signature_window` tokens.
 //
 // Fingerprints are persisted, so everything that shapes them is recorded in
 // FingerprintOptions, whose text form (ToString / Parse) is stable: a store
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "fpstore/export.h"
+#include "fpstore/signature.h"
 #include "fpstore/simhash.h"
 #include "fpstore/status.h"
 
@@ -43,15 +46,30 @@ struct FPSTORE_EXPORT FingerprintOptions {
   // token hashes. Default: 1.
   int version = 1;
 
-  // Number of consecutive tokens per feature (shingle). 1 makes the features
-  // single words. A text with fewer tokens than `window` has one feature, all
-  // of its tokens. Default: 3. REQUIRES: 1 <= window <= 64.
-  int window = 3;
+  // Number of consecutive tokens per feature (shingle) of the fingerprint. 1
+  // makes the features single words: near-copies land closest, and so do
+  // pages that merely share vocabulary, which the signature then refuses
+  // (docs/design.md, "Confirming candidates"). A text with fewer tokens than
+  // `window` has one feature, all of its tokens. Default: 1.
+  // REQUIRES: 1 <= window <= 64.
+  int window = 1;
 
   FeatureWeighting weighting = FeatureWeighting::kTermFrequency;
 
-  // "v1 window=3 weighting=tf": stable, human-readable, and the form a store
-  // records. Parse(ToString()) gives back equal options.
+  // Slots of the verification signature (signature.h), one byte each; 0
+  // makes none. More slots estimate similarity more closely and cost a byte
+  // a document each (docs/design.md, "Confirming candidates"). Default: 256.
+  // REQUIRES: 0, or Signature::kMinSlots to Signature::kMaxSlots.
+  int signature_slots = 256;
+
+  // Consecutive tokens per shingle of the signature: it estimates the
+  // Jaccard similarity of the documents' sets of such shingles. Default: 5.
+  // REQUIRES: 1 <= signature_window <= 64.
+  int signature_window = 5;
+
+  // "v1 window=1 weighting=tf signature=256 signature_window=5": stable,
+  // human-readable, and the form a store records. Parse(ToString()) gives
+  // back equal options.
   std::string ToString() const;
   static Result<FingerprintOptions> Parse(std::string_view text);
 
@@ -78,6 +96,11 @@ class FPSTORE_EXPORT Fingerprinter {
   // punctuation only) has fingerprint 0. Invalid UTF-8 gives InvalidArgument
   // with the byte offset of the first bad sequence.
   Result<Fingerprint> FromText(std::string_view utf8) const;
+
+  // The fingerprint and the verification signature of a UTF-8 text, in one
+  // pass. The signature is empty when options().signature_slots is 0 or the
+  // text has no word. Errors as FromText.
+  Result<Sketch> SketchText(std::string_view utf8) const;
 
   // The normalised tokens of a UTF-8 text, in order, as FromText sees them.
   Result<std::vector<std::string>> Tokens(std::string_view utf8) const;

@@ -56,6 +56,14 @@ struct StoreOptions {
   // Default at creation: FingerprintOptions{}.
   std::optional<FingerprintOptions> fingerprint;
 
+  // The least estimated similarity (signature.h) of a match, recorded at
+  // creation as the store's default; QueryOptions and ScanOptions override
+  // it per call. Same rules as the plan: checked when set on open. From 0
+  // to 1. Default at creation: kDefaultMinSimilarity, chosen on
+  // docs/quality.md's corpus.
+  std::optional<double> min_similarity;
+  static constexpr double kDefaultMinSimilarity = 0.9;
+
   // About how many documents the store will hold. Used when creating a
   // store, to size its tables' layout (docs/design.md, "Packed tables"). A
   // store may grow past it: at 16 times the count, a query that finds a

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,17 +41,21 @@
 
 namespace fpstore {
 
-// A document to insert; `metadata` must stay valid during the call.
-struct NewDocument {
-  DocumentId id = 0;
-  Fingerprint fingerprint = 0;
-  std::string_view metadata;
-};
-
 // What CheckAndInsert does when it finds near-duplicates.
 enum class InsertPolicy {
   kAlways,     // insert the document in any case
-  kIfNoMatch,  // insert it only when nothing within k is stored
+  kIfNoMatch,  // insert it only when no match is stored
+};
+
+// How a query decides what matches (docs/design.md, "Confirming candidates").
+struct QueryOptions {
+  // Candidates are the stored documents within this Hamming distance. From 0
+  // to the plan's distance; default: the plan's distance.
+  std::optional<int> distance;
+  // A candidate matches when its estimated similarity to the query is at
+  // least this, or when the query or the candidate has no signature. From 0
+  // to 1; 0 keeps every candidate. Default: the store's min_similarity.
+  std::optional<double> min_similarity;
 };
 
 struct CheckResult {
@@ -67,6 +72,11 @@ struct ScanOptions {
   // Threads to scan with; 0 means one per core.
   int threads = 0;
 
+  // FindAll and Clusters: the least estimated similarity of a pair whose
+  // documents both have signatures (QueryOptions::min_similarity). Default:
+  // the store's min_similarity.
+  std::optional<double> min_similarity;
+
   // Memory FindAll and Clusters may take to read every document once and
   // sort the tables in memory: 32 bytes per document for one thread, 16
   // more per further thread. A store too large for it is read from disk
@@ -81,6 +91,7 @@ struct StoreStats {
   int blocks = 0;
   int distance = 0;
   FingerprintOptions fingerprint;
+  double min_similarity = 0;    // the store's default threshold (StoreOptions)
   std::uint64_t documents = 0;  // stored, exactly
   // Writes not yet merged into the tables (see Flush), exactly: inserted
   // or replaced documents, and removals. Queries find them all the same.
@@ -138,11 +149,16 @@ class FPSTORE_EXPORT Store {
   // Fingerprints text with the store's recorded fingerprint options.
   virtual const Fingerprinter& fingerprinter() const = 0;
 
-  // Inserts or replaces document `id`; queries find it once this returns.
+  // Inserts or replaces a document; queries find it once this returns.
   // Atomic: after a crash the document (and the version it replaced) is
   // either wholly there or wholly absent. Durable as options.durability
-  // says once the call returns OK.
-  virtual Status Insert(DocumentId id, Fingerprint fingerprint, std::string_view metadata = {}) = 0;
+  // says once the call returns OK. InvalidArgument if its signature is
+  // neither empty nor of the store's fingerprinter's slot count.
+  Status Insert(const NewDocument& doc) { return InsertBatch(std::span(&doc, 1)); }
+  // A bare fingerprint: it matches by distance alone.
+  Status Insert(DocumentId id, Fingerprint fingerprint, std::string_view metadata = {}) {
+    return Insert(NewDocument{id, fingerprint, metadata, {}});
+  }
 
   // Inserts or replaces several documents in one atomic write. A repeated
   // id within `docs`: the last one wins.
@@ -156,29 +172,46 @@ class FPSTORE_EXPORT Store {
   // The stored document `id`, or NotFound.
   virtual Result<Document> Get(DocumentId id) const = 0;
 
-  // Every stored document at distance <= k from `fingerprint`, each once,
-  // nearest first (ties by id). InvalidArgument unless 0 <= k <= distance().
-  virtual Result<std::vector<Match>> Query(Fingerprint fingerprint, int k) const = 0;
+  // The stored documents that match `query` as `options` say: every one
+  // within the distance whose similarity passes, each once, nearest first
+  // (ties by id), with its similarity when both have a signature.
+  // InvalidArgument for an option out of range.
+  virtual Result<std::vector<Match>> Query(const Sketch& query,
+                                           const QueryOptions& options = {}) const = 0;
+  // Every stored document at distance <= k from a bare fingerprint, which
+  // has no signature: nothing is confirmed. InvalidArgument unless
+  // 0 <= k <= distance().
+  Result<std::vector<Match>> Query(Fingerprint fingerprint, int k) const {
+    return Query(Sketch{fingerprint, {}}, QueryOptions{k, std::nullopt});
+  }
 
-  // Query for many fingerprints at once, answers in the same order. Walks
-  // each table once in key order, which beats separate queries for large
-  // batches.
+  // Query for many at once, answers in the same order. Walks each table
+  // once in key order, which beats separate queries for large batches.
   virtual Result<std::vector<std::vector<Match>>> QueryBatch(
-      std::span<const Fingerprint> fingerprints, int k) const = 0;
+      std::span<const Sketch> queries, const QueryOptions& options = {}) const = 0;
+  Result<std::vector<std::vector<Match>>> QueryBatch(std::span<const Fingerprint> fingerprints,
+                                                     int k) const;
 
-  // The crawler's call: returns the near-duplicates (within the plan's
-  // distance) already stored and inserts the document as `policy` says. The
-  // check and the insert are atomic with respect to other CheckAndInsert
-  // calls: of two near-duplicate documents offered at once, the second
-  // sees the first. The document itself (same id) is not its own match.
-  // Returns once both the insert and the matches it reports are as durable
-  // as options.durability promises.
-  virtual Result<CheckResult> CheckAndInsert(DocumentId id, Fingerprint fingerprint,
-                                             std::string_view metadata = {},
-                                             InsertPolicy policy = InsertPolicy::kAlways) = 0;
+  // The crawler's call: returns the stored documents that match `doc`
+  // (Query with `options`) and inserts it as `policy` says. The check and
+  // the insert are atomic with respect to other CheckAndInsert calls: of
+  // two near-duplicate documents offered at once, the second sees the
+  // first. The document itself (same id) is not its own match. Returns once
+  // both the insert and the matches it reports are as durable as
+  // options.durability promises.
+  virtual Result<CheckResult> CheckAndInsert(const NewDocument& doc,
+                                             InsertPolicy policy = InsertPolicy::kAlways,
+                                             const QueryOptions& options = {}) = 0;
+  // A bare fingerprint: its matches stand on distance alone.
+  Result<CheckResult> CheckAndInsert(DocumentId id, Fingerprint fingerprint,
+                                     std::string_view metadata = {},
+                                     InsertPolicy policy = InsertPolicy::kAlways) {
+    return CheckAndInsert(NewDocument{id, fingerprint, metadata, {}}, policy);
+  }
 
   // Calls `sink` once for every pair of stored documents within k (k <=
-  // distance()), in no particular order, from one thread at a time. Memory:
+  // distance()) whose similarity passes scan.min_similarity (or which lack
+  // a signature), in no particular order, from one thread at a time. Memory:
   // at most scan.memory_bytes, or when the store needs more than that, per
   // thread the largest group of fingerprints that share a table prefix and
   // the ids of up to a million fingerprints that pair within a table (fewer
@@ -187,9 +220,8 @@ class FPSTORE_EXPORT Store {
                          const ScanOptions& scan = {}) const = 0;
 
   // Calls `sink` once for every cluster of two or more documents: the
-  // connected components of the graph whose edges are FindAll(k)'s pairs.
-  // Ids within a cluster ascend. Identical fingerprints join a cluster in
-  // linear time, however many share one.
+  // connected components of the graph whose edges are FindAll(k)'s pairs,
+  // confirmed alike. Ids within a cluster ascend.
   virtual Status Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
                           const ScanOptions& scan = {}) const = 0;
 

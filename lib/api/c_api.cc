@@ -90,6 +90,37 @@ Result<Fingerprint> FingerprintOf(const fpstore_t* store, const char* text, std:
   return store->store->fingerprinter().FromText(*utf8);
 }
 
+// The fingerprint and signature of a text under the store's options.
+Result<fpstore::Sketch> SketchOf(const fpstore_t* store, const char* text, std::size_t len) {
+  if (store == nullptr) return Null("store");
+  Result<std::string_view> utf8 = Bytes(text, len, "text");
+  if (!utf8.ok()) return utf8.status();
+  return store->store->fingerprinter().SketchText(*utf8);
+}
+
+Result<fpstore::InsertPolicy> PolicyOf(int policy) {
+  if (policy != FPSTORE_INSERT_ALWAYS && policy != FPSTORE_INSERT_IF_NO_MATCH) {
+    return Status::InvalidArgument("policy " + std::to_string(policy) +
+                                   " is none of FPSTORE_INSERT_*");
+  }
+  return policy == FPSTORE_INSERT_ALWAYS ? fpstore::InsertPolicy::kAlways
+                                         : fpstore::InsertPolicy::kIfNoMatch;
+}
+
+// CheckAndInsert of `doc`, its answer handed to the caller.
+Status CheckAndInsert(fpstore_t* store, const fpstore::NewDocument& doc, int policy,
+                      fpstore_matches_t** matches, int* inserted) {
+  if (matches == nullptr) return Null("matches");
+  if (inserted == nullptr) return Null("inserted");
+  Result<fpstore::InsertPolicy> how = PolicyOf(policy);
+  if (!how.ok()) return how.status();
+  Result<fpstore::CheckResult> checked = store->store->CheckAndInsert(doc, *how);
+  if (!checked.ok()) return checked.status();
+  *matches = new fpstore_matches_t{std::move(checked->matches)};
+  *inserted = checked->inserted ? 1 : 0;
+  return Status::OK();
+}
+
 // Match `i`, or null for NULL matches or an index past the end.
 const fpstore::Match* MatchAt(const fpstore_matches_t* matches, std::size_t i) {
   if (matches == nullptr || i >= matches->matches.size()) return nullptr;
@@ -146,6 +177,11 @@ void fpstore_options_set_durability(fpstore_options_t* options, int durability) 
   options->options.durability = static_cast<fpstore::Durability>(durability);
 }
 
+void fpstore_options_set_min_similarity(fpstore_options_t* options, double min_similarity) {
+  if (options == nullptr) return;
+  options->options.min_similarity = min_similarity;
+}
+
 int fpstore_open(const char* path, const fpstore_options_t* options, fpstore_t** store,
                  char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
@@ -193,10 +229,13 @@ int fpstore_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint, const ch
 
 int fpstore_insert_text(fpstore_t* store, uint64_t id, const char* text, size_t text_len,
                         const char* metadata, size_t metadata_len, char** errmsg) {
-  uint64_t fingerprint = 0;
-  const int code = fpstore_fingerprint(store, text, text_len, &fingerprint, errmsg);
-  if (code != FPSTORE_OK) return code;
-  return fpstore_insert(store, id, fingerprint, metadata, metadata_len, errmsg);
+  return Guard(errmsg, [&]() -> Status {
+    Result<fpstore::Sketch> sketch = SketchOf(store, text, text_len);
+    if (!sketch.ok()) return sketch.status();
+    Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
+    if (!meta.ok()) return meta.status();
+    return store->store->Insert({id, sketch->fingerprint, *meta, std::move(sketch->signature)});
+  });
 }
 
 int fpstore_remove(fpstore_t* store, uint64_t id, char** errmsg) {
@@ -224,10 +263,12 @@ int fpstore_query(const fpstore_t* store, uint64_t fingerprint, int k, fpstore_m
 
 int fpstore_query_text(const fpstore_t* store, const char* text, size_t text_len, int k,
                        fpstore_matches_t** matches, char** errmsg) {
-  uint64_t fingerprint = 0;
-  const int code = fpstore_fingerprint(store, text, text_len, &fingerprint, errmsg);
-  if (code != FPSTORE_OK) return code;
-  return fpstore_query(store, fingerprint, k, matches, errmsg);
+  return Guard(errmsg, [&]() -> Status {
+    if (matches == nullptr) return Null("matches");
+    Result<fpstore::Sketch> sketch = SketchOf(store, text, text_len);
+    if (!sketch.ok()) return sketch.status();
+    return SetMatches(store->store->Query(*sketch, {k, std::nullopt}), matches);
+  });
 }
 
 int fpstore_check_and_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint,
@@ -235,22 +276,22 @@ int fpstore_check_and_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint
                              fpstore_matches_t** matches, int* inserted, char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
     if (store == nullptr) return Null("store");
-    if (matches == nullptr) return Null("matches");
-    if (inserted == nullptr) return Null("inserted");
-    if (policy != FPSTORE_INSERT_ALWAYS && policy != FPSTORE_INSERT_IF_NO_MATCH) {
-      return Status::InvalidArgument("policy " + std::to_string(policy) +
-                                     " is none of FPSTORE_INSERT_*");
-    }
     Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
     if (!meta.ok()) return meta.status();
-    Result<fpstore::CheckResult> checked = store->store->CheckAndInsert(
-        id, fingerprint, *meta,
-        policy == FPSTORE_INSERT_ALWAYS ? fpstore::InsertPolicy::kAlways
-                                        : fpstore::InsertPolicy::kIfNoMatch);
-    if (!checked.ok()) return checked.status();
-    *matches = new fpstore_matches_t{std::move(checked->matches)};
-    *inserted = checked->inserted ? 1 : 0;
-    return Status::OK();
+    return CheckAndInsert(store, {id, fingerprint, *meta, {}}, policy, matches, inserted);
+  });
+}
+
+int fpstore_check_and_insert_text(fpstore_t* store, uint64_t id, const char* text, size_t text_len,
+                                  const char* metadata, size_t metadata_len, int policy,
+                                  fpstore_matches_t** matches, int* inserted, char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    Result<fpstore::Sketch> sketch = SketchOf(store, text, text_len);
+    if (!sketch.ok()) return sketch.status();
+    Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
+    if (!meta.ok()) return meta.status();
+    return CheckAndInsert(store, {id, sketch->fingerprint, *meta, std::move(sketch->signature)},
+                          policy, matches, inserted);
   });
 }
 
@@ -271,6 +312,11 @@ uint64_t fpstore_matches_fingerprint(const fpstore_matches_t* matches, size_t i)
 int fpstore_matches_distance(const fpstore_matches_t* matches, size_t i) {
   const fpstore::Match* match = MatchAt(matches, i);
   return match != nullptr ? match->distance : -1;
+}
+
+double fpstore_matches_similarity(const fpstore_matches_t* matches, size_t i) {
+  const fpstore::Match* match = MatchAt(matches, i);
+  return match != nullptr && match->similarity ? *match->similarity : -1;
 }
 
 const char* fpstore_matches_metadata(const fpstore_matches_t* matches, size_t i, size_t* len) {

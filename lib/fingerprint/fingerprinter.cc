@@ -7,7 +7,9 @@
 #include <bit>
 #include <charconv>
 #include <cstring>
+#include <optional>
 
+#include "fingerprint/signature_builder.h"
 #include "fingerprint/tokenizer.h"
 
 namespace fpstore {
@@ -68,9 +70,9 @@ class ShingleHasher {
  public:
   explicit ShingleHasher(int window) : window_(window) {}
 
+  // Adds the next token by its hash (Fingerprinter::HashTerm).
   template <typename Sink>
-  void Add(std::string_view token, Sink&& sink) {
-    const std::uint64_t h = Fingerprinter::HashTerm(token);
+  void Add(std::uint64_t h, Sink&& sink) {
     if (window_ == 1) {
       sink(h);
       return;
@@ -124,7 +126,9 @@ Status ForEachToken(std::string_view utf8, std::string& buffer, Emit&& emit) {
 
 std::string FingerprintOptions::ToString() const {
   return "v" + std::to_string(version) + " window=" + std::to_string(window) +
-         " weighting=" + WeightingName(weighting);
+         " weighting=" + WeightingName(weighting) +
+         " signature=" + std::to_string(signature_slots) +
+         " signature_window=" + std::to_string(signature_window);
 }
 
 Result<FingerprintOptions> FingerprintOptions::Parse(std::string_view text) {
@@ -138,6 +142,7 @@ Result<FingerprintOptions> FingerprintOptions::Parse(std::string_view text) {
   };
   FingerprintOptions options;
   bool seen_version = false, seen_window = false, seen_weighting = false;
+  bool seen_slots = false, seen_signature_window = false;
   while (!text.empty()) {
     const std::size_t space = text.find(' ');
     const std::string_view field = text.substr(0, space);
@@ -148,6 +153,14 @@ Result<FingerprintOptions> FingerprintOptions::Parse(std::string_view text) {
     } else if (field.starts_with("window=") && !seen_window) {
       if (!parse_int(field.substr(7), options.window)) return bad("bad window");
       seen_window = true;
+    } else if (field.starts_with("signature=") && !seen_slots) {
+      if (!parse_int(field.substr(10), options.signature_slots)) return bad("bad signature");
+      seen_slots = true;
+    } else if (field.starts_with("signature_window=") && !seen_signature_window) {
+      if (!parse_int(field.substr(17), options.signature_window)) {
+        return bad("bad signature_window");
+      }
+      seen_signature_window = true;
     } else if (field.starts_with("weighting=") && !seen_weighting) {
       const std::string_view name = field.substr(10);
       if (name == "tf") {
@@ -162,8 +175,10 @@ Result<FingerprintOptions> FingerprintOptions::Parse(std::string_view text) {
       return bad("unexpected field \"" + std::string(field) + "\"");
     }
   }
-  if (!seen_version || !seen_window || !seen_weighting) {
-    return bad("expected \"v<version> window=<n> weighting=<tf|presence>\"");
+  if (!seen_version || !seen_window || !seen_weighting || !seen_slots || !seen_signature_window) {
+    return bad(
+        "expected \"v<version> window=<n> weighting=<tf|presence> signature=<slots> "
+        "signature_window=<n>\"");
   }
   if (Status s = options.Validate(); !s.ok()) {
     return s.WithContext("fingerprint options \"" + original + "\"");
@@ -179,6 +194,16 @@ Status FingerprintOptions::Validate() const {
   if (window < 1 || window > kMaxWindow) {
     return Status::InvalidArgument("window " + std::to_string(window) + " out of range (1 to 64)");
   }
+  if (signature_slots != 0 &&
+      (signature_slots < Signature::kMinSlots || signature_slots > Signature::kMaxSlots)) {
+    return Status::InvalidArgument("signature slots " + std::to_string(signature_slots) +
+                                   " out of range (0, or " + std::to_string(Signature::kMinSlots) +
+                                   " to " + std::to_string(Signature::kMaxSlots) + ")");
+  }
+  if (signature_window < 1 || signature_window > kMaxWindow) {
+    return Status::InvalidArgument("signature window " + std::to_string(signature_window) +
+                                   " out of range (1 to 64)");
+  }
   return Status::OK();
 }
 
@@ -191,27 +216,57 @@ std::uint64_t Fingerprinter::HashTerm(std::string_view term) {
   return XXH3_64bits(term.data(), term.size());
 }
 
-Result<Fingerprint> Fingerprinter::FromText(std::string_view utf8) const {
-  thread_local std::string buffer;
-  ShingleHasher shingles(options_.window);
-  if (options_.weighting == FeatureWeighting::kTermFrequency) {
-    UnitVoteCounter votes;
-    auto vote = [&](std::uint64_t feature) { votes.Add(feature); };
-    Status s = ForEachToken(utf8, buffer, [&](std::string_view t) { shingles.Add(t, vote); });
-    if (!s.ok()) return s;
-    shingles.Finish(vote);
-    return votes.Result();
+namespace {
+
+// The fingerprint of `utf8` under `options`, and into *signature, when not
+// null, the slots of its signature: one pass over the tokens.
+Result<Fingerprint> Analyze(const FingerprintOptions& options, std::string_view utf8,
+                            std::string* signature) {
+  // The ASCII path's scratch. Not thread_local: in a shared library each
+  // access to one may call __tls_get_addr, which showed in profiles per
+  // token; one allocation a text costs less.
+  std::string buffer;
+  ShingleHasher shingles(options.window);
+  std::optional<internal::SignatureBuilder> slots;
+  if (signature != nullptr && options.signature_slots > 0) {
+    slots.emplace(options.signature_slots, options.signature_window);
   }
-  std::vector<std::uint64_t> features;
-  auto collect = [&](std::uint64_t feature) { features.push_back(feature); };
-  Status s = ForEachToken(utf8, buffer, [&](std::string_view t) { shingles.Add(t, collect); });
-  if (!s.ok()) return s;
-  shingles.Finish(collect);
-  std::sort(features.begin(), features.end());
-  features.erase(std::unique(features.begin(), features.end()), features.end());
+  std::vector<std::uint64_t> features;  // kPresence: every feature, to count each once
   UnitVoteCounter votes;
-  for (std::uint64_t f : features) votes.Add(f);
+  auto vote = [&](std::uint64_t feature) {
+    if (options.weighting == FeatureWeighting::kTermFrequency) {
+      votes.Add(feature);
+    } else {
+      features.push_back(feature);
+    }
+  };
+  Status s = ForEachToken(utf8, buffer, [&](std::string_view t) {
+    const std::uint64_t h = Fingerprinter::HashTerm(t);
+    shingles.Add(h, vote);
+    if (slots) slots->AddToken(h);
+  });
+  if (!s.ok()) return s;
+  shingles.Finish(vote);
+  if (slots) *signature = slots->Finish();
+  if (options.weighting == FeatureWeighting::kPresence) {
+    std::sort(features.begin(), features.end());
+    features.erase(std::unique(features.begin(), features.end()), features.end());
+    for (std::uint64_t f : features) votes.Add(f);
+  }
   return votes.Result();
+}
+
+}  // namespace
+
+Result<Fingerprint> Fingerprinter::FromText(std::string_view utf8) const {
+  return Analyze(options_, utf8, nullptr);
+}
+
+Result<Sketch> Fingerprinter::SketchText(std::string_view utf8) const {
+  std::string slots;
+  Result<Fingerprint> fingerprint = Analyze(options_, utf8, &slots);
+  if (!fingerprint.ok()) return fingerprint.status();
+  return Sketch{*fingerprint, Signature(std::move(slots))};
 }
 
 Result<std::vector<std::string>> Fingerprinter::Tokens(std::string_view utf8) const {

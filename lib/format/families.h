@@ -16,7 +16,7 @@
 namespace fpstore::internal {
 
 // The on-disk format this build reads and writes (docs/format.md).
-inline constexpr int kFormatVersion = 10;
+inline constexpr int kFormatVersion = 11;
 
 // Column family names and metadata keys, fixed by the on-disk format.
 inline constexpr char kDocumentsFamily[] = "documents";
@@ -27,6 +27,7 @@ inline constexpr char kFormatVersionKey[] = "fpstore.format_version";
 inline constexpr char kPlanKey[] = "fpstore.plan";
 inline constexpr char kGroupBitsKey[] = "fpstore.group_bits";
 inline constexpr char kFingerprintKey[] = "fpstore.fingerprint";
+inline constexpr char kMinSimilarityKey[] = "fpstore.min_similarity";
 inline constexpr char kDocumentCountKey[] = "fpstore.document_count";
 // Table t's family: "table-000" and up.
 std::string TableFamilyName(std::size_t table);

@@ -14,25 +14,47 @@
 #include <string_view>
 
 #include "fpstore/document.h"
+#include "fpstore/signature.h"
 #include "util/big_endian.h"
 
 namespace fpstore::internal {
 
-// A documents-family value: the fingerprint, then the metadata bytes.
-inline std::string EncodeDocumentValue(Fingerprint fingerprint, std::string_view metadata) {
-  std::string value(8 + metadata.size(), '\0');
-  PutBigEndian64(value.data(), fingerprint);
+// A documents-family value: the fingerprint (8 bytes), then its "tail": the signature's length in
+// bytes (2, big-endian; 0 for none), the signature, and the metadata bytes.
+inline std::string EncodeDocumentTail(std::string_view signature, std::string_view metadata) {
+  std::string tail(2 + signature.size() + metadata.size(), '\0');
+  tail[0] = static_cast<char>(signature.size() >> 8);
+  tail[1] = static_cast<char>(signature.size() & 0xff);
   // An empty string_view may hold a null pointer, which memcpy must not get.
-  if (!metadata.empty()) std::memcpy(value.data() + 8, metadata.data(), metadata.size());
+  if (!signature.empty()) std::memcpy(tail.data() + 2, signature.data(), signature.size());
+  if (!metadata.empty()) {
+    std::memcpy(tail.data() + 2 + signature.size(), metadata.data(), metadata.size());
+  }
+  return tail;
+}
+
+inline std::string EncodeDocumentValue(Fingerprint fingerprint, std::string_view tail) {
+  std::string value(8 + tail.size(), '\0');
+  PutBigEndian64(value.data(), fingerprint);
+  if (!tail.empty()) std::memcpy(value.data() + 8, tail.data(), tail.size());
   return value;
 }
 
-// False if `value` is too short to hold a fingerprint.
+// False if `value` is too short for its fingerprint and signature, or the signature's length is not
+// one a Signature can have. `signature` and `metadata` may be null.
 inline bool DecodeDocumentValue(std::string_view value, Fingerprint* fingerprint,
-                                std::string* metadata) {
-  if (value.size() < 8) return false;
+                                Signature* signature, std::string* metadata) {
+  if (value.size() < 10) return false;
   *fingerprint = GetBigEndian64(value.data());
-  if (metadata != nullptr) metadata->assign(value.substr(8));
+  const std::size_t length = (static_cast<std::size_t>(static_cast<unsigned char>(value[8])) << 8) |
+                             static_cast<unsigned char>(value[9]);
+  if (value.size() < 10 + length) return false;
+  if (signature != nullptr) {
+    Result<Signature> decoded = Signature::FromBytes(value.substr(10, length));
+    if (!decoded.ok()) return false;
+    *signature = *std::move(decoded);
+  }
+  if (metadata != nullptr) metadata->assign(value.substr(10 + length));
   return true;
 }
 

@@ -4,22 +4,22 @@
 
 namespace fpstore::internal {
 
-bool SpillCursor::Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& metadata) {
+bool SpillCursor::Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& tail) {
   if (reader_) {
     std::uint64_t length;
     if (!reader_->GetU64(id) || !reader_->GetU64(seq) || !reader_->GetU64(fp) ||
         !reader_->GetU64(length)) {
       return false;
     }
-    metadata.resize(length);
-    return reader_->GetBytes(metadata.data(), length);
+    tail.resize(length);
+    return reader_->GetBytes(tail.data(), length);
   }
   if (next_ == records_.size()) return false;
   const BufferedRecord& r = records_[next_++];
   id = r.id;
   seq = r.seq;
   fp = r.fingerprint;
-  metadata.assign(metadata_.substr(r.metadata_offset, r.metadata_size));
+  tail.assign(tails_.substr(r.tail_offset, r.tail_size));
   return true;
 }
 
@@ -33,14 +33,14 @@ void SortSpill(std::vector<BufferedRecord>& records) {
 }
 
 Status WriteSpill(const std::string& path, std::span<const BufferedRecord> records,
-                  std::string_view metadata) {
+                  std::string_view tails) {
   RecordWriter out(path);
   for (const BufferedRecord& r : records) {
     out.PutU64(r.id);
     out.PutU64(r.seq);
     out.PutU64(r.fingerprint);
-    out.PutU64(r.metadata_size);
-    out.PutBytes(metadata.substr(r.metadata_offset, r.metadata_size));
+    out.PutU64(r.tail_size);
+    out.PutBytes(tails.substr(r.tail_offset, r.tail_size));
   }
   return out.Close();
 }

@@ -18,37 +18,37 @@
 
 namespace fpstore::internal {
 
-// One buffered input document (a later `seq` wins). Plain data, its metadata
+// One buffered input document (a later `seq` wins). Plain data, its record tail
 // apart, so that sorting moves bytes rather than strings.
 struct BufferedRecord {
   DocumentId id;
   std::uint64_t seq;
   Fingerprint fingerprint;
-  std::uint64_t metadata_offset;  // into the run's metadata
-  std::uint64_t metadata_size;
+  std::uint64_t tail_offset;  // into the run's tails
+  std::uint64_t tail_size;
 };
 
 void SortSpill(std::vector<BufferedRecord>& records);
 
-// `records`' metadata offsets are into `metadata`.
+// `records`' tail offsets are into `tails`.
 Status WriteSpill(const std::string& path, std::span<const BufferedRecord> records,
-                  std::string_view metadata);
+                  std::string_view tails);
 
 // The documents of one sorted spill, in (id, seq) order: one WriteSpill wrote
 // to `path`, or one kept in memory (the last), which must outlive the cursor.
 class SpillCursor {
  public:
   explicit SpillCursor(const std::string& path) : reader_(std::in_place, path) {}
-  SpillCursor(std::span<const BufferedRecord> records, std::string_view metadata)
-      : records_(records), metadata_(metadata) {}
+  SpillCursor(std::span<const BufferedRecord> records, std::string_view tails)
+      : records_(records), tails_(tails) {}
 
-  bool Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& metadata);
+  bool Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& tail);
   Status status() const { return reader_ ? reader_->status() : Status::OK(); }
 
  private:
   std::optional<RecordReader> reader_;  // else the records in memory
   std::span<const BufferedRecord> records_;
-  std::string_view metadata_;
+  std::string_view tails_;  // of the records in memory
   std::size_t next_ = 0;
 };
 

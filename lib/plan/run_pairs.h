@@ -54,7 +54,7 @@ template <typename Emit>
 void ForEachPairInRun(std::span<const TableEntry> run, const PermutationPlan& plan, std::size_t t,
                       int k, Emit&& emit) {
   auto pair = [&](DocumentId x, DocumentId y, int d) {
-    emit(NearPair{std::min(x, y), std::max(x, y), d});
+    emit(NearPair{std::min(x, y), std::max(x, y), d, std::nullopt});
   };
   ForEachLinkedCopies(
       run, plan, t, k,

@@ -20,7 +20,7 @@ namespace fpstore::internal {
 namespace {
 
 // A buffered record's approximate memory, spare buffer capacity included.
-std::size_t RecordBytes(std::string_view metadata) { return 64 + metadata.size(); }
+std::size_t RecordBytes(std::string_view tail) { return 64 + tail.size(); }
 
 // Each step's duration, for the store's LOG: where a load's time goes.
 class PhaseClock {
@@ -48,7 +48,7 @@ class InIdOrder {
     DocumentId id;
     std::uint64_t seq;
     Fingerprint fp;
-    std::string metadata;
+    std::string tail;  // of its documents-family value (format/records.h)
     std::size_t cursor;
     bool operator>(const Doc& o) const { return id != o.id ? id > o.id : seq > o.seq; }
   };
@@ -77,7 +77,7 @@ class InIdOrder {
   Status Pull(std::size_t c) {
     Doc next{};
     next.cursor = c;
-    if (cursors_[c]->Next(next.id, next.seq, next.fp, next.metadata)) heads_.push(std::move(next));
+    if (cursors_[c]->Next(next.id, next.seq, next.fp, next.tail)) heads_.push(std::move(next));
     return cursors_[c]->status();
   }
   std::vector<std::unique_ptr<SpillCursor>> cursors_;
@@ -100,20 +100,22 @@ struct BulkLoaderImpl::Matched {
   std::vector<Fingerprint> recent;
 };
 
-Status BulkLoaderImpl::Add(DocumentId id, Fingerprint fingerprint, std::string_view metadata) {
+Status BulkLoaderImpl::Add(const NewDocument& doc) {
   if (finished_) return Status::InvalidArgument("the bulk load has finished");
+  if (Status s = CheckSignature(doc, store_.signature_slots); !s.ok()) return s;
   if (buffer_.capacity() == 0) ReserveBuffer();
-  // All or nothing on bad_alloc: a record without its metadata would take the next one's.
-  const std::size_t offset = buffer_metadata_.size();
-  buffer_metadata_.append(metadata);
+  const std::string tail = EncodeDocumentTail(doc.signature.bytes(), doc.metadata);
+  // All or nothing on bad_alloc: a record without its tail would take the next one's.
+  const std::size_t offset = buffer_tails_.size();
+  buffer_tails_.append(tail);
   try {
-    buffer_.push_back({id, next_seq_, fingerprint, offset, metadata.size()});
+    buffer_.push_back({doc.id, next_seq_, doc.fingerprint, offset, tail.size()});
   } catch (...) {
-    buffer_metadata_.resize(offset);
+    buffer_tails_.resize(offset);
     throw;
   }
   ++next_seq_;
-  buffer_bytes_ += RecordBytes(metadata);
+  buffer_bytes_ += RecordBytes(tail);
   return buffer_bytes_ >= options_.memory_bytes ? Spill() : Status::OK();
 }
 
@@ -130,10 +132,10 @@ void BulkLoaderImpl::ReserveBuffer() {
 Status BulkLoaderImpl::Spill() {
   SortSpill(buffer_);
   const std::string path = dir_.Path("spill-" + std::to_string(spills_.size()));
-  if (Status s = WriteSpill(path, buffer_, buffer_metadata_); !s.ok()) return s;
+  if (Status s = WriteSpill(path, buffer_, buffer_tails_); !s.ok()) return s;
   spills_.push_back(path);
   buffer_.clear();
-  buffer_metadata_.clear();
+  buffer_tails_.clear();
   buffer_bytes_ = 0;
   return Status::OK();
 }
@@ -177,7 +179,7 @@ Status BulkLoaderImpl::Match(Matched& m) {
   rocksdb::DB& db = *store_.db;
   std::vector<std::unique_ptr<SpillCursor>> cursors;
   for (const std::string& path : spills_) cursors.push_back(std::make_unique<SpillCursor>(path));
-  cursors.push_back(std::make_unique<SpillCursor>(buffer_, buffer_metadata_));
+  cursors.push_back(std::make_unique<SpillCursor>(buffer_, buffer_tails_));
   InIdOrder docs(std::move(cursors));
   if (Status s = docs.Start(); !s.ok()) return s;
   m.documents_path = dir_.Path("documents");
@@ -209,7 +211,7 @@ Status BulkLoaderImpl::Match(Matched& m) {
     if (!m.into_empty) {
       existing->Seek(key_slice);
       had_old = existing->Valid() && existing->key() == key_slice &&
-                DecodeDocumentValue(existing->value().ToStringView(), &old, nullptr);
+                DecodeDocumentValue(existing->value().ToStringView(), &old, nullptr, nullptr);
       if (!existing->status().ok()) return FromRocks(existing->status(), "reading documents");
     }
     ++(had_old ? m.stats.replaced : m.stats.added);
@@ -228,7 +230,7 @@ Status BulkLoaderImpl::Match(Matched& m) {
         old = mark.leaving.value_or(old);
       }
     }
-    const std::string value = EncodeDocumentValue(doc.fp, doc.metadata);
+    const std::string value = EncodeDocumentValue(doc.fp, doc.tail);
     documents.PutU64(doc.id);
     documents.PutU64(value.size());
     documents.PutBytes(value);
@@ -242,7 +244,7 @@ Status BulkLoaderImpl::Match(Matched& m) {
   if (Status s = documents.Close(); !s.ok()) return s;
   // The tables get the memory budget to themselves.
   std::vector<BufferedRecord>().swap(buffer_);
-  std::string().swap(buffer_metadata_);
+  std::string().swap(buffer_tails_);
   Result<Changes> read = Changes::InFile(m.changes_path, m.changes);
   if (!read.ok()) return read.status();
   m.table_changes.emplace(*std::move(read));

@@ -33,12 +33,14 @@ class BulkLoaderImpl final : public BulkLoader {
     SkipHints* skip_hints;
     Ingestion* ingestion;
     StoreLocks* locks;
+    int signature_slots;  // the store's; a document's signature has these or none
   };
 
   BulkLoaderImpl(const Context& store, BulkLoadOptions options, ScratchDir dir)
       : store_(store), options_(std::move(options)), dir_(std::move(dir)) {}
 
-  Status Add(DocumentId id, Fingerprint fingerprint, std::string_view metadata) override;
+  using BulkLoader::Add;
+  Status Add(const NewDocument& doc) override;
   std::uint64_t added() const override { return next_seq_; }
   Result<BulkLoadStats> Finish() override;
 
@@ -61,7 +63,7 @@ class BulkLoaderImpl final : public BulkLoader {
   const ScratchDir dir_;
   // The spill being buffered; Finish reads the last one from memory.
   std::vector<BufferedRecord> buffer_;
-  std::string buffer_metadata_;  // the buffered records' metadata, end to end
+  std::string buffer_tails_;  // the buffered records' tails, end to end
   std::size_t buffer_bytes_ = 0;
   std::vector<std::string> spills_;
   std::uint64_t next_seq_ = 0;

@@ -18,6 +18,16 @@ Status Malformed(DocumentId id) {
 
 }  // namespace
 
+Status CheckSignature(const NewDocument& doc, int slots) {
+  if (doc.signature.empty() || doc.signature.slots() == static_cast<std::size_t>(slots)) {
+    return Status::OK();
+  }
+  return Status::InvalidArgument("document " + std::to_string(doc.id) + " has a signature of " +
+                                 std::to_string(doc.signature.slots()) +
+                                 " slots; this store's fingerprint options make " +
+                                 (slots == 0 ? std::string("none") : std::to_string(slots)));
+}
+
 Result<Document> Documents::Get(DocumentId id) const {
   std::string value;
   const rocksdb::Status rs = db_.Get(rocksdb::ReadOptions(), family_, Key8(id).view(), &value);
@@ -25,17 +35,20 @@ Result<Document> Documents::Get(DocumentId id) const {
   if (!rs.ok()) return FromRocks(rs, "reading document " + std::to_string(id));
   Document doc;
   doc.id = id;
-  if (!DecodeDocumentValue(value, &doc.fingerprint, &doc.metadata)) return Malformed(id);
+  if (!DecodeDocumentValue(value, &doc.fingerprint, &doc.signature, &doc.metadata)) {
+    return Malformed(id);
+  }
   return doc;
 }
 
 Status Documents::Read(const rocksdb::Snapshot* snapshot, std::span<const DocumentId> ids,
-                       bool metadata,
+                       bool whole,
                        const std::function<void(std::size_t, const Document&)>& found) const {
   Document doc;
   return MultiGet(db_, family_, snapshot, ids, [&](std::size_t i, std::string_view value) {
     doc.id = ids[i];
-    if (!DecodeDocumentValue(value, &doc.fingerprint, metadata ? &doc.metadata : nullptr)) {
+    if (!DecodeDocumentValue(value, &doc.fingerprint, whole ? &doc.signature : nullptr,
+                             whole ? &doc.metadata : nullptr)) {
       return Malformed(ids[i]);
     }
     found(i, doc);
@@ -52,8 +65,8 @@ Status Documents::ForEach(const rocksdb::Snapshot* snapshot,
   std::unique_ptr<rocksdb::Iterator> it(db_.NewIterator(ro, family_));
   Document doc;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    if (it->key().size() != 8 ||
-        !DecodeDocumentValue(it->value().ToStringView(), &doc.fingerprint, &doc.metadata)) {
+    if (it->key().size() != 8 || !DecodeDocumentValue(it->value().ToStringView(), &doc.fingerprint,
+                                                      &doc.signature, &doc.metadata)) {
       return Status::Corruption("documents: malformed record with key " + it->key().ToString(true));
     }
     doc.id = GetBigEndian64(it->key().data());
@@ -79,9 +92,11 @@ std::uint64_t Documents::Estimate() const {
   return n;
 }
 
-void Documents::Put(rocksdb::WriteBatch& batch, DocumentId id, Fingerprint fingerprint,
-                    std::string_view metadata) const {
-  batch.Put(family_, Key8(id).view(), EncodeDocumentValue(fingerprint, metadata))
+void Documents::Put(rocksdb::WriteBatch& batch, const NewDocument& doc) const {
+  batch
+      .Put(family_, Key8(doc.id).view(),
+           EncodeDocumentValue(doc.fingerprint,
+                               EncodeDocumentTail(doc.signature.bytes(), doc.metadata)))
       .PermitUncheckedError();
 }
 

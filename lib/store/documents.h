@@ -1,5 +1,5 @@
-// The documents family: each stored document's fingerprint and metadata by id, and the count of
-// them kept beside, in the default family.
+// The documents family: each stored document's fingerprint, signature and metadata by id, and the
+// count of them kept beside, in the default family.
 //
 // Thread safety: thread-safe.
 
@@ -19,6 +19,9 @@
 
 namespace fpstore::internal {
 
+// InvalidArgument unless `doc`'s signature is empty or has `slots` slots (the store's).
+Status CheckSignature(const NewDocument& doc, int slots);
+
 class Documents {
  public:
   Documents(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, rocksdb::ColumnFamilyHandle* meta)
@@ -32,8 +35,8 @@ class Documents {
   Result<Document> Get(DocumentId id) const;
 
   // Calls found(i, document) for each of `ids` (ascending) present at `snapshot` (null: latest),
-  // read in one batch; metadata only if `metadata`.
-  Status Read(const rocksdb::Snapshot* snapshot, std::span<const DocumentId> ids, bool metadata,
+  // read in one batch; signature and metadata only if `whole`.
+  Status Read(const rocksdb::Snapshot* snapshot, std::span<const DocumentId> ids, bool whole,
               const std::function<void(std::size_t, const Document&)>& found) const;
 
   // Calls sink(document) for every document at `snapshot`, in id order.
@@ -46,8 +49,7 @@ class Documents {
   std::uint64_t Estimate() const;
 
   // Adds to `batch` a document's record, its removal, or a count change.
-  void Put(rocksdb::WriteBatch& batch, DocumentId id, Fingerprint fingerprint,
-           std::string_view metadata) const;
+  void Put(rocksdb::WriteBatch& batch, const NewDocument& doc) const;
   void Delete(rocksdb::WriteBatch& batch, DocumentId id) const;
   void CountChange(rocksdb::WriteBatch& batch, std::int64_t delta) const;
 

@@ -22,6 +22,14 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
   return internal::StoreImpl::Open(path, options);
 }
 
+Result<std::vector<std::vector<Match>>> Store::QueryBatch(std::span<const Fingerprint> fingerprints,
+                                                          int k) const {
+  std::vector<Sketch> queries;
+  queries.reserve(fingerprints.size());
+  for (const Fingerprint fp : fingerprints) queries.push_back({fp, {}});
+  return QueryBatch(queries, QueryOptions{k, std::nullopt});
+}
+
 namespace internal {
 
 namespace fs = std::filesystem;
@@ -34,8 +42,25 @@ struct Metadata {
   int blocks = 0;
   int distance = 0;
   FingerprintOptions fingerprint;
+  double min_similarity = 0;
   int group_bits = 0;
 };
+
+bool ParseDouble(std::string_view s, double& out) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+std::string DoubleText(double value) {
+  char text[32];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, ec == std::errc() ? end : text);
+}
+
+Status CheckMinSimilarity(double value) {
+  if (value >= 0 && value <= 1) return Status::OK();
+  return Status::InvalidArgument("min_similarity " + DoubleText(value) + " is outside 0..1");
+}
 
 bool ParseInt(std::string_view s, int& out) {
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -80,8 +105,11 @@ Result<Metadata> ReadMetadata(const std::string& path) {
     result = Status::Corruption(path + ": missing fingerprint options record");
   } else if (Result<FingerprintOptions> fp = FingerprintOptions::Parse(value); !fp.ok()) {
     result = fp.status().WithContext(path);
-  } else {
-    meta.fingerprint = *fp;
+  } else if (meta.fingerprint = *fp; !get(kMinSimilarityKey, value).ok()) {
+    result = Status::Corruption(path + ": missing min_similarity record");
+  } else if (!ParseDouble(value, meta.min_similarity) ||
+             !CheckMinSimilarity(meta.min_similarity).ok()) {
+    result = Status::Corruption(path + ": unreadable min_similarity record \"" + value + "\"");
   }
   for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h);
   db->Close().PermitUncheckedError();
@@ -106,6 +134,11 @@ Status CheckAgainstRecorded(const std::string& path, const StoreOptions& options
   if (options.fingerprint && !(*options.fingerprint == meta.fingerprint)) {
     return mismatch("fingerprint options", "\"" + options.fingerprint->ToString() + "\"",
                     "\"" + meta.fingerprint.ToString() + "\"");
+  }
+  if (options.min_similarity && *options.min_similarity != meta.min_similarity) {
+    return mismatch(
+        "min_similarity", DoubleText(*options.min_similarity),
+        DoubleText(meta.min_similarity) + " (QueryOptions and ScanOptions override it per call)");
   }
   return Status::OK();
 }
@@ -202,9 +235,15 @@ Result<Metadata> MetadataFor(const std::string& path, const StoreOptions& option
   if (!options.create_if_missing || options.read_only) {
     return Status::NotFound("no store at " + path);
   }
+  const double min_similarity =
+      options.min_similarity.value_or(StoreOptions::kDefaultMinSimilarity);
+  if (Status s = CheckMinSimilarity(min_similarity); !s.ok()) return s;
   return Metadata{
-      kFormatVersion, options.blocks.value_or(6), options.distance.value_or(3),
+      kFormatVersion,
+      options.blocks.value_or(6),
+      options.distance.value_or(3),
       options.fingerprint.value_or(FingerprintOptions{}),
+      min_similarity,
       GroupBitsFor(options.expected_documents.value_or(StoreOptions::kDefaultExpectedDocuments))};
 }
 
@@ -255,6 +294,7 @@ Status WriteMetadata(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta_family,
       {kFormatVersionKey, std::to_string(meta.format_version)},
       {kPlanKey, plan.ToString()},
       {kFingerprintKey, meta.fingerprint.ToString()},
+      {kMinSimilarityKey, DoubleText(meta.min_similarity)},
       {kGroupBitsKey, std::to_string(meta.group_bits)}};
   for (const auto& [key, value] : records) {
     if (Status s = FromRocks(batch.Put(meta_family, key, value), "creating"); !s.ok()) return s;
@@ -311,8 +351,8 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
       OpenDatabase(path, config, options.read_only, exists, handles);
   if (!db.ok()) return db.status();
   std::unique_ptr<StoreImpl> store(new StoreImpl(
-      path, options, *plan, *std::move(fingerprinter), meta->group_bits, *std::move(db),
-      FamiliesOf(std::move(handles), plan->table_count()), std::move(filters)));
+      path, options, *plan, *std::move(fingerprinter), meta->min_similarity, meta->group_bits,
+      *std::move(db), FamiliesOf(std::move(handles), plan->table_count()), std::move(filters)));
   store->writer_key_ = reservation.Keep();
   if (!exists) {
     if (Status s = WriteMetadata(*store->db_, store->families_.meta, *plan, *meta); !s.ok()) {
@@ -327,13 +367,15 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
 }
 
 StoreImpl::StoreImpl(std::string path, StoreOptions options, PermutationPlan plan,
-                     Fingerprinter fingerprinter, int group_bits, std::unique_ptr<rocksdb::DB> db,
-                     Families families, std::shared_ptr<TableFilters> filters)
+                     Fingerprinter fingerprinter, double min_similarity, int group_bits,
+                     std::unique_ptr<rocksdb::DB> db, Families families,
+                     std::shared_ptr<TableFilters> filters)
     : freed_memory_(options.release_memory_on_close),
       path_(std::move(path)),
       options_(std::move(options)),
       plan_(std::move(plan)),
       fingerprinter_(std::move(fingerprinter)),
+      min_similarity_(min_similarity),
       db_(std::move(db)),
       families_(std::move(families)),
       log_sync_([this] { return FromRocks(db_->SyncWAL(), "syncing " + path_); }),

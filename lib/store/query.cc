@@ -11,9 +11,13 @@
 
 namespace fpstore::internal {
 
-Result<std::vector<std::vector<Match>>> QueryRunner::Run(std::span<const Fingerprint> fingerprints,
-                                                         int k,
+Result<std::vector<std::vector<Match>>> QueryRunner::Run(std::span<const Sketch> queries, int k,
+                                                         double min_similarity,
                                                          const rocksdb::Snapshot* snapshot) const {
+  std::vector<Fingerprint> fingerprint_list;
+  fingerprint_list.reserve(queries.size());
+  for (const Sketch& q : queries) fingerprint_list.push_back(q.fingerprint);
+  const std::span<const Fingerprint> fingerprints = fingerprint_list;
   // One filter view, taken after the snapshot: merges publish their files' filters before ingesting
   // and bulk loads hold readers off, so the view covers every file the snapshot shows.
   const TableFilters::View filters = tables_.filters().Current();
@@ -64,8 +68,9 @@ Result<std::vector<std::vector<Match>>> QueryRunner::Run(std::span<const Fingerp
   }
   std::vector<std::vector<Match>> results;
   results.reserve(hits.size());
-  for (std::vector<Hit>& h : hits) {
-    Result<std::vector<Match>> matches = ToMatches(std::move(h), snapshot);
+  for (std::size_t q = 0; q < hits.size(); ++q) {
+    Result<std::vector<Match>> matches =
+        ToMatches(std::move(hits[q]), snapshot, queries[q].signature, min_similarity);
     if (!matches.ok()) return matches.status();
     results.push_back(*std::move(matches));
   }
@@ -225,17 +230,19 @@ void QueryRunner::WarmRecordsOf(const Hits& hits, const rocksdb::Snapshot* snaps
   }
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  (void)documents_.Read(snapshot, ids, /*metadata=*/false, [](std::size_t, const Document&) {});
+  (void)documents_.Read(snapshot, ids, /*whole=*/false, [](std::size_t, const Document&) {});
 }
 
 Result<std::vector<Match>> QueryRunner::ToMatches(std::vector<Hit> hits,
-                                                  const rocksdb::Snapshot* snapshot) const {
+                                                  const rocksdb::Snapshot* snapshot,
+                                                  const Signature& signature,
+                                                  double min_similarity) const {
   std::vector<DocumentId> ids;
   for (const Hit& h : hits) ids.push_back(h.id);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   std::vector<std::optional<Document>> records(ids.size());
-  Status s = documents_.Read(snapshot, ids, /*metadata=*/true,
+  Status s = documents_.Read(snapshot, ids, /*whole=*/true,
                              [&](std::size_t i, const Document& doc) { records[i] = doc; });
   if (!s.ok()) return s;
   std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
@@ -246,6 +253,7 @@ Result<std::vector<Match>> QueryRunner::ToMatches(std::vector<Hit> hits,
   std::vector<std::pair<const Hit*, bool>> stale;  // with whether it has a record
   std::vector<Match> matches;
   matches.reserve(hits.size());
+  std::optional<DocumentId> last;  // the last hit's id counted or refused
   for (const Hit& h : hits) {
     const std::optional<Document>& record =
         records[std::lower_bound(ids.begin(), ids.end(), h.id) - ids.begin()];
@@ -253,9 +261,11 @@ Result<std::vector<Match>> QueryRunner::ToMatches(std::vector<Hit> hits,
       stale.emplace_back(&h, record.has_value());
       continue;
     }
-    // A version found both in the tables and staged counts once.
-    if (!matches.empty() && matches.back().id == h.id) continue;
-    matches.push_back({h.id, h.fingerprint, h.distance, record->metadata});
+    // A version found both in the tables and staged counts once (its hits are adjacent).
+    if (std::exchange(last, h.id) == h.id) continue;
+    const std::optional<double> similarity = EstimateSimilarity(signature, record->signature);
+    if (similarity && *similarity < min_similarity) continue;  // not confirmed
+    matches.push_back({h.id, h.fingerprint, h.distance, record->metadata, similarity});
   }
   if (stale.empty()) return matches;
   std::vector<DocumentId> stale_ids;

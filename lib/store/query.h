@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fpstore/document.h"
+#include "fpstore/signature.h"
 #include "fpstore/status.h"
 #include "store/documents.h"
 #include "store/read_pool.h"
@@ -35,9 +36,12 @@ class QueryRunner {
         documents_(documents),
         read_pool_(read_pool) {}
 
-  // Every document within k of each of `fingerprints` at `snapshot`, each once, nearest first (ties
-  // by id). REQUIRES: the reader gate held shared from before the snapshot until this returns.
-  Result<std::vector<std::vector<Match>>> Run(std::span<const Fingerprint> fingerprints, int k,
+  // Every document within k of each of `queries` at `snapshot` whose estimated similarity to it is
+  // at least `min_similarity` (or which either lacks a signature for), each once, nearest first
+  // (ties by id). REQUIRES: the reader gate held shared from before the snapshot until this
+  // returns.
+  Result<std::vector<std::vector<Match>>> Run(std::span<const Sketch> queries, int k,
+                                              double min_similarity,
                                               const rocksdb::Snapshot* snapshot) const;
 
  private:
@@ -76,9 +80,10 @@ class QueryRunner {
   // Reads the hits' records into the block cache; ToMatches reports failures.
   void WarmRecordsOf(const Hits& hits, const rocksdb::Snapshot* snapshot) const;
   // The matches of `hits`, their records read at `snapshot`, nearest first, each document once;
-  // hits of versions whose removal is staged dropped.
-  Result<std::vector<Match>> ToMatches(std::vector<Hit> hits,
-                                       const rocksdb::Snapshot* snapshot) const;
+  // hits of versions whose removal is staged dropped, and those whose similarity to `signature` is
+  // below `min_similarity`.
+  Result<std::vector<Match>> ToMatches(std::vector<Hit> hits, const rocksdb::Snapshot* snapshot,
+                                       const Signature& signature, double min_similarity) const;
 
   const Tables& tables_;
   const PermutationPlan& plan_;

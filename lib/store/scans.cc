@@ -225,11 +225,6 @@ const rocksdb::Snapshot* Scanner::WholeSnapshot(TableFilters::View* filters) con
   return snapshot;
 }
 
-Status Scanner::ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run) const {
-  rocksdb::ManagedSnapshot snapshot(&db_, WholeSnapshot());
-  return ScanRunsAt(scan, snapshot.snapshot(), visit_run, Runs::kLinkedWithIds);
-}
-
 Status Scanner::ScanRunsAt(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
                            const RunVisitor& visit_run, Runs runs, Versions versions) const {
   Result<std::vector<StagedDocument>> staged = staging_.Documents(snapshot);
@@ -405,44 +400,155 @@ Status Scanner::ForEachDocument(const std::function<void(const Document&)>& sink
   return s;
 }
 
-Status Scanner::FindAll(int k, const std::function<void(const NearPair&)>& sink,
-                        const ScanOptions& scan) const {
-  std::mutex sink_mu;
-  return ScanRuns(scan, [&](std::size_t t, std::span<const TableEntry> run) {
-    std::vector<NearPair> pairs;
-    ForEachPairInRun(run, plan_, t, k, [&](const NearPair& p) { pairs.push_back(p); });
-    if (pairs.empty()) return;
-    std::lock_guard lock(sink_mu);
-    for (const NearPair& p : pairs) sink(p);
+Result<Scanner::Signatures> Scanner::SignaturesOf(const rocksdb::Snapshot* snapshot,
+                                                  std::span<const TableEntry> run) const {
+  std::vector<DocumentId> ids;
+  ids.reserve(run.size());
+  for (const TableEntry& e : run) ids.push_back(e.id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  Signatures signatures;
+  Status s = documents_.Read(snapshot, ids, /*whole=*/true, [&](std::size_t, const Document& doc) {
+    if (!doc.signature.empty()) signatures.emplace(doc.id, doc.signature);
   });
+  if (!s.ok()) return s;
+  return signatures;
 }
 
-Status Scanner::Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
+namespace {
+
+const Signature* SignatureOf(const std::unordered_map<DocumentId, Signature>& signatures,
+                             DocumentId id) {
+  const auto it = signatures.find(id);
+  return it == signatures.end() ? nullptr : &it->second;
+}
+
+// Whether two documents' pair stands: by similarity when both have a signature, else by distance.
+bool Confirmed(const Signature* a, const Signature* b, double min_similarity,
+               std::optional<double>* similarity) {
+  *similarity = a && b ? EstimateSimilarity(*a, *b) : std::nullopt;
+  return !*similarity || **similarity >= min_similarity;
+}
+
+}  // namespace
+
+Status Scanner::FindAll(int k, double min_similarity, bool signatures,
+                        const std::function<void(const NearPair&)>& sink,
+                        const ScanOptions& scan) const {
+  std::mutex sink_mu;
+  rocksdb::ManagedSnapshot snapshot(&db_, WholeSnapshot());
+  Status failed;  // the first failed read of signatures, under sink_mu
+  Status s = ScanRunsAt(
+      scan, snapshot.snapshot(),
+      [&](std::size_t t, std::span<const TableEntry> run) {
+        std::vector<NearPair> pairs;
+        ForEachPairInRun(run, plan_, t, k, [&](const NearPair& p) { pairs.push_back(p); });
+        if (pairs.empty()) return;
+        if (signatures) {
+          Result<Signatures> of = SignaturesOf(snapshot.snapshot(), run);
+          if (!of.ok()) {
+            std::lock_guard lock(sink_mu);
+            if (failed.ok()) failed = of.status();
+            return;
+          }
+          std::erase_if(pairs, [&](NearPair& p) {
+            return !Confirmed(SignatureOf(*of, p.first), SignatureOf(*of, p.second), min_similarity,
+                              &p.similarity);
+          });
+        }
+        std::lock_guard lock(sink_mu);
+        if (!failed.ok()) return;
+        for (const NearPair& p : pairs) sink(p);
+      },
+      Runs::kLinkedWithIds);
+  return s.ok() ? failed : s;
+}
+
+Status Scanner::Clusters(int k, double min_similarity, bool signatures,
+                         const std::function<void(std::span<const DocumentId>)>& sink,
                          const ScanOptions& scan) const {
   std::mutex sets_mu;
   DisjointSets sets;
-  Status s = ScanRuns(scan, [&](std::size_t t, std::span<const TableEntry> run) {
-    std::vector<std::pair<DocumentId, DocumentId>> edges;
-    ForEachLinkedCopies(
-        run, plan_, t, k,
-        [&](std::span<const TableEntry> copies) {
-          for (std::size_t i = 1; i < copies.size(); ++i) {
-            edges.emplace_back(copies[0].id, copies[i].id);
+  rocksdb::ManagedSnapshot snapshot(&db_, WholeSnapshot());
+  Status failed;  // under sets_mu
+  Status s = ScanRunsAt(
+      scan, snapshot.snapshot(),
+      [&](std::size_t t, std::span<const TableEntry> run) {
+        std::vector<std::pair<DocumentId, DocumentId>> edges;
+        Signatures of;
+        bool read = false;
+        // A set of copies (one fingerprint) as one member per distinct signature, the members
+        // without a signature first; identical signatures are joined in the copies' own cluster.
+        auto representatives = [&](std::span<const TableEntry> copies) {
+          std::vector<std::pair<DocumentId, const Signature*>> reps;
+          for (const TableEntry& e : copies) {
+            const Signature* sig = SignatureOf(of, e.id);
+            if (std::none_of(reps.begin(), reps.end(), [&](const auto& r) {
+                  return sig == nullptr ? r.second == nullptr : r.second && *r.second == *sig;
+                })) {
+              reps.emplace_back(e.id, sig);
+            }
           }
-        },
-        [&](std::span<const TableEntry> a, std::span<const TableEntry> b, int) {
-          edges.emplace_back(a[0].id, b[0].id);
-        });
-    if (edges.empty()) return;
-    std::lock_guard lock(sets_mu);
-    for (auto [a, b] : edges) sets.Union(a, b);
-  });
+          return reps;
+        };
+        auto link = [&](const auto& xs, const auto& ys, bool same) {
+          std::optional<double> similarity;
+          for (std::size_t i = 0; i < xs.size(); ++i) {
+            for (std::size_t j = same ? i + 1 : 0; j < ys.size(); ++j) {
+              if (Confirmed(xs[i].second, ys[j].second, min_similarity, &similarity)) {
+                edges.emplace_back(xs[i].first, ys[j].first);
+              }
+            }
+          }
+        };
+        auto ensure_read = [&] {
+          if (read || !signatures) return true;
+          read = true;
+          Result<Signatures> r = SignaturesOf(snapshot.snapshot(), run);
+          if (r.ok()) {
+            of = *std::move(r);
+            return true;
+          }
+          std::lock_guard lock(sets_mu);
+          if (failed.ok()) failed = r.status();
+          return false;
+        };
+        bool ok = true;
+        ForEachLinkedCopies(
+            run, plan_, t, k,
+            [&](std::span<const TableEntry> copies) {
+              if (!ok || !(ok = ensure_read())) return;
+              // Copies with one signature (or none) are one another's near-duplicates.
+              for (const TableEntry& e : copies) {
+                const Signature* sig = SignatureOf(of, e.id);
+                for (const TableEntry& f : copies) {
+                  const Signature* other = SignatureOf(of, f.id);
+                  if (sig == nullptr ? other == nullptr : other && *sig == *other) {
+                    edges.emplace_back(e.id, f.id);
+                    break;
+                  }
+                }
+              }
+              const auto reps = representatives(copies);
+              link(reps, reps, /*same=*/true);
+            },
+            [&](std::span<const TableEntry> a, std::span<const TableEntry> b, int) {
+              if (!ok || !(ok = ensure_read())) return;
+              link(representatives(a), representatives(b), /*same=*/false);
+            });
+        if (edges.empty()) return;
+        std::lock_guard lock(sets_mu);
+        for (auto [a, b] : edges) sets.Union(a, b);
+      },
+      Runs::kLinkedWithIds);
   if (!s.ok()) return s;
+  if (!failed.ok()) return failed;
   std::unordered_map<DocumentId, std::vector<DocumentId>> clusters;
   for (const auto& [id, parent] : sets.members()) clusters[sets.Find(id)].push_back(id);
   std::vector<std::vector<DocumentId>> ordered;
   ordered.reserve(clusters.size());
   for (auto& [root, ids] : clusters) {
+    if (ids.size() < 2) continue;  // a copy whose signature joined none of the others
     std::sort(ids.begin(), ids.end());
     ordered.push_back(std::move(ids));
   }

@@ -14,6 +14,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "fpstore/store.h"
@@ -55,9 +56,12 @@ class Scanner {
                     const RunVisitor& visit_run, Runs runs,
                     Versions versions = Versions::kCurrent) const;
 
-  Status FindAll(int k, const std::function<void(const NearPair&)>& sink,
-                 const ScanOptions& scan) const;
-  Status Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
+  // Pairs and clusters within k, confirmed by similarity (store.h) when `signatures` (the store's
+  // documents may have them).
+  Status FindAll(int k, double min_similarity, bool signatures,
+                 const std::function<void(const NearPair&)>& sink, const ScanOptions& scan) const;
+  Status Clusters(int k, double min_similarity, bool signatures,
+                  const std::function<void(std::span<const DocumentId>)>& sink,
                   const ScanOptions& scan) const;
   Status ForEachDocument(const std::function<void(const Document&)>& sink,
                          const ScanOptions& scan) const;
@@ -77,7 +81,10 @@ class Scanner {
   Result<std::optional<std::vector<IdFingerprint>>> ReadAllDocuments(
       const rocksdb::Snapshot* snapshot, std::span<const StagedDocument> staged, std::size_t limit,
       int threads) const;
-  Status ScanRuns(const ScanOptions& scan, const RunVisitor& visit_run) const;
+  // The signatures of the documents of `run` that have one, at `snapshot`.
+  using Signatures = std::unordered_map<DocumentId, Signature>;
+  Result<Signatures> SignaturesOf(const rocksdb::Snapshot* snapshot,
+                                  std::span<const TableEntry> run) const;
 
   rocksdb::DB& db_;
   const Tables& tables_;

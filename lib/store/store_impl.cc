@@ -39,6 +39,17 @@ Status StoreImpl::CheckDistance(int k) const {
   return Status::OK();
 }
 
+Result<StoreImpl::Matching> StoreImpl::MatchingFor(std::optional<int> distance,
+                                                   std::optional<double> min_similarity) const {
+  const int k = distance.value_or(plan_.distance());
+  if (Status s = CheckDistance(k); !s.ok()) return s;
+  const double t = min_similarity.value_or(min_similarity_);
+  if (!(t >= 0 && t <= 1)) {
+    return Status::InvalidArgument("min_similarity " + std::to_string(t) + " is outside 0..1");
+  }
+  return Matching{k, t};
+}
+
 // ---- Writes ----
 
 Status StoreImpl::LockForWrite(std::span<const DocumentId> ids, std::size_t staged,
@@ -64,7 +75,7 @@ Result<std::vector<StoreImpl::IdVersions>> StoreImpl::CurrentVersions(
     std::span<const DocumentId> ids) const {
   std::vector<IdVersions> versions(ids.size());
   Status s = documents_.Read(
-      nullptr, ids, /*metadata=*/false,
+      nullptr, ids, /*whole=*/false,
       [&](std::size_t i, const Document& doc) { versions[i].stored = doc.fingerprint; });
   if (!s.ok()) return s;
   // Only staged documents and removals have marks; MayHaveMark spares most inserts the read.
@@ -103,7 +114,7 @@ Status StoreImpl::WriteInserts(std::span<const DocumentId> ids,
   staged.reserve(docs.size());
   for (std::size_t i = 0; i < docs.size(); ++i) {
     const NewDocument& doc = *docs[i];
-    documents_.Put(batch, doc.id, doc.fingerprint, doc.metadata);
+    documents_.Put(batch, doc);
     added += !old[i].stored;
     if (old[i].stored == doc.fingerprint) continue;  // its entries stay as they are
     staged.push_back({doc.id, doc.fingerprint});
@@ -135,14 +146,12 @@ Status StoreImpl::MakeDurable() {
   return Status::OK();
 }
 
-Status StoreImpl::Insert(DocumentId id, Fingerprint fingerprint, std::string_view metadata) {
-  const NewDocument doc{id, fingerprint, metadata};
-  return InsertBatch(std::span(&doc, 1));
-}
-
 Status StoreImpl::InsertBatch(std::span<const NewDocument> docs) {
   if (Status s = CheckWritable(); !s.ok()) return s;
   if (docs.empty()) return Status::OK();
+  for (const NewDocument& d : docs) {
+    if (Status s = CheckSignature(d, fingerprinter_.options().signature_slots); !s.ok()) return s;
+  }
   // The last occurrence of an id wins.
   std::map<DocumentId, const NewDocument*> latest;
   for (const NewDocument& d : docs) latest[d.id] = &d;
@@ -195,22 +204,26 @@ Status StoreImpl::Remove(DocumentId id) {
   return MakeDurable();
 }
 
-Result<CheckResult> StoreImpl::CheckAndInsert(DocumentId id, Fingerprint fingerprint,
-                                              std::string_view metadata, InsertPolicy policy) {
+Result<CheckResult> StoreImpl::CheckAndInsert(const NewDocument& doc, InsertPolicy policy,
+                                              const QueryOptions& options) {
   if (Status s = CheckWritable(); !s.ok()) return s;
+  Result<Matching> matching = MatchingFor(options.distance, options.min_similarity);
+  if (!matching.ok()) return matching.status();
+  if (Status s = CheckSignature(doc, fingerprinter_.options().signature_slots); !s.ok()) return s;
+  const DocumentId id = doc.id;
   CheckResult result;
   {
     MutexLock check(locks_.check);
     WriteLocks locks;
     if (Status s = LockForWrite(std::span(&id, 1), 1, locks); !s.ok()) return s;
     rocksdb::ManagedSnapshot snapshot(db_.get());
-    Result<std::vector<std::vector<Match>>> matches =
-        queries_.Run(std::span(&fingerprint, 1), plan_.distance(), snapshot.snapshot());
+    const Sketch query{doc.fingerprint, doc.signature};
+    Result<std::vector<std::vector<Match>>> matches = queries_.Run(
+        std::span(&query, 1), matching->distance, matching->min_similarity, snapshot.snapshot());
     if (!matches.ok()) return matches.status();
     result.matches = std::move((*matches)[0]);
     std::erase_if(result.matches, [id](const Match& m) { return m.id == id; });
     if (policy == InsertPolicy::kAlways || result.matches.empty()) {
-      const NewDocument doc{id, fingerprint, metadata};
       const NewDocument* pending = &doc;
       // Written under the lock so that the next CheckAndInsert sees it.
       if (Status s = WriteInserts(std::span(&id, 1), std::span(&pending, 1)); !s.ok()) return s;
@@ -230,32 +243,38 @@ Result<Document> StoreImpl::Get(DocumentId id) const {
   return documents_.Get(id);
 }
 
-Result<std::vector<Match>> StoreImpl::Query(Fingerprint fingerprint, int k) const {
-  Result<std::vector<std::vector<Match>>> batch = QueryBatch(std::span(&fingerprint, 1), k);
+Result<std::vector<Match>> StoreImpl::Query(const Sketch& query,
+                                            const QueryOptions& options) const {
+  Result<std::vector<std::vector<Match>>> batch = QueryBatch(std::span(&query, 1), options);
   if (!batch.ok()) return batch.status();
   return std::move((*batch)[0]);
 }
 
-Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatch(
-    std::span<const Fingerprint> fingerprints, int k) const {
-  if (Status s = CheckDistance(k); !s.ok()) return s;
+Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatch(std::span<const Sketch> queries,
+                                                              const QueryOptions& options) const {
+  Result<Matching> matching = MatchingFor(options.distance, options.min_similarity);
+  if (!matching.ok()) return matching.status();
   ReaderLock readers(const_cast<SharedMutex&>(locks_.readers));
   // One snapshot for every table, the staging marks and the documents: a document being replaced is
   // seen either before or after, never half-way.
   rocksdb::ManagedSnapshot snapshot(db_.get());
-  return queries_.Run(fingerprints, k, snapshot.snapshot());
+  return queries_.Run(queries, matching->distance, matching->min_similarity, snapshot.snapshot());
 }
 
 Status StoreImpl::FindAll(int k, const std::function<void(const NearPair&)>& sink,
                           const ScanOptions& scan) const {
-  if (Status s = CheckDistance(k); !s.ok()) return s;
-  return scanner_.FindAll(k, sink, scan);
+  Result<Matching> matching = MatchingFor(k, scan.min_similarity);
+  if (!matching.ok()) return matching.status();
+  return scanner_.FindAll(k, matching->min_similarity, fingerprinter_.options().signature_slots > 0,
+                          sink, scan);
 }
 
 Status StoreImpl::Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
                            const ScanOptions& scan) const {
-  if (Status s = CheckDistance(k); !s.ok()) return s;
-  return scanner_.Clusters(k, sink, scan);
+  Result<Matching> matching = MatchingFor(k, scan.min_similarity);
+  if (!matching.ok()) return matching.status();
+  return scanner_.Clusters(k, matching->min_similarity,
+                           fingerprinter_.options().signature_slots > 0, sink, scan);
 }
 
 Status StoreImpl::ForEachDocument(const std::function<void(const Document&)>& sink,
@@ -275,6 +294,7 @@ Result<StoreStats> StoreImpl::Stats() const {
   stats.blocks = plan_.blocks();
   stats.distance = plan_.distance();
   stats.fingerprint = fingerprinter_.options();
+  stats.min_similarity = min_similarity_;
   Result<std::uint64_t> documents = documents_.Count(nullptr);
   if (!documents.ok()) return documents.status();
   stats.documents = *documents;
@@ -313,8 +333,13 @@ Result<std::unique_ptr<BulkLoader>> StoreImpl::NewBulkLoader(const BulkLoadOptio
   if (Status s = CheckWritable(); !s.ok()) return s;
   Result<ScratchDir> dir = ScratchDir::Make(path_, options.temp_dir);
   if (!dir.ok()) return dir.status();
-  const BulkLoaderImpl::Context context{db_.get(),    &documents_, &staging_,
-                                        &skip_hints_, &ingestion_, &locks_};
+  const BulkLoaderImpl::Context context{db_.get(),
+                                        &documents_,
+                                        &staging_,
+                                        &skip_hints_,
+                                        &ingestion_,
+                                        &locks_,
+                                        fingerprinter_.options().signature_slots};
   return std::unique_ptr<BulkLoader>(
       std::make_unique<BulkLoaderImpl>(context, options, *std::move(dir)));
 }

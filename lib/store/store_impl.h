@@ -52,15 +52,17 @@ class StoreImpl final : public Store {
   Status Close() override;
   const PermutationPlan& plan() const override { return plan_; }
   const Fingerprinter& fingerprinter() const override { return fingerprinter_; }
-  Status Insert(DocumentId id, Fingerprint fingerprint, std::string_view metadata) override;
+  using Store::CheckAndInsert;
+  using Store::Query;
+  using Store::QueryBatch;
   Status InsertBatch(std::span<const NewDocument> docs) override;
   Status Remove(DocumentId id) override;
   Result<Document> Get(DocumentId id) const override;
-  Result<std::vector<Match>> Query(Fingerprint fingerprint, int k) const override;
-  Result<std::vector<std::vector<Match>>> QueryBatch(std::span<const Fingerprint> fingerprints,
-                                                     int k) const override;
-  Result<CheckResult> CheckAndInsert(DocumentId id, Fingerprint fingerprint,
-                                     std::string_view metadata, InsertPolicy policy) override;
+  Result<std::vector<Match>> Query(const Sketch& query, const QueryOptions& options) const override;
+  Result<std::vector<std::vector<Match>>> QueryBatch(std::span<const Sketch> queries,
+                                                     const QueryOptions& options) const override;
+  Result<CheckResult> CheckAndInsert(const NewDocument& doc, InsertPolicy policy,
+                                     const QueryOptions& options) override;
   Status FindAll(int k, const std::function<void(const NearPair&)>& sink,
                  const ScanOptions& scan) const override;
   Status Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
@@ -76,14 +78,22 @@ class StoreImpl final : public Store {
 
  private:
   StoreImpl(std::string path, StoreOptions options, PermutationPlan plan,
-            Fingerprinter fingerprinter, int group_bits, std::unique_ptr<rocksdb::DB> db,
-            Families families, std::shared_ptr<TableFilters> filters);
+            Fingerprinter fingerprinter, double min_similarity, int group_bits,
+            std::unique_ptr<rocksdb::DB> db, Families families,
+            std::shared_ptr<TableFilters> filters);
   // Loads the components from the families; starts a writable store's background work.
   Status Start();
 
   Status CheckOpen() const;
   Status CheckWritable() const;
   Status CheckDistance(int k) const;
+  // What a call's options mean for this store: its defaults filled in, each checked.
+  struct Matching {
+    int distance;
+    double min_similarity;
+  };
+  Result<Matching> MatchingFor(std::optional<int> distance,
+                               std::optional<double> min_similarity) const;
 
   // A write's locks: staging room, writers' and readers' locks shared, ids; released room last.
   struct WriteLocks {
@@ -132,6 +142,7 @@ class StoreImpl final : public Store {
   const StoreOptions options_;
   const PermutationPlan plan_;
   const Fingerprinter fingerprinter_;
+  const double min_similarity_;  // recorded at creation
   std::unique_ptr<rocksdb::DB> db_;
   Families families_;
 

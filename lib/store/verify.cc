@@ -95,7 +95,9 @@ class Verifier::Verification {
         v_.db_.NewIterator(ScanReadOptions(snapshot()), v_.documents_.family()));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       Fingerprint fp;
-      if (it->key().size() != 8 || !DecodeDocumentValue(it->value().ToStringView(), &fp, nullptr)) {
+      Signature signature;
+      if (it->key().size() != 8 ||
+          !DecodeDocumentValue(it->value().ToStringView(), &fp, &signature, nullptr)) {
         Problem("documents: malformed record with key " + it->key().ToString(true));
         continue;
       }

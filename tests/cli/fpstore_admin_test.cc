@@ -218,7 +218,8 @@ TEST(AdminCreateTest, CreatesWithPlanAndOptionsThatStatsReports) {
   EXPECT_TRUE(Contains(r.out, "created " + db)) << r.out;
   EXPECT_TRUE(Contains(r.out, "blocks=6 distance=3: 20 tables, prefixes of 31 to 33 bits"))
       << r.out;
-  EXPECT_TRUE(Contains(r.out, "v1 window=5 weighting=presence")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "v1 window=5 weighting=presence signature=256 signature_window=5"))
+      << r.out;
   // 10^9 * (4 * 2^-31 + 12 * 2^-32 + 4 * 2^-33) = 5.12...
   EXPECT_TRUE(Contains(r.out, "candidates/query:   about 5.12 at 1,000,000,000 documents"))
       << r.out;
@@ -226,10 +227,13 @@ TEST(AdminCreateTest, CreatesWithPlanAndOptionsThatStatsReports) {
   r = Admin({"stats", "--db", db});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "documents:          0\n")) << r.out;
-  EXPECT_TRUE(Contains(r.out, "  format version:   10\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "  format version:   11\n")) << r.out;
   // Cut for the 10^9 documents expected: 22 bits, at most 256 a group.
   EXPECT_TRUE(Contains(r.out, "  group bits:       22\n")) << r.out;
-  EXPECT_TRUE(Contains(r.out, "fingerprint:        v1 window=5 weighting=presence\n")) << r.out;
+  EXPECT_TRUE(Contains(
+      r.out,
+      "fingerprint:        v1 window=5 weighting=presence signature=256 signature_window=5\n"))
+      << r.out;
   EXPECT_TRUE(Contains(r.out, "table  19  blocks 3,4,5")) << r.out;
 
   r = Admin({"stats", "--db", db, "--json"});
@@ -470,9 +474,13 @@ std::vector<std::string> LibraryPairs(const std::string& db, int k) {
   EXPECT_TRUE(store
                   ->FindAll(k,
                             [&](const NearPair& p) {
+                              char similarity[16] = "-";
+                              if (p.similarity) {
+                                std::snprintf(similarity, sizeof similarity, "%.3f", *p.similarity);
+                              }
                               lines.push_back(std::to_string(p.first) + "\t" +
                                               std::to_string(p.second) + "\t" +
-                                              std::to_string(p.distance));
+                                              std::to_string(p.distance) + "\t" + similarity);
                             })
                   .ok());
   std::sort(lines.begin(), lines.end());

@@ -79,10 +79,10 @@ TEST(FingerprintModeTest, FileAndStdinMatchText) {
 }
 
 TEST(FingerprintModeTest, InputMatchesGoldenFileAndLibrary) {
-  const ToolResult r = Query({"--fingerprint", "--input", Data("docs.jsonl")});
+  const ToolResult r = Query({"--fingerprint", "--input", Data("docs.jsonl"), "--window", "3"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  // The golden file pins the fingerprints: they are persisted in stores,
-  // so they must never change for the same text and options.
+  // The golden file pins the fingerprints at window 3: they are persisted
+  // in stores, so they must never change for the same text and options.
   EXPECT_EQ(r.out, ReadFile(Data("docs.expected")));
   EXPECT_EQ(r.err, "") << "no progress when stderr is not a terminal";
 
@@ -94,12 +94,14 @@ TEST(FingerprintModeTest, InputMatchesGoldenFileAndLibrary) {
       {"18446744073709551615", "Ünïcödé text, ﬁne ligatures and 全角 letters."},
       {"0", "été \"quoted\" and escaped\nnewline"}};
   std::string expected;
-  for (const auto& [id, text] : docs) expected += id + "\t" + Expected(text) + "\n";
+  for (const auto& [id, text] : docs) {
+    expected += id + "\t" + Expected(text, {.window = 3}) + "\n";
+  }
   EXPECT_EQ(r.out, expected);
 }
 
 TEST(FingerprintModeTest, CrLfLinesGiveTheSameFingerprints) {
-  const ToolResult crlf = Query({"--fingerprint", "--input", Data("crlf.jsonl")});
+  const ToolResult crlf = Query({"--fingerprint", "--input", Data("crlf.jsonl"), "--window", "3"});
   EXPECT_EQ(crlf.exit_code, 0) << crlf.err;
   const std::string golden = ReadFile(Data("docs.expected"));
   std::string first_three;
@@ -110,7 +112,8 @@ TEST(FingerprintModeTest, CrLfLinesGiveTheSameFingerprints) {
 }
 
 TEST(FingerprintModeTest, InputFromStdin) {
-  const ToolResult r = Query({"--fingerprint", "--input", "-"}, ReadFile(Data("docs.jsonl")));
+  const ToolResult r =
+      Query({"--fingerprint", "--input", "-", "--window", "3"}, ReadFile(Data("docs.jsonl")));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, ReadFile(Data("docs.expected")));
 }
@@ -345,9 +348,11 @@ class StoreModeTest : public ::testing::Test {
     options.fingerprint->window = 2;  // not the default: the tool must use the store's
     Result<std::unique_ptr<Store>> store = Store::Open(db_, options);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
-    fox_ = *(*store)->fingerprinter().FromText(kFox);
+    const Sketch fox = *(*store)->fingerprinter().SketchText(kFox);
+    fox_ = fox.fingerprint;
+    // The first is signed, as a text is; the others are bare fingerprints.
     const std::vector<NewDocument> docs = {
-        {1, fox_, "https://example.com/fox"},
+        {1, fox_, "https://example.com/fox", fox.signature},
         {2, fox_ ^ 0b101, "tab\there, line\nend, quote \" and \xff byte"},
         {30, fox_ ^ 0xF000'0000'0000'0000u, ""},
         {4, ~fox_, "far away"}};
@@ -370,24 +375,57 @@ TEST_F(StoreModeTest, TextIsFingerprintedWithTheStoresOptions) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   EXPECT_EQ(r.out,
-            "id  distance  fingerprint         metadata\n"
-            "1   0         " +
+            "id  distance  similarity  fingerprint         metadata\n"
+            "1   0         1.000       " +
                 FormatFingerprint(fox_) +
                 "  https://example.com/fox\n"
-                "2   2         " +
+                "2   2         -           " +
                 FormatFingerprint(fox_ ^ 0b101) +
                 "  tab\\there, line\\nend, quote \" and \xff byte\n");
+}
+
+TEST(SearchSimilarityTest, MinSimilarityRefusesCandidatesAndIsRangeChecked) {
+  ScratchDir dir;
+  const std::string db = (dir.path() / "store").string();
+  {
+    std::unique_ptr<Store> store = *Store::Open(db);
+    const Sketch fox = *store->fingerprinter().SketchText(kFox);
+    const Sketch other = *store->fingerprinter().SketchText("other words altogether, not a fox");
+    // One bit from the fox, but signed as another text: a candidate that is no near-copy.
+    const std::vector<NewDocument> docs = {{1, fox.fingerprint, "fox", fox.signature},
+                                           {2, fox.fingerprint ^ 1, "impostor", other.signature}};
+    ASSERT_TRUE(store->InsertBatch(docs).ok());
+    ASSERT_TRUE(store->Close().ok());
+  }
+  ToolResult r = Query({"--db", db, "--text", kFox});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("fox"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("impostor"), std::string::npos) << r.out;
+  r = Query({"--db", db, "--text", kFox, "--min-similarity", "0", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"id\":2,\"distance\":1,\"similarity\":0."), std::string::npos) << r.out;
+  // A hash has no signature: the impostor stands on its distance.
+  r = Query({"--db", db, "--hash", FormatFingerprint(*ParseFingerprint(Expected(kFox)))});
+  EXPECT_NE(r.out.find("impostor"), std::string::npos) << r.out;
+  for (const char* bad : {"1.5", "-0.1", "x", "0.5x", ""}) {
+    r = Query({"--db", db, "--text", kFox, "--min-similarity", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find("--min-similarity"), std::string::npos) << r.err;
+  }
 }
 
 TEST_F(StoreModeTest, HashFileAndJson) {
   ScratchDir dir;
   const std::string file = dir.Write("fox.txt", kFox);
-  const std::string expected =
-      "{\"id\":1,\"distance\":0,\"fingerprint\":\"" + FormatFingerprint(fox_) +
-      "\",\"metadata\":\"https://example.com/fox\"}\n"
-      "{\"id\":2,\"distance\":2,\"fingerprint\":\"" +
-      FormatFingerprint(fox_ ^ 0b101) +
-      "\",\"metadata\":\"tab\\there, line\\nend, quote \\\" and \\ufffd byte\"}\n";
+  // A hash has no signature: nothing it matches has a similarity.
+  auto expected = [&](const char* similarity) {
+    return "{\"id\":1,\"distance\":0,\"similarity\":" + std::string(similarity) +
+           ",\"fingerprint\":\"" + FormatFingerprint(fox_) +
+           "\",\"metadata\":\"https://example.com/fox\"}\n"
+           "{\"id\":2,\"distance\":2,\"similarity\":null,\"fingerprint\":\"" +
+           FormatFingerprint(fox_ ^ 0b101) +
+           "\",\"metadata\":\"tab\\there, line\\nend, quote \\\" and \\ufffd byte\"}\n";
+  };
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--hash", FormatFingerprint(fox_), "--json"},
         std::vector<std::string>{"--hash", std::to_string(fox_), "--json"},
@@ -395,7 +433,7 @@ TEST_F(StoreModeTest, HashFileAndJson) {
         std::vector<std::string>{"--file", "-", "--json"}}) {
     const ToolResult r = Search(args, kFox);
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(r.out, expected);
+    EXPECT_EQ(r.out, expected(args[0] == "--hash" ? "null" : "1.000"));
   }
 }
 
@@ -423,21 +461,21 @@ TEST_F(StoreModeTest, BatchFromTsvAndJsonl) {
   ToolResult r = Search({"--input", tsv, "--format", "tsv"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
-            "query  id  distance  fingerprint         metadata\n"
-            "7      1   0         " +
+            "query  id  distance  similarity  fingerprint         metadata\n"
+            "7      1   0         -           " +
                 FormatFingerprint(fox_) +
                 "  https://example.com/fox\n"
-                "7      2   2         " +
+                "7      2   2         -           " +
                 FormatFingerprint(fox_ ^ 0b101) +
                 "  tab\\there, line\\nend, quote \" and \xff byte\n"
-                "9      4   0         " +
+                "9      4   0         -           " +
                 FormatFingerprint(~fox_) + "  far away\n");
 
   const std::string jsonl =
       dir.Write("q.jsonl", "{\"id\": 70, \"text\": \"" + std::string(kFox) + "\"}\n");
   r = Search({"--input", jsonl, "--json", "--distance", "0"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "{\"query\":70,\"id\":1,\"distance\":0,\"fingerprint\":\"" +
+  EXPECT_EQ(r.out, "{\"query\":70,\"id\":1,\"distance\":0,\"similarity\":1.000,\"fingerprint\":\"" +
                        FormatFingerprint(fox_) + "\",\"metadata\":\"https://example.com/fox\"}\n");
 
   r = Search({"--input", "-", "--format", "hash"}, "0x5555555555555555\n");
@@ -486,9 +524,10 @@ TEST_F(StoreModeTest, FingerprintAndDistanceBetweenUseTheStoresOptions) {
   r = Search({"--fingerprint", "--text", kFox, "--window", "3"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "fpstore-query: " + db_ +
-                       " was created with fingerprint options \"v1 window=2 weighting=tf\", not "
-                       "\"v1 window=3 weighting=tf\" (leave out --window and --weighting to use "
-                       "the store's)\n");
+                       " was created with fingerprint options \"v1 window=2 weighting=tf "
+                       "signature=256 signature_window=5\", not \"v1 window=3 weighting=tf "
+                       "signature=256 signature_window=5\" (leave out the fingerprint options "
+                       "--window, --weighting and --signature-* to use the store's)\n");
 
   r = Search({"--distance-between", "--text", kFox, "--text", "The quick brown fox"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -60,6 +60,10 @@ class CreateCommand final : public Command {
     std::fprintf(out(), "plan:               %s: %s\n", plan_->ToString().c_str(),
                  DescribeTables(*plan_).c_str());
     std::fprintf(out(), "fingerprint:        %s\n", fingerprint.ToString().c_str());
+    std::fprintf(
+        out(), "min similarity:     %s\n",
+        Fixed(store_.Options().min_similarity.value_or(StoreOptions::kDefaultMinSimilarity), 3)
+            .c_str());
     if (store_.expected_documents()) {
       std::fprintf(out(),
                    "candidates/query:   about %s at %s documents (random fingerprints: the sum "
@@ -179,14 +183,16 @@ class StatsCommand final : public Command {
       std::fprintf(
           out(),
           "{\"path\":%s,\"format_version\":%d,\"group_bits\":%d,\"blocks\":%d,\"distance\":%d,"
-          "\"fingerprint\":{\"text\":%s,\"version\":%d,\"window\":%d,\"weighting\":\"%s\"},"
+          "\"fingerprint\":{\"text\":%s,\"version\":%d,\"window\":%d,\"weighting\":\"%s\","
+          "\"signature_slots\":%d,\"signature_window\":%d},\"min_similarity\":%s,"
           "\"documents\":%llu,\"staged_documents\":%llu,\"recent_fingerprints\":%llu,\"lone_bits_"
           "used\":%s,\"bytes_on_disk\":%llu,\"bytes_per_document\":%s,\"tables\":[%s]}\n",
           JsonString(db).c_str(), stats.internals.format_version, stats.internals.group_bits,
           stats.blocks, stats.distance, JsonString(stats.fingerprint.ToString()).c_str(),
           stats.fingerprint.version, stats.fingerprint.window,
           std::string(WeightingName(stats.fingerprint.weighting)).c_str(),
-          static_cast<unsigned long long>(stats.documents),
+          stats.fingerprint.signature_slots, stats.fingerprint.signature_window,
+          Fixed(stats.min_similarity, 3).c_str(), static_cast<unsigned long long>(stats.documents),
           static_cast<unsigned long long>(stats.staged_documents),
           static_cast<unsigned long long>(stats.internals.recent_fingerprints),
           stats.internals.lone_bits_used ? "true" : "false",
@@ -198,6 +204,8 @@ class StatsCommand final : public Command {
     std::fprintf(out(), "plan:               %s: %s\n", plan.ToString().c_str(),
                  DescribeTables(plan).c_str());
     std::fprintf(out(), "fingerprint:        %s\n", stats.fingerprint.ToString().c_str());
+    std::fprintf(out(), "min similarity:     %s (of a match, unless a query sets its own)\n",
+                 Fixed(stats.min_similarity, 3).c_str());
     std::fprintf(out(), "documents:          %s\n", WithCommas(stats.documents).c_str());
     std::fprintf(out(), "staged documents:   %s (not yet merged into the tables)\n",
                  WithCommas(stats.staged_documents).c_str());
@@ -262,7 +270,7 @@ class DumpCommand final : public Command {
     const Store& store = *opened.store;
     OutputFile output(output_, out());
     std::FILE* file = output.get();
-    std::uint64_t documents = 0, escaped = 0;
+    std::uint64_t documents = 0, escaped = 0, signed_documents = 0;
     std::string metadata;
     {
       WorkProgress progress(Progress::AutoStyle(quiet_, err()), kTool, "dumping", err());
@@ -284,6 +292,7 @@ class DumpCommand final : public Command {
             std::fwrite(meta.data(), 1, meta.size(), file);
             std::fputc('\n', file);
             ++documents;
+            signed_documents += !doc.signature.empty();
           },
           scan));
     }
@@ -293,6 +302,13 @@ class DumpCommand final : public Command {
                    "%s: warning: the metadata of %s %s held line breaks, written as \\n "
                    "or \\r\n",
                    kTool, WithCommas(escaped).c_str(), escaped == 1 ? "document" : "documents");
+    }
+    if (signed_documents > 0) {
+      std::fprintf(err(),
+                   "%s: warning: a dump holds no signatures: loaded from it, the %s %s that "
+                   "had one will match by distance alone (load the texts again to sign them)\n",
+                   kTool, WithCommas(signed_documents).c_str(),
+                   signed_documents == 1 ? "document" : "documents");
     }
     if (!quiet_) {
       std::fprintf(err(), "%s: %s %s written to %s\n", kTool, WithCommas(documents).c_str(),

@@ -17,6 +17,7 @@ class ScanCommand : public Command {
   void DefineOptions(OptionTable& table) final {
     store_.Define(table, ReadOnlyStore());
     DefineScanDistance(table, &distance_);
+    DefineMinSimilarity(table, kScanGroup, "a pair", &min_similarity_);
     DefineOutput(table, &output_, OutputHelp());
     DefineMoreOptions(table);
     DefineScanThreads(table, &threads_);
@@ -72,6 +73,7 @@ class ScanCommand : public Command {
     scan.progress = progress.Callback();
     scan.threads = threads_;
     scan.memory_bytes = static_cast<std::size_t>(memory_mb_) << 20;
+    scan.min_similarity = min_similarity_;
     return scan;
   }
 
@@ -79,6 +81,7 @@ class ScanCommand : public Command {
   StoreFlags store_;
   int distance_ = 0;
   std::optional<int> asked_;
+  std::optional<double> min_similarity_;
   std::string output_ = "-";
   int threads_ = 0;
   std::int64_t memory_mb_ = 1024;
@@ -89,10 +92,12 @@ class FindAllCommand final : public ScanCommand {
  public:
   std::string_view Name() const override { return "find-all"; }
   std::string_view Summary() const override {
-    return "Write every pair of documents within a distance: id_a<TAB>id_b<TAB>distance.";
+    return "Write every pair of near-duplicates: id_a<TAB>id_b<TAB>distance<TAB>similarity.";
   }
   std::vector<std::string> Synopsis() const override {
-    return {"--db DIR [--distance K] [--output FILE] [--threads N] [--memory MB] [--quiet]"};
+    return {
+        "--db DIR [--distance K] [--min-similarity S] [--output FILE] [--threads N] "
+        "[--memory MB] [--quiet]"};
   }
   std::vector<Example> Examples() const override {
     return {{"--db crawl.fps --distance 2 --output pairs.tsv",
@@ -102,8 +107,9 @@ class FindAllCommand final : public ScanCommand {
 
  protected:
   std::string OutputHelp() const override {
-    return "Where to write the pairs: id_a<TAB>id_b<TAB>distance per line, id_a < id_b, "
-           "in no particular order.";
+    return "Where to write the pairs: id_a<TAB>id_b<TAB>distance<TAB>similarity per line, "
+           "id_a < id_b, in no particular order; similarity is - for a pair that stands on its "
+           "distance alone (a document without a signature).";
   }
 
   std::string Scan(const Store& store, int k, std::FILE* file) override {
@@ -113,8 +119,10 @@ class FindAllCommand final : public ScanCommand {
       ThrowIfError(store.FindAll(
           k,
           [&](const NearPair& p) {
-            std::fprintf(file, "%llu\t%llu\t%d\n", static_cast<unsigned long long>(p.first),
-                         static_cast<unsigned long long>(p.second), p.distance);
+            char similarity[16] = "-";
+            if (p.similarity) std::snprintf(similarity, sizeof similarity, "%.3f", *p.similarity);
+            std::fprintf(file, "%llu\t%llu\t%d\t%s\n", static_cast<unsigned long long>(p.first),
+                         static_cast<unsigned long long>(p.second), p.distance, similarity);
             ++pairs;
           },
           Options(progress)));

@@ -79,7 +79,9 @@ class InsertCommand final : public Command {
     std::vector<NewDocument> docs;
     const auto commit = [&] {
       docs.clear();
-      for (const InputDocument& d : pending) docs.push_back({d.id, d.fingerprint, d.metadata});
+      for (const InputDocument& d : pending) {
+        docs.push_back({d.id, d.fingerprint, d.metadata, d.signature});
+      }
       if (Status s = store.InsertBatch(docs); !s.ok()) {
         throw RuntimeError("inserting lines " + std::to_string(pending.front().line) + "-" +
                            std::to_string(pending.back().line) + " of " + reader->name() + ": " +

@@ -34,8 +34,8 @@ namespace {
 // Records read together and fingerprinted by one thread.
 struct Batch {
   std::vector<Record> records;
-  std::vector<Fingerprint> fingerprints;  // one per record
-  std::optional<std::size_t> failed;      // the first record that could not be fingerprinted
+  std::vector<Sketch> sketches;       // one per record
+  std::optional<std::size_t> failed;  // the first record that could not be fingerprinted
   std::string failure;
   std::exception_ptr exception;  // from a worker, e.g. bad_alloc
   std::uint64_t bytes_end = 0;   // the reader's bytes_read() after the last record
@@ -49,20 +49,20 @@ constexpr std::size_t kBatchRecords = 256;
 constexpr std::size_t kBatchBytes = std::size_t{1} << 20;
 
 void FingerprintBatch(const Fingerprinter& fingerprinter, Batch& batch) {
-  batch.fingerprints.resize(batch.records.size());
+  batch.sketches.resize(batch.records.size());
   for (std::size_t i = 0; i < batch.records.size(); ++i) {
     Record& record = batch.records[i];
     if (record.fingerprint) {
-      batch.fingerprints[i] = *record.fingerprint;
+      batch.sketches[i] = {*record.fingerprint, {}};  // a bare hash: no signature
       continue;
     }
-    Result<Fingerprint> fp = fingerprinter.FromText(record.text);
-    if (!fp.ok()) {
+    Result<Sketch> sketch = fingerprinter.SketchText(record.text);
+    if (!sketch.ok()) {
       batch.failed = i;
-      batch.failure = fp.status().message();
+      batch.failure = sketch.status().message();
       return;
     }
-    batch.fingerprints[i] = *fp;
+    batch.sketches[i] = *std::move(sketch);
     std::string().swap(record.text);  // the text is no longer needed
   }
 }
@@ -172,8 +172,8 @@ std::uint64_t ReadDocuments(RecordReader& reader, const Fingerprinter& fingerpri
       if (batch.failed && *batch.failed == i) {
         throw InputError(reader.name(), record.line, batch.failure);
       }
-      InputDocument document{record.id, batch.fingerprints[i], std::move(record.metadata),
-                             record.line};
+      InputDocument document{record.id, batch.sketches[i].fingerprint, std::move(record.metadata),
+                             std::move(batch.sketches[i].signature), record.line};
       consume(document);
       ++consumed;
       if (options.progress != nullptr) options.progress->AddDocuments(1);

@@ -38,6 +38,7 @@ struct InputDocument {
   DocumentId id = 0;
   Fingerprint fingerprint = 0;
   std::string metadata;
+  Signature signature;     // empty for a bare hash
   std::uint64_t line = 0;  // 1-based, in the input RecordReader::name() names
 };
 

@@ -174,7 +174,8 @@ class LoadCommand final : public Command {
     const std::string context = "loading into " + store_.db();  // not made anew a record
     try {
       read = ReadDocuments(reader, store.fingerprinter(), pipeline, [&](InputDocument& doc) {
-        ThrowIfError(loader->Add(doc.id, doc.fingerprint, doc.metadata), context);
+        ThrowIfError(loader->Add({doc.id, doc.fingerprint, doc.metadata, std::move(doc.signature)}),
+                     context);
       });
     } catch (const Interrupted& e) {
       return Interrupt(e.signal(), &progress, progress_slot, style);

@@ -43,6 +43,34 @@ std::uint64_t ParseWholeNumber(std::string_view option, std::string_view text, s
   return value;
 }
 
+std::string FractionText(double value) {
+  char text[32];
+  const auto [end, error] = std::to_chars(text, text + sizeof text, value);
+  return error == std::errc() ? std::string(text, end) : std::to_string(value);
+}
+
+double ParseFraction(std::string_view option, std::string_view text) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  const bool digit_first = !text.empty() && text.front() >= '0' && text.front() <= '9';
+  const auto [stop, error] = std::from_chars(text.data(), end, value, std::chars_format::fixed);
+  if (!digit_first || error != std::errc() || stop != end || !(value >= 0 && value <= 1)) {
+    throw UsageError("--" + std::string(option) + ": " + QuoteForMessage(text) +
+                     " is not a number from 0 to 1");
+  }
+  return value;
+}
+
+void DefineMinSimilarity(OptionTable& table, std::string_view group, const std::string& what,
+                         std::optional<double>* target) {
+  table.Add(group, "min-similarity", Fraction("min-similarity", target)->value_name("S"),
+            "The least estimated similarity (0 to 1) of " + what +
+                " whose documents both have a signature; 0 keeps everything within the "
+                "distance. Hashes, and documents stored as hashes, have none: they match by "
+                "distance alone, with similarity - (null in JSON). Default: the store's, set "
+                "when it was made. e.g. --min-similarity 0.8");
+}
+
 OptionTable& OptionTable::Add(std::string_view group, const char* name,
                               const po::value_semantic* semantic, std::string help,
                               const std::vector<std::string>& aliases) {
@@ -144,11 +172,31 @@ void FingerprintFlags::Define(OptionTable& table) {
   table.Add(kFingerprintGroup, "weighting", po::value(&weighting_)->value_name("W"),
             "How often a feature counts: tf (once per occurrence) or presence (once). "
             "Default: tf, or the store's with --db. e.g. --weighting presence");
+  table.Add(kFingerprintGroup, "signature-slots",
+            WholeNumber("signature-slots", &slots_, 0, Signature::kMaxSlots)->value_name("S"),
+            "Bytes of each text's verification signature: 0 (none: matches by distance alone) "
+            "or 16 to 1024. Default: " +
+                std::to_string(defaults.signature_slots) +
+                ", or the store's with --db. e.g. --signature-slots 128");
+  table.Add(kFingerprintGroup, "signature-window",
+            WholeNumber("signature-window", &signature_window_, 1, 64)->value_name("N"),
+            "Tokens per shingle of the signature, 1 to 64. Default: " +
+                std::to_string(defaults.signature_window) +
+                ", or the store's with --db. e.g. --signature-window 4");
 }
 
 void FingerprintFlags::Check(const po::variables_map& vm) {
   window_given_ = vm.count("window") > 0;
   weighting_given_ = vm.count("weighting") > 0;
+  slots_given_ = vm.count("signature-slots") > 0;
+  signature_window_given_ = vm.count("signature-window") > 0;
+  if (slots_given_) {
+    FingerprintOptions options;
+    options.signature_slots = slots_;
+    if (Status s = options.Validate(); !s.ok()) {
+      throw UsageError("--signature-slots: " + s.message());
+    }
+  }
   if (window_given_) {
     FingerprintOptions options;
     options.window = window_;
@@ -169,6 +217,8 @@ void FingerprintFlags::Check(const po::variables_map& vm) {
 FingerprintOptions FingerprintFlags::Apply(FingerprintOptions base) const {
   if (window_given_) base.window = window_;
   if (weighting_given_) base.weighting = weighting_value_;
+  if (slots_given_) base.signature_slots = slots_;
+  if (signature_window_given_) base.signature_window = signature_window_;
   return base;
 }
 

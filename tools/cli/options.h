@@ -16,6 +16,7 @@
 #include <boost/shared_ptr.hpp>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -41,6 +42,19 @@ boost::program_options::typed_value<std::string>* WholeNumber(const char* option
     *target = static_cast<T>(ParseWholeNumber(option, text, static_cast<std::uint64_t>(min),
                                               static_cast<std::uint64_t>(max)));
   });
+}
+
+// A similarity option's value: a decimal number from 0 to 1 (e.g. 0.9 or 1), stored in *target when
+// the option is given; anything else is a usage error naming the option and its range.
+double ParseFraction(std::string_view option, std::string_view text);
+
+// "0.9": the shortest decimal that reads back as `value`.
+std::string FractionText(double value);
+
+inline boost::program_options::typed_value<std::string>* Fraction(const char* option,
+                                                                  std::optional<double>* target) {
+  return boost::program_options::value<std::string>()->notifier(
+      [=](const std::string& text) { *target = ParseFraction(option, text); });
 }
 
 // The largest --memory (megabytes: 16 TiB) and --threads any tool takes.
@@ -104,7 +118,13 @@ class OptionTable {
   std::vector<std::string>* positional_ = nullptr;
 };
 
-// --window N and --weighting tf|presence: how texts are fingerprinted.
+// --min-similarity S in `group` for a search or a scan: the least estimated
+// similarity of `what` ("a match", "a pair"), overriding the store's.
+void DefineMinSimilarity(OptionTable& table, std::string_view group, const std::string& what,
+                         std::optional<double>* target);
+
+// --window N, --weighting tf|presence, --signature-slots S and
+// --signature-window N: how texts are fingerprinted and signed.
 class FingerprintFlags {
  public:
   void Define(OptionTable& table);
@@ -112,8 +132,10 @@ class FingerprintFlags {
   // Throws UsageError for an out-of-range window or unknown weighting.
   void Check(const boost::program_options::variables_map& vm);
 
-  // Whether the user gave --window or --weighting.
-  bool given() const { return window_given_ || weighting_given_; }
+  // Whether the user gave any of them.
+  bool given() const {
+    return window_given_ || weighting_given_ || slots_given_ || signature_window_given_;
+  }
 
   // `base` with the options the user gave put in. `base` is
   // FingerprintOptions{} without a store, and the options a store recorded
@@ -126,6 +148,10 @@ class FingerprintFlags {
   bool window_given_ = false;
   bool weighting_given_ = false;
   FeatureWeighting weighting_value_ = FingerprintOptions{}.weighting;
+  int slots_ = FingerprintOptions{}.signature_slots;
+  int signature_window_ = FingerprintOptions{}.signature_window;
+  bool slots_given_ = false;
+  bool signature_window_given_ = false;
 };
 
 // --input FILE, --format and the JSONL column options (with the original

@@ -55,10 +55,9 @@ Result<std::uint64_t> ParseDigits(std::string_view noun, std::string_view origin
   }
   if (bad) {
     return Status::InvalidArgument(std::string(noun) + " " + QuoteForMessage(original) +
-                                   (base == 16 ? " is not a hexadecimal number"
-                                    : noun == "id"
-                                        ? " is not a non-negative decimal integer"
-                                        : " is not a decimal or 0x-hexadecimal number"));
+                                   (base == 16     ? " is not a hexadecimal number"
+                                    : noun == "id" ? " is not a non-negative decimal integer"
+                                                   : " is not a decimal or 0x-hexadecimal number"));
   }
   if (overflow) {
     return Status::InvalidArgument(std::string(noun) + " " + QuoteForMessage(original) +

@@ -72,20 +72,20 @@ Fingerprinter MakeFingerprinter(const FingerprintOptions& options) {
   return *std::move(fingerprinter);
 }
 
-// The fingerprint of a text; `where` names it in messages.
-Fingerprint FingerprintOf(const Fingerprinter& fingerprinter, std::string_view text,
-                          const std::string& where) {
-  Result<Fingerprint> fp = fingerprinter.FromText(text);
-  if (!fp.ok()) throw RuntimeError(where + ": " + fp.status().message());
-  return *fp;
+// The fingerprint and signature of a text; `where` names it in messages.
+Sketch SketchOf(const Fingerprinter& fingerprinter, std::string_view text,
+                const std::string& where) {
+  Result<Sketch> sketch = fingerprinter.SketchText(text);
+  if (!sketch.ok()) throw RuntimeError(where + ": " + sketch.status().message());
+  return *std::move(sketch);
 }
 
-// The fingerprint of a file's whole content.
-Fingerprint FingerprintOfFile(const Fingerprinter& fingerprinter, const std::string& path) {
+// The fingerprint and signature of a file's whole content.
+Sketch SketchOfFile(const Fingerprinter& fingerprinter, const std::string& path) {
   const std::string text = ReadWholeFile(path);
   const std::string name = path == "-" ? "<stdin>" : path;
   if (text.empty()) throw RuntimeError(name + ": empty text");
-  return FingerprintOf(fingerprinter, text, name);
+  return SketchOf(fingerprinter, text, name);
 }
 
 // ---- --fingerprint ----------------------------------------------------------
@@ -124,9 +124,9 @@ class FingerprintCommand final : public Command {
     const Fingerprinter fingerprinter =
         MakeFingerprinter(ResolveFingerprintOptions(store_, flags_));
     if (!sources_.texts.empty()) {
-      Print(FingerprintOf(fingerprinter, sources_.texts.front(), "--text"));
+      Print(SketchOf(fingerprinter, sources_.texts.front(), "--text").fingerprint);
     } else if (!sources_.files.empty()) {
-      Print(FingerprintOfFile(fingerprinter, sources_.files.front()));
+      Print(SketchOfFile(fingerprinter, sources_.files.front()).fingerprint);
     } else {
       FingerprintDocuments(fingerprinter);
     }
@@ -223,10 +223,10 @@ class DistanceCommand final : public Command {
       const Fingerprinter fingerprinter =
           MakeFingerprinter(ResolveFingerprintOptions(store_, flags_));
       for (const std::string& text : sources_.texts) {
-        fingerprints.push_back(FingerprintOf(fingerprinter, text, "--text"));
+        fingerprints.push_back(SketchOf(fingerprinter, text, "--text").fingerprint);
       }
       for (const std::string& file : sources_.files) {
-        fingerprints.push_back(FingerprintOfFile(fingerprinter, file));
+        fingerprints.push_back(SketchOfFile(fingerprinter, file).fingerprint);
       }
     }
     const int distance = HammingDistance(fingerprints[0], fingerprints[1]);
@@ -294,6 +294,15 @@ std::string TableCell(std::string_view text) {
   return out;
 }
 
+// A match's similarity with three decimals, or `none` when it stands on its
+// distance alone (the query or the document has no signature).
+std::string SimilarityText(std::optional<double> similarity, const char* none) {
+  if (!similarity) return none;
+  char text[16];
+  std::snprintf(text, sizeof text, "%.3f", *similarity);
+  return text;
+}
+
 // Prints matches as an aligned table or as JSON lines.
 class MatchPrinter {
  public:
@@ -310,8 +319,9 @@ class MatchPrinter {
           std::string line = "{";
           if (batch_) line += "\"query\":" + std::to_string(ids[q]) + ",";
           line += "\"id\":" + std::to_string(match.id) +
-                  ",\"distance\":" + std::to_string(match.distance) + ",\"fingerprint\":\"" +
-                  FormatFingerprint(match.fingerprint) +
+                  ",\"distance\":" + std::to_string(match.distance) +
+                  ",\"similarity\":" + SimilarityText(match.similarity, "null") +
+                  ",\"fingerprint\":\"" + FormatFingerprint(match.fingerprint) +
                   "\",\"metadata\":" + JsonString(match.metadata) + "}\n";
           std::fputs(line.c_str(), out_);
           continue;
@@ -320,6 +330,7 @@ class MatchPrinter {
         if (batch_) row.push_back(std::to_string(ids[q]));
         row.push_back(std::to_string(match.id));
         row.push_back(std::to_string(match.distance));
+        row.push_back(SimilarityText(match.similarity, "-"));
         row.push_back(FormatFingerprint(match.fingerprint));
         row.push_back(TableCell(match.metadata));
         rows.push_back(std::move(row));
@@ -336,7 +347,9 @@ class MatchPrinter {
   void PrintTable(const std::vector<std::vector<std::string>>& rows) {
     std::vector<std::string> header;
     if (batch_) header.push_back("query");
-    for (const char* name : {"id", "distance", "fingerprint", "metadata"}) header.push_back(name);
+    for (const char* name : {"id", "distance", "similarity", "fingerprint", "metadata"}) {
+      header.push_back(name);
+    }
     std::vector<std::size_t> widths(header.size());
     for (std::size_t c = 0; c < header.size(); ++c) widths[c] = header[c].size();
     for (const auto& row : rows) {
@@ -372,7 +385,9 @@ class SearchCommand final : public Command {
     return "Find the near-duplicates in a store of a hash, a text, a file or a batch.";
   }
   std::vector<std::string> Synopsis() const override {
-    return {"--db DIR (--hash H | --text T | --file F | --input FILE) [--distance K] [--json]"};
+    return {
+        "--db DIR (--hash H | --text T | --file F | --input FILE) [--distance K] "
+        "[--min-similarity S] [--json]"};
   }
   std::vector<Example> Examples() const override {
     return {{"--db crawl.fps --text 'the quick brown fox' --distance 3",
@@ -391,6 +406,7 @@ class SearchCommand final : public Command {
     input_.Define(table, kInputHelp);
     flags_.Define(table);
     DefineDistance(table, &distance_);
+    DefineMinSimilarity(table, kQueryGroup, "a match", &min_similarity_);
     table.AddSwitch(kQueryGroup, "json", &json_,
                     "Print JSON lines instead of a table. e.g. --json");
     DefineQuiet(table, &quiet_);
@@ -401,20 +417,21 @@ class SearchCommand final : public Command {
     const Store& store = *opened.store;
     const int k = SearchDistance(store, store_.db(),
                                  has_distance_ ? std::optional<int>(distance_) : std::nullopt);
+    const QueryOptions query{k, min_similarity_};
     MatchPrinter printer(out(), json_, /*batch=*/input_.given());
     if (input_.given()) {
-      SearchBatch(store, k, printer);
+      SearchBatch(store, query, printer);
     } else {
-      Fingerprint fp = 0;
+      Sketch sketch;
       if (hash_value_) {
-        fp = *hash_value_;
+        sketch.fingerprint = *hash_value_;
       } else if (!sources_.texts.empty()) {
-        fp = FingerprintOf(store.fingerprinter(), sources_.texts.front(), "--text");
+        sketch = SketchOf(store.fingerprinter(), sources_.texts.front(), "--text");
       } else {
-        fp = FingerprintOfFile(store.fingerprinter(), sources_.files.front());
+        sketch = SketchOfFile(store.fingerprinter(), sources_.files.front());
       }
       const std::vector<Match> matches =
-          ValueOrThrow(store.Query(fp, k), "searching " + store_.db());
+          ValueOrThrow(store.Query(sketch, query), "searching " + store_.db());
       printer.Print({}, std::span<const std::vector<Match>>(&matches, 1));
     }
     return printer.matches() > 0 ? 0 : 1;
@@ -453,7 +470,7 @@ class SearchCommand final : public Command {
   static constexpr std::size_t kQueryBatch = 4096;
 
   // --input: the near-duplicates of every record, in input order.
-  void SearchBatch(const Store& store, int k, MatchPrinter& printer) {
+  void SearchBatch(const Store& store, const QueryOptions& query, MatchPrinter& printer) {
     std::unique_ptr<RecordReader> reader = RecordReader::Open(input_.reader_options());
     Progress::Options options;
     options.style = Progress::AutoStyle(quiet_, err(), /*lines_when_not_terminal=*/false);
@@ -463,22 +480,22 @@ class SearchCommand final : public Command {
     Progress progress(options);
 
     std::vector<DocumentId> ids;
-    std::vector<Fingerprint> fingerprints;
+    std::vector<Sketch> sketches;
     const auto flush = [&] {
-      if (fingerprints.empty()) return;
+      if (sketches.empty()) return;
       const std::vector<std::vector<Match>> answers =
-          ValueOrThrow(store.QueryBatch(fingerprints, k), "searching " + store_.db());
+          ValueOrThrow(store.QueryBatch(sketches, query), "searching " + store_.db());
       printer.Print(ids, answers);
       ids.clear();
-      fingerprints.clear();
+      sketches.clear();
     };
     PipelineOptions pipeline;
     pipeline.progress = &progress;
     try {
       ReadDocuments(*reader, store.fingerprinter(), pipeline, [&](InputDocument& doc) {
         ids.push_back(doc.id);
-        fingerprints.push_back(doc.fingerprint);
-        if (fingerprints.size() == kQueryBatch) flush();
+        sketches.push_back({doc.fingerprint, std::move(doc.signature)});
+        if (sketches.size() == kQueryBatch) flush();
       });
     } catch (const InputError&) {
       flush();  // the answers for the lines before the bad one, as --fingerprint does
@@ -496,6 +513,7 @@ class SearchCommand final : public Command {
   FingerprintFlags flags_;
   int distance_ = 0;
   bool has_distance_ = false;
+  std::optional<double> min_similarity_;
   bool json_ = false;
   bool quiet_ = false;
 };

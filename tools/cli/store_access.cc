@@ -61,6 +61,13 @@ void StoreFlags::Define(OptionTable& table, Config config) {
               "About how many documents a new store will hold: its tables keep a key per "
               "group of fingerprints, cut for N (docs/format.md). Default: 100 million. "
               "e.g. --expected-documents 1e8");
+    table.Add(kStoreGroup, "min-similarity",
+              Fraction("min-similarity", &min_similarity_)->value_name("S"),
+              "The new store's threshold, 0 to 1: the least estimated similarity of a match "
+              "that both sides have a signature for, unless a query sets its own. Checked "
+              "against an existing store's when given. Default: " +
+                  FractionText(StoreOptions::kDefaultMinSimilarity) +
+                  ". e.g. --min-similarity 0.85");
   }
   if (config_.durability) {
     table.Add(kStoreGroup, "durability", po::value(&durability_)->value_name("MODE"),
@@ -113,6 +120,7 @@ StoreOptions StoreFlags::Options() const {
     options.expected_documents = static_cast<std::uint64_t>(*expected_documents_);
   }
   options.durability = durability_value_;
+  options.min_similarity = min_similarity_;
   return options;
 }
 
@@ -132,7 +140,8 @@ OpenedStore StoreFlags::Open(StoreAccess access, const FingerprintFlags* fingerp
       if (!(asked == recorded)) {
         throw RuntimeError(db_ + " was created with fingerprint options \"" + recorded.ToString() +
                            "\", not \"" + asked.ToString() +
-                           "\" (leave out --window and --weighting to use the store's)");
+                           "\" (leave out the fingerprint options --window, --weighting and "
+                           "--signature-* to use the store's)");
       }
     }
     return opened;

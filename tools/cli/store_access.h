@@ -113,8 +113,8 @@ class StoreFlags {
   std::optional<int> distance() const { return distance_; }
   std::optional<double> expected_documents() const { return expected_documents_; }
 
-  // StoreOptions with what the user gave: durability, the plan and the
-  // documents expected when given.
+  // StoreOptions with what the user gave: durability, the plan, the
+  // documents expected and the threshold when given.
   StoreOptions Options() const;
 
   // Opens db() as `access` says. `fingerprint` (may be null): --window and
@@ -134,6 +134,7 @@ class StoreFlags {
   std::optional<int> distance_;
   double expected_value_ = 0;
   std::optional<double> expected_documents_;
+  std::optional<double> min_similarity_;
   std::string durability_ = "group";
   Durability durability_value_ = Durability::kGroupCommit;
 };

@@ -1,0 +1,118 @@
+#include "fpstore/signature.h"
+
+#include <cstring>
+#include <utility>
+
+#include "fingerprint/signature_builder.h"
+
+namespace fpstore {
+
+namespace {
+
+// SplitMix64's finaliser: a bijection of 64-bit words with full avalanche.
+std::uint64_t Mix(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// floor(high * n / 2^32) of h's high 32 bits: a slot without a division.
+// REQUIRES: n <= 2^32.
+std::size_t Scale(std::uint64_t h, std::size_t n) {
+  return static_cast<std::size_t>(((h >> 32) * n) >> 32);
+}
+
+}  // namespace
+
+Result<Signature> Signature::FromBytes(std::string_view bytes) {
+  if (!bytes.empty() && (bytes.size() < kMinSlots || bytes.size() > kMaxSlots)) {
+    return Status::InvalidArgument("a signature of " + std::to_string(bytes.size()) +
+                                   " bytes (expected none, or " + std::to_string(kMinSlots) +
+                                   " to " + std::to_string(kMaxSlots) + ")");
+  }
+  return Signature(std::string(bytes));
+}
+
+std::optional<double> EstimateSimilarity(const Signature& a, const Signature& b) {
+  if (a.empty() || a.slots() != b.slots()) return std::nullopt;
+  const std::string_view x = a.bytes(), y = b.bytes();
+  std::size_t equal = 0;
+  std::size_t i = 0;
+  // Eight slots at a time: a zero byte in x ^ y is an equal slot.
+  for (; i + 8 <= x.size(); i += 8) {
+    std::uint64_t u, v;
+    std::memcpy(&u, x.data() + i, 8);
+    std::memcpy(&v, y.data() + i, 8);
+    const std::uint64_t d = u ^ v;
+    // High bit of each byte set iff the byte is nonzero.
+    const std::uint64_t nonzero =
+        (((d & 0x7f7f7f7f7f7f7f7fULL) + 0x7f7f7f7f7f7f7f7fULL) | d) & 0x8080808080808080ULL;
+    equal += 8 - static_cast<std::size_t>(__builtin_popcountll(nonzero));
+  }
+  for (; i < x.size(); ++i) equal += x[i] == y[i];
+  // Two slots whose minima differ still agree in their low 8 bits once in
+  // 256: P(equal) = J + (1 - J) / 256.
+  constexpr double kChance = 1.0 / 256;
+  const double fraction = static_cast<double>(equal) / static_cast<double>(x.size());
+  const double estimate = (fraction - kChance) / (1 - kChance);
+  return estimate < 0 ? 0.0 : estimate;
+}
+
+namespace internal {
+
+namespace {
+// The polynomial's base: odd, so multiplying by it is a bijection mod 2^64.
+constexpr std::uint64_t kBase = 0x9e3779b97f4a7c15ULL;
+}  // namespace
+
+SignatureBuilder::SignatureBuilder(int slots, int window)
+    : mins_(static_cast<std::size_t>(slots), kEmpty),
+      window_(static_cast<std::size_t>(window)),
+      ring_(window_, 0) {
+  for (std::size_t i = 1; i < window_; ++i) leaving_power_ *= kBase;
+}
+
+void SignatureBuilder::AddToken(std::uint64_t token) {
+  // rolling = sum of h_j * kBase^(n - 1 - j) over the window's tokens h_0 .. h_{n-1}; ring_[next_]
+  // holds the oldest of them once the window is full.
+  std::uint64_t& oldest = ring_[next_];
+  if (count_ >= window_) rolling_ -= oldest * leaving_power_;
+  rolling_ = rolling_ * kBase + token;
+  oldest = token;
+  if (++next_ == window_) next_ = 0;
+  if (++count_ >= window_) AddShingle(rolling_);
+}
+
+void SignatureBuilder::AddShingle(std::uint64_t polynomial) {
+  // Mixed, so that every bit depends on every token; the slot comes from
+  // the high bits, and within a slot the least hash is a random member of
+  // the slot's shingles all the same.
+  const std::uint64_t h = Mix(polynomial);
+  std::uint64_t& slot = mins_[Scale(h, mins_.size())];
+  if (h < slot) slot = h;
+}
+
+std::string SignatureBuilder::Finish() {
+  if (count_ == 0) return {};
+  if (count_ < window_) AddShingle(rolling_);
+  const std::size_t n = mins_.size();
+  std::string bytes(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) {
+    if (mins_[i] != kEmpty) {
+      bytes[i] = static_cast<char>(mins_[i] & 0xff);
+      continue;
+    }
+    // An empty slot borrows the value of the first full slot along its own
+    // fixed sequence of probes, the same for every document: two documents
+    // then agree on it with probability J (optimal densification).
+    std::size_t j = i;
+    for (std::uint64_t attempt = 1; mins_[j] == kEmpty; ++attempt) {
+      j = Scale(Mix((std::uint64_t{i} << 32) + attempt), n);
+    }
+    bytes[i] = static_cast<char>(mins_[j] & 0xff);
+  }
+  return bytes;
+}
+
+}  // namespace internal
+}  // namespace fpstore

@@ -1,0 +1,329 @@
+// Confirmed matches: queries, CheckAndInsert, FindAll and Clusters keep a
+// candidate within k only when its estimated similarity passes, and report
+// it; documents without a signature match by distance alone. Checked
+// against brute force over crafted signatures.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fpstore/store.h"
+#include "temp_dir.h"
+
+namespace fpstore {
+namespace {
+
+using testing::TempDir;
+
+constexpr int kSlots = 256;
+
+struct Doc {
+  DocumentId id;
+  Fingerprint fingerprint;
+  Signature signature;
+};
+
+// Clusters of documents a few bits apart whose signatures share from 60% to
+// all of their slots with the cluster's; every seventh has no signature.
+std::vector<Doc> MakeCorpus(std::size_t clusters, std::size_t per_cluster, std::uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Doc> docs;
+  DocumentId id = 1;
+  for (std::size_t c = 0; c < clusters; ++c) {
+    const Fingerprint base = rng();
+    std::string slots(kSlots, '\0');
+    for (char& s : slots) s = static_cast<char>(rng());
+    for (std::size_t m = 0; m < per_cluster; ++m, ++id) {
+      Fingerprint fp = base;
+      for (std::uint64_t flips = rng() % 4; flips > 0; --flips)
+        fp ^= Fingerprint{1} << (rng() % 64);
+      std::string own = slots;
+      const std::size_t changed = rng() % (kSlots * 2 / 5);
+      for (std::size_t i = 0; i < changed; ++i) {
+        const std::size_t at = rng() % kSlots;
+        own[at] = static_cast<char>(own[at] + 1 + rng() % 255);
+      }
+      Signature signature = id % 7 == 0 ? Signature() : *Signature::FromBytes(own);
+      docs.push_back({id, fp, std::move(signature)});
+    }
+  }
+  return docs;
+}
+
+bool Passes(const Signature& a, const Signature& b, double t, std::optional<double>* similarity) {
+  *similarity = EstimateSimilarity(a, b);
+  return !*similarity || **similarity >= t;
+}
+
+// What Query must return: id -> similarity.
+std::map<DocumentId, std::optional<double>> BruteForceQuery(const std::vector<Doc>& docs,
+                                                            const Sketch& q, int k, double t) {
+  std::map<DocumentId, std::optional<double>> out;
+  for (const Doc& d : docs) {
+    std::optional<double> similarity;
+    if (HammingDistance(d.fingerprint, q.fingerprint) <= k &&
+        Passes(q.signature, d.signature, t, &similarity)) {
+      out[d.id] = similarity;
+    }
+  }
+  return out;
+}
+
+std::map<std::pair<DocumentId, DocumentId>, std::optional<double>> BruteForcePairs(
+    const std::vector<Doc>& docs, int k, double t) {
+  std::map<std::pair<DocumentId, DocumentId>, std::optional<double>> out;
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    for (std::size_t j = i + 1; j < docs.size(); ++j) {
+      std::optional<double> similarity;
+      if (HammingDistance(docs[i].fingerprint, docs[j].fingerprint) <= k &&
+          Passes(docs[i].signature, docs[j].signature, t, &similarity)) {
+        out[{std::min(docs[i].id, docs[j].id), std::max(docs[i].id, docs[j].id)}] = similarity;
+      }
+    }
+  }
+  return out;
+}
+
+// Connected components of the pairs, two documents or more, as sorted id lists in order.
+std::vector<std::vector<DocumentId>> Components(
+    const std::map<std::pair<DocumentId, DocumentId>, std::optional<double>>& pairs) {
+  std::map<DocumentId, DocumentId> parent;
+  auto find = [&](DocumentId x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  for (const auto& [p, s] : pairs) {
+    parent.try_emplace(p.first, p.first);
+    parent.try_emplace(p.second, p.second);
+    const DocumentId a = find(p.first), b = find(p.second);
+    if (a != b) parent[std::max(a, b)] = std::min(a, b);
+  }
+  std::map<DocumentId, std::vector<DocumentId>> groups;
+  for (const auto& [id, p] : parent) groups[find(id)].push_back(id);
+  std::vector<std::vector<DocumentId>> out;
+  for (auto& [root, ids] : groups) out.push_back(ids);
+  return out;
+}
+
+class ConfirmationTest : public ::testing::Test {
+ protected:
+  // Half the corpus bulk-loaded into the tables, half inserted and left staged.
+  void Fill(Store& store) {
+    std::unique_ptr<BulkLoader> loader = *store.NewBulkLoader();
+    std::vector<NewDocument> staged;
+    for (std::size_t i = 0; i < docs_.size(); ++i) {
+      const NewDocument doc{docs_[i].id, docs_[i].fingerprint, "m", docs_[i].signature};
+      if (i % 2 == 0) {
+        ASSERT_TRUE(loader->Add(doc).ok());
+      } else {
+        staged.push_back(doc);
+      }
+    }
+    ASSERT_TRUE(loader->Finish().ok());
+    ASSERT_TRUE(store.InsertBatch(staged).ok());
+  }
+
+  TempDir dir_;
+  std::vector<Doc> docs_ = MakeCorpus(60, 6, 1);
+};
+
+TEST_F(ConfirmationTest, QueriesKeepTheCandidatesWhoseSimilarityPasses) {
+  std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"));
+  Fill(*store);
+  for (const double t : {0.0, 0.7, 0.9}) {
+    for (const int k : {1, 3}) {
+      std::vector<Sketch> queries;
+      for (const Doc& d : docs_) queries.push_back({d.fingerprint ^ 1, d.signature});
+      const std::vector<std::vector<Match>> answers = *store->QueryBatch(queries, {k, t});
+      for (std::size_t q = 0; q < queries.size(); ++q) {
+        std::map<DocumentId, std::optional<double>> got;
+        for (const Match& m : answers[q]) got[m.id] = m.similarity;
+        EXPECT_EQ(got, BruteForceQuery(docs_, queries[q], k, t)) << "query " << q << " t " << t;
+        const std::vector<Match> one = *store->Query(queries[q], {k, t});
+        ASSERT_EQ(one.size(), answers[q].size());
+      }
+    }
+  }
+  // The store's own threshold by default; a bare fingerprint confirms nothing.
+  const Sketch q{docs_[1].fingerprint, docs_[1].signature};
+  EXPECT_EQ(store->Query(q)->size(), BruteForceQuery(docs_, q, 3, 0.9).size());
+  const std::vector<Match> bare = *store->Query(docs_[1].fingerprint, 3);
+  EXPECT_EQ(bare.size(), BruteForceQuery(docs_, {docs_[1].fingerprint, {}}, 3, 0.9).size());
+  for (const Match& m : bare) EXPECT_FALSE(m.similarity.has_value());
+  EXPECT_EQ(store->Query(q, {std::nullopt, 1.5}).status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(store->Query(q, {4, std::nullopt}).status().code(), Status::Code::kInvalidArgument);
+}
+
+TEST_F(ConfirmationTest, FindAllAndClustersKeepThePairsWhoseSimilarityPasses) {
+  std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"));
+  Fill(*store);
+  ScanOptions in_memory, from_tables;
+  from_tables.memory_bytes = 0;
+  for (const double t : {0.0, 0.75, 0.9}) {
+    for (ScanOptions scan : {in_memory, from_tables}) {
+      scan.min_similarity = t;
+      std::map<std::pair<DocumentId, DocumentId>, std::optional<double>> got;
+      ASSERT_TRUE(store
+                      ->FindAll(
+                          3,
+                          [&](const NearPair& p) {
+                            got[{p.first, p.second}] = p.similarity;
+                          },
+                          scan)
+                      .ok());
+      const auto expected = BruteForcePairs(docs_, 3, t);
+      EXPECT_EQ(got, expected) << "t " << t;
+      std::vector<std::vector<DocumentId>> clusters;
+      ASSERT_TRUE(store
+                      ->Clusters(
+                          3,
+                          [&](std::span<const DocumentId> ids) {
+                            clusters.emplace_back(ids.begin(), ids.end());
+                          },
+                          scan)
+                      .ok());
+      EXPECT_EQ(clusters, Components(expected)) << "t " << t;
+    }
+  }
+}
+
+TEST_F(ConfirmationTest, ClustersOfCopiesSplitByTheirSignatures) {
+  // One fingerprint, two unrelated signatures and one document without: the
+  // bare one joins everything, so all form one cluster; without it, two.
+  std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"));
+  std::string x(kSlots, 'x'), y(kSlots, 'y');
+  std::vector<NewDocument> docs = {{1, 42, "", *Signature::FromBytes(x)},
+                                   {2, 42, "", *Signature::FromBytes(x)},
+                                   {3, 42, "", *Signature::FromBytes(y)},
+                                   {4, 42, "", *Signature::FromBytes(y)}};
+  ASSERT_TRUE(store->InsertBatch(docs).ok());
+  ASSERT_TRUE(store->Flush().ok());
+  auto clusters = [&] {
+    std::vector<std::vector<DocumentId>> out;
+    EXPECT_TRUE(store
+                    ->Clusters(0,
+                               [&](std::span<const DocumentId> ids) {
+                                 out.emplace_back(ids.begin(), ids.end());
+                               })
+                    .ok());
+    return out;
+  };
+  EXPECT_EQ(clusters(), (std::vector<std::vector<DocumentId>>{{1, 2}, {3, 4}}));
+  ASSERT_TRUE(store->Insert(5, 42).ok());
+  EXPECT_EQ(clusters(), (std::vector<std::vector<DocumentId>>{{1, 2, 3, 4, 5}}));
+}
+
+TEST_F(ConfirmationTest, CheckAndInsertCallsADuplicateOnlyWhatPasses) {
+  std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"));
+  std::string slots(kSlots, 'a');
+  ASSERT_TRUE(store->Insert({1, 0xff, "first", *Signature::FromBytes(slots)}).ok());
+  // One bit away but sharing half the slots: not a near-duplicate at 0.9.
+  std::string half = slots;
+  std::fill(half.begin(), half.begin() + kSlots / 2, 'b');
+  const NewDocument unlike{2, 0xfe, "second", *Signature::FromBytes(half)};
+  Result<CheckResult> r = store->CheckAndInsert(unlike, InsertPolicy::kIfNoMatch);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->inserted);
+  EXPECT_TRUE(r->matches.empty());
+  // At 0.4 it would have been one.
+  const NewDocument again{3, 0xfe, "third", *Signature::FromBytes(half)};
+  r = store->CheckAndInsert(again, InsertPolicy::kIfNoMatch, {std::nullopt, 0.4});
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->inserted);
+  ASSERT_EQ(r->matches.size(), 2u);  // document 2 exactly, document 1 at about 0.5
+  EXPECT_EQ(r->matches[0].id, 2u);
+  EXPECT_EQ(r->matches[0].similarity, 1.0);
+  EXPECT_NEAR(*r->matches[1].similarity, 0.5, 0.01);
+  EXPECT_EQ(store->Get(3).status().code(), Status::Code::kNotFound);
+  // A bare fingerprint is matched by distance.
+  r = store->CheckAndInsert(4, 0xfe, "fourth", InsertPolicy::kIfNoMatch);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->inserted);
+  EXPECT_EQ(r->matches.size(), 2u);
+  EXPECT_EQ(store->Get(1)->signature.bytes(), slots);
+}
+
+TEST_F(ConfirmationTest, SignaturesOfAnotherSizeAreRefusedAndChangeNothing) {
+  std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"));
+  const Signature small = *Signature::FromBytes(std::string(64, 's'));
+  const NewDocument doc{1, 7, "", small};
+  EXPECT_EQ(store->Insert(doc).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(store->InsertBatch(std::vector<NewDocument>{{2, 7, ""}, doc}).code(),
+            Status::Code::kInvalidArgument);
+  EXPECT_EQ(store->CheckAndInsert(doc).status().code(), Status::Code::kInvalidArgument);
+  std::unique_ptr<BulkLoader> loader = *store->NewBulkLoader();
+  EXPECT_EQ(loader->Add(doc).code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(loader->Finish().ok());
+  EXPECT_EQ(store->Stats()->documents, 0u);
+  // A store made without signatures takes none.
+  StoreOptions none;
+  none.fingerprint = FingerprintOptions{.signature_slots = 0};
+  std::unique_ptr<Store> bare = *Store::Open(dir_.Sub("bare"), none);
+  EXPECT_EQ(bare->Insert({1, 7, "", *Signature::FromBytes(std::string(kSlots, 's'))}).code(),
+            Status::Code::kInvalidArgument);
+  EXPECT_TRUE(bare->Insert(1, 7).ok());
+}
+
+TEST_F(ConfirmationTest, TheThresholdIsRecordedAtCreation) {
+  StoreOptions options;
+  options.min_similarity = 0.8;
+  {
+    std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"), options);
+    EXPECT_EQ(store->Stats()->min_similarity, 0.8);
+    ASSERT_TRUE(store->Close().ok());
+  }
+  EXPECT_EQ(Store::Open(dir_.Sub("s"))->get()->Stats()->min_similarity, 0.8);
+  options.min_similarity = 0.9;
+  EXPECT_EQ(Store::Open(dir_.Sub("s"), options).status().code(), Status::Code::kInvalidArgument);
+  options.min_similarity = 1.5;
+  EXPECT_EQ(Store::Open(dir_.Sub("new"), options).status().code(), Status::Code::kInvalidArgument);
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("new")));
+  EXPECT_EQ(Store::Open(dir_.Sub("default"))->get()->Stats()->min_similarity,
+            StoreOptions::kDefaultMinSimilarity);
+}
+
+TEST_F(ConfirmationTest, TextsFindTheirNearCopiesAndNotPagesThatShareOnlyBoilerplate) {
+  StoreOptions options;
+  options.blocks = 8;
+  options.distance = 6;
+  options.fingerprint = FingerprintOptions{.window = 3};
+  std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"), options);
+  const Fingerprinter& f = store->fingerprinter();
+  // Two pages of one site: 400 words of navigation, then 70 of their own.
+  std::string navigation;
+  for (int i = 0; i < 400; ++i) {
+    navigation += "nav" + std::to_string(i % 97) + " menu" + std::to_string(i) + " ";
+  }
+  std::string page = navigation, other = navigation;
+  for (int i = 0; i < 70; ++i) {
+    page += "alpha" + std::to_string(i) + " ";
+    other += "beta" + std::to_string(i) + " ";
+  }
+  const Sketch stored = *f.SketchText(page);
+  ASSERT_TRUE(store->Insert({1, stored.fingerprint, "page", stored.signature}).ok());
+  // A copy with one word changed is found and confirmed.
+  std::string edited = page;
+  edited.replace(edited.find("alpha30 "), 8, "changed ");
+  const std::vector<Match> found = *store->Query(*f.SketchText(edited));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_GT(*found[0].similarity, 0.9);
+  // The other page is a candidate, but not a near-copy.
+  const Sketch sibling = *f.SketchText(other);
+  ASSERT_LE(HammingDistance(sibling.fingerprint, stored.fingerprint), 6);
+  const std::vector<Match> candidates = *store->Query(sibling, {std::nullopt, 0.0});
+  ASSERT_EQ(candidates.size(), 1u);
+  EXPECT_LT(*candidates[0].similarity, 0.88);
+  EXPECT_TRUE(store->Query(sibling)->empty());
+  // As a bare fingerprint it stands on its distance.
+  EXPECT_EQ(store->Query(sibling.fingerprint, 6)->size(), 1u);
+}
+
+}  // namespace
+}  // namespace fpstore
