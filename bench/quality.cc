@@ -58,6 +58,7 @@ struct Config {
   int shingle_words = 5;
   int max_distance = 6;
   int wide_blocks = 8;
+  int baseline_window = 3;
   MinHashOptions minhash;
   // fpstore's options: FingerprintOptions{} and the store's defaults unless given.
   FingerprintOptions fingerprint;
@@ -84,8 +85,11 @@ Config ParseOptions(int argc, char** argv) {
       "max-distance", po::value(&c.max_distance)->default_value(6),
       "simhash curve up to this k (a second store for the k beyond the default plan)")(
       "wide-blocks", po::value(&c.wide_blocks)->default_value(8),
-      "blocks of the second store's plan")("bands", po::value(&c.minhash.bands)->default_value(16),
-                                           "MinHash-LSH bands b")(
+      "blocks of the second store's plan")(
+      "baseline-window", po::value(&c.baseline_window)->default_value(3),
+      "simhash alone at k = 3 with this fingerprint window, by brute force: fpstore's "
+      "fingerprint before signatures; 0 for none")(
+      "bands", po::value(&c.minhash.bands)->default_value(16), "MinHash-LSH bands b")(
       "rows", po::value(&c.minhash.rows)->default_value(8), "MinHash-LSH rows per band r")(
       "minhash-threshold", po::value(&c.minhash.threshold),
       "MinHash: least estimated Jaccard of a reported pair (default: --min-jaccard)")(
@@ -228,6 +232,24 @@ class Timings {
 // against the similarities FindAll reports.
 void RunStore(const Config& c, const std::vector<Document>& docs, Scorer* scorer,
               Timings* timings) {
+  if (c.baseline_window > 0) {
+    Stopwatch watch;
+    FingerprintOptions options;
+    options.window = c.baseline_window;
+    options.signature_slots = 0;
+    const Result<Fingerprinter> fingerprinter = Fingerprinter::Create(options);
+    if (!fingerprinter.ok()) Die("--baseline-window: " + fingerprinter.status().ToString());
+    std::vector<Fingerprint> fps;
+    for (const Sketch& s : SketchAll(docs, *fingerprinter, c.threads)) fps.push_back(s.fingerprint);
+    char label[160];
+    std::snprintf(label, sizeof label,
+                  "simhash alone, window %d, k=3, brute force: the fingerprint without signatures",
+                  c.baseline_window);
+    scorer->Add(label, BruteForcePairs(fps, 3, c.threads));
+    timings->Add("baseline: window " + std::to_string(c.baseline_window) +
+                     " fingerprints and brute-force pairs",
+                 watch.Seconds());
+  }
   std::unordered_map<DocumentId, std::uint32_t> index_of;
   for (std::size_t i = 0; i < docs.size(); ++i)
     index_of[docs[i].id] = static_cast<std::uint32_t>(i);

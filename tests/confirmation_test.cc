@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fpstore/store.h"
+#include "raw_store.h"
 #include "temp_dir.h"
 
 namespace fpstore {
@@ -323,6 +324,44 @@ TEST_F(ConfirmationTest, TextsFindTheirNearCopiesAndNotPagesThatShareOnlyBoilerp
   EXPECT_TRUE(store->Query(sibling)->empty());
   // As a bare fingerprint it stands on its distance.
   EXPECT_EQ(store->Query(sibling.fingerprint, 6)->size(), 1u);
+}
+
+TEST_F(ConfirmationTest, TheSignedRecordIsWrittenWithTheFirstSignatureAndVerified) {
+  const Signature signature = *Signature::FromBytes(std::string(kSlots, 's'));
+  // Bare fingerprints only: no record, and scans read no documents' records.
+  {
+    std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"));
+    ASSERT_TRUE(store->Insert(1, 7).ok());
+    ASSERT_TRUE(store->Close().ok());
+  }
+  EXPECT_FALSE(testing::RecordedValue(dir_.Sub("s"), "fpstore.signed").has_value());
+  // The first signed insert writes it, in its own batch.
+  {
+    std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"));
+    ASSERT_TRUE(store->Insert({2, 7, "", signature}).ok());
+    ASSERT_TRUE(store->Close().ok());
+  }
+  EXPECT_EQ(testing::RecordedValue(dir_.Sub("s"), "fpstore.signed"), "1");
+  // A bulk load writes it before it ingests its documents.
+  {
+    std::unique_ptr<Store> store = *Store::Open(dir_.Sub("loaded"));
+    std::unique_ptr<BulkLoader> loader = *store->NewBulkLoader();
+    ASSERT_TRUE(loader->Add({1, 7, "", signature}).ok());
+    ASSERT_TRUE(loader->Finish().ok());
+    ASSERT_TRUE(store->Verify().ok());
+    ASSERT_TRUE(store->Close().ok());
+  }
+  EXPECT_EQ(testing::RecordedValue(dir_.Sub("loaded"), "fpstore.signed"), "1");
+  // A store whose signed documents lack it is damaged, and Verify says so.
+  testing::EditWithRocksDb(dir_.Sub("loaded"), [](rocksdb::DB& db, const auto& family) {
+    rocksdb::WriteOptions sync;
+    sync.sync = true;
+    EXPECT_TRUE(db.Delete(sync, family("default"), "fpstore.signed").ok());
+  });
+  std::unique_ptr<Store> store = *Store::Open(dir_.Sub("loaded"));
+  const Status verified = store->Verify();
+  EXPECT_TRUE(verified.IsCorruption()) << verified.ToString();
+  EXPECT_NE(verified.ToString().find("fpstore.signed"), std::string::npos) << verified.ToString();
 }
 
 }  // namespace

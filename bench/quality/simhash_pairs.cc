@@ -72,6 +72,23 @@ std::vector<PairKey> PairsAbove(const std::vector<FoundPair>& found, double min_
   return pairs;
 }
 
+std::vector<PairKey> BruteForcePairs(const std::vector<Fingerprint>& fingerprints, int k,
+                                     int threads) {
+  std::vector<std::vector<PairKey>> per_thread(static_cast<std::size_t>(threads));
+  ParallelFor(fingerprints.size(), threads, [&](std::size_t i, int thread) {
+    for (std::size_t j = i + 1; j < fingerprints.size(); ++j) {
+      if (HammingDistance(fingerprints[i], fingerprints[j]) <= k) {
+        per_thread[static_cast<std::size_t>(thread)].push_back(
+            MakePair(static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j)));
+      }
+    }
+  });
+  std::vector<PairKey> pairs;
+  for (const auto& part : per_thread) pairs.insert(pairs.end(), part.begin(), part.end());
+  SortUnique(&pairs);
+  return pairs;
+}
+
 std::vector<std::uint64_t> BruteForceCounts(const std::vector<Fingerprint>& fingerprints, int max_k,
                                             int threads) {
   const auto width = static_cast<std::size_t>(max_k) + 1;

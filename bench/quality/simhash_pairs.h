@@ -46,6 +46,10 @@ std::vector<FoundPair> StorePairs(const Store& store, int k, std::optional<doubl
 // The pairs of `found` whose similarity is at least `min_similarity`.
 std::vector<PairKey> PairsAbove(const std::vector<FoundPair>& found, double min_similarity);
 
+// Every pair within k bits, by a brute-force popcount over all pairs, sorted.
+std::vector<PairKey> BruteForcePairs(const std::vector<Fingerprint>& fingerprints, int k,
+                                     int threads);
+
 // How many pairs lie at each distance 0..max_k, counted by a brute-force
 // popcount over all pairs: a check of the store's answers.
 std::vector<std::uint64_t> BruteForceCounts(const std::vector<Fingerprint>& fingerprints, int max_k,

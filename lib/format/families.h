@@ -28,6 +28,7 @@ inline constexpr char kPlanKey[] = "fpstore.plan";
 inline constexpr char kGroupBitsKey[] = "fpstore.group_bits";
 inline constexpr char kFingerprintKey[] = "fpstore.fingerprint";
 inline constexpr char kMinSimilarityKey[] = "fpstore.min_similarity";
+inline constexpr char kSignedKey[] = "fpstore.signed";
 inline constexpr char kDocumentCountKey[] = "fpstore.document_count";
 // Table t's family: "table-000" and up.
 std::string TableFamilyName(std::size_t table);

@@ -115,6 +115,7 @@ Status BulkLoaderImpl::Add(const NewDocument& doc) {
     throw;
   }
   ++next_seq_;
+  any_signed_ = any_signed_ || !doc.signature.empty();
   buffer_bytes_ += RecordBytes(tail);
   return buffer_bytes_ >= options_.memory_bytes ? Spill() : Status::OK();
 }
@@ -162,6 +163,10 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   TableWriter::Output files;
   if (Status s = WriteFiles(m, files); !s.ok()) return s;
   phases.Lap("tables");
+  // Before the documents go in: a scan that sees them must know to confirm their pairs.
+  if (any_signed_) {
+    if (Status s = store_.documents->WriteSigned(); !s.ok()) return s;
+  }
   if (!files.args.empty()) {
     store_.ingestion->FlushBefore(files);
     WriterLock readers(locks.readers);

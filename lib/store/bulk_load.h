@@ -67,6 +67,7 @@ class BulkLoaderImpl final : public BulkLoader {
   std::size_t buffer_bytes_ = 0;
   std::vector<std::string> spills_;
   std::uint64_t next_seq_ = 0;
+  bool any_signed_ = false;  // a document added with a signature
   bool finished_ = false;
 };
 

@@ -93,11 +93,43 @@ std::uint64_t Documents::Estimate() const {
 }
 
 void Documents::Put(rocksdb::WriteBatch& batch, const NewDocument& doc) const {
+  if (!doc.signature.empty() && !signed_.load(std::memory_order_acquire)) {
+    batch.Put(meta_, kSignedKey, "1").PermitUncheckedError();
+  }
   batch
       .Put(family_, Key8(doc.id).view(),
            EncodeDocumentValue(doc.fingerprint,
                                EncodeDocumentTail(doc.signature.bytes(), doc.metadata)))
       .PermitUncheckedError();
+}
+
+Status Documents::LoadSigned() {
+  Result<bool> there = AnySigned(nullptr);
+  if (!there.ok()) return there.status();
+  signed_.store(*there, std::memory_order_release);
+  return Status::OK();
+}
+
+Status Documents::WriteSigned() const {
+  if (signed_.load(std::memory_order_acquire)) return Status::OK();
+  rocksdb::WriteOptions sync;
+  sync.sync = true;
+  if (Status s = FromRocks(db_.Put(sync, meta_, kSignedKey, "1"), "writing the signed record");
+      !s.ok()) {
+    return s;
+  }
+  WroteSigned();
+  return Status::OK();
+}
+
+Result<bool> Documents::AnySigned(const rocksdb::Snapshot* snapshot) const {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  std::string value;
+  const rocksdb::Status rs = db_.Get(ro, meta_, kSignedKey, &value);
+  if (rs.IsNotFound()) return false;
+  if (!rs.ok()) return FromRocks(rs, "reading the signed record");
+  return true;
 }
 
 void Documents::Delete(rocksdb::WriteBatch& batch, DocumentId id) const {

@@ -9,6 +9,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -48,15 +49,27 @@ class Documents {
   // RocksDB's estimate of the documents, for sizing work.
   std::uint64_t Estimate() const;
 
-  // Adds to `batch` a document's record, its removal, or a count change.
+  // Adds to `batch` a document's record, its removal, or a count change. A document with a
+  // signature also adds the signed record until Signed() is told it is written.
   void Put(rocksdb::WriteBatch& batch, const NewDocument& doc) const;
   void Delete(rocksdb::WriteBatch& batch, DocumentId id) const;
   void CountChange(rocksdb::WriteBatch& batch, std::int64_t delta) const;
+
+  // The signed record says that some document was written with a signature (docs/format.md), so
+  // that scans of a store of bare fingerprints need not read records to confirm pairs. Load reads
+  // whether it is there; Wrote notes a written batch that held one; WriteSigned writes it, synced,
+  // unless it is there (a bulk load's documents, before their ingestion).
+  Status LoadSigned();
+  void WroteSigned() const { signed_.store(true, std::memory_order_release); }
+  Status WriteSigned() const;
+  // Whether the record is there at `snapshot`.
+  Result<bool> AnySigned(const rocksdb::Snapshot* snapshot) const;
 
  private:
   rocksdb::DB& db_;
   rocksdb::ColumnFamilyHandle* const family_;
   rocksdb::ColumnFamilyHandle* const meta_;
+  mutable std::atomic<bool> signed_{false};  // the signed record is known to be written
 };
 
 }  // namespace fpstore::internal

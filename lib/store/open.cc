@@ -394,6 +394,7 @@ StoreImpl::StoreImpl(std::string path, StoreOptions options, PermutationPlan pla
 
 Status StoreImpl::Start() {
   tables_.filters().Attach(db_.get(), families_.tables);
+  if (Status s = documents_.LoadSigned(); !s.ok()) return s;
   if (Status s = staging_.Load(); !s.ok()) return s;
   if (Status s = skip_hints_.Load(); !s.ok()) return s;
   if (!options_.read_only) {

@@ -432,11 +432,14 @@ bool Confirmed(const Signature* a, const Signature* b, double min_similarity,
 
 }  // namespace
 
-Status Scanner::FindAll(int k, double min_similarity, bool signatures,
+Status Scanner::FindAll(int k, double min_similarity,
                         const std::function<void(const NearPair&)>& sink,
                         const ScanOptions& scan) const {
   std::mutex sink_mu;
   rocksdb::ManagedSnapshot snapshot(&db_, WholeSnapshot());
+  Result<bool> any_signed = documents_.AnySigned(snapshot.snapshot());
+  if (!any_signed.ok()) return any_signed.status();
+  const bool signatures = *any_signed;
   Status failed;  // the first failed read of signatures, under sink_mu
   Status s = ScanRunsAt(
       scan, snapshot.snapshot(),
@@ -464,12 +467,15 @@ Status Scanner::FindAll(int k, double min_similarity, bool signatures,
   return s.ok() ? failed : s;
 }
 
-Status Scanner::Clusters(int k, double min_similarity, bool signatures,
+Status Scanner::Clusters(int k, double min_similarity,
                          const std::function<void(std::span<const DocumentId>)>& sink,
                          const ScanOptions& scan) const {
   std::mutex sets_mu;
   DisjointSets sets;
   rocksdb::ManagedSnapshot snapshot(&db_, WholeSnapshot());
+  Result<bool> any_signed = documents_.AnySigned(snapshot.snapshot());
+  if (!any_signed.ok()) return any_signed.status();
+  const bool signatures = *any_signed;
   Status failed;  // under sets_mu
   Status s = ScanRunsAt(
       scan, snapshot.snapshot(),

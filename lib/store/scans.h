@@ -56,11 +56,11 @@ class Scanner {
                     const RunVisitor& visit_run, Runs runs,
                     Versions versions = Versions::kCurrent) const;
 
-  // Pairs and clusters within k, confirmed by similarity (store.h) when `signatures` (the store's
-  // documents may have them).
-  Status FindAll(int k, double min_similarity, bool signatures,
-                 const std::function<void(const NearPair&)>& sink, const ScanOptions& scan) const;
-  Status Clusters(int k, double min_similarity, bool signatures,
+  // Pairs and clusters within k, confirmed by similarity (store.h); the records are read to
+  // confirm them only when some document was written with a signature (Documents::AnySigned).
+  Status FindAll(int k, double min_similarity, const std::function<void(const NearPair&)>& sink,
+                 const ScanOptions& scan) const;
+  Status Clusters(int k, double min_similarity,
                   const std::function<void(std::span<const DocumentId>)>& sink,
                   const ScanOptions& scan) const;
   Status ForEachDocument(const std::function<void(const Document&)>& sink,

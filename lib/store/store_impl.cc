@@ -127,7 +127,12 @@ Status StoreImpl::WriteInserts(std::span<const DocumentId> ids,
   // Indexed before the RocksDB write: a snapshot that holds it must find them.
   staging_.Add(staged);
   documents_.CountChange(batch, added);
-  return WriteUnsynced(batch);
+  if (Status s = WriteUnsynced(batch); !s.ok()) return s;
+  if (std::any_of(docs.begin(), docs.end(),
+                  [](const NewDocument* d) { return !d->signature.empty(); })) {
+    documents_.WroteSigned();
+  }
+  return Status::OK();
 }
 
 Status StoreImpl::WriteUnsynced(rocksdb::WriteBatch& batch) {
@@ -265,16 +270,14 @@ Status StoreImpl::FindAll(int k, const std::function<void(const NearPair&)>& sin
                           const ScanOptions& scan) const {
   Result<Matching> matching = MatchingFor(k, scan.min_similarity);
   if (!matching.ok()) return matching.status();
-  return scanner_.FindAll(k, matching->min_similarity, fingerprinter_.options().signature_slots > 0,
-                          sink, scan);
+  return scanner_.FindAll(k, matching->min_similarity, sink, scan);
 }
 
 Status StoreImpl::Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
                            const ScanOptions& scan) const {
   Result<Matching> matching = MatchingFor(k, scan.min_similarity);
   if (!matching.ok()) return matching.status();
-  return scanner_.Clusters(k, matching->min_similarity,
-                           fingerprinter_.options().signature_slots > 0, sink, scan);
+  return scanner_.Clusters(k, matching->min_similarity, sink, scan);
 }
 
 Status StoreImpl::ForEachDocument(const std::function<void(const Document&)>& sink,

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <roaring/roaring64map.hh>
 #include <unordered_map>
+#include <utility>
 
 #include "format/families.h"
 #include "format/table_entries.h"
@@ -93,6 +94,9 @@ class Verifier::Verification {
     std::unordered_map<DocumentId, Fingerprint> unseen = staged_;
     std::unique_ptr<rocksdb::Iterator> it(
         v_.db_.NewIterator(ScanReadOptions(snapshot()), v_.documents_.family()));
+    Result<bool> signed_record = v_.documents_.AnySigned(snapshot());
+    if (!signed_record.ok()) return signed_record.status();
+    bool unsigned_reported = false;
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       Fingerprint fp;
       Signature signature;
@@ -102,6 +106,10 @@ class Verifier::Verification {
         continue;
       }
       const DocumentId id = GetBigEndian64(it->key().data());
+      if (!signature.empty() && !*signed_record && !std::exchange(unsigned_reported, true)) {
+        Problem("documents: document " + std::to_string(id) + " has a signature, but no " +
+                kSignedKey + " record says so");
+      }
       ++documents_;
       if (leaving_.contains(id) && !staged_.contains(id)) {
         Problem("staging: the removal of document " + std::to_string(id) +
