@@ -13,6 +13,7 @@
 
 #include "format/groups.h"
 #include "format/member_filter.h"
+#include "platform/info_log.h"
 
 namespace fpstore::internal {
 
@@ -129,7 +130,6 @@ rocksdb::DBOptions DatabaseOptions(const StoreOptions& options) {
   // would keep old logs alive.
   db.max_total_wal_size = 4 * options.write_buffer_bytes;
   db.bytes_per_sync = 1 << 20;
-  db.keep_log_file_num = 5;
   db.enable_pipelined_write = true;
   return db;
 }
@@ -192,6 +192,8 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
 
 RocksConfig MakeInspectionConfig(const std::vector<std::string>& family_names) {
   RocksConfig config;
+  // Inspection writes no LOG: it must change nothing in the directory it looks at.
+  config.db.info_log = InfoLog::Discarding();
   for (const std::string& name : family_names) {
     config.families.emplace_back(name, name == rocksdb::kDefaultColumnFamilyName
                                            ? MetadataFamilyOptions()

@@ -13,7 +13,9 @@
 #include <utility>
 
 #include "format/families.h"
+#include "platform/info_log.h"
 #include "store/store_impl.h"
+#include "store/test_hooks.h"
 #include "util/rocks_status.h"
 
 namespace fpstore {
@@ -344,6 +346,10 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
     if (Status s = reservation.Reserve(path); !s.ok()) return s;
   }
   RocksConfig config = MakeRocksConfig(options, *plan, meta->group_bits);
+  // fpstore's own info log: RocksDB's aborts on a full disk (platform/info_log.h), and a reader's
+  // would rotate the writer's LOG.
+  config.db.info_log = options.read_only ? InfoLog::Discarding() : InfoLog::ForWriter(path);
+  if (rocksdb::Env* env = EnvForTesting()) config.db.env = env;
   auto filters = std::make_shared<TableFilters>(*plan, meta->group_bits, config.block_cache);
   config.db.listeners.push_back(TableFilters::MakeListener(filters));
   std::vector<rocksdb::ColumnFamilyHandle*> handles;

@@ -17,6 +17,7 @@ std::function<void(const std::atomic<bool>&)> before_rewrite;  // guarded by hoo
 std::atomic<std::uint64_t> rewrite_threshold{0};
 std::atomic<std::uint64_t> recent_limit{0};
 std::atomic<std::size_t> split_above{0};
+std::atomic<rocksdb::Env*> env_for_testing{nullptr};
 
 template <typename Hook>
 Hook Get(const Hook& hook) {
@@ -77,5 +78,8 @@ std::size_t SplitLastTableAbove() {
 }
 
 void SetSplitLastTableAboveForTesting(std::size_t ops) { split_above = ops; }
+
+void SetEnvForTesting(rocksdb::Env* env) { env_for_testing = env; }
+rocksdb::Env* EnvForTesting() { return env_for_testing; }
 
 }  // namespace fpstore::internal

@@ -11,6 +11,10 @@
 
 #include "fpstore/status.h"
 
+namespace rocksdb {
+class Env;
+}  // namespace rocksdb
+
 namespace fpstore::internal {
 
 // Called by every merge once it has set the staging index aside, before it writes its files,
@@ -43,6 +47,11 @@ void SetRecentPrefixesLimitForTesting(std::uint64_t limit);
 // ops in memory; 0 restores the default.
 std::size_t SplitLastTableAbove();
 void SetSplitLastTableAboveForTesting(std::size_t ops);
+
+// The RocksDB Env of stores opened after, e.g. one whose file system fails on demand; null
+// restores the default.
+void SetEnvForTesting(rocksdb::Env* env);
+rocksdb::Env* EnvForTesting();
 
 }  // namespace fpstore::internal
 
