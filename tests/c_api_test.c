@@ -269,6 +269,20 @@ static void TestConfirmation(const char* dir) {
                                          FPSTORE_INSERT_IF_NO_MATCH, &matches, &inserted, &errmsg));
   CHECK(inserted == 1 && fpstore_matches_count(matches) == 0);
   fpstore_matches_destroy(matches);
+  /* A query may set its own threshold: at 0.5 the edited text matches the
+   * original (and itself), at the store's 1.0 only itself. */
+  matches = NULL;
+  CHECK_OK(
+      fpstore_query_text_min_similarity(store, edited, strlen(edited), 3, 0.5, &matches, &errmsg));
+  CHECK(fpstore_matches_count(matches) == 2);
+  fpstore_matches_destroy(matches);
+  matches = NULL;
+  CHECK_OK(fpstore_query_text(store, edited, strlen(edited), 3, &matches, &errmsg));
+  CHECK(fpstore_matches_count(matches) == 1 && fpstore_matches_id(matches, 0) == 3);
+  fpstore_matches_destroy(matches);
+  CHECK_CODE(
+      fpstore_query_text_min_similarity(store, edited, strlen(edited), 3, 1.5, &matches, &errmsg),
+      FPSTORE_INVALID_ARGUMENT, "min_similarity");
   CHECK_CODE(fpstore_check_and_insert_text(store, 4, "\xff", 1, NULL, 0, FPSTORE_INSERT_ALWAYS,
                                            &matches, &inserted, &errmsg),
              FPSTORE_INVALID_ARGUMENT, "UTF-8");

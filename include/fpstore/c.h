@@ -177,6 +177,12 @@ FPSTORE_EXPORT int fpstore_query(const fpstore_t* store, uint64_t fingerprint, i
 FPSTORE_EXPORT int fpstore_query_text(const fpstore_t* store, const char* text, size_t text_len,
                                       int k, fpstore_matches_t** matches, char** errmsg);
 
+/* fpstore_query_text with a threshold of its own, from 0 to 1 (0 keeps
+ * every document within k); FPSTORE_INVALID_ARGUMENT outside. */
+FPSTORE_EXPORT int fpstore_query_text_min_similarity(const fpstore_t* store, const char* text,
+                                                     size_t text_len, int k, double min_similarity,
+                                                     fpstore_matches_t** matches, char** errmsg);
+
 /* Store::CheckAndInsert of a bare fingerprint: sets *matches to the
  * documents already stored within the store's distance of `fingerprint`
  * (the document itself excluded), nearest first, and inserts the document

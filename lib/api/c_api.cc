@@ -134,6 +134,15 @@ Status SetMatches(Result<std::vector<fpstore::Match>> found, fpstore_matches_t**
   return Status::OK();
 }
 
+// Query of a text's sketch, its answer handed to the caller.
+Status QueryText(const fpstore_t* store, const char* text, std::size_t len,
+                 const fpstore::QueryOptions& options, fpstore_matches_t** matches) {
+  if (matches == nullptr) return Null("matches");
+  Result<fpstore::Sketch> sketch = SketchOf(store, text, len);
+  if (!sketch.ok()) return sketch.status();
+  return SetMatches(store->store->Query(*sketch, options), matches);
+}
+
 }  // namespace
 
 extern "C" {
@@ -264,10 +273,15 @@ int fpstore_query(const fpstore_t* store, uint64_t fingerprint, int k, fpstore_m
 int fpstore_query_text(const fpstore_t* store, const char* text, size_t text_len, int k,
                        fpstore_matches_t** matches, char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
-    if (matches == nullptr) return Null("matches");
-    Result<fpstore::Sketch> sketch = SketchOf(store, text, text_len);
-    if (!sketch.ok()) return sketch.status();
-    return SetMatches(store->store->Query(*sketch, {k, std::nullopt}), matches);
+    return QueryText(store, text, text_len, {k, std::nullopt}, matches);
+  });
+}
+
+int fpstore_query_text_min_similarity(const fpstore_t* store, const char* text, size_t text_len,
+                                      int k, double min_similarity, fpstore_matches_t** matches,
+                                      char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    return QueryText(store, text, text_len, {k, min_similarity}, matches);
   });
 }
 
