@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
 #include <set>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include "format/families.h"
@@ -69,14 +71,31 @@ bool ParseInt(std::string_view s, int& out) {
   return ec == std::errc() && end == s.data() + s.size();
 }
 
+// RocksDB's read-only open of `path`. A writer that compacts or merges meanwhile deletes files the
+// open has just read of in the manifest, and the open fails naming one; each such failure is
+// retried with the manifest as it is then, for up to about two seconds.
+rocksdb::Status OpenForReadOnly(const RocksConfig& config, const std::string& path,
+                                std::vector<rocksdb::ColumnFamilyHandle*>* handles,
+                                rocksdb::DB** db) {
+  rocksdb::Status rs;
+  for (int attempt = 0;; ++attempt) {
+    handles->clear();
+    rs = rocksdb::DB::OpenForReadOnly(config.db, path, config.families, handles, db);
+    const bool vanished = !rs.ok() &&
+                          rs.ToString().find("No such file or directory") != std::string::npos &&
+                          std::filesystem::exists(std::filesystem::path(path) / "CURRENT");
+    if (!vanished || attempt == 200) return rs;
+    std::this_thread::sleep_for(std::chrono::milliseconds(attempt < 10 ? 1 : 10));
+  }
+}
+
 // Reads the metadata of the store at `path`: read-only, so nothing on disk changes whatever the
 // directory holds, and the metadata's family alone, so the others' options do not matter.
 Result<Metadata> ReadMetadata(const std::string& path) {
   RocksConfig config = MakeInspectionConfig({rocksdb::kDefaultColumnFamilyName});
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status rs =
-      rocksdb::DB::OpenForReadOnly(config.db, path, config.families, &handles, &raw);
+  rocksdb::Status rs = OpenForReadOnly(config, path, &handles, &raw);
   if (!rs.ok()) return FromRocks(rs, "opening " + path);
   std::unique_ptr<rocksdb::DB> db(raw);
   auto get = [&](const char* key, std::string& value) {
@@ -259,7 +278,7 @@ Result<std::unique_ptr<rocksdb::DB>> OpenDatabase(
   rocksdb::DB* raw = nullptr;
   rocksdb::Status rs;
   if (read_only) {
-    rs = rocksdb::DB::OpenForReadOnly(config.db, path, config.families, &handles, &raw);
+    rs = OpenForReadOnly(config, path, &handles, &raw);
   } else if (exists) {
     rs = rocksdb::DB::Open(config.db, path, config.families, &handles, &raw);
   } else {
