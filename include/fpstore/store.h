@@ -117,8 +117,11 @@ struct StoreStats {
 // About how many bytes a store with `plan`, created for `documents`
 // documents and holding as many, takes on disk after a bulk load: a model
 // fitted to fpstore-bench's measurements (docs/performance.md), for
-// choosing a plan.
-FPSTORE_EXPORT double EstimateStoreBytes(const PermutationPlan& plan, std::uint64_t documents);
+// choosing a plan, plus `signature_slots` + 2 bytes a document for
+// documents loaded with signatures of that many slots (they do not
+// compress).
+FPSTORE_EXPORT double EstimateStoreBytes(const PermutationPlan& plan, std::uint64_t documents,
+                                         int signature_slots = 0);
 
 class FPSTORE_EXPORT Store {
  public:

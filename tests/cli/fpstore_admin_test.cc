@@ -269,16 +269,23 @@ TEST(FpstoreAdminTest, CreateSuggestsThePlanThatFitsTheBudget) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "suggested: --blocks 5 --distance 3\n")) << r.out;
 
-  // (5,3) takes 0.98 GB at 10^7 documents, (4,3) 0.54 GB.
+  // Without signatures (0 slots), (5,3) takes 0.98 GB at 10^7 documents,
+  // (4,3) 0.54 GB.
   r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--disk-budget", "0.9",
-             "--dry-run"});
+             "--signature-slots", "0", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "suggested: --blocks 4 --distance 3\n")) << r.out;
 
   r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--disk-budget", "0.5",
-             "--dry-run"});
+             "--signature-slots", "0", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "no plan fits in 0.5 GB\n")) << r.out;
+
+  // Signatures of 256 slots add 2.58 GB at 10^7 documents: no plan fits in 0.9 GB then.
+  r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--disk-budget", "0.9",
+             "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "no plan fits in 0.9 GB\n")) << r.out;
 
   r = Admin({"create", "--db", "unused", "--disk-budget", "1", "--dry-run"});
   EXPECT_EQ(r.exit_code, 2);

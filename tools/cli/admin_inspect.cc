@@ -70,7 +70,7 @@ class CreateCommand final : public Command {
                    "over the tables of N / 2^prefix bits)\n",
                    Rough(ExpectedCandidates(*plan_, expected())).c_str(),
                    Rough(expected()).c_str());
-      PrintPlanComparison();
+      PrintPlanComparison(fingerprint.signature_slots);
     }
     return 0;
   }
@@ -99,7 +99,8 @@ class CreateCommand final : public Command {
   // to choose: the cheapest query among those within the disk budget.
   double expected() const { return store_.expected_documents().value_or(0); }
 
-  void PrintPlanComparison() const {
+  // `signature_slots`: the new store's, whose signatures count on disk.
+  void PrintPlanComparison(int signature_slots) const {
     const int k = plan_->distance();
     std::fprintf(out(),
                  "\nplans for distance %d at %s documents (estimates, see "
@@ -115,7 +116,7 @@ class CreateCommand final : public Command {
     for (int m = k + 1; m <= k + 5; ++m) {
       Result<PermutationPlan> plan = PermutationPlan::Create(m, k);
       if (!plan.ok()) break;  // too many tables from here on
-      const PlanEstimate e = EstimatePlan(*plan, expected());
+      const PlanEstimate e = EstimatePlan(*plan, expected(), signature_slots);
       const bool fits = disk_budget_gb_ == 0 || e.disk_bytes <= disk_budget_gb_ * 1e9;
       if (fits && (suggested == 0 || e.query_micros < best_cost)) {
         suggested = m;
