@@ -61,11 +61,6 @@ std::string DoubleText(double value) {
   return std::string(text, ec == std::errc() ? end : text);
 }
 
-Status CheckMinSimilarity(double value) {
-  if (value >= 0 && value <= 1) return Status::OK();
-  return Status::InvalidArgument("min_similarity " + DoubleText(value) + " is outside 0..1");
-}
-
 bool ParseInt(std::string_view s, int& out) {
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && end == s.data() + s.size();
@@ -338,6 +333,11 @@ Families FamiliesOf(std::vector<rocksdb::ColumnFamilyHandle*> handles, std::size
 }
 
 }  // namespace
+
+Status CheckMinSimilarity(double value) {
+  if (value >= 0 && value <= 1) return Status::OK();
+  return Status::InvalidArgument("min_similarity " + DoubleText(value) + " is outside 0..1");
+}
 
 Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
                                                const StoreOptions& options) {

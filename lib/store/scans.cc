@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "format/families.h"
 #include "format/table_entries.h"
 #include "plan/pair_finder.h"
 #include "plan/run_pairs.h"
+#include "store/run_signatures.h"
 #include "util/parallel.h"
 #include "util/rocks_status.h"
 
@@ -400,38 +402,6 @@ Status Scanner::ForEachDocument(const std::function<void(const Document&)>& sink
   return s;
 }
 
-Result<Scanner::Signatures> Scanner::SignaturesOf(const rocksdb::Snapshot* snapshot,
-                                                  std::span<const TableEntry> run) const {
-  std::vector<DocumentId> ids;
-  ids.reserve(run.size());
-  for (const TableEntry& e : run) ids.push_back(e.id);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  Signatures signatures;
-  Status s = documents_.Read(snapshot, ids, /*whole=*/true, [&](std::size_t, const Document& doc) {
-    if (!doc.signature.empty()) signatures.emplace(doc.id, doc.signature);
-  });
-  if (!s.ok()) return s;
-  return signatures;
-}
-
-namespace {
-
-const Signature* SignatureOf(const std::unordered_map<DocumentId, Signature>& signatures,
-                             DocumentId id) {
-  const auto it = signatures.find(id);
-  return it == signatures.end() ? nullptr : &it->second;
-}
-
-// Whether two documents' pair stands: by similarity when both have a signature, else by distance.
-bool Confirmed(const Signature* a, const Signature* b, double min_similarity,
-               std::optional<double>* similarity) {
-  *similarity = a && b ? EstimateSimilarity(*a, *b) : std::nullopt;
-  return !*similarity || **similarity >= min_similarity;
-}
-
-}  // namespace
-
 Status Scanner::FindAll(int k, double min_similarity,
                         const std::function<void(const NearPair&)>& sink,
                         const ScanOptions& scan) const {
@@ -439,7 +409,6 @@ Status Scanner::FindAll(int k, double min_similarity,
   rocksdb::ManagedSnapshot snapshot(&db_, WholeSnapshot());
   Result<bool> any_signed = documents_.AnySigned(snapshot.snapshot());
   if (!any_signed.ok()) return any_signed.status();
-  const bool signatures = *any_signed;
   Status failed;  // the first failed read of signatures, under sink_mu
   Status s = ScanRunsAt(
       scan, snapshot.snapshot(),
@@ -447,21 +416,15 @@ Status Scanner::FindAll(int k, double min_similarity,
         std::vector<NearPair> pairs;
         ForEachPairInRun(run, plan_, t, k, [&](const NearPair& p) { pairs.push_back(p); });
         if (pairs.empty()) return;
-        if (signatures) {
-          Result<Signatures> of = SignaturesOf(snapshot.snapshot(), run);
-          if (!of.ok()) {
-            std::lock_guard lock(sink_mu);
-            if (failed.ok()) failed = of.status();
-            return;
-          }
-          std::erase_if(pairs, [&](NearPair& p) {
-            return !Confirmed(SignatureOf(*of, p.first), SignatureOf(*of, p.second), min_similarity,
-                              &p.similarity);
-          });
-        }
+        Result<RunSignatures> signatures =
+            *any_signed ? RunSignatures::Read(documents_, snapshot.snapshot(), run)
+                        : RunSignatures();
         std::lock_guard lock(sink_mu);
+        if (!signatures.ok() && failed.ok()) failed = signatures.status();
         if (!failed.ok()) return;
-        for (const NearPair& p : pairs) sink(p);
+        for (NearPair& p : pairs) {
+          if (signatures->Confirmed(p.first, p.second, min_similarity, &p.similarity)) sink(p);
+        }
       },
       Runs::kLinkedWithIds);
   return s.ok() ? failed : s;
@@ -475,75 +438,52 @@ Status Scanner::Clusters(int k, double min_similarity,
   rocksdb::ManagedSnapshot snapshot(&db_, WholeSnapshot());
   Result<bool> any_signed = documents_.AnySigned(snapshot.snapshot());
   if (!any_signed.ok()) return any_signed.status();
-  const bool signatures = *any_signed;
-  Status failed;  // under sets_mu
+  Status failed;  // the first failed read of signatures, under sets_mu
   Status s = ScanRunsAt(
       scan, snapshot.snapshot(),
       [&](std::size_t t, std::span<const TableEntry> run) {
         std::vector<std::pair<DocumentId, DocumentId>> edges;
-        Signatures of;
-        bool read = false;
-        // A set of copies (one fingerprint) as one member per distinct signature, the members
-        // without a signature first; identical signatures are joined in the copies' own cluster.
-        auto representatives = [&](std::span<const TableEntry> copies) {
-          std::vector<std::pair<DocumentId, const Signature*>> reps;
-          for (const TableEntry& e : copies) {
-            const Signature* sig = SignatureOf(of, e.id);
-            if (std::none_of(reps.begin(), reps.end(), [&](const auto& r) {
-                  return sig == nullptr ? r.second == nullptr : r.second && *r.second == *sig;
-                })) {
-              reps.emplace_back(e.id, sig);
-            }
+        std::optional<Result<RunSignatures>> signatures;  // read at the run's first link
+        auto read = [&]() -> const RunSignatures* {
+          if (!signatures) {
+            signatures.emplace(*any_signed
+                                   ? RunSignatures::Read(documents_, snapshot.snapshot(), run)
+                                   : RunSignatures());
           }
-          return reps;
+          return signatures->ok() ? &**signatures : nullptr;
         };
-        auto link = [&](const auto& xs, const auto& ys, bool same) {
+        // Each pair of groups whose members are confirmed; `same`: a group with itself is not.
+        auto link = [&](const RunSignatures& of, const std::vector<DocumentId>& xs,
+                        const std::vector<DocumentId>& ys, bool same) {
           std::optional<double> similarity;
           for (std::size_t i = 0; i < xs.size(); ++i) {
             for (std::size_t j = same ? i + 1 : 0; j < ys.size(); ++j) {
-              if (Confirmed(xs[i].second, ys[j].second, min_similarity, &similarity)) {
-                edges.emplace_back(xs[i].first, ys[j].first);
+              if (of.Confirmed(xs[i], ys[j], min_similarity, &similarity)) {
+                edges.emplace_back(xs[i], ys[j]);
               }
             }
           }
         };
-        auto ensure_read = [&] {
-          if (read || !signatures) return true;
-          read = true;
-          Result<Signatures> r = SignaturesOf(snapshot.snapshot(), run);
-          if (r.ok()) {
-            of = *std::move(r);
-            return true;
-          }
-          std::lock_guard lock(sets_mu);
-          if (failed.ok()) failed = r.status();
-          return false;
-        };
-        bool ok = true;
         ForEachLinkedCopies(
             run, plan_, t, k,
             [&](std::span<const TableEntry> copies) {
-              if (!ok || !(ok = ensure_read())) return;
-              // Copies with one signature (or none) are one another's near-duplicates.
-              for (const TableEntry& e : copies) {
-                const Signature* sig = SignatureOf(of, e.id);
-                for (const TableEntry& f : copies) {
-                  const Signature* other = SignatureOf(of, f.id);
-                  if (sig == nullptr ? other == nullptr : other && *sig == *other) {
-                    edges.emplace_back(e.id, f.id);
-                    break;
-                  }
-                }
+              const RunSignatures* of = read();
+              if (of == nullptr) return;
+              // Copies join their group's member in linear time; the groups, pairwise.
+              const RunSignatures::Groups groups = of->GroupCopies(copies);
+              for (std::size_t i = 0; i < copies.size(); ++i) {
+                const DocumentId member = groups.members[groups.group_of[i]];
+                if (copies[i].id != member) edges.emplace_back(copies[i].id, member);
               }
-              const auto reps = representatives(copies);
-              link(reps, reps, /*same=*/true);
+              link(*of, groups.members, groups.members, /*same=*/true);
             },
             [&](std::span<const TableEntry> a, std::span<const TableEntry> b, int) {
-              if (!ok || !(ok = ensure_read())) return;
-              link(representatives(a), representatives(b), /*same=*/false);
+              const RunSignatures* of = read();
+              if (of == nullptr) return;
+              link(*of, of->GroupCopies(a).members, of->GroupCopies(b).members, /*same=*/false);
             });
-        if (edges.empty()) return;
         std::lock_guard lock(sets_mu);
+        if (signatures && !signatures->ok() && failed.ok()) failed = signatures->status();
         for (auto [a, b] : edges) sets.Union(a, b);
       },
       Runs::kLinkedWithIds);
@@ -554,7 +494,6 @@ Status Scanner::Clusters(int k, double min_similarity,
   std::vector<std::vector<DocumentId>> ordered;
   ordered.reserve(clusters.size());
   for (auto& [root, ids] : clusters) {
-    if (ids.size() < 2) continue;  // a copy whose signature joined none of the others
     std::sort(ids.begin(), ids.end());
     ordered.push_back(std::move(ids));
   }

@@ -14,7 +14,6 @@
 #include <functional>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "fpstore/store.h"
@@ -81,10 +80,6 @@ class Scanner {
   Result<std::optional<std::vector<IdFingerprint>>> ReadAllDocuments(
       const rocksdb::Snapshot* snapshot, std::span<const StagedDocument> staged, std::size_t limit,
       int threads) const;
-  // The signatures of the documents of `run` that have one, at `snapshot`.
-  using Signatures = std::unordered_map<DocumentId, Signature>;
-  Result<Signatures> SignaturesOf(const rocksdb::Snapshot* snapshot,
-                                  std::span<const TableEntry> run) const;
 
   rocksdb::DB& db_;
   const Tables& tables_;

@@ -44,9 +44,7 @@ Result<StoreImpl::Matching> StoreImpl::MatchingFor(std::optional<int> distance,
   const int k = distance.value_or(plan_.distance());
   if (Status s = CheckDistance(k); !s.ok()) return s;
   const double t = min_similarity.value_or(min_similarity_);
-  if (!(t >= 0 && t <= 1)) {
-    return Status::InvalidArgument("min_similarity " + std::to_string(t) + " is outside 0..1");
-  }
+  if (Status s = CheckMinSimilarity(t); !s.ok()) return s;
   return Matching{k, t};
 }
 

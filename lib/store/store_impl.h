@@ -44,6 +44,10 @@ struct Families {
   std::vector<rocksdb::ColumnFamilyHandle*> all;
 };
 
+// InvalidArgument unless a similarity threshold is from 0 to 1 (StoreOptions, QueryOptions,
+// ScanOptions).
+Status CheckMinSimilarity(double value);
+
 class StoreImpl final : public Store {
  public:
   static Result<std::unique_ptr<Store>> Open(const std::string& path, const StoreOptions& options);

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "cli/admin_common.h"
+#include "cli/match_printer.h"
 
 namespace fpstore::cli::admin {
 namespace {
@@ -119,10 +120,9 @@ class FindAllCommand final : public ScanCommand {
       ThrowIfError(store.FindAll(
           k,
           [&](const NearPair& p) {
-            char similarity[16] = "-";
-            if (p.similarity) std::snprintf(similarity, sizeof similarity, "%.3f", *p.similarity);
             std::fprintf(file, "%llu\t%llu\t%d\t%s\n", static_cast<unsigned long long>(p.first),
-                         static_cast<unsigned long long>(p.second), p.distance, similarity);
+                         static_cast<unsigned long long>(p.second), p.distance,
+                         SimilarityText(p.similarity, "-").c_str());
             ++pairs;
           },
           Options(progress)));

@@ -1,0 +1,100 @@
+#include "cli/match_printer.h"
+
+#include <algorithm>
+
+#include "cli/parse.h"
+
+namespace fpstore::cli {
+
+namespace {
+
+// `text` for a table cell: control characters (tabs and line ends too)
+// written as \t, \n, \r or \xHH, so that each match stays on one line.
+std::string TableCell(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      char escape[8];
+      std::snprintf(escape, sizeof(escape), "\\x%02x", byte);
+      out += escape;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string SimilarityText(std::optional<double> similarity, const char* none) {
+  if (!similarity) return none;
+  char text[16];
+  std::snprintf(text, sizeof text, "%.3f", *similarity);
+  return text;
+}
+
+void MatchPrinter::Print(std::span<const DocumentId> ids,
+                         std::span<const std::vector<Match>> answers) {
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t q = 0; q < answers.size(); ++q) {
+    for (const Match& match : answers[q]) {
+      ++matches_;
+      if (json_) {
+        std::string line = "{";
+        if (batch_) line += "\"query\":" + std::to_string(ids[q]) + ",";
+        line += "\"id\":" + std::to_string(match.id) +
+                ",\"distance\":" + std::to_string(match.distance) +
+                ",\"similarity\":" + SimilarityText(match.similarity, "null") +
+                ",\"fingerprint\":\"" + FormatFingerprint(match.fingerprint) +
+                "\",\"metadata\":" + JsonString(match.metadata) + "}\n";
+        std::fputs(line.c_str(), out_);
+        continue;
+      }
+      std::vector<std::string> row;
+      if (batch_) row.push_back(std::to_string(ids[q]));
+      row.push_back(std::to_string(match.id));
+      row.push_back(std::to_string(match.distance));
+      row.push_back(SimilarityText(match.similarity, "-"));
+      row.push_back(FormatFingerprint(match.fingerprint));
+      row.push_back(TableCell(match.metadata));
+      rows.push_back(std::move(row));
+    }
+  }
+  if (!rows.empty()) PrintTable(rows);
+}
+
+void MatchPrinter::PrintTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::string> header;
+  if (batch_) header.push_back("query");
+  for (const char* name : {"id", "distance", "similarity", "fingerprint", "metadata"}) {
+    header.push_back(name);
+  }
+  std::vector<std::size_t> widths(header.size());
+  for (std::size_t c = 0; c < header.size(); ++c) widths[c] = header[c].size();
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  const auto print_row = [&](const std::vector<std::string>& row) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(widths[c] - row[c].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::fprintf(out_, "%s\n", line.c_str());
+  };
+  if (!header_printed_) {
+    print_row(header);
+    header_printed_ = true;
+  }
+  for (const auto& row : rows) print_row(row);
+}
+
+}  // namespace fpstore::cli

@@ -1,0 +1,48 @@
+// How fpstore-query prints its matches: an aligned table or JSON lines, with
+// each match's similarity.
+
+#ifndef FPSTORE_TOOLS_CLI_MATCH_PRINTER_H_
+#define FPSTORE_TOOLS_CLI_MATCH_PRINTER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fpstore/document.h"
+
+namespace fpstore::cli {
+
+// A similarity with three decimals, or `none` when a match or pair stands
+// on its distance alone (a side without a signature): "-" in tables, "null"
+// in JSON.
+std::string SimilarityText(std::optional<double> similarity, const char* none);
+
+// Prints matches as an aligned table or as JSON lines.
+class MatchPrinter {
+ public:
+  // `batch`: each match says which input document it answers.
+  MatchPrinter(std::FILE* out, bool json, bool batch) : out_(out), json_(json), batch_(batch) {}
+
+  // Prints the matches of the queries in `ids` (only read when batch).
+  void Print(std::span<const DocumentId> ids, std::span<const std::vector<Match>> answers);
+
+  std::uint64_t matches() const { return matches_; }
+
+ private:
+  // Columns as wide as their widest cell in this call (the header's at
+  // least), two spaces apart; the metadata last, as it is.
+  void PrintTable(const std::vector<std::vector<std::string>>& rows);
+
+  std::FILE* out_;
+  bool json_;
+  bool batch_;
+  bool header_printed_ = false;
+  std::uint64_t matches_ = 0;
+};
+
+}  // namespace fpstore::cli
+
+#endif  // FPSTORE_TOOLS_CLI_MATCH_PRINTER_H_
