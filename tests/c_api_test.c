@@ -5,10 +5,14 @@
 
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 
+#include <dirent.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fpstore/c.h"
 #include "fpstore/version.h"
@@ -335,6 +339,78 @@ static void TestReadOnly(const char* path) {
   CHECK_OK(fpstore_close(store, &errmsg));
 }
 
+/* A log damaged in its middle after a crash: the open fails with FPSTORE_CORRUPTION naming the
+ * log; with drop_damaged_log it opens, without the writes after the damage. */
+static void TestDamagedLog(const char* dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/damaged", dir);
+  const pid_t pid = fork();
+  if (pid == 0) { /* inserts, each synced, and exits without closing: a crash */
+    fpstore_options_t* options = Options(1, 0);
+    fpstore_options_set_durability(options, FPSTORE_DURABILITY_SYNC);
+    fpstore_t* store = NULL;
+    if (fpstore_open(path, options, &store, NULL) != FPSTORE_OK) _exit(3);
+    for (uint64_t id = 0; id < 40; ++id) {
+      if (fpstore_insert(store, id, id * 0x9e3779b97f4a7c15u, "0123456789", 10, NULL) !=
+          FPSTORE_OK) {
+        _exit(4);
+      }
+    }
+    _exit(0);
+  }
+  int status = 0;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+        WEXITSTATUS(status) == 0);
+  /* Damage 16 bytes in the middle of the log that holds the inserts. */
+  char log[4096 + 512] = "";
+  DIR* d = opendir(path);
+  for (struct dirent* e; d != NULL && (e = readdir(d)) != NULL;) {
+    const size_t n = strlen(e->d_name);
+    char file[4096 + 512];
+    snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+    struct stat st;
+    if (n > 4 && strcmp(e->d_name + n - 4, ".log") == 0 && stat(file, &st) == 0 && st.st_size > 0) {
+      snprintf(log, sizeof log, "%s", file);
+    }
+  }
+  if (d != NULL) closedir(d);
+  CHECK(log[0] != '\0');
+  FILE* f = fopen(log, "r+b");
+  CHECK(f != NULL);
+  if (f == NULL) return;
+  fseek(f, 0, SEEK_END);
+  const long middle = ftell(f) / 2;
+  unsigned char bytes[16];
+  fseek(f, middle, SEEK_SET);
+  CHECK(fread(bytes, 1, sizeof bytes, f) == sizeof bytes);
+  for (size_t i = 0; i < sizeof bytes; ++i) bytes[i] ^= 0x5a;
+  fseek(f, middle, SEEK_SET);
+  CHECK(fwrite(bytes, 1, sizeof bytes, f) == sizeof bytes);
+  fclose(f);
+
+  fpstore_options_t* options = Options(0, 0);
+  fpstore_t* store = NULL;
+  char* err = NULL;
+  CHECK(fpstore_open(path, options, &store, &err) == FPSTORE_CORRUPTION);
+  CHECK(store == NULL);
+  CHECK(err != NULL && strstr(err, log) != NULL && strstr(err, "drop_damaged_log") != NULL);
+  fpstore_free(err);
+  fpstore_options_set_drop_damaged_log(NULL, 1); /* ignored */
+  fpstore_options_set_drop_damaged_log(options, 1);
+  CHECK_OK(fpstore_open(path, options, &store, &errmsg));
+  fpstore_options_destroy(options);
+  /* The first insert is kept, the last dropped. */
+  const uint64_t ids[2] = {0, 39};
+  const size_t expected[2] = {1, 0};
+  for (int i = 0; i < 2; ++i) {
+    fpstore_matches_t* matches = NULL;
+    CHECK_OK(fpstore_query(store, ids[i] * 0x9e3779b97f4a7c15u, 0, &matches, &errmsg));
+    CHECK(fpstore_matches_count(matches) == expected[i]);
+    fpstore_matches_destroy(matches);
+  }
+  CHECK_OK(fpstore_close(store, &errmsg));
+}
+
 int main(void) {
   const char* tmp = getenv("TMPDIR");
   char dir[2048];
@@ -352,6 +428,7 @@ int main(void) {
   TestReadWrite(path);
   TestReadOnly(path);
   TestConfirmation(dir);
+  TestDamagedLog(dir);
 
   nftw(dir, RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
   if (failures != 0) {

@@ -117,6 +117,11 @@ FPSTORE_EXPORT void fpstore_options_set_expected_documents(fpstore_options_t* op
 /* One of FPSTORE_DURABILITY_*; another value fails at fpstore_open. */
 FPSTORE_EXPORT void fpstore_options_set_durability(fpstore_options_t* options, int durability);
 
+/* Non-zero: open a store whose write-ahead log is damaged in its middle by
+ * dropping the writes after the damage (StoreOptions::drop_damaged_log);
+ * zero, the default: such an open fails with FPSTORE_CORRUPTION, naming them. */
+FPSTORE_EXPORT void fpstore_options_set_drop_damaged_log(fpstore_options_t* options, int value);
+
 /* The least estimated similarity of a match that both sides have a
  * signature for (StoreOptions::min_similarity), from 0 to 1: recorded when
  * creating a store; on an existing store a value other than its own makes

@@ -76,6 +76,16 @@ struct StoreOptions {
 
   Durability durability = Durability::kGroupCommit;
 
+  // A write-ahead log damaged in its middle (a bad disk, not a crash: a
+  // crash only cuts its last record short) holds acknowledged writes after
+  // the damage that cannot be replayed. By default Open refuses such a store
+  // with Corruption, naming the log, the byte and the documents those writes
+  // held, and changes nothing. Set, Open drops them and opens the store as
+  // it was just before the damage; a writable open first copies the damaged
+  // logs into `lost/` in the store's directory, and says what it dropped in
+  // the LOG and in StoreStats::dropped_at_open. Default: false.
+  bool drop_damaged_log = false;
+
   // ---- Performance ----
 
   // Bytes of block cache shared by every table. Default: 512 MiB.

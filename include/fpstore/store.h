@@ -98,6 +98,9 @@ struct StoreStats {
   std::uint64_t staged_documents = 0;
   std::vector<std::uint64_t> table_bytes;  // each permutation table's files
   std::uint64_t bytes_on_disk = 0;         // every file of the store
+  // What this handle's open dropped from a damaged write-ahead log
+  // (StoreOptions::drop_damaged_log), in words; empty if nothing.
+  std::string dropped_at_open;
 
   // How the store is laid out and tuned inside (docs/design.md,
   // docs/format.md): for diagnosis and benchmarks. A program should not

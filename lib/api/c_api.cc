@@ -165,6 +165,11 @@ void fpstore_options_set_read_only(fpstore_options_t* options, int value) {
   options->options.read_only = value != 0;
 }
 
+void fpstore_options_set_drop_damaged_log(fpstore_options_t* options, int value) {
+  if (options == nullptr) return;
+  options->options.drop_damaged_log = value != 0;
+}
+
 void fpstore_options_set_blocks(fpstore_options_t* options, int blocks) {
   if (options == nullptr) return;
   options->options.blocks = blocks;

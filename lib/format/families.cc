@@ -131,6 +131,10 @@ rocksdb::DBOptions DatabaseOptions(const StoreOptions& options) {
   db.max_total_wal_size = 4 * options.write_buffer_bytes;
   db.bytes_per_sync = 1 << 20;
   db.enable_pipelined_write = true;
+  // Replay the logs up to the first record that cannot be read: after a crash, the torn last write,
+  // never acknowledged. Damage with intact records after it is found before RocksDB opens
+  // (store/damaged_log.h) and refused unless StoreOptions::drop_damaged_log.
+  db.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
   return db;
 }
 

@@ -16,6 +16,7 @@
 
 #include "format/families.h"
 #include "platform/info_log.h"
+#include "store/damaged_log.h"
 #include "store/store_impl.h"
 #include "store/test_hooks.h"
 #include "util/rocks_status.h"
@@ -320,6 +321,48 @@ Status WriteMetadata(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta_family,
   return FromRocks(db.Write(sync, &batch), "creating");
 }
 
+// Whether a replay of the logs of the store at `path` would drop acknowledged writes that follow
+// damage in the middle of a log (store/damaged_log.h). Such an open is refused with Corruption
+// unless `options` ask to drop them; what is dropped is then returned in words, a writer's damaged
+// logs kept in lost/ first. Returns "" when nothing would be dropped.
+Result<std::string> CheckLogs(const std::string& path, RocksConfig config,
+                              const StoreOptions& options) {
+  Result<std::optional<LogDamage>> damage = FindLogDamage(path);
+  if (!damage.ok()) return damage.status().WithContext("reading the logs of " + path);
+  if (!*damage) return std::string();
+  // Which of the records after the damage RocksDB's replay keeps: a read-only replay changes
+  // nothing on disk.
+  config.db.info_log = InfoLog::Discarding();
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  if (rocksdb::Status rs = OpenForReadOnly(config, path, &handles, &raw); !rs.ok()) {
+    return FromRocks(rs, "opening " + path);
+  }
+  const std::unique_ptr<rocksdb::DB> db(raw);
+  const DroppedWrites dropped =
+      DroppedAfter(**damage, db->GetLatestSequenceNumber(), handles[1]->GetID());
+  for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h);
+  db->Close().PermitUncheckedError();
+  if (dropped.records == 0) return std::string();
+  const std::string what = Describe(**damage, dropped);
+  if (!options.drop_damaged_log) {
+    return Status::Corruption(what + ". Nothing was changed. To open the store without them, set " +
+                              "drop_damaged_log (fpstore-admin recover --db " + path + ")");
+  }
+  if (options.read_only) return what + "; this read-only handle reads the store without them";
+  const fs::path lost = fs::path(path) / "lost";
+  std::error_code ec;
+  fs::create_directories(lost, ec);
+  for (const std::string& log : (*damage)->logs) {
+    if (ec) break;
+    fs::copy_file(log, lost / fs::path(log).filename(), fs::copy_options::overwrite_existing, ec);
+  }
+  if (ec)
+    return Status::IOError("keeping the damaged logs of " + path + " in " + lost.string() + ": " +
+                           ec.message());
+  return what + "; dropped, the damaged logs kept in " + lost.string();
+}
+
 Families FamiliesOf(std::vector<rocksdb::ColumnFamilyHandle*> handles, std::size_t tables) {
   Families f;
   f.meta = handles[0];
@@ -371,14 +414,21 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   if (rocksdb::Env* env = EnvForTesting()) config.db.env = env;
   auto filters = std::make_shared<TableFilters>(*plan, meta->group_bits, config.block_cache);
   config.db.listeners.push_back(TableFilters::MakeListener(filters));
+  Result<std::string> dropped = exists ? CheckLogs(path, config, options) : std::string();
+  if (!dropped.ok()) return dropped.status();
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   Result<std::unique_ptr<rocksdb::DB>> db =
       OpenDatabase(path, config, options.read_only, exists, handles);
   if (!db.ok()) return db.status();
+  if (!dropped->empty() && config.db.info_log) {
+    rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, config.db.info_log.get(), "%s",
+                 dropped->c_str());
+  }
   std::unique_ptr<StoreImpl> store(new StoreImpl(
       path, options, *plan, *std::move(fingerprinter), meta->min_similarity, meta->group_bits,
       *std::move(db), FamiliesOf(std::move(handles), plan->table_count()), std::move(filters)));
   store->writer_key_ = reservation.Keep();
+  store->dropped_at_open_ = *std::move(dropped);
   if (!exists) {
     if (Status s = WriteMetadata(*store->db_, store->families_.meta, *plan, *meta); !s.ok()) {
       store.reset();

@@ -311,6 +311,7 @@ Result<StoreStats> StoreImpl::Stats() const {
   for (const auto& entry : std::filesystem::directory_iterator(path_, ec)) {
     if (entry.is_regular_file(ec)) stats.bytes_on_disk += entry.file_size(ec);
   }
+  stats.dropped_at_open = dropped_at_open_;
   stats.internals.format_version = kFormatVersion;
   stats.internals.group_bits = tables_.group_bits();
   stats.internals.recent_fingerprints = skip_hints_.recent_count();

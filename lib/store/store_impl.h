@@ -143,6 +143,7 @@ class StoreImpl final : public Store {
 
   const std::string path_;
   std::string writer_key_;  // the claim on path_ a writer gives back on Close (open.cc)
+  std::string dropped_at_open_;  // what the open dropped from a damaged log (open.cc)
   const StoreOptions options_;
   const PermutationPlan plan_;
   const Fingerprinter fingerprinter_;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../corrupt_file.h"
+#include "../crashed_store.h"
 #include "cli/parse.h"
 #include "fpstore/fingerprinter.h"
 #include "fpstore/store.h"
@@ -149,7 +150,7 @@ void ExpectVerifies(const std::string& db) {
 TEST(AdminToolTest, HelpListsEveryCommand) {
   const ToolResult r = Admin({"--help"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const char* command : {"create", "stats", "compact", "verify", "insert", "remove",
+  for (const char* command : {"create", "stats", "compact", "verify", "recover", "insert", "remove",
                               "find-all", "clusters", "dump", "checkpoint"}) {
     EXPECT_TRUE(Contains(r.out, std::string("\n  ") + command + " ")) << command << "\n" << r.out;
   }
@@ -647,6 +648,39 @@ TEST(AdminVerifyTest, CompactedStoreVerifiesAndCorruptionExitsOne) {
   EXPECT_TRUE(Contains(r.err, "fpstore-admin: verify failed: ")) << r.err;
   EXPECT_TRUE(Contains(r.err, "orrupt")) << r.err;
   EXPECT_EQ(r.out, "");
+}
+
+// A log damaged in its middle: every command refuses the store and names `recover`, which drops
+// what cannot be replayed and says what it dropped.
+TEST(AdminRecoverTest, DamagedLogIsRefusedUntilRecovered) {
+  ScratchDir dir;
+  const std::string db = (dir.path() / "db").string();
+  fpstore::testing::InsertThenCrash(db, 40, 100);
+  ToolResult r = Admin({"recover", "--db", db});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, db + ": no damaged log; nothing dropped\n");
+  // The recovery flushed the log; a second crash leaves a new one to damage.
+  fpstore::testing::InsertThenCrash(db, 40, 100);
+  ASSERT_TRUE(fpstore::testing::FlipBytesInTheMiddle(fpstore::testing::TheLog(db)));
+  const std::vector<std::vector<std::string>> commands = {
+      {"stats", "--db", db},
+      {"verify", "--db", db},
+      {"insert", "--db", db, "--input", "-", "--format", "tsv"}};
+  for (const std::vector<std::string>& command : commands) {
+    r = Admin(command, "99\t0000000000000001\n");
+    EXPECT_EQ(r.exit_code, 1) << command[0] << ": " << r.err;
+    EXPECT_TRUE(Contains(r.err, " is damaged at bytes ")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "fpstore-admin recover --db " + db)) << r.err;
+  }
+  r = Admin({"recover", "--db", db});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "recovered " + db + ": ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "inserts or replacements of documents ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, db + "/lost")) << r.out;
+  r = Admin({"verify", "--db", db});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = Admin({"recover", "--db", db});
+  EXPECT_EQ(r.out, db + ": no damaged log; nothing dropped\n");
 }
 
 TEST(AdminCheckpointTest, CopyOpensAsAStoreOfItsOwn) {

@@ -268,6 +268,7 @@ std::unique_ptr<Command> NewDumpCommand();
 std::unique_ptr<Command> NewCheckpointCommand();
 std::unique_ptr<Command> NewCompactCommand();
 std::unique_ptr<Command> NewVerifyCommand();
+std::unique_ptr<Command> NewRecoverCommand();
 std::unique_ptr<Command> NewInsertCommand();
 std::unique_ptr<Command> NewRemoveCommand();
 std::unique_ptr<Command> NewFindAllCommand();

@@ -1,4 +1,4 @@
-// fpstore-admin: compact and verify.
+// fpstore-admin: compact, verify and recover.
 
 #include "cli/admin_common.h"
 
@@ -99,8 +99,48 @@ class VerifyCommand final : public Command {
   bool quiet_ = false;
 };
 
+// ---- recover ---------------------------------------------------------------------
+
+class RecoverCommand final : public Command {
+ public:
+  std::string_view Name() const override { return "recover"; }
+  std::string_view Summary() const override {
+    return "Open a store whose write-ahead log is damaged, dropping the writes after the damage, "
+           "and say what was dropped.";
+  }
+  std::vector<std::string> Synopsis() const override { return {"--db DIR"}; }
+  std::vector<Example> Examples() const override {
+    return {{"--db crawl.fps",
+             "Drop what the damaged log cannot replay; the log is kept in crawl.fps/lost."}};
+  }
+
+  void DefineOptions(OptionTable& table) override { store_.Define(table, WritableStore()); }
+
+  int Run() override {
+    StoreOptions options = store_.Options();
+    options.create_if_missing = false;
+    options.drop_damaged_log = true;
+    std::unique_ptr<Store> store = ValueOrThrow(Store::Open(store_.db(), options));
+    const std::string dropped = ValueOrThrow(store->Stats()).dropped_at_open;
+    CloseStore(*store);
+    if (dropped.empty()) {
+      std::fprintf(out(), "%s: no damaged log; nothing dropped\n", store_.db().c_str());
+    } else {
+      std::fprintf(out(), "recovered %s: %s\n", store_.db().c_str(), dropped.c_str());
+    }
+    return 0;
+  }
+
+ protected:
+  void Check(const po::variables_map& vm) override { store_.Check(vm); }
+
+ private:
+  StoreFlags store_;
+};
+
 }  // namespace
 
+std::unique_ptr<Command> NewRecoverCommand() { return std::make_unique<RecoverCommand>(); }
 std::unique_ptr<Command> NewCompactCommand() { return std::make_unique<CompactCommand>(); }
 std::unique_ptr<Command> NewVerifyCommand() { return std::make_unique<VerifyCommand>(); }
 

@@ -1,0 +1,180 @@
+// A write-ahead log damaged in its middle: Open refuses the store, naming what a replay would drop,
+// and changes nothing; with drop_damaged_log it opens the store as it was before the damage, keeps
+// the damaged log in lost/ and says what it dropped. A log cut short at its end, as a crash leaves
+// it, opens as before.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <string>
+
+#include "crashed_store.h"
+#include "dir_snapshot.h"
+#include "fpstore/store.h"
+#include "temp_dir.h"
+
+namespace fpstore {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ChangedFiles;
+using testing::FileMap;
+using testing::SnapshotFiles;
+using testing::TempDir;
+
+using testing::CrashFingerprintOf;
+using testing::InsertThenCrash;
+using testing::TheLog;
+
+void FlipBytes(const std::string& file, std::uintmax_t at, int count) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  std::string bytes(count, '\0');
+  f.seekg(static_cast<std::streamoff>(at));
+  f.read(bytes.data(), count);
+  for (char& b : bytes) b = static_cast<char>(b ^ 0x5a);
+  f.seekp(static_cast<std::streamoff>(at));
+  f.write(bytes.data(), count);
+  ASSERT_TRUE(f.good());
+}
+
+std::set<DocumentId> StoredIds(Store& store, int inserted) {
+  std::set<DocumentId> ids;
+  for (int i = 0; i < inserted; ++i) {
+    Result<Document> doc = store.Get(i);
+    EXPECT_TRUE(doc.ok() || doc.status().IsNotFound()) << doc.status().ToString();
+    if (doc.ok()) ids.insert(i);
+  }
+  return ids;
+}
+
+// "the N intact log records after them" in a description of what is dropped.
+int RecordsNamed(const std::string& text) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex("the (\\d+) intact log records? after them")))
+    return -1;
+  return std::stoi(m[1]);
+}
+
+class DamagedLogTest : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(DamagedLogTest, IsRefusedThenDroppedOnRequest) {
+  TempDir dir;
+  const std::string path = dir.path() + "/db";
+  constexpr int kInserted = 40;
+  InsertThenCrash(path, kInserted, GetParam());
+  const std::string log = TheLog(path);
+  FlipBytes(log, fs::file_size(log) / 2, 16);
+  const FileMap before = SnapshotFiles(path);
+
+  // Refused, by a writer and by a reader, naming the log and what it would drop.
+  for (const bool read_only : {false, true}) {
+    StoreOptions options;
+    options.read_only = read_only;
+    const Status s = Store::Open(path, options).status();
+    ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+    EXPECT_NE(s.message().find(log + " is damaged at bytes "), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find("drop_damaged_log"), std::string::npos) << s.ToString();
+    EXPECT_GT(RecordsNamed(s.message()), 0) << s.ToString();
+    EXPECT_EQ(ChangedFiles(before, SnapshotFiles(path)), "");
+  }
+
+  // A reader that asks to drop them reads the store without them, and changes nothing.
+  std::string reader_saw;
+  {
+    StoreOptions options;
+    options.read_only = true;
+    options.drop_damaged_log = true;
+    Result<std::unique_ptr<Store>> reader = Store::Open(path, options);
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    reader_saw = (*reader)->Stats()->dropped_at_open;
+    EXPECT_NE(reader_saw.find("read-only"), std::string::npos) << reader_saw;
+  }
+  EXPECT_EQ(ChangedFiles(before, SnapshotFiles(path)), "");
+
+  // A writer that asks drops them, keeps the damaged log, and says what it dropped: every
+  // inserted document is either still stored or among those it names.
+  StoreOptions options;
+  options.drop_damaged_log = true;
+  Result<std::unique_ptr<Store>> store = Store::Open(path, options);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const std::string dropped = (*store)->Stats()->dropped_at_open;
+  EXPECT_NE(dropped.find(log + " is damaged at bytes "), std::string::npos) << dropped;
+  EXPECT_NE(dropped.find((fs::path(path) / "lost").string()), std::string::npos) << dropped;
+  EXPECT_TRUE(fs::exists(fs::path(path) / "lost" / fs::path(log).filename()));
+  const std::set<DocumentId> kept = StoredIds(**store, kInserted);
+  // One synced insert is one log record, and the inserts reached the log in id order: the store
+  // keeps a first run of them, the damaged bytes held one or two, and the rest are named.
+  const int named = RecordsNamed(dropped);
+  const int kept_count = static_cast<int>(kept.size());
+  EXPECT_EQ(kept_count, kept.empty() ? 0 : static_cast<int>(*kept.rbegin()) + 1) << "a gap";
+  EXPECT_GE(kept_count + named, kInserted - 2) << dropped;
+  EXPECT_LT(kept_count + named, kInserted) << dropped;
+  EXPECT_NE(
+      dropped.find("inserts or replacements of documents " + std::to_string(kInserted - named)),
+      std::string::npos)
+      << dropped;
+  EXPECT_TRUE((*store)->Verify().ok());
+  std::string log_text;
+  std::getline(std::ifstream(path + "/LOG"), log_text, '\0');
+  EXPECT_NE(log_text.find(log + " is damaged at bytes "), std::string::npos);
+
+  // It works on: an insert, and a reopen without the option.
+  ASSERT_TRUE((*store)->Insert(1000, CrashFingerprintOf(1000)).ok());
+  ASSERT_TRUE((*store)->Close().ok());
+  store = Store::Open(path, StoreOptions{});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((*store)->Stats()->dropped_at_open, "");
+  EXPECT_EQ(StoredIds(**store, kInserted), kept);
+  EXPECT_TRUE((*store)->Get(1000).ok());
+}
+
+// Records in one block, and over many.
+INSTANTIATE_TEST_SUITE_P(MetadataBytes, DamagedLogTest, ::testing::Values(16, 4000));
+
+TEST(DamagedLogTest, LogCutShortAtItsEndOpens) {
+  TempDir dir;
+  const std::string path = dir.path() + "/db";
+  constexpr int kInserted = 40;
+  InsertThenCrash(path, kInserted, 100);
+  const std::string log = TheLog(path);
+  fs::resize_file(log, fs::file_size(log) - 50);  // the last insert is cut short
+  Result<std::unique_ptr<Store>> store = Store::Open(path, StoreOptions{});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((*store)->Stats()->dropped_at_open, "");
+  std::set<DocumentId> expected;
+  for (int i = 0; i + 1 < kInserted; ++i) expected.insert(i);
+  EXPECT_EQ(StoredIds(**store, kInserted), expected);
+  EXPECT_TRUE((*store)->Verify().ok());
+}
+
+// A log whose writes are all in the tables already (one a crash left behind after a flush) is not
+// replayed: damage in it drops nothing.
+TEST(DamagedLogTest, DamageInAnObsoleteLogDropsNothing) {
+  TempDir dir;
+  const std::string path = dir.path() + "/db";
+  constexpr int kInserted = 40;
+  InsertThenCrash(path, kInserted, 100);
+  const std::string log = TheLog(path);
+  const std::string copy = dir.path() + "/log.copy";
+  fs::copy_file(log, copy);
+  {
+    Result<std::unique_ptr<Store>> store = Store::Open(path, StoreOptions{});
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->Close().ok());  // the log's writes are flushed, the log deleted
+  }
+  ASSERT_FALSE(fs::exists(log));
+  fs::copy_file(copy, log);
+  FlipBytes(log, fs::file_size(log) / 2, 16);
+  Result<std::unique_ptr<Store>> store = Store::Open(path, StoreOptions{});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((*store)->Stats()->dropped_at_open, "");
+  EXPECT_EQ(StoredIds(**store, kInserted).size(), std::size_t{kInserted});
+}
+
+}  // namespace
+}  // namespace fpstore
