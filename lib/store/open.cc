@@ -465,7 +465,7 @@ StoreImpl::StoreImpl(std::string path, StoreOptions options, PermutationPlan pla
       merger_(*db_, staging_, ingestion_, skip_hints_, locks_, path_, options_.write_buffer_bytes),
       queries_(tables_, staging_, skip_hints_, documents_, read_pool_),
       verifier_(*db_, tables_, staging_, documents_, skip_hints_, scanner_,
-                {families_.recent, families_.crowded}, path_) {}
+                {families_.recent, families_.crowded, families_.all}, path_) {}
 
 Status StoreImpl::Start() {
   tables_.filters().Attach(db_.get(), families_.tables);

@@ -10,6 +10,7 @@
 #include <rocksdb/db.h>
 
 #include <string>
+#include <vector>
 
 #include "fpstore/store.h"
 #include "store/documents.h"
@@ -25,6 +26,7 @@ class Verifier {
   struct Families {
     rocksdb::ColumnFamilyHandle* recent;
     rocksdb::ColumnFamilyHandle* crowded;
+    std::vector<rocksdb::ColumnFamilyHandle*> all;  // for the block checksums of their files
   };
   Verifier(rocksdb::DB& db, const Tables& tables, const Staging& staging,
            const Documents& documents, const SkipHints& skip_hints, const Scanner& scanner,
@@ -43,6 +45,9 @@ class Verifier {
 
  private:
   class Verification;  // one verification's state
+
+  // RocksDB's block checksums, file by file.
+  Status VerifyBlockChecksums() const;
 
   rocksdb::DB& db_;
   const Tables& tables_;
