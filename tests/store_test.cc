@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -134,8 +135,14 @@ TEST(StoreTest, EmptyStoreScansFindNothingEitherWay) {
     ScanOptions scan;
     scan.memory_bytes = memory;
     int found = 0;
-    EXPECT_TRUE(store->FindAll(3, [&](const NearPair&) { ++found; }, scan).ok());
-    EXPECT_TRUE(store->Clusters(3, [&](std::span<const DocumentId>) { ++found; }, scan).ok());
+    EXPECT_TRUE(store
+                    ->FindAll(
+                        3, [&](const NearPair&) { ++found; }, scan)
+                    .ok());
+    EXPECT_TRUE(store
+                    ->Clusters(
+                        3, [&](std::span<const DocumentId>) { ++found; }, scan)
+                    .ok());
     EXPECT_EQ(found, 0) << "memory " << memory;
   }
 }
@@ -157,6 +164,34 @@ TEST(StoreTest, DocumentWithoutMetadata) {
   ASSERT_TRUE(matches.ok());
   ASSERT_EQ(matches->size(), 1u);
   EXPECT_EQ((*matches)[0].metadata, "");
+}
+
+// Each writable open starts a new write-ahead log; one that writes nothing must not leave its
+// empty log behind for good (RocksDB 7.8 does: 26 empty logs after 30 such opens).
+TEST(StoreTest, OpensThatWriteNothingLeaveNoLogsBehind) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  const auto logs = [&] {
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(path)) {
+      count += entry.path().extension() == ".log";
+    }
+    return count;
+  };
+  {
+    std::unique_ptr<Store> store = MustOpen(path);
+    ASSERT_TRUE(store->Insert(1, 0x1234).ok());
+    ASSERT_TRUE(store->Close().ok());
+  }
+  for (int i = 0; i < 10; ++i) {
+    std::unique_ptr<Store> store = MustOpen(path);
+    EXPECT_TRUE(store->Remove(99).IsNotFound());  // writes nothing
+    ASSERT_TRUE(store->Close().ok());
+  }
+  EXPECT_LE(logs(), 2);
+  std::unique_ptr<Store> store = MustOpen(path);
+  EXPECT_TRUE(store->Get(1).ok());
+  EXPECT_TRUE(store->Verify().ok());
 }
 
 // A merge reads the staged marks of its ids' range only (store_merge.cc):
@@ -221,11 +256,11 @@ TEST(StoreTest, ThousandsOfIdenticalFingerprints) {
   EXPECT_EQ(near->back().id, 5002u);
 
   std::vector<std::vector<DocumentId>> clusters;
-  ASSERT_TRUE(store
-                  ->Clusters(3, [&](std::span<const DocumentId> c) {
-                    clusters.emplace_back(c.begin(), c.end());
-                  })
-                  .ok());
+  ASSERT_TRUE(
+      store
+          ->Clusters(
+              3, [&](std::span<const DocumentId> c) { clusters.emplace_back(c.begin(), c.end()); })
+          .ok());
   ASSERT_EQ(clusters.size(), 1u);
   EXPECT_EQ(clusters[0].size(), 2004u);  // 5003 joins through 5000, 3 bits away
   std::uint64_t pairs = 0;

@@ -363,6 +363,27 @@ Result<std::string> CheckLogs(const std::string& path, RocksConfig config,
   return what + "; dropped, the damaged logs kept in " + lost.string();
 }
 
+// RocksDB (as of 7.8) moves a family's oldest needed log on only when the family's memtable is
+// switched, so each writable open that writes nothing would leave its new, empty log behind for
+// good. Removes the empty logs older than the one the just-opened `db` writes to: they hold
+// nothing to replay, and only the current log is ever appended to. Best effort; a reader that
+// listed one retries its open (OpenForReadOnly).
+void RemoveEmptyOldLogs(rocksdb::DB& db, const std::string& path) {
+  std::unique_ptr<rocksdb::LogFile> current;
+  if (!db.GetCurrentWalFile(&current).ok() || !current) return;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(path, ec)) {
+    const std::string name = entry.path().filename().string();
+    std::uint64_t number = 0;
+    const auto [end, parsed] = std::from_chars(name.data(), name.data() + name.size(), number);
+    if (parsed != std::errc() || std::string_view(end) != ".log" || end == name.data()) continue;
+    std::error_code size_ec;
+    if (number < current->LogNumber() && entry.file_size(size_ec) == 0 && !size_ec) {
+      fs::remove(entry.path(), size_ec);
+    }
+  }
+}
+
 Families FamiliesOf(std::vector<rocksdb::ColumnFamilyHandle*> handles, std::size_t tables) {
   Families f;
   f.meta = handles[0];
@@ -420,6 +441,7 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   Result<std::unique_ptr<rocksdb::DB>> db =
       OpenDatabase(path, config, options.read_only, exists, handles);
   if (!db.ok()) return db.status();
+  if (!options.read_only) RemoveEmptyOldLogs(**db, path);
   if (!dropped->empty() && config.db.info_log) {
     rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, config.db.info_log.get(), "%s",
                  dropped->c_str());
