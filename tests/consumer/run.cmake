@@ -1,5 +1,5 @@
 # One step of the consumer tests (tests/consumer/CMakeLists.txt):
-#   cmake -DSTEP=install|find_package|pkg_config|add_subdirectory -D... -P run.cmake
+#   cmake -DSTEP=install|find_package|pkg_config|add_subdirectory|python -D... -P run.cmake
 # Fails with the command and its output if anything goes wrong.
 
 function(run)
@@ -64,6 +64,22 @@ if(STEP STREQUAL "install")
       endif()
     endforeach()
   endif()
+  return()
+endif()
+
+if(STEP STREQUAL "python")
+  # The Python package installed beside the library: it imports from the
+  # prefix and loads the prefix's libfpstore.
+  foreach(file __init__.py errors.py _fpstore.pyi py.typed)
+    expect_file(${PYTHON_DIR}/fpstore/${file})
+  endforeach()
+  set(ENV{PYTHONPATH} ${PREFIX}/${PYTHON_DIR})
+  set(ENV{PYTHONDONTWRITEBYTECODE} 1)
+  if(PYTHON_PRELOAD)
+    set(ENV{LD_PRELOAD} ${PYTHON_PRELOAD})
+    set(ENV{ASAN_OPTIONS} detect_leaks=0)
+  endif()
+  run(${PYTHON} ${FPSTORE_SOURCE_DIR}/tests/consumer/python/check_install.py ${PREFIX})
   return()
 endif()
 

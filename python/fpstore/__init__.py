@@ -1,0 +1,100 @@
+"""fpstore: a persistent store of simhash fingerprints that finds near-duplicate
+documents exactly, with a similarity that confirms each match.
+
+    import fpstore
+
+    with fpstore.open("crawl.fps") as store:
+        result = store.check_and_insert(42, page_text, b"https://example.org/a",
+                                        if_no_match=True)
+        if not result.inserted:
+            print("near-duplicate of", [m.id for m in result.matches])
+
+A document or a query is given as a text (str: fingerprinted and signed with
+the store's options), a bare 64-bit fingerprint (int: matched by distance
+alone), or a Sketch. Errors raise the exceptions of fpstore.errors. Calls that
+read or write the store release the GIL, so threads can share one store.
+See docs/python.md.
+"""
+
+from typing import Optional
+
+from . import errors
+from ._fpstore import (
+    BulkLoader,
+    BulkLoadStats,
+    CheckResult,
+    Document,
+    FingerprintOptions,
+    Fingerprinter,
+    Match,
+    NearPair,
+    Plan,
+    Sketch,
+    Stats,
+    Store,
+    __version__,
+    estimate_similarity,
+    hamming_distance,
+)
+from .errors import (
+    BusyError,
+    CorruptionError,
+    Error,
+    InvalidArgumentError,
+    IOError,
+    NotFoundError,
+    NotSupportedError,
+)
+
+open = Store.open  # noqa: A001 - fpstore.open(path, ...) opens or creates a store
+
+_default_fingerprinter: Optional[Fingerprinter] = None
+
+
+def _fingerprinter(options: dict) -> Fingerprinter:
+    global _default_fingerprinter
+    if options:
+        return Fingerprinter(**options)
+    if _default_fingerprinter is None:
+        _default_fingerprinter = Fingerprinter()
+    return _default_fingerprinter
+
+
+def fingerprint(text: str, **options) -> int:
+    """The simhash fingerprint of a UTF-8 text; options as Fingerprinter's
+    (window, weighting, signature_slots, signature_window)."""
+    return _fingerprinter(options).fingerprint(text)
+
+
+def sketch(text: str, **options) -> Sketch:
+    """The fingerprint and the verification signature of a text, in one pass."""
+    return _fingerprinter(options).sketch(text)
+
+
+__all__ = [
+    "BulkLoader",
+    "BulkLoadStats",
+    "BusyError",
+    "CheckResult",
+    "CorruptionError",
+    "Document",
+    "Error",
+    "FingerprintOptions",
+    "Fingerprinter",
+    "IOError",
+    "InvalidArgumentError",
+    "Match",
+    "NearPair",
+    "NotFoundError",
+    "NotSupportedError",
+    "Plan",
+    "Sketch",
+    "Stats",
+    "Store",
+    "errors",
+    "estimate_similarity",
+    "fingerprint",
+    "hamming_distance",
+    "open",
+    "sketch",
+]

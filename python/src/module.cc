@@ -1,0 +1,732 @@
+// fpstore._fpstore: the Python binding of the C++ API (include/fpstore/), with pybind11.
+//
+// The Python package (python/fpstore/__init__.py) re-exports it; the type stubs are in
+// python/fpstore/_fpstore.pyi. Every call that reads or writes the store releases the GIL. Errors
+// become the exceptions of fpstore.errors, one per Status code, carrying the Status message.
+
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fpstore/bulk_loader.h"
+#include "fpstore/fingerprinter.h"
+#include "fpstore/signature.h"
+#include "fpstore/simhash.h"
+#include "fpstore/store.h"
+#include "fpstore/version.h"
+
+namespace py = pybind11;
+
+namespace fpstore::python {
+namespace {
+
+// ---- Errors ------------------------------------------------------------------------
+
+[[noreturn]] void Raise(const Status& status) {
+  const char* name = "Error";
+  switch (status.code()) {
+    case Status::Code::kNotFound:
+      name = "NotFoundError";
+      break;
+    case Status::Code::kCorruption:
+      name = "CorruptionError";
+      break;
+    case Status::Code::kInvalidArgument:
+      name = "InvalidArgumentError";
+      break;
+    case Status::Code::kIOError:
+      name = "IOError";
+      break;
+    case Status::Code::kBusy:
+      name = "BusyError";
+      break;
+    case Status::Code::kNotSupported:
+      name = "NotSupportedError";
+      break;
+    case Status::Code::kOk:
+      break;
+  }
+  // Called with or without the GIL: take it to build the exception.
+  py::gil_scoped_acquire gil;
+  const py::object type = py::module_::import("fpstore.errors").attr(name);
+  PyErr_SetString(type.ptr(), status.message().c_str());
+  throw py::error_already_set();
+}
+
+void Check(const Status& status) {
+  if (!status.ok()) Raise(status);
+}
+
+template <typename T>
+T Value(Result<T>&& result) {
+  if (!result.ok()) Raise(result.status());
+  return *std::move(result);
+}
+
+[[noreturn]] void RaiseInvalid(const std::string& message) {
+  Raise(Status::InvalidArgument(message));
+}
+
+// ---- Values ------------------------------------------------------------------------
+
+py::bytes Bytes(std::string_view bytes) { return py::bytes(bytes.data(), bytes.size()); }
+
+FeatureWeighting WeightingFrom(const std::string& name) {
+  if (name == "tf") return FeatureWeighting::kTermFrequency;
+  if (name == "presence") return FeatureWeighting::kPresence;
+  RaiseInvalid("weighting must be \"tf\" or \"presence\", not \"" + name + "\"");
+}
+
+std::string WeightingName(FeatureWeighting w) {
+  return w == FeatureWeighting::kPresence ? "presence" : "tf";
+}
+
+Signature SignatureFrom(const std::optional<py::bytes>& bytes) {
+  if (!bytes) return {};
+  return Value(Signature::FromBytes(std::string(*bytes)));
+}
+
+// What a document or query is given as: a text (fingerprinted and signed with the store's
+// options), a bare 64-bit fingerprint, or a Sketch.
+struct Content {
+  std::optional<std::string> text;
+  Sketch sketch;
+};
+
+Content ContentFrom(const py::handle& value, const char* what) {
+  Content content;
+  if (py::isinstance<py::str>(value)) {
+    content.text = value.cast<std::string>();
+  } else if (py::isinstance<Sketch>(value)) {
+    content.sketch = value.cast<Sketch>();
+  } else if (py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value)) {
+    try {
+      content.sketch.fingerprint = value.cast<std::uint64_t>();
+    } catch (const py::cast_error&) {
+      RaiseInvalid(std::string(what) + ": a fingerprint is an int from 0 to 2**64 - 1");
+    }
+  } else {
+    throw py::type_error(std::string(what) +
+                         " must be a str (a text), an int (a fingerprint) "
+                         "or a Sketch, not " +
+                         std::string(py::str(value.get_type().attr("__name__"))));
+  }
+  return content;
+}
+
+std::string MetadataFrom(const py::handle& value) {
+  if (value.is_none()) return {};
+  if (py::isinstance<py::bytes>(value)) return value.cast<std::string>();
+  if (py::isinstance<py::str>(value)) return value.cast<std::string>();  // stored as UTF-8
+  throw py::type_error("metadata must be bytes or str");
+}
+
+// Calls fn(id, content, metadata) for each (id, content[, metadata]) of `documents`.
+template <typename Fn>
+void ForEachNewDocument(const py::iterable& documents, Fn fn) {
+  for (const py::handle item : documents) {
+    if (!py::isinstance<py::sequence>(item) || py::len(item) < 2 || py::len(item) > 3) {
+      throw py::type_error("a document is (id, content) or (id, content, metadata)");
+    }
+    const py::sequence doc = py::reinterpret_borrow<py::sequence>(item);
+    fn(doc[0].cast<DocumentId>(), py::object(doc[1]),
+       doc.size() == 3 ? py::object(doc[2]) : py::none());
+  }
+}
+
+QueryOptions QueryOptionsFrom(std::optional<int> distance, std::optional<double> min_similarity) {
+  return QueryOptions{distance, min_similarity};
+}
+
+// ---- The store ---------------------------------------------------------------------
+
+// A Store shared by the Python object and its bulk loaders. Calls hold `mu` shared, close holds it
+// exclusively, so a close waits for the calls under way and later calls fail cleanly.
+struct StoreState {
+  std::shared_mutex mu;
+  std::unique_ptr<Store> store;  // null once closed
+  std::atomic<int> loaders{0};   // bulk loaders not yet finished or dropped
+  std::string path;
+};
+
+// A shared hold on an open store.
+class Held {
+ public:
+  explicit Held(StoreState& state) : lock_(state.mu) {
+    if (!state.store) Raise(Status::InvalidArgument("the store at " + state.path + " is closed"));
+    store_ = state.store.get();
+  }
+  Store& operator*() const { return *store_; }
+  Store* operator->() const { return store_; }
+
+ private:
+  std::shared_lock<std::shared_mutex> lock_;
+  Store* store_ = nullptr;
+};
+
+class PyBulkLoader;
+
+class PyStore {
+ public:
+  explicit PyStore(std::shared_ptr<StoreState> state) : state_(std::move(state)) {}
+
+  static std::unique_ptr<PyStore> Open(
+      const std::string& path, bool create, bool read_only, std::optional<int> blocks,
+      std::optional<int> distance, std::optional<int> window, std::optional<std::string> weighting,
+      std::optional<int> signature_slots, std::optional<int> signature_window,
+      std::optional<double> min_similarity, std::optional<std::uint64_t> expected_documents,
+      const std::string& durability, bool drop_damaged_log,
+      std::optional<std::size_t> block_cache_bytes, std::optional<std::size_t> write_buffer_bytes,
+      std::optional<int> background_threads) {
+    StoreOptions options;
+    options.create_if_missing = create;
+    options.read_only = read_only;
+    options.blocks = blocks;
+    options.distance = distance;
+    if (window || weighting || signature_slots || signature_window) {
+      FingerprintOptions fp;
+      if (window) fp.window = *window;
+      if (weighting) fp.weighting = WeightingFrom(*weighting);
+      if (signature_slots) fp.signature_slots = *signature_slots;
+      if (signature_window) fp.signature_window = *signature_window;
+      options.fingerprint = fp;
+    }
+    options.min_similarity = min_similarity;
+    options.expected_documents = expected_documents;
+    if (durability == "sync") {
+      options.durability = Durability::kSync;
+    } else if (durability == "group") {
+      options.durability = Durability::kGroupCommit;
+    } else if (durability == "none") {
+      options.durability = Durability::kNoSync;
+    } else {
+      RaiseInvalid("durability must be \"sync\", \"group\" or \"none\", not \"" + durability +
+                   "\"");
+    }
+    options.drop_damaged_log = drop_damaged_log;
+    if (block_cache_bytes) options.block_cache_bytes = *block_cache_bytes;
+    if (write_buffer_bytes) options.write_buffer_bytes = *write_buffer_bytes;
+    if (background_threads) options.background_threads = *background_threads;
+    auto state = std::make_shared<StoreState>();
+    state->path = path;
+    {
+      py::gil_scoped_release nogil;
+      state->store = Value(Store::Open(path, options));
+    }
+    return std::make_unique<PyStore>(std::move(state));
+  }
+
+  void Close() {
+    if (state_->loaders > 0) {
+      RaiseInvalid("the store at " + state_->path +
+                   " has a bulk loader open: finish it or let it go first");
+    }
+    py::gil_scoped_release nogil;
+    std::unique_lock lock(state_->mu);
+    if (!state_->store) return;
+    const Status s = state_->store->Close();
+    state_->store.reset();
+    Check(s);
+  }
+
+  bool closed() const {
+    std::shared_lock lock(state_->mu);
+    return !state_->store;
+  }
+  const std::string& path() const { return state_->path; }
+
+  PermutationPlan plan() const { return Held(*state_)->plan(); }
+  FingerprintOptions fingerprint_options() const {
+    return Held(*state_)->fingerprinter().options();
+  }
+
+  // The sketches of `contents`, texts sketched with the store's options.
+  std::vector<Sketch> Sketches(std::vector<Content> contents) const {
+    py::gil_scoped_release nogil;
+    Held store(*state_);
+    std::vector<Sketch> sketches;
+    sketches.reserve(contents.size());
+    for (Content& c : contents) {
+      sketches.push_back(c.text ? Value(store->fingerprinter().SketchText(*c.text))
+                                : std::move(c.sketch));
+    }
+    return sketches;
+  }
+
+  void Insert(DocumentId id, const py::handle& content, const py::handle& metadata) {
+    std::vector<Content> contents;
+    contents.push_back(ContentFrom(content, "content"));
+    InsertBatch({id}, std::move(contents), {MetadataFrom(metadata)});
+  }
+
+  void InsertMany(const py::iterable& documents) {
+    std::vector<DocumentId> ids;
+    std::vector<Content> contents;
+    std::vector<std::string> metadata;
+    ForEachNewDocument(documents,
+                       [&](DocumentId id, const py::object& content, const py::object& meta) {
+                         ids.push_back(id);
+                         contents.push_back(ContentFrom(content, "content"));
+                         metadata.push_back(MetadataFrom(meta));
+                       });
+    InsertBatch(std::move(ids), std::move(contents), std::move(metadata));
+  }
+
+  void InsertBatch(std::vector<DocumentId> ids, std::vector<Content> contents,
+                   std::vector<std::string> metadata) {
+    std::vector<Sketch> sketches = Sketches(std::move(contents));
+    std::vector<NewDocument> batch;
+    batch.reserve(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      batch.push_back({ids[i], sketches[i].fingerprint, metadata[i], sketches[i].signature});
+    }
+    py::gil_scoped_release nogil;
+    Check(Held(*state_)->InsertBatch(batch));
+  }
+
+  CheckResult CheckAndInsert(DocumentId id, const py::handle& content, const py::handle& metadata,
+                             bool if_no_match, std::optional<int> distance,
+                             std::optional<double> min_similarity) {
+    std::vector<Content> contents;
+    contents.push_back(ContentFrom(content, "content"));
+    const std::string meta = MetadataFrom(metadata);
+    Sketch sketch = std::move(Sketches(std::move(contents))[0]);
+    py::gil_scoped_release nogil;
+    return Value(Held(*state_)->CheckAndInsert(
+        NewDocument{id, sketch.fingerprint, meta, sketch.signature},
+        if_no_match ? InsertPolicy::kIfNoMatch : InsertPolicy::kAlways,
+        QueryOptionsFrom(distance, min_similarity)));
+  }
+
+  bool Remove(DocumentId id) {
+    py::gil_scoped_release nogil;
+    const Status s = Held(*state_)->Remove(id);
+    if (s.IsNotFound()) return false;
+    Check(s);
+    return true;
+  }
+
+  std::optional<Document> Get(DocumentId id) const {
+    py::gil_scoped_release nogil;
+    Result<Document> doc = Held(*state_)->Get(id);
+    if (doc.status().IsNotFound()) return std::nullopt;
+    return Value(std::move(doc));
+  }
+
+  std::vector<Match> Query(const py::handle& content, std::optional<int> distance,
+                           std::optional<double> min_similarity) const {
+    std::vector<Content> contents;
+    contents.push_back(ContentFrom(content, "query"));
+    Sketch sketch = std::move(Sketches(std::move(contents))[0]);
+    py::gil_scoped_release nogil;
+    return Value(Held(*state_)->Query(sketch, QueryOptionsFrom(distance, min_similarity)));
+  }
+
+  std::vector<std::vector<Match>> QueryMany(const py::iterable& queries,
+                                            std::optional<int> distance,
+                                            std::optional<double> min_similarity) const {
+    std::vector<Content> contents;
+    for (const py::handle q : queries) contents.push_back(ContentFrom(q, "query"));
+    const std::vector<Sketch> sketches = Sketches(std::move(contents));
+    py::gil_scoped_release nogil;
+    return Value(Held(*state_)->QueryBatch(sketches, QueryOptionsFrom(distance, min_similarity)));
+  }
+
+  static ScanOptions ScanFrom(std::optional<double> min_similarity, int threads,
+                              std::optional<std::size_t> memory_bytes) {
+    ScanOptions scan;
+    scan.min_similarity = min_similarity;
+    scan.threads = threads;
+    if (memory_bytes) scan.memory_bytes = *memory_bytes;
+    return scan;
+  }
+
+  std::vector<NearPair> FindAll(std::optional<int> distance, std::optional<double> min_similarity,
+                                int threads, std::optional<std::size_t> memory_bytes) const {
+    std::vector<NearPair> pairs;
+    py::gil_scoped_release nogil;
+    Held store(*state_);
+    Check(store->FindAll(
+        distance.value_or(store->plan().distance()), [&](const NearPair& p) { pairs.push_back(p); },
+        ScanFrom(min_similarity, threads, memory_bytes)));
+    return pairs;
+  }
+
+  std::vector<std::vector<DocumentId>> Clusters(std::optional<int> distance,
+                                                std::optional<double> min_similarity, int threads,
+                                                std::optional<std::size_t> memory_bytes) const {
+    std::vector<std::vector<DocumentId>> clusters;
+    py::gil_scoped_release nogil;
+    Held store(*state_);
+    Check(store->Clusters(
+        distance.value_or(store->plan().distance()),
+        [&](std::span<const DocumentId> ids) { clusters.emplace_back(ids.begin(), ids.end()); },
+        ScanFrom(min_similarity, threads, memory_bytes)));
+    return clusters;
+  }
+
+  std::vector<Document> Documents() const {
+    std::vector<Document> docs;
+    py::gil_scoped_release nogil;
+    Check(Held(*state_)->ForEachDocument([&](const Document& d) { docs.push_back(d); }));
+    return docs;
+  }
+
+  StoreStats Stats() const {
+    py::gil_scoped_release nogil;
+    return Value(Held(*state_)->Stats());
+  }
+
+  void Verify(int threads) const {
+    py::gil_scoped_release nogil;
+    ScanOptions scan;
+    scan.threads = threads;
+    Check(Held(*state_)->Verify(scan));
+  }
+
+  void Checkpoint(const std::string& dir) const {
+    py::gil_scoped_release nogil;
+    Check(Held(*state_)->Checkpoint(dir));
+  }
+
+  void Flush() {
+    py::gil_scoped_release nogil;
+    Check(Held(*state_)->Flush());
+  }
+
+  void Compact() {
+    py::gil_scoped_release nogil;
+    Check(Held(*state_)->Compact());
+  }
+
+  std::unique_ptr<PyBulkLoader> NewBulkLoader(std::optional<std::size_t> memory_bytes, int threads,
+                                              const std::string& temp_dir);
+
+  const std::shared_ptr<StoreState>& state() const { return state_; }
+
+ private:
+  std::shared_ptr<StoreState> state_;
+};
+
+// A bulk load into an empty or a populated store (bulk_loader.h). Its documents are in the store
+// once finish() returns; dropped unfinished, it changes nothing.
+class PyBulkLoader {
+ public:
+  PyBulkLoader(std::shared_ptr<StoreState> state, std::unique_ptr<BulkLoader> loader)
+      : state_(std::move(state)), loader_(std::move(loader)) {
+    ++state_->loaders;
+  }
+  ~PyBulkLoader() { Release(); }
+  PyBulkLoader(const PyBulkLoader&) = delete;
+  PyBulkLoader& operator=(const PyBulkLoader&) = delete;
+
+  void Add(DocumentId id, const py::handle& content, const py::handle& metadata) {
+    Loader();
+    std::vector<Content> contents;
+    contents.push_back(ContentFrom(content, "content"));
+    const std::string meta = MetadataFrom(metadata);
+    Sketch sketch = std::move(PyStore(state_).Sketches(std::move(contents))[0]);
+    py::gil_scoped_release nogil;
+    Check(loader_->Add(NewDocument{id, sketch.fingerprint, meta, sketch.signature}));
+  }
+
+  void AddMany(const py::iterable& documents) {
+    ForEachNewDocument(documents, [&](DocumentId id, const py::object& content,
+                                      const py::object& meta) { Add(id, content, meta); });
+  }
+
+  std::uint64_t added() const { return loader_ ? loader_->added() : 0; }
+
+  BulkLoadStats Finish() {
+    Loader();
+    std::optional<Result<BulkLoadStats>> stats;
+    {
+      py::gil_scoped_release nogil;
+      stats.emplace(loader_->Finish());
+    }
+    Release();
+    return Value(std::move(*stats));
+  }
+
+  // Drops the load unless it finished: the store is left as it was.
+  void Release() {
+    if (!loader_) return;
+    {
+      py::gil_scoped_release nogil;
+      loader_.reset();
+    }
+    --state_->loaders;
+  }
+
+ private:
+  void Loader() const {
+    if (!loader_) RaiseInvalid("this bulk loader has finished or was abandoned");
+  }
+
+  std::shared_ptr<StoreState> state_;
+  std::unique_ptr<BulkLoader> loader_;
+};
+
+std::unique_ptr<PyBulkLoader> PyStore::NewBulkLoader(std::optional<std::size_t> memory_bytes,
+                                                     int threads, const std::string& temp_dir) {
+  BulkLoadOptions options;
+  if (memory_bytes) options.memory_bytes = *memory_bytes;
+  options.threads = threads;
+  options.temp_dir = temp_dir;
+  std::unique_ptr<BulkLoader> loader;
+  {
+    py::gil_scoped_release nogil;
+    loader = Value(Held(*state_)->NewBulkLoader(options));
+  }
+  return std::make_unique<PyBulkLoader>(state_, std::move(loader));
+}
+
+std::string OptionalText(const std::optional<double>& v) { return v ? std::to_string(*v) : "None"; }
+
+}  // namespace
+}  // namespace fpstore::python
+
+PYBIND11_MODULE(_fpstore, m) {
+  using namespace fpstore;          // NOLINT(google-build-using-namespace)
+  using namespace fpstore::python;  // NOLINT(google-build-using-namespace)
+  m.doc() = "The C++ core of fpstore; use the fpstore package.";
+  m.attr("__version__") = FPSTORE_VERSION_STRING;
+
+  py::class_<Sketch>(m, "Sketch")
+      .def(py::init([](std::uint64_t fingerprint, const std::optional<py::bytes>& signature) {
+             return Sketch{fingerprint, SignatureFrom(signature)};
+           }),
+           py::arg("fingerprint"), py::arg("signature") = py::none())
+      .def_readonly("fingerprint", &Sketch::fingerprint)
+      .def_property_readonly("signature",
+                             [](const Sketch& s) { return Bytes(s.signature.bytes()); })
+      .def("__eq__",
+           [](const Sketch& a, const Sketch& b) {
+             return a.fingerprint == b.fingerprint && a.signature == b.signature;
+           })
+      .def("__repr__", [](const Sketch& s) {
+        return "Sketch(fingerprint=" + std::to_string(s.fingerprint) + ", signature=<" +
+               std::to_string(s.signature.slots()) + " bytes>)";
+      });
+
+  py::class_<FingerprintOptions>(m, "FingerprintOptions")
+      .def_readonly("version", &FingerprintOptions::version)
+      .def_readonly("window", &FingerprintOptions::window)
+      .def_property_readonly("weighting",
+                             [](const FingerprintOptions& o) { return WeightingName(o.weighting); })
+      .def_readonly("signature_slots", &FingerprintOptions::signature_slots)
+      .def_readonly("signature_window", &FingerprintOptions::signature_window)
+      .def("__str__", &FingerprintOptions::ToString)
+      .def("__repr__", [](const FingerprintOptions& o) {
+        return "FingerprintOptions(\"" + o.ToString() + "\")";
+      });
+
+  py::class_<Fingerprinter>(m, "Fingerprinter")
+      .def(py::init([](int window, const std::string& weighting, int signature_slots,
+                       int signature_window) {
+             FingerprintOptions options;
+             options.window = window;
+             options.weighting = WeightingFrom(weighting);
+             options.signature_slots = signature_slots;
+             options.signature_window = signature_window;
+             return Value(Fingerprinter::Create(options));
+           }),
+           py::kw_only(), py::arg("window") = 1, py::arg("weighting") = "tf",
+           py::arg("signature_slots") = 256, py::arg("signature_window") = 5)
+      .def_property_readonly("options", &Fingerprinter::options)
+      .def(
+          "fingerprint",
+          [](const Fingerprinter& f, const std::string& text) {
+            py::gil_scoped_release nogil;
+            return Value(f.FromText(text));
+          },
+          py::arg("text"))
+      .def(
+          "sketch",
+          [](const Fingerprinter& f, const std::string& text) {
+            py::gil_scoped_release nogil;
+            return Value(f.SketchText(text));
+          },
+          py::arg("text"))
+      .def(
+          "tokens",
+          [](const Fingerprinter& f, const std::string& text) { return Value(f.Tokens(text)); },
+          py::arg("text"));
+
+  m.def(
+      "estimate_similarity",
+      [](const py::bytes& a, const py::bytes& b) {
+        return EstimateSimilarity(SignatureFrom(a), SignatureFrom(b));
+      },
+      py::arg("a"), py::arg("b"));
+  m.def("hamming_distance", &HammingDistance, py::arg("a"), py::arg("b"));
+
+  py::class_<Document>(m, "Document")
+      .def_readonly("id", &Document::id)
+      .def_readonly("fingerprint", &Document::fingerprint)
+      .def_property_readonly("metadata", [](const Document& d) { return Bytes(d.metadata); })
+      .def_property_readonly("signature",
+                             [](const Document& d) { return Bytes(d.signature.bytes()); })
+      .def("__repr__", [](const Document& d) {
+        return "Document(id=" + std::to_string(d.id) +
+               ", fingerprint=" + std::to_string(d.fingerprint) + ")";
+      });
+
+  py::class_<Match>(m, "Match")
+      .def_readonly("id", &Match::id)
+      .def_readonly("fingerprint", &Match::fingerprint)
+      .def_readonly("distance", &Match::distance)
+      .def_property_readonly("metadata", [](const Match& x) { return Bytes(x.metadata); })
+      .def_readonly("similarity", &Match::similarity)
+      .def("__repr__", [](const Match& x) {
+        return "Match(id=" + std::to_string(x.id) + ", distance=" + std::to_string(x.distance) +
+               ", similarity=" + OptionalText(x.similarity) + ")";
+      });
+
+  py::class_<NearPair>(m, "NearPair")
+      .def_readonly("first", &NearPair::first)
+      .def_readonly("second", &NearPair::second)
+      .def_readonly("distance", &NearPair::distance)
+      .def_readonly("similarity", &NearPair::similarity)
+      .def("__eq__", [](const NearPair& a, const NearPair& b) { return a == b; })
+      .def("__hash__",
+           [](const NearPair& p) { return py::hash(py::make_tuple(p.first, p.second)); })
+      .def("__repr__", [](const NearPair& p) {
+        return "NearPair(first=" + std::to_string(p.first) +
+               ", second=" + std::to_string(p.second) + ", distance=" + std::to_string(p.distance) +
+               ", similarity=" + OptionalText(p.similarity) + ")";
+      });
+
+  py::class_<CheckResult>(m, "CheckResult")
+      .def_readonly("matches", &CheckResult::matches)
+      .def_readonly("inserted", &CheckResult::inserted)
+      .def("__repr__", [](const CheckResult& r) {
+        return "CheckResult(inserted=" + std::string(r.inserted ? "True" : "False") +
+               ", matches=<" + std::to_string(r.matches.size()) + ">)";
+      });
+
+  py::class_<PermutationPlan>(m, "Plan")
+      .def_property_readonly("blocks", &PermutationPlan::blocks)
+      .def_property_readonly("distance", &PermutationPlan::distance)
+      .def_property_readonly("tables", &PermutationPlan::table_count);
+
+  py::class_<StoreStats>(m, "Stats")
+      .def_readonly("blocks", &StoreStats::blocks)
+      .def_readonly("distance", &StoreStats::distance)
+      .def_readonly("fingerprint", &StoreStats::fingerprint)
+      .def_readonly("min_similarity", &StoreStats::min_similarity)
+      .def_readonly("documents", &StoreStats::documents)
+      .def_readonly("staged_documents", &StoreStats::staged_documents)
+      .def_readonly("table_bytes", &StoreStats::table_bytes)
+      .def_readonly("bytes_on_disk", &StoreStats::bytes_on_disk)
+      .def_readonly("dropped_at_open", &StoreStats::dropped_at_open)
+      .def_property_readonly("format_version",
+                             [](const StoreStats& s) { return s.internals.format_version; })
+      .def("__repr__", [](const StoreStats& s) {
+        return "Stats(documents=" + std::to_string(s.documents) +
+               ", bytes_on_disk=" + std::to_string(s.bytes_on_disk) + ")";
+      });
+
+  py::class_<BulkLoadStats>(m, "BulkLoadStats")
+      .def_readonly("added", &BulkLoadStats::added)
+      .def_readonly("replaced", &BulkLoadStats::replaced)
+      .def_readonly("superseded", &BulkLoadStats::superseded)
+      .def("__repr__", [](const BulkLoadStats& s) {
+        return "BulkLoadStats(added=" + std::to_string(s.added) +
+               ", replaced=" + std::to_string(s.replaced) +
+               ", superseded=" + std::to_string(s.superseded) + ")";
+      });
+
+  py::class_<PyBulkLoader>(m, "BulkLoader")
+      .def("add", &PyBulkLoader::Add, py::arg("id"), py::arg("content"),
+           py::arg("metadata") = py::none())
+      .def("add_many", &PyBulkLoader::AddMany, py::arg("documents"))
+      .def_property_readonly("added", &PyBulkLoader::added)
+      .def("finish", &PyBulkLoader::Finish)
+      .def("abandon", &PyBulkLoader::Release)
+      .def(
+          "__enter__", [](PyBulkLoader& l) -> PyBulkLoader& { return l; },
+          py::return_value_policy::reference)
+      .def("__exit__",
+           [](PyBulkLoader& l, const py::object& type, const py::object&, const py::object&) {
+             if (type.is_none()) {
+               (void)l.Finish();
+             } else {
+               l.Release();
+             }
+           });
+
+  py::class_<PyStore>(m, "Store")
+      .def_static("open", &PyStore::Open, py::arg("path"), py::kw_only(), py::arg("create") = true,
+                  py::arg("read_only") = false, py::arg("blocks") = py::none(),
+                  py::arg("distance") = py::none(), py::arg("window") = py::none(),
+                  py::arg("weighting") = py::none(), py::arg("signature_slots") = py::none(),
+                  py::arg("signature_window") = py::none(), py::arg("min_similarity") = py::none(),
+                  py::arg("expected_documents") = py::none(), py::arg("durability") = "group",
+                  py::arg("drop_damaged_log") = false, py::arg("block_cache_bytes") = py::none(),
+                  py::arg("write_buffer_bytes") = py::none(),
+                  py::arg("background_threads") = py::none())
+      .def("close", &PyStore::Close)
+      .def_property_readonly("closed", &PyStore::closed)
+      .def_property_readonly("path", &PyStore::path)
+      .def_property_readonly("plan", &PyStore::plan)
+      .def_property_readonly("fingerprint_options", &PyStore::fingerprint_options)
+      .def(
+          "sketch",
+          [](const PyStore& s, const std::string& text) {
+            std::vector<Content> contents(1);
+            contents[0].text = text;
+            return std::move(s.Sketches(std::move(contents))[0]);
+          },
+          py::arg("text"))
+      .def("insert", &PyStore::Insert, py::arg("id"), py::arg("content"),
+           py::arg("metadata") = py::none())
+      .def("insert_many", &PyStore::InsertMany, py::arg("documents"))
+      .def("check_and_insert", &PyStore::CheckAndInsert, py::arg("id"), py::arg("content"),
+           py::arg("metadata") = py::none(), py::kw_only(), py::arg("if_no_match") = false,
+           py::arg("distance") = py::none(), py::arg("min_similarity") = py::none())
+      .def("remove", &PyStore::Remove, py::arg("id"))
+      .def("get", &PyStore::Get, py::arg("id"))
+      .def("query", &PyStore::Query, py::arg("content"), py::kw_only(),
+           py::arg("distance") = py::none(), py::arg("min_similarity") = py::none())
+      .def("query_many", &PyStore::QueryMany, py::arg("queries"), py::kw_only(),
+           py::arg("distance") = py::none(), py::arg("min_similarity") = py::none())
+      .def(
+          "find_all",
+          [](const PyStore& s, std::optional<int> distance, std::optional<double> min_similarity,
+             int threads, std::optional<std::size_t> memory_bytes) {
+            return py::iter(py::cast(s.FindAll(distance, min_similarity, threads, memory_bytes)));
+          },
+          py::kw_only(), py::arg("distance") = py::none(), py::arg("min_similarity") = py::none(),
+          py::arg("threads") = 0, py::arg("memory_bytes") = py::none())
+      .def(
+          "clusters",
+          [](const PyStore& s, std::optional<int> distance, std::optional<double> min_similarity,
+             int threads, std::optional<std::size_t> memory_bytes) {
+            return py::iter(py::cast(s.Clusters(distance, min_similarity, threads, memory_bytes)));
+          },
+          py::kw_only(), py::arg("distance") = py::none(), py::arg("min_similarity") = py::none(),
+          py::arg("threads") = 0, py::arg("memory_bytes") = py::none())
+      .def("documents", [](const PyStore& s) { return py::iter(py::cast(s.Documents())); })
+      .def(
+          "__enter__", [](PyStore& s) -> PyStore& { return s; }, py::return_value_policy::reference)
+      .def("__exit__",
+           [](PyStore& s, const py::object&, const py::object&, const py::object&) { s.Close(); })
+      .def("stats", &PyStore::Stats)
+      .def("verify", &PyStore::Verify, py::kw_only(), py::arg("threads") = 0)
+      .def("checkpoint", &PyStore::Checkpoint, py::arg("dir"))
+      .def("flush", &PyStore::Flush)
+      .def("compact", &PyStore::Compact)
+      .def("bulk_loader", &PyStore::NewBulkLoader, py::kw_only(),
+           py::arg("memory_bytes") = py::none(), py::arg("threads") = 0, py::arg("temp_dir") = "");
+}

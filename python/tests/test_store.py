@@ -1,0 +1,293 @@
+"""The Python package against brute force and against the C++ library's own
+answers: what a crawler written in Python relies on."""
+
+import ast
+import inspect
+import random
+import threading
+from pathlib import Path
+
+import pytest
+
+import fpstore
+from fpstore import _fpstore
+
+QUICK = "The quick brown fox jumps over the lazy dog."
+
+def make_page(seed: int, words: int = 400) -> str:
+    """A page of made-up words, the same for the same seed."""
+    rng = random.Random(seed)
+    vocabulary = ["".join(rng.choice("abcdefghijklmnop") for _ in range(6)) for _ in range(300)]
+    return " ".join(rng.choice(vocabulary) for _ in range(words))
+
+
+PAGE = make_page(1)
+
+
+def popcount(x: int) -> int:
+    return bin(x).count("1")
+
+
+def planted_corpus(seed: int, groups: int):
+    """Random fingerprints, each with variants 1 to 5 bits away."""
+    rng = random.Random(seed)
+    docs = []
+    next_id = 1
+    for _ in range(groups):
+        base = rng.getrandbits(64)
+        docs.append((next_id, base))
+        next_id += 1
+        for _ in range(rng.randint(0, 3)):
+            fp = base
+            for bit in rng.sample(range(64), rng.randint(1, 5)):
+                fp ^= 1 << bit
+            docs.append((next_id, fp))
+            next_id += 1
+    return docs
+
+
+def brute_force(docs, query: int, k: int):
+    return sorted(i for i, fp in docs if popcount(fp ^ query) <= k)
+
+
+# ---- Fingerprints ------------------------------------------------------------------
+
+
+def test_fingerprints_equal_the_libraries_golden_values():
+    # tests/fingerprinter_test.cc, GoldenFingerprints.
+    assert fpstore.fingerprint(QUICK) == 0x8212868318D29267
+    assert fpstore.fingerprint(QUICK, window=3) == 0x75A5B714549A617A
+    assert fpstore.fingerprint("") == 0
+    f = fpstore.Fingerprinter(window=3)
+    assert f.fingerprint(QUICK) == 0x75A5B714549A617A
+    assert f.options.window == 3 and f.options.weighting == "tf"
+    assert f.tokens("Hello, World") == ["hello", "world"]
+
+
+def test_sketches_estimate_similarity():
+    a = fpstore.sketch(PAGE)
+    b = fpstore.sketch(PAGE + " one more sentence at the end")
+    c = fpstore.sketch(make_page(2))
+    assert a.fingerprint == fpstore.fingerprint(PAGE)
+    assert len(a.signature) == 256
+    assert fpstore.estimate_similarity(a.signature, a.signature) == 1.0
+    assert fpstore.estimate_similarity(a.signature, b.signature) > 0.8
+    assert fpstore.estimate_similarity(a.signature, c.signature) < 0.2
+    assert fpstore.estimate_similarity(b"", a.signature) is None
+    assert fpstore.hamming_distance(0b1011, 0b0001) == 2
+
+
+def test_bad_fingerprint_options_are_value_errors():
+    with pytest.raises(fpstore.InvalidArgumentError):
+        fpstore.Fingerprinter(window=0)
+    with pytest.raises(ValueError, match="weighting"):
+        fpstore.Fingerprinter(weighting="idf")
+    with pytest.raises(fpstore.InvalidArgumentError):
+        fpstore.estimate_similarity(b"short", b"short")
+
+
+# ---- Exactness ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("blocks,distance", [(6, 3), (5, 2)])
+def test_queries_match_brute_force(tmp_path, blocks, distance):
+    docs = planted_corpus(seed=blocks * 10 + distance, groups=400)
+    with fpstore.open(str(tmp_path / "db"), blocks=blocks, distance=distance) as store:
+        store.insert_many(docs[: len(docs) // 2])
+        for doc_id, fp in docs[len(docs) // 2 :]:
+            store.insert(doc_id, fp, b"meta-%d" % doc_id)
+        queries = [fp for _, fp in docs[::7]] + [random.Random(3).getrandbits(64)]
+        for k in range(distance + 1):
+            answers = store.query_many(queries, distance=k)
+            for query, matches in zip(queries, answers):
+                assert sorted(m.id for m in matches) == brute_force(docs, query, k)
+                for m in matches:
+                    assert m.distance == popcount(m.fingerprint ^ query)
+                    assert m.similarity is None  # bare fingerprints: distance alone
+            single = store.query(queries[0], distance=k)
+            assert sorted(m.id for m in single) == brute_force(docs, queries[0], k)
+        pairs = {(p.first, p.second) for p in store.find_all()}
+        expected = {
+            (a, b)
+            for i, (a, fa) in enumerate(docs)
+            for b, fb in docs[i + 1 :]
+            if popcount(fa ^ fb) <= distance
+        }
+        assert pairs == {(min(a, b), max(a, b)) for a, b in expected}
+        # Clusters are the connected components of those pairs.
+        clustered = [sorted(c) for c in store.clusters()]
+        assert sum(len(c) for c in clustered) == len({i for p in expected for i in p})
+        for cluster in clustered:
+            assert len(cluster) >= 2
+        store.verify()
+
+
+def test_removal_replacement_and_get(tmp_path):
+    with fpstore.open(str(tmp_path / "db")) as store:
+        store.insert(7, 0x1234, b"first")
+        assert store.get(7).metadata == b"first"
+        store.insert(7, 0xFFFF0000, "second")  # replaces, metadata as UTF-8
+        doc = store.get(7)
+        assert (doc.id, doc.fingerprint, doc.metadata) == (7, 0xFFFF0000, b"second")
+        assert store.query(0x1234, distance=0) == []
+        assert store.remove(7) is True
+        assert store.remove(7) is False
+        assert store.get(7) is None
+        assert store.stats().documents == 0
+
+
+# ---- Texts and confirmation ----------------------------------------------------------
+
+
+def test_check_and_insert_confirms_near_copies_by_similarity(tmp_path):
+    page = PAGE
+    near_copy = page + " updated on tuesday"
+    other = make_page(3)
+    with fpstore.open(str(tmp_path / "db")) as store:
+        first = store.check_and_insert(1, page, b"https://a.example/1", if_no_match=True)
+        assert first.inserted and first.matches == []
+        second = store.check_and_insert(2, near_copy, b"https://a.example/2", if_no_match=True)
+        assert not second.inserted
+        assert [m.id for m in second.matches] == [1]
+        assert second.matches[0].similarity > 0.9
+        assert second.matches[0].metadata == b"https://a.example/1"
+        assert store.get(2) is None
+        third = store.check_and_insert(3, other, None, if_no_match=True)
+        assert third.inserted
+        # A threshold above the pair's similarity rejects the candidate.
+        assert store.query(near_copy, min_similarity=1.0) == []
+        assert [m.id for m in store.query(near_copy)] == [1]
+        # The stored signature is the text's.
+        assert store.get(1).signature == store.sketch(page).signature
+        assert store.stats().min_similarity == pytest.approx(0.9)
+
+
+def test_options_are_recorded_and_checked(tmp_path):
+    path = str(tmp_path / "db")
+    with fpstore.open(path, blocks=5, distance=2, window=3, min_similarity=0.8) as store:
+        assert (store.plan.blocks, store.plan.distance, store.plan.tables) == (5, 2, 10)
+        assert store.fingerprint_options.window == 3
+    with fpstore.open(path) as store:
+        stats = store.stats()
+        assert (stats.blocks, stats.distance, stats.fingerprint.window) == (5, 2, 3)
+        assert stats.min_similarity == pytest.approx(0.8)
+    with pytest.raises(fpstore.InvalidArgumentError, match="blocks"):
+        fpstore.open(path, blocks=6)
+    with pytest.raises(ValueError, match="durability"):
+        fpstore.open(path, durability="fast")
+
+
+# ---- Errors ------------------------------------------------------------------------
+
+
+def test_errors_are_exceptions_with_the_status_message(tmp_path):
+    with pytest.raises(fpstore.NotFoundError, match="no store at"):
+        fpstore.open(str(tmp_path / "absent"), create=False)
+    with pytest.raises(KeyError):
+        fpstore.open(str(tmp_path / "absent"), create=False)
+    (tmp_path / "notastore").mkdir()
+    (tmp_path / "notastore" / "file.txt").write_text("x")
+    with pytest.raises(fpstore.InvalidArgumentError, match="not an fpstore store"):
+        fpstore.open(str(tmp_path / "notastore"))
+    path = str(tmp_path / "db")
+    with fpstore.open(path) as writer:
+        with pytest.raises(fpstore.BusyError, match="in use"):
+            fpstore.open(path)
+        writer.insert(1, 42)
+        with fpstore.open(path, read_only=True) as reader:
+            assert reader.get(1).fingerprint == 42
+            with pytest.raises(fpstore.NotSupportedError):
+                reader.insert(2, 43)
+        with pytest.raises(fpstore.InvalidArgumentError, match="distance"):
+            writer.query(42, distance=64)
+        with pytest.raises(TypeError):
+            writer.insert(-1, 42)  # ids are from 0 to 2**64 - 1
+        with pytest.raises(TypeError, match="content"):
+            writer.insert(3, 4.5)
+        with pytest.raises(TypeError):
+            writer.insert_many([(1,)])
+    assert writer.closed
+    with pytest.raises(fpstore.InvalidArgumentError, match="closed"):
+        writer.get(1)
+    writer.close()  # closing twice is harmless
+
+
+# ---- Bulk loads, stats, verify, checkpoint -------------------------------------------
+
+
+def test_bulk_loader_then_checkpoint(tmp_path):
+    docs = planted_corpus(seed=11, groups=300)
+    path = str(tmp_path / "db")
+    with fpstore.open(path) as store:
+        with store.bulk_loader() as loader:
+            loader.add_many(docs[:-1])
+            loader.add(docs[-1][0], docs[-1][1], b"last")
+            assert loader.added == len(docs)
+        assert store.stats().documents == len(docs)
+        # An abandoned load changes nothing.
+        with pytest.raises(RuntimeError):
+            with store.bulk_loader() as loader:
+                loader.add(10**9, 1)
+                raise RuntimeError("the crawl stopped")
+        assert store.get(10**9) is None
+        # A finished loader refuses more work, and the store closes once it is done.
+        loader = store.bulk_loader()
+        loader.add(10**9 + 1, 2)
+        with pytest.raises(fpstore.InvalidArgumentError, match="bulk loader"):
+            store.close()
+        stats = loader.finish()
+        assert (stats.added, stats.replaced, stats.superseded) == (1, 0, 0)
+        with pytest.raises(fpstore.InvalidArgumentError, match="finished"):
+            loader.add(1, 1)
+        store.checkpoint(str(tmp_path / "copy"))
+        store.verify()
+    with fpstore.open(str(tmp_path / "copy"), read_only=True) as copy:
+        assert copy.stats().documents == len(docs) + 1
+        assert {d.id for d in copy.documents()} == {i for i, _ in docs} | {10**9 + 1}
+        assert copy.get(docs[-1][0]).metadata == b"last"
+
+
+def test_threads_share_a_store(tmp_path):
+    docs = planted_corpus(seed=5, groups=200)
+    errors = []
+    with fpstore.open(str(tmp_path / "db")) as store:
+        store.insert_many(docs)
+
+        def worker(offset: int) -> None:
+            try:
+                for doc_id, fp in docs[offset::4]:
+                    ids = sorted(m.id for m in store.query(fp))
+                    if ids != brute_force(docs, fp, 3):
+                        errors.append((doc_id, ids))
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert errors == []
+
+
+# ---- The type stubs ----------------------------------------------------------------
+
+
+def test_stubs_name_every_public_member_of_the_extension():
+    stub = Path(fpstore.__file__).with_name("_fpstore.pyi")
+    tree = ast.parse(stub.read_text())
+    stubbed = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            stubbed[node.name] = {
+                n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
+        elif isinstance(node, ast.FunctionDef):
+            stubbed[node.name] = set()
+    for name, value in vars(_fpstore).items():
+        if name.startswith("_"):
+            continue
+        assert name in stubbed, f"{name} is missing from _fpstore.pyi"
+        if inspect.isclass(value):
+            members = {m for m in vars(value) if not m.startswith("_")}
+            assert members <= stubbed[name], f"{name}: {members - stubbed[name]} not stubbed"
