@@ -7,7 +7,7 @@ packages=(
   librocksdb-dev libroaring-dev libboost-program-options-dev
   libicu-dev libxxhash-dev libsimdjson-dev
   libgtest-dev libbenchmark-dev
-  python3 python3-dev pybind11-dev python3-pytest
+  python3 python3-dev pybind11-dev python3-pytest python3-scrapy
 )
 
 missing=()
