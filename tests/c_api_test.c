@@ -411,6 +411,261 @@ static void TestDamagedLog(const char* dir) {
   CHECK_OK(fpstore_close(store, &errmsg));
 }
 
+/* ---- The whole store from C: batches, get, scans, bulk loads, upkeep ---- */
+
+enum { kDocs = 120, kTexts = 3 };
+
+static int Popcount(uint64_t x) {
+  int n = 0;
+  for (; x != 0; x &= x - 1) ++n;
+  return n;
+}
+
+/* Fingerprints in groups of four: a random one and three variants a few bits away. */
+static void MakeFingerprints(uint64_t* fps) {
+  uint64_t state = 0x2545f4914f6cdd1dULL;
+  for (int i = 0; i < kDocs; ++i) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    fps[i] = i % 4 == 0 ? state : fps[i - i % 4] ^ (state & 0x0101010101010101ULL & (state >> 3));
+  }
+}
+
+struct Pairs {
+  int count;
+  int bad; /* pairs out of order or beyond k */
+  int k;
+  const uint64_t* fps; /* by id - 1 */
+};
+
+static void CountPair(void* context, uint64_t first, uint64_t second, int distance,
+                      double similarity) {
+  struct Pairs* pairs = context;
+  ++pairs->count;
+  if (first >= second || distance > pairs->k || similarity != -1 || first > kDocs ||
+      second > kDocs || Popcount(pairs->fps[first - 1] ^ pairs->fps[second - 1]) != distance) {
+    ++pairs->bad;
+  }
+}
+
+struct Clusters {
+  size_t documents;
+  int unordered;
+};
+
+static void CountCluster(void* context, const uint64_t* ids, size_t count) {
+  struct Clusters* clusters = context;
+  clusters->documents += count;
+  for (size_t i = 1; i < count; ++i) {
+    if (ids[i - 1] >= ids[i]) ++clusters->unordered;
+  }
+}
+
+static void TestWholeStore(const char* dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/whole", dir);
+  fpstore_t* store = MustOpen(path, 1, 0);
+  if (store == NULL) return;
+  uint64_t ids[kDocs], fps[kDocs];
+  const char* metadata[kDocs];
+  size_t metadata_lens[kDocs];
+  MakeFingerprints(fps);
+  for (int i = 0; i < kDocs; ++i) {
+    ids[i] = (uint64_t)i + 1;
+    metadata[i] = i % 2 == 0 ? "even" : "odd";
+    metadata_lens[i] = strlen(metadata[i]);
+  }
+  CHECK_OK(
+      fpstore_insert_batch(store, kDocs, ids, fps, NULL, NULL, metadata, metadata_lens, &errmsg));
+  const char* texts[kTexts] = {kText, kOther, "a third text, short"};
+  size_t text_lens[kTexts];
+  uint64_t text_ids[kTexts];
+  for (int i = 0; i < kTexts; ++i) {
+    text_lens[i] = strlen(texts[i]);
+    text_ids[i] = 1000 + (uint64_t)i;
+  }
+  CHECK_OK(
+      fpstore_insert_batch(store, kTexts, text_ids, NULL, texts, text_lens, NULL, NULL, &errmsg));
+  CHECK_CODE(fpstore_insert_batch(store, 1, ids, fps, texts, text_lens, NULL, NULL, &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "exactly one");
+  CHECK_CODE(fpstore_insert_batch(store, 1, NULL, fps, NULL, NULL, NULL, NULL, &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "ids is NULL");
+  CHECK_CODE(fpstore_insert_batch(NULL, 1, ids, fps, NULL, NULL, NULL, NULL, &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "store is NULL");
+  CHECK_OK(fpstore_insert_batch(store, 0, NULL, NULL, NULL, NULL, NULL, NULL, &errmsg));
+
+  /* get: a bare fingerprint with its metadata, a text's, a missing id. */
+  uint64_t fp = 0;
+  char* meta = NULL;
+  size_t meta_len = 0;
+  CHECK_OK(fpstore_get(store, 2, &fp, &meta, &meta_len, &errmsg));
+  CHECK(fp == fps[1] && meta != NULL && strcmp(meta, "odd") == 0 && meta_len == 3);
+  fpstore_free(meta);
+  uint64_t text_fp = 0;
+  CHECK_OK(fpstore_fingerprint(store, kText, strlen(kText), &text_fp, &errmsg));
+  CHECK_OK(fpstore_get(store, 1000, &fp, NULL, NULL, &errmsg));
+  CHECK(fp == text_fp);
+  CHECK_CODE(fpstore_get(store, 99999, &fp, NULL, NULL, &errmsg), FPSTORE_NOT_FOUND, "");
+  CHECK_CODE(fpstore_get(store, 1, NULL, NULL, NULL, &errmsg), FPSTORE_INVALID_ARGUMENT,
+             "fingerprint is NULL");
+
+  /* query_batch against brute force over the bare fingerprints, and a text. */
+  const int k = 3;
+  fpstore_matches_t* results[kDocs];
+  CHECK_OK(fpstore_query_batch(store, kDocs, fps, NULL, NULL, k, -1, results, &errmsg));
+  for (int q = 0; q < kDocs; ++q) {
+    size_t expected = 0;
+    for (int d = 0; d < kDocs; ++d) expected += Popcount(fps[q] ^ fps[d]) <= k;
+    for (int t = 0; t < kTexts; ++t) {
+      uint64_t tfp = 0;
+      CHECK_OK(fpstore_get(store, text_ids[t], &tfp, NULL, NULL, &errmsg));
+      expected += Popcount(fps[q] ^ tfp) <= k;
+    }
+    CHECK(fpstore_matches_count(results[q]) == expected);
+    fpstore_matches_destroy(results[q]);
+  }
+  CHECK_OK(fpstore_query_batch(store, 1, NULL, texts, text_lens, k, 0.5, results, &errmsg));
+  CHECK(fpstore_matches_count(results[0]) >= 1 && fpstore_matches_id(results[0], 0) == 1000 &&
+        fpstore_matches_similarity(results[0], 0) == 1.0);
+  fpstore_matches_destroy(results[0]);
+  CHECK_CODE(fpstore_query_batch(store, 1, fps, NULL, NULL, k, -1, NULL, &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "results is NULL");
+  CHECK_CODE(fpstore_query_batch(store, 1, fps, NULL, NULL, 40, -1, results, &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "distance");
+
+  /* find_all and clusters over the bare fingerprints. */
+  CHECK_OK(fpstore_remove(store, 1000, &errmsg));
+  CHECK_OK(fpstore_remove(store, 1001, &errmsg));
+  CHECK_OK(fpstore_remove(store, 1002, &errmsg));
+  struct Pairs pairs = {0, 0, k, fps};
+  CHECK_OK(fpstore_find_all(store, k, -1, CountPair, &pairs, &errmsg));
+  int expected_pairs = 0;
+  for (int a = 0; a < kDocs; ++a) {
+    for (int b = a + 1; b < kDocs; ++b) expected_pairs += Popcount(fps[a] ^ fps[b]) <= k;
+  }
+  CHECK(pairs.count == expected_pairs && pairs.bad == 0);
+  CHECK(expected_pairs > 0);
+  struct Clusters clusters = {0, 0};
+  CHECK_OK(fpstore_clusters(store, k, -1, CountCluster, &clusters, &errmsg));
+  CHECK(clusters.documents > 0 && clusters.documents <= kDocs && clusters.unordered == 0);
+  CHECK_CODE(fpstore_find_all(store, k, -1, NULL, NULL, &errmsg), FPSTORE_INVALID_ARGUMENT,
+             "pair is NULL");
+  CHECK_CODE(fpstore_clusters(NULL, k, -1, CountCluster, NULL, &errmsg), FPSTORE_INVALID_ARGUMENT,
+             "store is NULL");
+
+  /* Upkeep: stats, verify, compact, checkpoint. */
+  fpstore_stats_t* stats = NULL;
+  CHECK_OK(fpstore_stats(store, &stats, &errmsg));
+  CHECK(fpstore_stats_documents(stats) == kDocs);
+  CHECK(fpstore_stats_blocks(stats) == 6 && fpstore_stats_distance(stats) == 3);
+  CHECK(fpstore_stats_min_similarity(stats) == 0.9);
+  CHECK(fpstore_stats_bytes_on_disk(stats) > 0);
+  CHECK(fpstore_stats_staged_documents(stats) <= kDocs);
+  fpstore_stats_destroy(stats);
+  CHECK(fpstore_stats_documents(NULL) == 0 && fpstore_stats_blocks(NULL) == 0);
+  fpstore_stats_destroy(NULL);
+  CHECK_OK(fpstore_verify(store, &errmsg));
+  CHECK_OK(fpstore_compact(store, &errmsg));
+  CHECK_OK(fpstore_verify(store, &errmsg));
+  char copy[4200];
+  snprintf(copy, sizeof copy, "%s/whole-copy", dir);
+  CHECK_OK(fpstore_checkpoint(store, copy, &errmsg));
+  CHECK_CODE(fpstore_checkpoint(store, NULL, &errmsg), FPSTORE_INVALID_ARGUMENT, "dir is NULL");
+  CHECK_CODE(fpstore_verify(NULL, &errmsg), FPSTORE_INVALID_ARGUMENT, "store is NULL");
+  CHECK_CODE(fpstore_compact(NULL, &errmsg), FPSTORE_INVALID_ARGUMENT, "store is NULL");
+  CHECK_OK(fpstore_close(store, &errmsg));
+  store = MustOpen(copy, 0, 1);
+  if (store != NULL) {
+    CHECK_OK(fpstore_stats(store, &stats, &errmsg));
+    CHECK(fpstore_stats_documents(stats) == kDocs);
+    fpstore_stats_destroy(stats);
+    CHECK_OK(fpstore_close(store, &errmsg));
+  }
+}
+
+static void TestBulkLoad(const char* dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/bulk", dir);
+  fpstore_t* store = MustOpen(path, 1, 0);
+  if (store == NULL) return;
+  uint64_t fps[kDocs];
+  MakeFingerprints(fps);
+  fpstore_bulk_loader_t* loader = NULL;
+  CHECK_OK(fpstore_bulk_loader_create(store, 0, 1, &loader, &errmsg));
+  for (int i = 0; i < kDocs; ++i) {
+    CHECK_OK(fpstore_bulk_loader_add(loader, (uint64_t)i, fps[i], "m", 1, &errmsg));
+  }
+  CHECK_OK(fpstore_bulk_loader_add_text(loader, 5000, kText, strlen(kText), NULL, 0, &errmsg));
+  uint64_t added = 0, replaced = 7;
+  CHECK_OK(fpstore_bulk_loader_finish(loader, &added, &replaced, &errmsg));
+  CHECK(added == kDocs + 1 && replaced == 0);
+  CHECK_CODE(fpstore_bulk_loader_add(loader, 1, 1, NULL, 0, &errmsg), FPSTORE_INVALID_ARGUMENT,
+             "finished");
+  CHECK_CODE(fpstore_bulk_loader_finish(loader, NULL, NULL, &errmsg), FPSTORE_INVALID_ARGUMENT,
+             "finished");
+  fpstore_bulk_loader_destroy(loader);
+  /* An abandoned load changes nothing. */
+  CHECK_OK(fpstore_bulk_loader_create(store, 0, 0, &loader, &errmsg));
+  CHECK_OK(fpstore_bulk_loader_add(loader, 9999, 1, NULL, 0, &errmsg));
+  fpstore_bulk_loader_destroy(loader);
+  fpstore_bulk_loader_destroy(NULL);
+  uint64_t fp = 0;
+  CHECK_CODE(fpstore_get(store, 9999, &fp, NULL, NULL, &errmsg), FPSTORE_NOT_FOUND, "");
+  CHECK_OK(fpstore_get(store, kDocs - 1, &fp, NULL, NULL, &errmsg));
+  CHECK(fp == fps[kDocs - 1]);
+  fpstore_matches_t* matches = NULL;
+  CHECK_OK(fpstore_query_text(store, kText, strlen(kText), 0, &matches, &errmsg));
+  CHECK(fpstore_matches_count(matches) == 1 && fpstore_matches_id(matches, 0) == 5000 &&
+        fpstore_matches_similarity(matches, 0) == 1.0);
+  fpstore_matches_destroy(matches);
+  CHECK_CODE(fpstore_bulk_loader_create(NULL, 0, 0, &loader, &errmsg), FPSTORE_INVALID_ARGUMENT,
+             "store is NULL");
+  CHECK_CODE(fpstore_bulk_loader_add_text(NULL, 1, "x", 1, NULL, 0, &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "loader is NULL");
+  CHECK_OK(fpstore_close(store, &errmsg));
+}
+
+static void TestFingerprinter(void) {
+  /* The golden fingerprints of tests/fingerprinter_test.cc. */
+  static const char kQuick[] = "The quick brown fox jumps over the lazy dog.";
+  fpstore_fingerprinter_t* words = NULL;
+  fpstore_fingerprinter_t* shingles = NULL;
+  CHECK_OK(fpstore_fingerprinter_create(0, NULL, 0, 0, &words, &errmsg));
+  CHECK_OK(fpstore_fingerprinter_create(3, "tf", 0, 0, &shingles, &errmsg));
+  uint64_t fp = 0;
+  char* signature = NULL;
+  size_t signature_len = 0;
+  CHECK_OK(fpstore_fingerprinter_sketch(words, kQuick, strlen(kQuick), &fp, &signature,
+                                        &signature_len, &errmsg));
+  CHECK(fp == 0x8212868318d29267ULL && signature != NULL && signature_len == 256);
+  CHECK_OK(
+      fpstore_fingerprinter_sketch(shingles, kQuick, strlen(kQuick), &fp, NULL, NULL, &errmsg));
+  CHECK(fp == 0x75a5b714549a617aULL);
+  char* other = NULL;
+  size_t other_len = 0;
+  CHECK_OK(fpstore_fingerprinter_sketch(words, kOther, strlen(kOther), &fp, &other, &other_len,
+                                        &errmsg));
+  CHECK(fpstore_estimate_similarity(signature, signature_len, signature, signature_len) == 1.0);
+  const double similarity = fpstore_estimate_similarity(signature, signature_len, other, other_len);
+  CHECK(similarity >= 0 && similarity < 0.5);
+  CHECK(fpstore_estimate_similarity(NULL, 0, other, other_len) == -1);
+  CHECK(fpstore_estimate_similarity(signature, 3, other, 3) == -1);
+  fpstore_free(signature);
+  fpstore_free(other);
+  fpstore_fingerprinter_t* bad = NULL;
+  CHECK_CODE(fpstore_fingerprinter_create(1, "idf", 0, 0, &bad, &errmsg), FPSTORE_INVALID_ARGUMENT,
+             "weighting");
+  CHECK_CODE(fpstore_fingerprinter_create(-1, NULL, 0, 0, &bad, &errmsg), FPSTORE_INVALID_ARGUMENT,
+             "window");
+  CHECK(bad == NULL);
+  CHECK_CODE(fpstore_fingerprinter_sketch(NULL, "x", 1, &fp, NULL, NULL, &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "fingerprinter is NULL");
+  fpstore_fingerprinter_destroy(words);
+  fpstore_fingerprinter_destroy(shingles);
+  fpstore_fingerprinter_destroy(NULL);
+}
+
 int main(void) {
   const char* tmp = getenv("TMPDIR");
   char dir[2048];
@@ -429,6 +684,9 @@ int main(void) {
   TestReadOnly(path);
   TestConfirmation(dir);
   TestDamagedLog(dir);
+  TestWholeStore(dir);
+  TestBulkLoad(dir);
+  TestFingerprinter();
 
   nftw(dir, RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
   if (failures != 0) {

@@ -211,6 +211,129 @@ FPSTORE_EXPORT int fpstore_check_and_insert_text(fpstore_t* store, uint64_t id, 
                                                  fpstore_matches_t** matches, int* inserted,
                                                  char** errmsg);
 
+/* ---- Documents, batches and scans ---- */
+
+/* Document `id`'s fingerprint and metadata. *metadata (if metadata is not
+ * NULL) is set to a NUL-terminated copy that the caller frees with
+ * fpstore_free, *metadata_len (if not NULL) to its length. FPSTORE_NOT_FOUND
+ * if the id is not stored. */
+FPSTORE_EXPORT int fpstore_get(const fpstore_t* store, uint64_t id, uint64_t* fingerprint,
+                               char** metadata, size_t* metadata_len, char** errmsg);
+
+/* Inserts or replaces `count` documents as one atomic batch: ids[i] with
+ * either fingerprints[i] (a bare fingerprint) or the text texts[i] of
+ * text_lens[i] bytes (fingerprinted and signed with the store's options);
+ * give fingerprints or texts, not both. metadata and metadata_lens may be
+ * NULL for no metadata. */
+FPSTORE_EXPORT int fpstore_insert_batch(fpstore_t* store, size_t count, const uint64_t* ids,
+                                        const uint64_t* fingerprints, const char* const* texts,
+                                        const size_t* text_lens, const char* const* metadata,
+                                        const size_t* metadata_lens, char** errmsg);
+
+/* The matches of `count` queries, each a fingerprint (fingerprints[i]) or a
+ * text (texts[i], text_lens[i] bytes), within k and, for signed documents,
+ * of estimated similarity min_similarity or more (a negative value: the
+ * store's threshold). On success results[0 .. count-1] are set, each for the
+ * caller to free with fpstore_matches_destroy; on failure none is. Faster
+ * per query than fpstore_query, as each table is walked once per call. */
+FPSTORE_EXPORT int fpstore_query_batch(const fpstore_t* store, size_t count,
+                                       const uint64_t* fingerprints, const char* const* texts,
+                                       const size_t* text_lens, int k, double min_similarity,
+                                       fpstore_matches_t** results, char** errmsg);
+
+/* Calls pair(context, first, second, distance, similarity) for every pair of
+ * stored documents within k (first < second) whose similarity passes
+ * min_similarity (negative: the store's threshold); similarity is -1 when
+ * either has no signature. From one thread at a time, in no order. */
+typedef void (*fpstore_pair_fn)(void* context, uint64_t first, uint64_t second, int distance,
+                                double similarity);
+FPSTORE_EXPORT int fpstore_find_all(const fpstore_t* store, int k, double min_similarity,
+                                    fpstore_pair_fn pair, void* context, char** errmsg);
+
+/* Calls cluster(context, ids, count) for every cluster of two or more
+ * documents: the connected components of fpstore_find_all's pairs. Ids
+ * ascend; the array is valid during the call only. */
+typedef void (*fpstore_cluster_fn)(void* context, const uint64_t* ids, size_t count);
+FPSTORE_EXPORT int fpstore_clusters(const fpstore_t* store, int k, double min_similarity,
+                                    fpstore_cluster_fn cluster, void* context, char** errmsg);
+
+/* ---- Bulk loads: many documents into a store at once, through sorted files ---- */
+
+typedef struct fpstore_bulk_loader_t fpstore_bulk_loader_t;
+
+/* A bulk load into `store` (bulk_loader.h): memory_bytes to sort in (0: the
+ * default, 1 GiB), threads to sort with (0: one per core). Writes to the
+ * store wait while its finish runs. The store must outlive the loader. */
+FPSTORE_EXPORT int fpstore_bulk_loader_create(fpstore_t* store, size_t memory_bytes, int threads,
+                                              fpstore_bulk_loader_t** loader, char** errmsg);
+FPSTORE_EXPORT int fpstore_bulk_loader_add(fpstore_bulk_loader_t* loader, uint64_t id,
+                                           uint64_t fingerprint, const char* metadata,
+                                           size_t metadata_len, char** errmsg);
+/* Adds a text, fingerprinted and signed with the store's options. */
+FPSTORE_EXPORT int fpstore_bulk_loader_add_text(fpstore_bulk_loader_t* loader, uint64_t id,
+                                                const char* text, size_t text_len,
+                                                const char* metadata, size_t metadata_len,
+                                                char** errmsg);
+/* Puts everything added into the store at once. *added counts documents new
+ * to the store, *replaced those whose id was stored before (either may be
+ * NULL). Until it returns FPSTORE_OK the store is unchanged. */
+FPSTORE_EXPORT int fpstore_bulk_loader_finish(fpstore_bulk_loader_t* loader, uint64_t* added,
+                                              uint64_t* replaced, char** errmsg);
+/* Abandons the load unless it finished; NULL is ignored. */
+FPSTORE_EXPORT void fpstore_bulk_loader_destroy(fpstore_bulk_loader_t* loader);
+
+/* ---- Looking after a store ---- */
+
+typedef struct fpstore_stats_t fpstore_stats_t;
+
+/* What the store holds and how it was created (StoreStats); the caller frees
+ * *stats with fpstore_stats_destroy. */
+FPSTORE_EXPORT int fpstore_stats(const fpstore_t* store, fpstore_stats_t** stats, char** errmsg);
+/* A field of `stats`; 0 for NULL. */
+FPSTORE_EXPORT uint64_t fpstore_stats_documents(const fpstore_stats_t* stats);
+FPSTORE_EXPORT uint64_t fpstore_stats_staged_documents(const fpstore_stats_t* stats);
+FPSTORE_EXPORT uint64_t fpstore_stats_bytes_on_disk(const fpstore_stats_t* stats);
+FPSTORE_EXPORT int fpstore_stats_blocks(const fpstore_stats_t* stats);
+FPSTORE_EXPORT int fpstore_stats_distance(const fpstore_stats_t* stats);
+FPSTORE_EXPORT double fpstore_stats_min_similarity(const fpstore_stats_t* stats);
+FPSTORE_EXPORT void fpstore_stats_destroy(fpstore_stats_t* stats); /* NULL is ignored */
+
+/* Checks the store's block checksums and that every table agrees with the
+ * documents: FPSTORE_CORRUPTION, naming the first problems, if not. */
+FPSTORE_EXPORT int fpstore_verify(const fpstore_t* store, char** errmsg);
+
+/* Writes a consistent copy of the store into the new directory `dir`, with
+ * hard links where it can. */
+FPSTORE_EXPORT int fpstore_checkpoint(const fpstore_t* store, const char* dir, char** errmsg);
+
+/* Merges what is staged and compacts every table fully. */
+FPSTORE_EXPORT int fpstore_compact(fpstore_t* store, char** errmsg);
+
+/* ---- Fingerprints and signatures without a store ---- */
+
+typedef struct fpstore_fingerprinter_t fpstore_fingerprinter_t;
+
+/* A fingerprinter with the options of fingerprinter.h: window (0: the
+ * default, 1), weighting "tf" or "presence" (NULL: "tf"), signature_slots
+ * (0: 256) and signature_window (0: 5). */
+FPSTORE_EXPORT int fpstore_fingerprinter_create(int window, const char* weighting,
+                                                int signature_slots, int signature_window,
+                                                fpstore_fingerprinter_t** fingerprinter,
+                                                char** errmsg);
+/* A UTF-8 text's fingerprint and, if signature is not NULL, its
+ * verification signature: *signature_len bytes in a buffer the caller frees
+ * with fpstore_free. */
+FPSTORE_EXPORT int fpstore_fingerprinter_sketch(const fpstore_fingerprinter_t* fingerprinter,
+                                                const char* text, size_t text_len,
+                                                uint64_t* fingerprint, char** signature,
+                                                size_t* signature_len, char** errmsg);
+FPSTORE_EXPORT void fpstore_fingerprinter_destroy(fpstore_fingerprinter_t* fingerprinter);
+
+/* The estimated similarity of two signatures, from 0 to 1; -1 when either
+ * is empty or they are not signatures of the same size. */
+FPSTORE_EXPORT double fpstore_estimate_similarity(const char* a, size_t a_len, const char* b,
+                                                  size_t b_len);
+
 /* ---- Matches: the answer of a query, a list of stored documents ---- */
 
 /* The number of matches; 0 for NULL. */
