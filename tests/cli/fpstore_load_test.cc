@@ -221,6 +221,48 @@ TEST(LoadTest, OriginalToolSpellingsAndSample) {
   EXPECT_FALSE(Get(db, 3).has_value());
 }
 
+// The two command lines of the original simhash tool's README (docs/migrating.md): each flag is
+// taken, or refused naming what fpstore does instead.
+TEST(LoadTest, TheSimhashToolsCommandLines) {
+  ScratchDir dir;
+  const std::string records = (dir.path() / "records.jsonl").string();
+  const std::string hashes = (dir.path() / "hashes.tsv").string();
+  std::ofstream(records) << "{\"id\": 123, \"text\": \"hello world\"}\n"
+                            "{\"id\": 124, \"text\": \"hello world!\"}\n";
+  std::ofstream(hashes) << "\xEF\xBB\xBF"
+                           "id  hash\n10  231231231231231\n11  -5\n";
+  const std::string db = (dir.path() / "s").string();
+  const std::vector<std::string> jsonl = {"--input",         records,
+                                          "--blocks",        "5",
+                                          "--distance",      "3",
+                                          "--format",        "json",
+                                          "--sample=100000", "--text_column=text",
+                                          "--id_column=id",  "--window=5"};
+  std::vector<std::string> args = {"--db", db, "--output", "clusters.tsv"};
+  args.insert(args.end(), jsonl.begin(), jsonl.end());
+  ToolResult r = Load(args);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("fpstore-admin clusters --db DIR --output clusters.tsv"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(db));
+  args.erase(args.begin() + 2, args.begin() + 4);  // without --output
+  r = Load(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(View(db).documents, 2u);
+
+  const std::string db2 = (dir.path() / "s2").string();
+  r = Load({"--db", db2, "--input", hashes, "--blocks", "5", "--distance", "3", "--format", "hash",
+            "--sample=100000"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("use --format tsv"), std::string::npos) << r.err;
+  r = Load({"--db", db2, "--input", hashes, "--blocks", "5", "--distance", "3", "--format", "tsv",
+            "--hash-encoding", "signed", "--sample=100000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(View(db2).documents, 2u);
+  EXPECT_EQ(Get(db2, 10)->fingerprint, 231231231231231u);
+  EXPECT_EQ(Get(db2, 11)->fingerprint, 0xfffffffffffffffbu);
+}
+
 TEST(LoadTest, CrLfLinesLoadLikeLfLines) {
   ScratchDir dir;
   const std::string crlf = (dir.path() / "crlf").string();
@@ -755,11 +797,12 @@ TEST(LoadUsageTest, HelpShowsEveryOptionWithAnExample) {
   const ToolResult r = Load({"--help"});
   EXPECT_EQ(r.exit_code, 0);
   for (const char* option :
-       {"--db DIR",        "--input FILE",      "--format F",     "--blocks M",
-        "--distance K",    "--window N",        "--weighting W",  "--text-column KEY",
-        "--id-column KEY", "--meta-column KEY", "--threads N",    "--skip-bad FILE",
-        "--sample N",      "--memory MB",       "--temp-dir DIR", "--quiet",
-        "--text_column",   "--id_column",       "Examples:",      "Exit status"}) {
+       {"--db DIR",          "--input FILE",      "--format F",     "--blocks M",
+        "--distance K",      "--window N",        "--weighting W",  "--text-column KEY",
+        "--id-column KEY",   "--meta-column KEY", "--threads N",    "--skip-bad FILE",
+        "--sample N",        "--memory MB",       "--temp-dir DIR", "--quiet",
+        "--text_column",     "--id_column",       "Examples:",      "Exit status",
+        "--hash-encoding E", "--output FILE"}) {
     EXPECT_NE(r.out.find(option), std::string::npos) << option;
   }
 }

@@ -174,7 +174,7 @@ TEST_F(RecordReaderTest, OnBadLineSkipsMalformedLinesAndGoesOn) {
   ASSERT_EQ(bad.size(), 2u);
   EXPECT_EQ(bad[0].line, 2u);
   EXPECT_EQ(bad[0].text, "no tab");
-  EXPECT_EQ(bad[0].reason, "expected id<TAB>hash, found no tab in \"no tab\"");
+  EXPECT_EQ(bad[0].reason, "id \"no\" is not a non-negative decimal integer");
   EXPECT_EQ(bad[1].line, 4u);
   EXPECT_EQ(bad[1].text, "3\tbanana");
   EXPECT_EQ(bad[1].reason, "hash \"banana\" is not a decimal or 0x-hexadecimal number");
@@ -215,8 +215,8 @@ TEST_F(RecordReaderTest, TsvReadsIdHashAndOptionalMetadata) {
 TEST_F(RecordReaderTest, TsvErrorsNameFileAndLine) {
   const ReaderOptions tsv = Format(InputFormat::kTsv);
   const std::string ok = "1\t0x1\n";
-  EXPECT_EQ(ErrorOf(ok + "2 0x2\n", tsv),
-            "input:2: expected id<TAB>hash, found no tab in \"2 0x2\"");
+  EXPECT_EQ(ErrorOf(ok + "2\n", tsv),
+            "input:2: expected id<TAB>hash (or id and hash between spaces), found \"2\"");
   EXPECT_EQ(ErrorOf(ok + "2\t\n", tsv), "input:2: empty hash");
   EXPECT_EQ(ErrorOf("\t0x1\n", tsv), "input:1: empty id");
   EXPECT_EQ(ErrorOf("-2\t0x1\n", tsv),
@@ -227,6 +227,53 @@ TEST_F(RecordReaderTest, TsvErrorsNameFileAndLine) {
   EXPECT_EQ(ErrorOf("1\tnan\n", tsv),
             "input:1: hash \"nan\" is not a decimal or 0x-hexadecimal number");
   EXPECT_EQ(ErrorOf("1\t0x1 \n", tsv), "input:1: hash \"0x1 \" is not a hexadecimal number");
+}
+
+// What the original simhash tool's users bring: a header line, ids and hashes between spaces,
+// a byte-order mark, signed or bare-hex hashes.
+TEST_F(RecordReaderTest, TsvReadsTheSimhashToolsTables) {
+  const std::vector<Record> records = ReadAll(
+      "\xEF\xBB\xBFid  hash\n10  231231231231231\n11 0x2a  a url\n", Format(InputFormat::kTsv));
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].id, 10u);
+  EXPECT_EQ(records[0].fingerprint, 231231231231231u);
+  EXPECT_EQ(records[0].line, 2u);
+  EXPECT_EQ(records[1].fingerprint, 0x2au);
+  EXPECT_EQ(records[1].metadata, "a url");
+  // A header with tabs; a byte-order mark before a record.
+  EXPECT_EQ(ReadAll("id\thash\tmeta\n1\t2\n", Format(InputFormat::kTsv)).size(), 1u);
+  EXPECT_EQ(ReadAll("\xEF\xBB\xBF"
+                    "1\t2\n",
+                    Format(InputFormat::kTsv))[0]
+                .id,
+            1u);
+  // Only the first line can be a header, and only when neither field is a value.
+  EXPECT_EQ(ErrorOf("1\t2\nid\thash\n", Format(InputFormat::kTsv)),
+            "input:2: id \"id\" is not a non-negative decimal integer");
+
+  ReaderOptions signed_hashes = Format(InputFormat::kTsv);
+  signed_hashes.hash_encoding = HashEncoding::kSigned;
+  const std::vector<Record> signed_records =
+      ReadAll("1\t-1\n2\t-9223372036854775808\n3\t9223372036854775807\n", signed_hashes);
+  ASSERT_EQ(signed_records.size(), 3u);
+  EXPECT_EQ(signed_records[0].fingerprint, 0xffffffffffffffffULL);
+  EXPECT_EQ(signed_records[1].fingerprint, 0x8000000000000000ULL);
+  EXPECT_EQ(signed_records[2].fingerprint, 0x7fffffffffffffffULL);
+  EXPECT_EQ(ErrorOf("1\t9223372036854775808\n", signed_hashes),
+            "input:1: hash \"9223372036854775808\" is outside the signed 64-bit range");
+
+  ReaderOptions hex = Format(InputFormat::kHash);
+  hex.hash_encoding = HashEncoding::kHex;
+  const std::vector<Record> hex_records = ReadAll("ff\n0xFF\nffffffffffffffff\n", hex);
+  ASSERT_EQ(hex_records.size(), 3u);
+  EXPECT_EQ(hex_records[0].fingerprint, 255u);
+  EXPECT_EQ(hex_records[1].fingerprint, 255u);
+  EXPECT_EQ(hex_records[2].fingerprint, 0xffffffffffffffffULL);
+
+  // The tool's --format hash is an id and a hash per line: fpstore's tsv.
+  EXPECT_EQ(ErrorOf("id  hash\n10  231231231231231\n", Format(InputFormat::kHash)),
+            "input:1: expected one hash per line, found \"id  hash\"; for an id and a hash per "
+            "line (what the simhash tool's --format hash reads), use --format tsv");
 }
 
 TEST_F(RecordReaderTest, HashIdsAreLineNumbers) {

@@ -85,6 +85,10 @@ class LoadCommand final : public Command {
     table.AddSwitch(kGeneralGroup, "quiet,q", &quiet_,
                     "No progress and no summary on standard error; errors are still shown. "
                     "e.g. --quiet");
+    table.Add(kGeneralGroup, "output", po::value(&output_)->value_name("FILE"),
+              "Refused: fpstore-load writes a store, not results (the simhash tool wrote its "
+              "clusters to --output). Load, then write them with fpstore-admin clusters. "
+              "e.g. fpstore-admin clusters --db crawl.fps --output clusters.tsv");
   }
 
   int Run() override {
@@ -125,6 +129,13 @@ class LoadCommand final : public Command {
 
  protected:
   void Check(const po::variables_map& vm) override {
+    if (vm.count("output") > 0) {
+      throw UsageError(
+          "--output: fpstore-load writes a store, not results; load with fpstore-load --db DIR "
+          "..., then write the clusters with fpstore-admin clusters --db DIR --output " +
+          (output_.empty() ? std::string("FILE") : output_) +
+          " (or the pairs with fpstore-admin find-all)");
+    }
     store_.Check(vm);
     input_.Check(vm);
     fingerprint_.Check(vm);
@@ -247,6 +258,7 @@ class LoadCommand final : public Command {
   PipelineFlags pipeline_;
   int memory_mb_ = 1024;
   std::string temp_dir_;
+  std::string output_;  // refused: what the simhash tool's users give
   bool quiet_ = false;
 };
 

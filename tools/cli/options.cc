@@ -226,10 +226,16 @@ void InputFlags::Define(OptionTable& table, std::string input_help) {
   const ReaderOptions defaults;
   table.Add(kSourceGroup, "input", po::value(&path_)->value_name("FILE"), std::move(input_help));
   table.Add(kInputGroup, "format", po::value(&format_)->value_name("F"),
-            "Format of --input: jsonl (documents, one JSON object per line), tsv "
-            "(id<TAB>hash[<TAB>metadata]) or hash (one per line, id = line number). "
+            "Format of --input: jsonl (documents, one JSON object per line; also json), tsv "
+            "(id<TAB>hash[<TAB>metadata], or id and hash between spaces; a header line such "
+            "as \"id hash\" is skipped) or hash (one per line, id = line number). "
             "Default: jsonl. e.g. --format tsv",
             {});
+  table.Add(kInputGroup, "hash-encoding", po::value(&hash_encoding_)->value_name("E"),
+            "tsv and hash: how the hashes are written: unsigned (decimal or 0x-hexadecimal), "
+            "signed (decimal, negative for the top bit set, as a Java long) or hex (with or "
+            "without 0x). Default: unsigned. e.g. --hash-encoding signed",
+            {"hash_encoding"});
   table.Add(kInputGroup, "text-column", po::value(&options_.text_column)->value_name("KEY"),
             "jsonl: the key of each document's text. Default: " + defaults.text_column +
                 ". e.g. --text-column body",
@@ -249,6 +255,12 @@ void InputFlags::Check(const po::variables_map& vm) {
   Result<InputFormat> format = ParseInputFormat(format_);
   if (!format.ok()) throw UsageError("--format: " + format.status().message());
   options_.format = *format;
+  Result<HashEncoding> encoding = ParseHashEncoding(hash_encoding_);
+  if (!encoding.ok()) throw UsageError("--hash-encoding: " + encoding.status().message());
+  options_.hash_encoding = *encoding;
+  if (vm.count("hash-encoding") > 0 && options_.format == InputFormat::kJsonl) {
+    throw UsageError("--hash-encoding applies to --format tsv and hash only");
+  }
   for (const char* column : {"text-column", "id-column", "meta-column"}) {
     if (vm.count(column) == 0) continue;
     if (options_.format != InputFormat::kJsonl) {

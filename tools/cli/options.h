@@ -174,6 +174,7 @@ class InputFlags {
  private:
   std::string path_;  // empty: no --input
   std::string format_ = "jsonl";
+  std::string hash_encoding_ = "unsigned";
   ReaderOptions options_;
 };
 

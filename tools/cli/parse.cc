@@ -124,6 +124,48 @@ Result<Fingerprint> ParseFingerprint(std::string_view text) {
   return ParseDigits<10>("hash", text, text);
 }
 
+Result<HashEncoding> ParseHashEncoding(std::string_view name) {
+  if (name == "unsigned") return HashEncoding::kUnsigned;
+  if (name == "signed") return HashEncoding::kSigned;
+  if (name == "hex") return HashEncoding::kHex;
+  return Status::InvalidArgument("unknown hash encoding " + QuoteForMessage(name) +
+                                 " (expected unsigned, signed or hex)");
+}
+
+Result<Fingerprint> ParseFingerprintAs(std::string_view text, HashEncoding encoding) {
+  switch (encoding) {
+    case HashEncoding::kUnsigned:
+      return ParseFingerprint(text);
+    case HashEncoding::kHex: {
+      std::string_view digits = text;
+      if (digits.size() >= 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+        digits.remove_prefix(2);
+      }
+      if (digits.empty())
+        return Status::InvalidArgument("hash " + QuoteForMessage(text) +
+                                       " has no hexadecimal digits");
+      return ParseDigits<16>("hash", text, digits);
+    }
+    case HashEncoding::kSigned: {
+      const bool negative = !text.empty() && text[0] == '-';
+      const std::string_view digits = negative ? text.substr(1) : text;
+      if (Status s = RejectEmptyOrSigned("hash", "signed hashes", digits); !s.ok()) {
+        return Status::InvalidArgument("hash " + QuoteForMessage(text) +
+                                       " is not a signed decimal number");
+      }
+      Result<std::uint64_t> magnitude = ParseDigits<10>("hash", text, digits);
+      if (!magnitude.ok()) return magnitude.status();
+      constexpr std::uint64_t kLimit = std::uint64_t{1} << 63;  // |INT64_MIN|
+      if (*magnitude > kLimit - (negative ? 0 : 1)) {
+        return Status::InvalidArgument("hash " + QuoteForMessage(text) +
+                                       " is outside the signed 64-bit range");
+      }
+      return negative ? ~*magnitude + 1 : *magnitude;  // two's complement
+    }
+  }
+  return Status::InvalidArgument("unknown hash encoding");
+}
+
 Result<std::uint64_t> ParseId(std::string_view text) {
   if (Status s = RejectEmptyOrSigned("id", "ids", text); !s.ok()) return s;
   return ParseDigits<10>("id", text, text);

@@ -27,6 +27,20 @@ namespace fpstore::cli {
 // for an empty text, a sign, a non-digit, or a value above 2^64 - 1.
 Result<Fingerprint> ParseFingerprint(std::string_view text);
 
+// How --input's hashes are written (--hash-encoding).
+enum class HashEncoding {
+  kUnsigned,  // decimal or 0x-hexadecimal, as ParseFingerprint reads them
+  kSigned,    // decimal from -2^63 to 2^63 - 1, two's complement (a Java long)
+  kHex,       // hexadecimal, 1 to 16 digits, with or without 0x
+};
+
+// "unsigned", "signed", "hex".
+Result<HashEncoding> ParseHashEncoding(std::string_view name);
+
+// A fingerprint written as `encoding` says. Fails with InvalidArgument
+// naming the value, as ParseFingerprint does.
+Result<Fingerprint> ParseFingerprintAs(std::string_view text, HashEncoding encoding);
+
 // A document id: a decimal integer from 0 to 2^64 - 1, digits only (no sign,
 // no hex, no spaces). Fails with InvalidArgument otherwise.
 Result<std::uint64_t> ParseId(std::string_view text);

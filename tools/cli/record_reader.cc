@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -18,6 +20,19 @@ bool IsBlank(std::string_view line) {
   return line.find_first_not_of(" \t") == std::string_view::npos;
 }
 
+constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
+// The first field of `line` and the rest after its separator: a tab, or in a line without tabs,
+// a run of spaces (the original simhash tool's "id  hash").
+std::pair<std::string_view, std::optional<std::string_view>> CutField(std::string_view line,
+                                                                      bool tabs) {
+  const std::size_t end = line.find(tabs ? '\t' : ' ');
+  if (end == std::string_view::npos) return {line, std::nullopt};
+  std::string_view rest = line.substr(end + 1);
+  if (!tabs) rest.remove_prefix(std::min(rest.size(), rest.find_first_not_of(' ')));
+  return {line.substr(0, end), rest};
+}
+
 // The reading loop shared by every format: blank lines, line numbers,
 // errors, the empty input.
 class LineRecordReader : public RecordReader {
@@ -30,11 +45,18 @@ class LineRecordReader : public RecordReader {
   bool Next(Record* record) final {
     std::string_view line;
     while (lines_.Next(&line)) {
+      // A byte-order mark, as some Windows tools write: not part of the first record.
+      if (lines_.line_number() == 1 && line.starts_with(kUtf8Bom)) {
+        line.remove_prefix(kUtf8Bom.size());
+      }
       if (IsBlank(line)) continue;
+      const bool first = !seen_line_;
+      seen_line_ = true;
       record->line = lines_.line_number();
       record->fingerprint.reset();
       record->text.clear();
       record->metadata.clear();
+      if (first && IsHeader(line)) continue;
       if (!on_bad_line_) {
         ParseLine(line, record);
       } else {
@@ -64,6 +86,9 @@ class LineRecordReader : public RecordReader {
   // bytes after it.
   virtual void ParseLine(std::string_view line, Record* record) = 0;
 
+  // Whether the first non-blank line is a header to skip rather than a record.
+  virtual bool IsHeader(std::string_view) const { return false; }
+
   [[noreturn]] void Fail(std::string reason) const {
     throw InputError(lines_.name(), lines_.line_number(), std::move(reason));
   }
@@ -80,39 +105,73 @@ class LineRecordReader : public RecordReader {
   bool allow_empty_;
   std::function<void(std::uint64_t, std::string_view, const std::string&)> on_bad_line_;
   std::uint64_t records_ = 0;
+  bool seen_line_ = false;  // a non-blank line was read
 };
 
 class HashReader final : public LineRecordReader {
  public:
-  using LineRecordReader::LineRecordReader;
+  explicit HashReader(const ReaderOptions& options)
+      : LineRecordReader(options), encoding_(options.hash_encoding) {}
 
  private:
   void ParseLine(std::string_view line, Record* record) override {
     record->id = record->line;
-    record->fingerprint = ValueOrFail(ParseFingerprint(line));
+    Result<Fingerprint> fp = ParseFingerprintAs(line, encoding_);
+    if (!fp.ok() && line.find_first_of(" \t") != std::string_view::npos) {
+      Fail("expected one hash per line, found " + QuoteForMessage(line) +
+           "; for an id and a hash per line (what the simhash tool's --format hash reads), "
+           "use --format tsv");
+    }
+    record->fingerprint = ValueOrFail(std::move(fp));
   }
+
+  HashEncoding encoding_;
 };
 
+// id, hash and metadata, separated by tabs, or in a line without tabs by runs of spaces. A first
+// line whose id and hash are neither (such as "id<TAB>hash") is a header and skipped.
 class TsvReader final : public LineRecordReader {
  public:
-  using LineRecordReader::LineRecordReader;
+  explicit TsvReader(const ReaderOptions& options)
+      : LineRecordReader(options), encoding_(options.hash_encoding) {}
 
  private:
-  void ParseLine(std::string_view line, Record* record) override {
-    const std::size_t tab = line.find('\t');
-    if (tab == std::string_view::npos) {
-      Fail("expected id<TAB>hash, found no tab in " + QuoteForMessage(line));
-    }
-    std::string_view hash = line.substr(tab + 1);
+  struct Fields {
+    std::string_view id;
+    std::optional<std::string_view> hash;
     std::string_view metadata;
-    if (const std::size_t second_tab = hash.find('\t'); second_tab != std::string_view::npos) {
-      metadata = hash.substr(second_tab + 1);
-      hash = hash.substr(0, second_tab);
+  };
+
+  static Fields Split(std::string_view line) {
+    const bool tabs = line.find('\t') != std::string_view::npos;
+    Fields fields;
+    const auto [id, rest] = CutField(line, tabs);
+    fields.id = id;
+    if (rest) {
+      const auto [hash, metadata] = CutField(*rest, tabs);
+      fields.hash = hash;
+      fields.metadata = metadata.value_or(std::string_view());
     }
-    record->id = ValueOrFail(ParseId(line.substr(0, tab)));
-    record->fingerprint = ValueOrFail(ParseFingerprint(hash));
-    record->metadata.assign(metadata);
+    return fields;
   }
+
+  bool IsHeader(std::string_view line) const override {
+    const Fields fields = Split(line);
+    return fields.hash && !ParseId(fields.id).ok() &&
+           !ParseFingerprintAs(*fields.hash, encoding_).ok();
+  }
+
+  void ParseLine(std::string_view line, Record* record) override {
+    const Fields fields = Split(line);
+    if (!fields.hash) {
+      Fail("expected id<TAB>hash (or id and hash between spaces), found " + QuoteForMessage(line));
+    }
+    record->id = ValueOrFail(ParseId(fields.id));
+    record->fingerprint = ValueOrFail(ParseFingerprintAs(*fields.hash, encoding_));
+    record->metadata.assign(fields.metadata);
+  }
+
+  HashEncoding encoding_;
 };
 
 class JsonlReader final : public LineRecordReader {

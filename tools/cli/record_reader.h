@@ -73,6 +73,9 @@ struct ReaderOptions {
 
   InputFormat format = InputFormat::kJsonl;
 
+  // tsv and hash: how the hashes are written.
+  HashEncoding hash_encoding = HashEncoding::kUnsigned;
+
   // jsonl: the top-level keys holding each field. An empty meta_column
   // means no metadata.
   std::string text_column = "text";
