@@ -4,6 +4,7 @@
 #include <rocksdb/db.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -67,20 +68,48 @@ bool ParseInt(std::string_view s, int& out) {
   return ec == std::errc() && end == s.data() + s.size();
 }
 
-// RocksDB's read-only open of `path`. A writer that compacts or merges meanwhile deletes files the
-// open has just read of in the manifest, and the open fails naming one; each such failure is
-// retried with the manifest as it is then, for up to about two seconds.
+// The write-ahead logs in the directory of the store at `path`, by number.
+std::set<std::string> LogFiles(const std::string& path) {
+  std::set<std::string> logs;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(path, ec)) {
+    if (entry.path().extension() == ".log") logs.insert(entry.path().filename().string());
+  }
+  return logs;
+}
+
+// RocksDB's read-only open of `path`, beside a writer that may flush, compact and merge meanwhile.
+// The open reads the manifest, then opens the files it lists and replays the logs it finds. What
+// the writer deletes in between makes it fail naming a file, or worse, succeed without the writes
+// of a log the writer deleted once every family had flushed them, some of those flushes after
+// the manifest was read: the handle would see some families without writes that others show. So
+// an open that fails naming a vanished file, and one during which a log that was there before it
+// began was deleted, are tried again with the store as it is then, for up to about two seconds.
 rocksdb::Status OpenForReadOnly(const RocksConfig& config, const std::string& path,
                                 std::vector<rocksdb::ColumnFamilyHandle*>* handles,
                                 rocksdb::DB** db) {
   rocksdb::Status rs;
   for (int attempt = 0;; ++attempt) {
     handles->clear();
+    const std::set<std::string> logs_before = LogFiles(path);
     rs = rocksdb::DB::OpenForReadOnly(config.db, path, config.families, handles, db);
     const bool vanished = !rs.ok() &&
                           rs.ToString().find("No such file or directory") != std::string::npos &&
-                          std::filesystem::exists(std::filesystem::path(path) / "CURRENT");
-    if (!vanished || attempt == 200) return rs;
+                          fs::exists(fs::path(path) / "CURRENT");
+    bool log_deleted = false;
+    if (rs.ok()) {
+      const std::set<std::string> logs_after = LogFiles(path);
+      log_deleted = !std::includes(logs_after.begin(), logs_after.end(), logs_before.begin(),
+                                   logs_before.end());
+    }
+    if (log_deleted) {
+      for (rocksdb::ColumnFamilyHandle* h : *handles) (*db)->DestroyColumnFamilyHandle(h);
+      delete *db;
+      *db = nullptr;
+      handles->clear();
+      rs = rocksdb::Status::Busy("the writer deleted logs during every attempt to open it");
+    }
+    if ((!vanished && !log_deleted) || attempt == 200) return rs;
     std::this_thread::sleep_for(std::chrono::milliseconds(attempt < 10 ? 1 : 10));
   }
 }
