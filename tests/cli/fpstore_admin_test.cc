@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../corrupt_file.h"
@@ -648,6 +650,32 @@ TEST(AdminVerifyTest, CompactedStoreVerifiesAndCorruptionExitsOne) {
   EXPECT_TRUE(Contains(r.err, "fpstore-admin: verify failed: ")) << r.err;
   EXPECT_TRUE(Contains(r.err, "orrupt")) << r.err;
   EXPECT_EQ(r.out, "");
+}
+
+// From a pipe, each record is inserted, durable and seen by readers, as it comes, before the
+// input ends.
+TEST(AdminInsertTest, RecordsFromAPipeAreInsertedAsTheyCome) {
+  ScratchDir dir;
+  const std::string db = (dir.path() / "db").string();
+  ASSERT_EQ(Admin({"create", "--db", db}).exit_code, 0);
+  fpstore::testing::Coprocess insert(
+      FPSTORE_ADMIN_BINARY, {"insert", "--db", db, "--input", "-", "--format", "tsv", "--quiet"});
+  StoreOptions read_only;
+  read_only.read_only = true;
+  const auto seen = [&](DocumentId id) {
+    for (int waited = 0; waited < 20'000; waited += 20) {
+      Result<std::unique_ptr<Store>> reader = Store::Open(db, read_only);
+      if (reader.ok() && (*reader)->Get(id).ok()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  for (DocumentId id = 1; id <= 3; ++id) {
+    ASSERT_TRUE(insert.Write(std::to_string(id) + "\t" + std::to_string(id * 977) + "\n"));
+    EXPECT_TRUE(seen(id)) << "document " << id << " not inserted before the input ended";
+  }
+  EXPECT_EQ(insert.Wait(), 0);
+  EXPECT_EQ(DocumentsOf(db), 3);
 }
 
 // A log damaged in its middle: every command refuses the store and names `recover`, which drops

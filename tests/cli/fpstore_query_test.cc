@@ -446,6 +446,45 @@ TEST_F(StoreModeTest, DistanceNarrowsTheSearch) {
   EXPECT_EQ(r.out.rfind("{\"id\":30,\"distance\":0,", 0), 0u) << r.out;
 }
 
+// Driven as a coprocess through pipes: each line is answered, one JSON object per query, before
+// the next is written, so a program knows where each answer ends.
+TEST_F(StoreModeTest, AnswersEachLineOfAPipeBeforeTheNext) {
+  fpstore::testing::Coprocess query(
+      FPSTORE_QUERY_BINARY,
+      {"--db", db_, "--input", "-", "--format", "tsv", "--json", "--per-query", "--quiet"});
+  const std::vector<std::pair<std::string, std::string>> lines = {
+      {"7\t" + FormatFingerprint(fox_ ^ 0xF000'0000'0000'0000u),
+       "{\"query\":7,\"matches\":[{\"id\":30,\"distance\":0,\"similarity\":null,"
+       "\"fingerprint\":\"" +
+           FormatFingerprint(fox_ ^ 0xF000'0000'0000'0000u) + "\",\"metadata\":\"\"}]}"},
+      {"8\t0x5555555555555555", "{\"query\":8,\"matches\":[]}"},
+      {"9\t" + FormatFingerprint(~fox_),
+       "{\"query\":9,\"matches\":[{\"id\":4,\"distance\":0,\"similarity\":null,"
+       "\"fingerprint\":\"" +
+           FormatFingerprint(~fox_) + "\",\"metadata\":\"far away\"}]}"}};
+  for (const auto& [line, answer] : lines) {
+    ASSERT_TRUE(query.Write(line + "\n"));
+    EXPECT_EQ(query.ReadLine(), answer) << "no answer to " << line << " before the next line";
+  }
+  EXPECT_EQ(query.Wait(), 0);
+}
+
+TEST_F(StoreModeTest, TsvOutputIsStableAndEscaped) {
+  const std::string input = "7\t" + FormatFingerprint(fox_ ^ 0b101) + "\n8\t0x5555555555555555\n";
+  ToolResult r = Search({"--input", "-", "--format", "tsv", "--tsv", "--distance", "0"}, input);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "query\tid\tdistance\tsimilarity\tfingerprint\tmetadata\n7\t2\t0\t-\t" +
+                       FormatFingerprint(fox_ ^ 0b101) +
+                       "\ttab\\there, line\\nend, quote \" and \xff byte\n");
+  r = Search({"--hash", "0x5555555555555555", "--tsv"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "id\tdistance\tsimilarity\tfingerprint\tmetadata\n");
+  r = Search({"--hash", "1", "--tsv", "--json"});
+  EXPECT_EQ(r.exit_code, 2);
+  r = Search({"--hash", "1", "--per-query"});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
 TEST_F(StoreModeTest, NothingFoundExit1) {
   const ToolResult r = Search({"--hash", "0x5555555555555555"});
   EXPECT_EQ(r.exit_code, 1);

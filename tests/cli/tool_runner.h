@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -113,6 +114,88 @@ inline ToolResult RunTool(const std::string& binary, const std::vector<std::stri
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
 }
+
+// A tool driven line by line through pipes, as a program uses one as a coprocess: write a line,
+// read its answer, write the next. Standard error goes to the test's.
+class Coprocess {
+ public:
+  Coprocess(const std::string& binary, const std::vector<std::string>& args) {
+    int in[2], out[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) {
+      throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(binary.c_str()));
+    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    const int spawned =
+        ::posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(in[0]);
+    ::close(out[1]);
+    in_ = in[1];
+    out_ = out[0];
+    if (spawned != 0)
+      throw std::runtime_error("cannot run " + binary + ": " + std::strerror(spawned));
+    ::signal(SIGPIPE, SIG_IGN);
+  }
+  Coprocess(const Coprocess&) = delete;
+  Coprocess& operator=(const Coprocess&) = delete;
+  ~Coprocess() {
+    CloseInput();
+    if (out_ >= 0) ::close(out_);
+    if (pid_ > 0) (void)Wait();
+  }
+
+  bool Write(const std::string& text) {
+    return ::write(in_, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  }
+
+  // The next line of output without its newline, or nullopt if none comes within `timeout_ms`
+  // (or the output ends).
+  std::optional<std::string> ReadLine(int timeout_ms = 20'000) {
+    for (;;) {
+      if (const std::size_t end = buffer_.find('\n'); end != std::string::npos) {
+        std::string line = buffer_.substr(0, end);
+        buffer_.erase(0, end + 1);
+        return line;
+      }
+      pollfd fd = {out_, POLLIN, 0};
+      const int ready = ::poll(&fd, 1, timeout_ms);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready <= 0) return std::nullopt;
+      char chunk[4096];
+      const ssize_t r = ::read(out_, chunk, sizeof chunk);
+      if (r <= 0) return std::nullopt;
+      buffer_.append(chunk, static_cast<std::size_t>(r));
+    }
+  }
+
+  void CloseInput() {
+    if (in_ >= 0) ::close(in_);
+    in_ = -1;
+  }
+
+  // Closes the input and waits: the exit status, or 128 + signal.
+  int Wait() {
+    CloseInput();
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int in_ = -1;
+  int out_ = -1;
+  std::string buffer_;
+};
 
 // The fixtures directory, tests/cli/data.
 inline const std::string kData = FPSTORE_CLI_TEST_DATA;

@@ -40,7 +40,9 @@ class InsertCommand final : public Command {
               "Documents per batch, 1 to 10,000,000. Each batch is one atomic write, durable (as "
               "--durability "
               "says) when it returns. Default: " +
-                  WithCommas(kDefaultBatch) + ". e.g. --batch-size 1000");
+                  WithCommas(kDefaultBatch) +
+                  ", or 1 when --input is a pipe or a terminal, so that each record is durable "
+                  "and seen by readers as it comes. e.g. --batch-size 1000");
     pipeline_.Define(table, kInputGroup, "insert");
     DefineQuiet(table, &quiet_);
   }
@@ -62,6 +64,9 @@ class InsertCommand final : public Command {
       };
     }
     std::unique_ptr<RecordReader> reader = RecordReader::Open(reader_options);
+    // From a pipe or a terminal: each record acted on as it comes.
+    const bool streaming = !reader->total_bytes().has_value();
+    if (streaming && !batch_size_given_) batch_size_ = 1;
 
     OpenedStore opened = store_.Open(StoreAccess::kWrite, &fingerprint_);
     Store& store = *opened.store;
@@ -99,6 +104,7 @@ class InsertCommand final : public Command {
                     {.threads = pipeline_.threads(),
                      .limit = pipeline_.sample(),
                      .progress = &progress,
+                     .streaming = streaming,
                      .stop = interrupts.Poll()},
                     [&](InputDocument& doc) {
                       pending.push_back(std::move(doc));
@@ -139,6 +145,7 @@ class InsertCommand final : public Command {
     store_.Check(vm);
     input_.Check(vm);
     fingerprint_.Check(vm);
+    batch_size_given_ = vm.count("batch-size") > 0;
     if (!input_.given()) throw UsageError("insert needs --input FILE (- for standard input)");
     if (fingerprint_.given() && input_.reader_options().format != InputFormat::kJsonl) {
       throw UsageError(
@@ -163,6 +170,7 @@ class InsertCommand final : public Command {
   InputFlags input_;
   FingerprintFlags fingerprint_;
   std::size_t batch_size_ = kDefaultBatch;
+  bool batch_size_given_ = false;
   PipelineFlags pipeline_;
   bool quiet_ = false;
 

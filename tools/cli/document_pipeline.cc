@@ -145,6 +145,8 @@ std::uint64_t ReadDocuments(RecordReader& reader, const Fingerprinter& fingerpri
                             const std::function<void(InputDocument&)>& consume) {
   int threads = options.threads;
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (options.streaming) threads = 1;
+  const std::size_t batch_records = options.streaming ? 1 : kBatchRecords;
 
   // Declared before the pool, so that the pool's threads are stopped and
   // joined before the batches they may be working on go away.
@@ -185,11 +187,11 @@ std::uint64_t ReadDocuments(RecordReader& reader, const Fingerprinter& fingerpri
 
   while (!end) {
     auto batch = std::make_unique<Batch>();
-    batch->records.reserve(kBatchRecords);  // not grown by doubling
+    batch->records.reserve(batch_records);  // not grown by doubling
     std::size_t text_bytes = 0;
     bool needs_fingerprints = false;
     try {
-      while (batch->records.size() < kBatchRecords && text_bytes < kBatchBytes) {
+      while (batch->records.size() < batch_records && text_bytes < kBatchBytes) {
         if (options.limit != 0 && read == options.limit) {
           end = true;
           break;

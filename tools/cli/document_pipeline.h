@@ -64,6 +64,10 @@ struct PipelineOptions {
   // Counts documents and input bytes as they are consumed; may be null.
   Progress* progress = nullptr;
 
+  // Hand each record on before the next is read, fingerprinted on the calling thread: for input
+  // from a pipe or a terminal, whose records should be acted on as they come.
+  bool streaming = false;
+
   // Polled between records: when it returns a signal number (non-zero),
   // ReadDocuments stops its threads and throws Interrupted. May be empty.
   std::function<int()> stop;

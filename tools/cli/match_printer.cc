@@ -31,6 +31,16 @@ std::string TableCell(std::string_view text) {
   return out;
 }
 
+// `text` for a TSV cell: a backslash doubled, then as TableCell, so that the escapes read back.
+std::string TsvCell(std::string_view text) {
+  std::string doubled;
+  for (const char c : text) {
+    if (c == '\\') doubled += '\\';
+    doubled += c;
+  }
+  return TableCell(doubled);
+}
+
 }  // namespace
 
 std::string SimilarityText(std::optional<double> similarity, const char* none) {
@@ -42,18 +52,32 @@ std::string SimilarityText(std::optional<double> similarity, const char* none) {
 
 void MatchPrinter::Print(std::span<const DocumentId> ids,
                          std::span<const std::vector<Match>> answers) {
+  const auto json_match = [](const Match& match) {
+    return "\"id\":" + std::to_string(match.id) +
+           ",\"distance\":" + std::to_string(match.distance) +
+           ",\"similarity\":" + SimilarityText(match.similarity, "null") + ",\"fingerprint\":\"" +
+           FormatFingerprint(match.fingerprint) + "\",\"metadata\":" + JsonString(match.metadata);
+  };
   std::vector<std::vector<std::string>> rows;
   for (std::size_t q = 0; q < answers.size(); ++q) {
+    if (format_ == Format::kJsonPerQuery) {
+      std::string line = "{";
+      if (batch_) line += "\"query\":" + std::to_string(ids[q]) + ",";
+      line += "\"matches\":[";
+      for (std::size_t m = 0; m < answers[q].size(); ++m) {
+        line += (m == 0 ? "{" : ",{") + json_match(answers[q][m]) + "}";
+      }
+      line += "]}\n";
+      std::fputs(line.c_str(), out_);
+      matches_ += answers[q].size();
+      continue;
+    }
     for (const Match& match : answers[q]) {
       ++matches_;
-      if (json_) {
+      if (format_ == Format::kJson) {
         std::string line = "{";
         if (batch_) line += "\"query\":" + std::to_string(ids[q]) + ",";
-        line += "\"id\":" + std::to_string(match.id) +
-                ",\"distance\":" + std::to_string(match.distance) +
-                ",\"similarity\":" + SimilarityText(match.similarity, "null") +
-                ",\"fingerprint\":\"" + FormatFingerprint(match.fingerprint) +
-                "\",\"metadata\":" + JsonString(match.metadata) + "}\n";
+        line += json_match(match) + "}\n";
         std::fputs(line.c_str(), out_);
         continue;
       }
@@ -63,11 +87,33 @@ void MatchPrinter::Print(std::span<const DocumentId> ids,
       row.push_back(std::to_string(match.distance));
       row.push_back(SimilarityText(match.similarity, "-"));
       row.push_back(FormatFingerprint(match.fingerprint));
-      row.push_back(TableCell(match.metadata));
+      row.push_back(format_ == Format::kTsv ? TsvCell(match.metadata) : TableCell(match.metadata));
       rows.push_back(std::move(row));
     }
   }
-  if (!rows.empty()) PrintTable(rows);
+  if (format_ == Format::kTsv) {
+    PrintTsv(rows);
+  } else if (!rows.empty()) {
+    PrintTable(rows);
+  }
+}
+
+void MatchPrinter::PrintTsv(const std::vector<std::vector<std::string>>& rows) {
+  const auto print_row = [&](const std::vector<std::string>& row) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) line += (c == 0 ? "" : "\t") + row[c];
+    std::fprintf(out_, "%s\n", line.c_str());
+  };
+  if (!header_printed_) {
+    std::vector<std::string> header;
+    if (batch_) header.push_back("query");
+    for (const char* name : {"id", "distance", "similarity", "fingerprint", "metadata"}) {
+      header.push_back(name);
+    }
+    print_row(header);
+    header_printed_ = true;
+  }
+  for (const auto& row : rows) print_row(row);
 }
 
 void MatchPrinter::PrintTable(const std::vector<std::vector<std::string>>& rows) {

@@ -23,11 +23,22 @@ std::string SimilarityText(std::optional<double> similarity, const char* none);
 // Prints matches as an aligned table or as JSON lines.
 class MatchPrinter {
  public:
+  enum class Format {
+    kTable,         // aligned columns, for people
+    kTsv,           // a header line, then tab-separated rows; tabs and such in metadata escaped
+    kJson,          // one JSON object per match
+    kJsonPerQuery,  // one JSON object per query, {"query":ID,"matches":[...]}, even with none
+  };
+
   // `batch`: each match says which input document it answers.
-  MatchPrinter(std::FILE* out, bool json, bool batch) : out_(out), json_(json), batch_(batch) {}
+  MatchPrinter(std::FILE* out, Format format, bool batch)
+      : out_(out), format_(format), batch_(batch) {}
 
   // Prints the matches of the queries in `ids` (only read when batch).
   void Print(std::span<const DocumentId> ids, std::span<const std::vector<Match>> answers);
+
+  // Hands what was printed to the operating system.
+  void Flush() { std::fflush(out_); }
 
   std::uint64_t matches() const { return matches_; }
 
@@ -35,9 +46,11 @@ class MatchPrinter {
   // Columns as wide as their widest cell in this call (the header's at
   // least), two spaces apart; the metadata last, as it is.
   void PrintTable(const std::vector<std::vector<std::string>>& rows);
+  // The header once, then the rows, tab-separated.
+  void PrintTsv(const std::vector<std::vector<std::string>>& rows);
 
   std::FILE* out_;
-  bool json_;
+  Format format_;
   bool batch_;
   bool header_printed_ = false;
   std::uint64_t matches_ = 0;

@@ -302,7 +302,14 @@ class SearchCommand final : public Command {
     DefineDistance(table, &distance_);
     DefineMinSimilarity(table, kQueryGroup, "a match", &min_similarity_);
     table.AddSwitch(kQueryGroup, "json", &json_,
-                    "Print JSON lines instead of a table. e.g. --json");
+                    "Print JSON lines instead of a table: one object per match. e.g. --json");
+    table.AddSwitch(kQueryGroup, "tsv", &tsv_,
+                    "Print tab-separated lines under a header line instead of a table, "
+                    "tabs, line ends and backslashes in metadata escaped. e.g. --tsv");
+    table.AddSwitch(kQueryGroup, "per-query", &per_query_,
+                    "With --json: one object per query, {\"query\":ID,\"matches\":[...]}, "
+                    "written even when it has no match, so that a program feeding --input - "
+                    "knows where each answer ends. e.g. --json --per-query");
     DefineQuiet(table, &quiet_);
   }
 
@@ -312,7 +319,11 @@ class SearchCommand final : public Command {
     const int k = SearchDistance(store, store_.db(),
                                  has_distance_ ? std::optional<int>(distance_) : std::nullopt);
     const QueryOptions query{k, min_similarity_};
-    MatchPrinter printer(out(), json_, /*batch=*/input_.given());
+    const MatchPrinter::Format format = per_query_ ? MatchPrinter::Format::kJsonPerQuery
+                                        : json_    ? MatchPrinter::Format::kJson
+                                        : tsv_     ? MatchPrinter::Format::kTsv
+                                                   : MatchPrinter::Format::kTable;
+    MatchPrinter printer(out(), format, /*batch=*/input_.given());
     if (input_.given()) {
       SearchBatch(store, query, printer);
     } else {
@@ -356,6 +367,8 @@ class SearchCommand final : public Command {
     }
     if (count == 0) throw UsageError("--db needs one of --hash, --text, --file or --input");
     if (count > 1) throw UsageError("give only one of --hash, --text, --file or --input");
+    if (json_ && tsv_) throw UsageError("give only one of --json and --tsv");
+    if (per_query_ && !json_) throw UsageError("--per-query applies to --json only");
   }
 
  private:
@@ -363,9 +376,11 @@ class SearchCommand final : public Command {
   // once per call, so larger batches are cheaper per query.
   static constexpr std::size_t kQueryBatch = 4096;
 
-  // --input: the near-duplicates of every record, in input order.
+  // --input: the near-duplicates of every record, in input order. From a pipe or a terminal each
+  // record is answered, and the answer written out, before the next is read.
   void SearchBatch(const Store& store, const QueryOptions& query, MatchPrinter& printer) {
     std::unique_ptr<RecordReader> reader = RecordReader::Open(input_.reader_options());
+    const bool streaming = !reader->total_bytes().has_value();
     Progress::Options options;
     options.style = Progress::AutoStyle(quiet_, err(), /*lines_when_not_terminal=*/false);
     options.label = kTool;
@@ -380,16 +395,18 @@ class SearchCommand final : public Command {
       const std::vector<std::vector<Match>> answers =
           ValueOrThrow(store.QueryBatch(sketches, query), "searching " + store_.db());
       printer.Print(ids, answers);
+      if (streaming) printer.Flush();
       ids.clear();
       sketches.clear();
     };
     PipelineOptions pipeline;
     pipeline.progress = &progress;
+    pipeline.streaming = streaming;
     try {
       ReadDocuments(*reader, store.fingerprinter(), pipeline, [&](InputDocument& doc) {
         ids.push_back(doc.id);
         sketches.push_back({doc.fingerprint, std::move(doc.signature)});
-        if (sketches.size() == kQueryBatch) flush();
+        if (streaming || sketches.size() == kQueryBatch) flush();
       });
     } catch (const InputError&) {
       flush();  // the answers for the lines before the bad one, as --fingerprint does
@@ -409,6 +426,8 @@ class SearchCommand final : public Command {
   bool has_distance_ = false;
   std::optional<double> min_similarity_;
   bool json_ = false;
+  bool tsv_ = false;
+  bool per_query_ = false;
   bool quiet_ = false;
 };
 
