@@ -476,6 +476,14 @@ TEST_F(StoreModeTest, TsvOutputIsStableAndEscaped) {
   EXPECT_EQ(r.out, "query\tid\tdistance\tsimilarity\tfingerprint\tmetadata\n7\t2\t0\t-\t" +
                        FormatFingerprint(fox_ ^ 0b101) +
                        "\ttab\\there, line\\nend, quote \" and \xff byte\n");
+  const std::string expected = r.out;
+  ScratchDir dir;
+  const std::string file = (dir.path() / "matches.tsv").string();
+  r = Search({"--input", "-", "--format", "tsv", "--tsv", "--distance", "0", "--output", file},
+             input);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(fpstore::testing::ReadFile(file), expected);
   r = Search({"--hash", "0x5555555555555555", "--tsv"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "id\tdistance\tsimilarity\tfingerprint\tmetadata\n");

@@ -12,6 +12,7 @@
 #include "cli/line_reader.h"
 #include "cli/match_printer.h"
 #include "cli/options.h"
+#include "cli/output_file.h"
 #include "cli/parse.h"
 #include "cli/progress.h"
 #include "cli/record_reader.h"
@@ -303,6 +304,9 @@ class SearchCommand final : public Command {
     DefineMinSimilarity(table, kQueryGroup, "a match", &min_similarity_);
     table.AddSwitch(kQueryGroup, "json", &json_,
                     "Print JSON lines instead of a table: one object per match. e.g. --json");
+    table.Add(kQueryGroup, "output,o", po::value(&output_)->value_name("FILE"),
+              "Where the matches go; - means standard output. A file is written under a "
+              "temporary name and renamed when complete. Default: -. e.g. --output matches.tsv");
     table.AddSwitch(kQueryGroup, "tsv", &tsv_,
                     "Print tab-separated lines under a header line instead of a table, "
                     "tabs, line ends and backslashes in metadata escaped. e.g. --tsv");
@@ -323,7 +327,8 @@ class SearchCommand final : public Command {
                                         : json_    ? MatchPrinter::Format::kJson
                                         : tsv_     ? MatchPrinter::Format::kTsv
                                                    : MatchPrinter::Format::kTable;
-    MatchPrinter printer(out(), format, /*batch=*/input_.given());
+    OutputFile output(output_, out());
+    MatchPrinter printer(output.get(), format, /*batch=*/input_.given());
     if (input_.given()) {
       SearchBatch(store, query, printer);
     } else {
@@ -339,6 +344,7 @@ class SearchCommand final : public Command {
           ValueOrThrow(store.Query(sketch, query), "searching " + store_.db());
       printer.Print({}, std::span<const std::vector<Match>>(&matches, 1));
     }
+    output.Commit();
     return printer.matches() > 0 ? 0 : 1;
   }
 
@@ -368,6 +374,7 @@ class SearchCommand final : public Command {
     if (count == 0) throw UsageError("--db needs one of --hash, --text, --file or --input");
     if (count > 1) throw UsageError("give only one of --hash, --text, --file or --input");
     if (json_ && tsv_) throw UsageError("give only one of --json and --tsv");
+    if (output_.empty()) throw UsageError("--output: empty file name (use - for standard output)");
     if (per_query_ && !json_) throw UsageError("--per-query applies to --json only");
   }
 
@@ -428,6 +435,7 @@ class SearchCommand final : public Command {
   bool json_ = false;
   bool tsv_ = false;
   bool per_query_ = false;
+  std::string output_ = "-";
   bool quiet_ = false;
 };
 
