@@ -443,7 +443,7 @@ static void CountPair(void* context, uint64_t first, uint64_t second, int distan
                       double similarity) {
   struct Pairs* pairs = context;
   ++pairs->count;
-  if (first >= second || distance > pairs->k || similarity != -1 || first > kDocs ||
+  if (first == 0 || first >= second || distance > pairs->k || similarity != -1 || first > kDocs ||
       second > kDocs || Popcount(pairs->fps[first - 1] ^ pairs->fps[second - 1]) != distance) {
     ++pairs->bad;
   }
@@ -601,9 +601,9 @@ static void TestBulkLoad(const char* dir) {
   CHECK_OK(fpstore_bulk_loader_finish(loader, &added, &replaced, &errmsg));
   CHECK(added == kDocs + 1 && replaced == 0);
   CHECK_CODE(fpstore_bulk_loader_add(loader, 1, 1, NULL, 0, &errmsg), FPSTORE_INVALID_ARGUMENT,
-             "finished");
+             "finished or failed");
   CHECK_CODE(fpstore_bulk_loader_finish(loader, NULL, NULL, &errmsg), FPSTORE_INVALID_ARGUMENT,
-             "finished");
+             "finished or failed");
   fpstore_bulk_loader_destroy(loader);
   /* An abandoned load changes nothing. */
   CHECK_OK(fpstore_bulk_loader_create(store, 0, 0, &loader, &errmsg));
@@ -661,6 +661,10 @@ static void TestFingerprinter(void) {
   CHECK(bad == NULL);
   CHECK_CODE(fpstore_fingerprinter_sketch(NULL, "x", 1, &fp, NULL, NULL, &errmsg),
              FPSTORE_INVALID_ARGUMENT, "fingerprinter is NULL");
+  char* unsized = NULL;
+  CHECK_CODE(fpstore_fingerprinter_sketch(words, "x", 1, &fp, &unsized, NULL, &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "signature_len is NULL");
+  CHECK(unsized == NULL);
   fpstore_fingerprinter_destroy(words);
   fpstore_fingerprinter_destroy(shingles);
   fpstore_fingerprinter_destroy(NULL);

@@ -14,7 +14,8 @@ passes the threshold, and kept (and stored) otherwise, in one atomic
 check-and-insert. The store persists across crawls, so a page seen in an
 earlier crawl counts too. A page is stored under a 64-bit hash of its URL:
 crawling the same URL again updates it rather than calling it a copy of
-itself. The check runs in a thread of Twisted's pool (fpstore releases the
+itself (a page whose new text copies another page is dropped, and its
+earlier text stays stored). The check runs in a thread of Twisted's pool (fpstore releases the
 GIL), not in the reactor.
 """
 
@@ -80,11 +81,9 @@ class NearDuplicatePipeline:
             min_similarity=self.min_similarity)
         if result.inserted:
             return item
-        others = [m for m in result.matches if m.id != page]
-        if not others:  # the same URL crawled again: keep its newer text
-            self.store.insert(page, text, url.encode())
-            return item
-        best = others[0]
+        # The matches never include the page itself: a recrawl of a URL whose text is no copy of
+        # another page is inserted, replacing its earlier text, above.
+        best = result.matches[0]
         similarity = "-" if best.similarity is None else f"{best.similarity:.3f}"
         raise DropItem(
             f"near-duplicate of {best.metadata.decode(errors='replace')} "

@@ -244,7 +244,9 @@ FPSTORE_EXPORT int fpstore_query_batch(const fpstore_t* store, size_t count,
 /* Calls pair(context, first, second, distance, similarity) for every pair of
  * stored documents within k (first < second) whose similarity passes
  * min_similarity (negative: the store's threshold); similarity is -1 when
- * either has no signature. From one thread at a time, in no order. */
+ * either has no signature. In no order, one call at a time but possibly
+ * from the scan's own threads; a callback must return normally (no longjmp)
+ * and must not close the store. */
 typedef void (*fpstore_pair_fn)(void* context, uint64_t first, uint64_t second, int distance,
                                 double similarity);
 FPSTORE_EXPORT int fpstore_find_all(const fpstore_t* store, int k, double min_similarity,
@@ -263,7 +265,8 @@ typedef struct fpstore_bulk_loader_t fpstore_bulk_loader_t;
 
 /* A bulk load into `store` (bulk_loader.h): memory_bytes to sort in (0: the
  * default, 1 GiB), threads to sort with (0: one per core). Writes to the
- * store wait while its finish runs. The store must outlive the loader. */
+ * store wait while its finish runs. The store must outlive the loader, and
+ * a loader takes one call at a time (it is not thread-safe). */
 FPSTORE_EXPORT int fpstore_bulk_loader_create(fpstore_t* store, size_t memory_bytes, int threads,
                                               fpstore_bulk_loader_t** loader, char** errmsg);
 FPSTORE_EXPORT int fpstore_bulk_loader_add(fpstore_bulk_loader_t* loader, uint64_t id,
@@ -276,7 +279,8 @@ FPSTORE_EXPORT int fpstore_bulk_loader_add_text(fpstore_bulk_loader_t* loader, u
                                                 char** errmsg);
 /* Puts everything added into the store at once. *added counts documents new
  * to the store, *replaced those whose id was stored before (either may be
- * NULL). Until it returns FPSTORE_OK the store is unchanged. */
+ * NULL). Until it returns FPSTORE_OK the store is unchanged. Finished or
+ * failed, the load is over: later calls on the loader fail. */
 FPSTORE_EXPORT int fpstore_bulk_loader_finish(fpstore_bulk_loader_t* loader, uint64_t* added,
                                               uint64_t* replaced, char** errmsg);
 /* Abandons the load unless it finished; NULL is ignored. */
@@ -313,7 +317,7 @@ FPSTORE_EXPORT int fpstore_compact(fpstore_t* store, char** errmsg);
 
 typedef struct fpstore_fingerprinter_t fpstore_fingerprinter_t;
 
-/* A fingerprinter with the options of fingerprinter.h: window (0: the
+/* A fingerprinter (thread-safe once made) with the options of fingerprinter.h: window (0: the
  * default, 1), weighting "tf" or "presence" (NULL: "tf"), signature_slots
  * (0: 256) and signature_window (0: 5). */
 FPSTORE_EXPORT int fpstore_fingerprinter_create(int window, const char* weighting,
@@ -321,8 +325,8 @@ FPSTORE_EXPORT int fpstore_fingerprinter_create(int window, const char* weightin
                                                 fpstore_fingerprinter_t** fingerprinter,
                                                 char** errmsg);
 /* A UTF-8 text's fingerprint and, if signature is not NULL, its
- * verification signature: *signature_len bytes in a buffer the caller frees
- * with fpstore_free. */
+ * verification signature: *signature_len bytes (signature_len must then not
+ * be NULL) in a buffer the caller frees with fpstore_free. */
 FPSTORE_EXPORT int fpstore_fingerprinter_sketch(const fpstore_fingerprinter_t* fingerprinter,
                                                 const char* text, size_t text_len,
                                                 uint64_t* fingerprint, char** signature,

@@ -161,13 +161,14 @@ Status QueryText(const fpstore_t* store, const char* text, std::size_t len,
 
 // A malloc'd copy of `bytes`, NUL-terminated, for the caller to fpstore_free.
 Status CopyOut(std::string_view bytes, char** out, std::size_t* len) {
+  if (out != nullptr) {
+    char* copy = static_cast<char*>(std::malloc(bytes.size() + 1));
+    if (copy == nullptr) return Status::IOError("out of memory");
+    if (!bytes.empty()) std::memcpy(copy, bytes.data(), bytes.size());
+    copy[bytes.size()] = '\0';
+    *out = copy;
+  }
   if (len != nullptr) *len = bytes.size();
-  if (out == nullptr) return Status::OK();
-  char* copy = static_cast<char*>(std::malloc(bytes.size() + 1));
-  if (copy == nullptr) return Status::IOError("out of memory");
-  if (!bytes.empty()) std::memcpy(copy, bytes.data(), bytes.size());
-  copy[bytes.size()] = '\0';
-  *out = copy;
   return Status::OK();
 }
 
@@ -519,7 +520,7 @@ int fpstore_bulk_loader_add(fpstore_bulk_loader_t* loader, uint64_t id, uint64_t
                             const char* metadata, size_t metadata_len, char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
     if (loader == nullptr) return Null("loader");
-    if (!loader->loader) return Status::InvalidArgument("the bulk loader has finished");
+    if (!loader->loader) return Status::InvalidArgument("the bulk loader has finished or failed");
     Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
     if (!meta.ok()) return meta.status();
     return loader->loader->Add(id, fingerprint, *meta);
@@ -531,7 +532,7 @@ int fpstore_bulk_loader_add_text(fpstore_bulk_loader_t* loader, uint64_t id, con
                                  char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
     if (loader == nullptr) return Null("loader");
-    if (!loader->loader) return Status::InvalidArgument("the bulk loader has finished");
+    if (!loader->loader) return Status::InvalidArgument("the bulk loader has finished or failed");
     Result<fpstore::Sketch> sketch = SketchOf(loader->store, text, text_len);
     if (!sketch.ok()) return sketch.status();
     Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
@@ -544,7 +545,7 @@ int fpstore_bulk_loader_finish(fpstore_bulk_loader_t* loader, uint64_t* added, u
                                char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
     if (loader == nullptr) return Null("loader");
-    if (!loader->loader) return Status::InvalidArgument("the bulk loader has finished");
+    if (!loader->loader) return Status::InvalidArgument("the bulk loader has finished or failed");
     Result<fpstore::BulkLoadStats> stats = loader->loader->Finish();
     loader->loader.reset();
     if (!stats.ok()) return stats.status();
@@ -640,6 +641,7 @@ int fpstore_fingerprinter_sketch(const fpstore_fingerprinter_t* fingerprinter, c
   return Guard(errmsg, [&]() -> Status {
     if (fingerprinter == nullptr) return Null("fingerprinter");
     if (fingerprint == nullptr) return Null("fingerprint");
+    if (signature != nullptr && signature_len == nullptr) return Null("signature_len");
     Result<std::string_view> utf8 = Bytes(text, text_len, "text");
     if (!utf8.ok()) return utf8.status();
     Result<fpstore::Sketch> sketch = fingerprinter->fingerprinter.SketchText(*utf8);

@@ -36,6 +36,7 @@ from ._fpstore import (
     estimate_similarity,
     hamming_distance,
 )
+# open and IOError are not in __all__: a star import must not hide the built-ins.
 from .errors import (
     BusyError,
     CorruptionError,
@@ -81,7 +82,6 @@ __all__ = [
     "Error",
     "FingerprintOptions",
     "Fingerprinter",
-    "IOError",
     "InvalidArgumentError",
     "Match",
     "NearPair",
@@ -95,6 +95,5 @@ __all__ = [
     "estimate_similarity",
     "fingerprint",
     "hamming_distance",
-    "open",
     "sketch",
 ]

@@ -135,12 +135,18 @@ std::string MetadataFrom(const py::handle& value) {
 template <typename Fn>
 void ForEachNewDocument(const py::iterable& documents, Fn fn) {
   for (const py::handle item : documents) {
-    if (!py::isinstance<py::sequence>(item) || py::len(item) < 2 || py::len(item) > 3) {
+    if (!py::isinstance<py::sequence>(item) || py::isinstance<py::str>(item) ||
+        py::isinstance<py::bytes>(item) || py::len(item) < 2 || py::len(item) > 3) {
       throw py::type_error("a document is (id, content) or (id, content, metadata)");
     }
     const py::sequence doc = py::reinterpret_borrow<py::sequence>(item);
-    fn(doc[0].cast<DocumentId>(), py::object(doc[1]),
-       doc.size() == 3 ? py::object(doc[2]) : py::none());
+    DocumentId id = 0;
+    try {
+      id = doc[0].cast<DocumentId>();
+    } catch (const py::cast_error&) {
+      throw py::type_error("a document's id is an int from 0 to 2**64 - 1");
+    }
+    fn(id, py::object(doc[1]), doc.size() == 3 ? py::object(doc[2]) : py::none());
   }
 }
 
@@ -152,18 +158,36 @@ QueryOptions QueryOptionsFrom(std::optional<int> distance, std::optional<double>
 
 // A Store shared by the Python object and its bulk loaders. Calls hold `mu` shared, close holds it
 // exclusively, so a close waits for the calls under way and later calls fail cleanly.
+//
+// `mu` is never waited for with the GIL held (every call releases the GIL first), and no error is
+// raised, which takes the GIL, while `mu` is held exclusively: so a thread holding the GIL never
+// waits for one that waits for the GIL.
 struct StoreState {
   std::shared_mutex mu;
-  std::unique_ptr<Store> store;  // null once closed
-  std::atomic<int> loaders{0};   // bulk loaders not yet finished or dropped
+  std::unique_ptr<Store> store;      // null once closed; guarded by mu
+  std::atomic<bool> closing{false};  // close() began: calls that start now fail
+  // Bulk loaders not yet finished or dropped: counted up under a shared hold of `mu` only, so
+  // that close(), holding it exclusively, sees them all.
+  std::atomic<int> loaders{0};
   std::string path;
+  std::optional<PermutationPlan> plan;  // the store's, for reads that need no lock
+  FingerprintOptions fingerprint_options;
 };
 
-// A shared hold on an open store.
+[[noreturn]] void RaiseClosed(const StoreState& state) {
+  Raise(Status::InvalidArgument("the store at " + state.path + " is closed"));
+}
+
+// A shared hold on an open store. REQUIRES: the GIL is released.
 class Held {
  public:
-  explicit Held(StoreState& state) : lock_(state.mu) {
-    if (!state.store) Raise(Status::InvalidArgument("the store at " + state.path + " is closed"));
+  explicit Held(StoreState& state) {
+    if (state.closing) RaiseClosed(state);
+    lock_ = std::shared_lock(state.mu);
+    if (!state.store) {
+      lock_.unlock();
+      RaiseClosed(state);
+    }
     store_ = state.store.get();
   }
   Store& operator*() const { return *store_; }
@@ -194,7 +218,19 @@ class PyStore {
     options.blocks = blocks;
     options.distance = distance;
     if (window || weighting || signature_slots || signature_window) {
+      // What is not given is the existing store's, as the tools do, so that giving one option
+      // checks that one.
       FingerprintOptions fp;
+      {
+        StoreOptions probe;
+        probe.create_if_missing = false;
+        probe.read_only = true;
+        py::gil_scoped_release nogil;
+        if (Result<std::unique_ptr<Store>> existing = Store::Open(path, probe); existing.ok()) {
+          fp = (*existing)->fingerprinter().options();
+          (void)(*existing)->Close();
+        }
+      }
       if (window) fp.window = *window;
       if (weighting) fp.weighting = WeightingFrom(*weighting);
       if (signature_slots) fp.signature_slots = *signature_slots;
@@ -223,32 +259,35 @@ class PyStore {
       py::gil_scoped_release nogil;
       state->store = Value(Store::Open(path, options));
     }
+    state->plan = state->store->plan();
+    state->fingerprint_options = state->store->fingerprinter().options();
     return std::make_unique<PyStore>(std::move(state));
   }
 
   void Close() {
-    if (state_->loaders > 0) {
-      RaiseInvalid("the store at " + state_->path +
-                   " has a bulk loader open: finish it or let it go first");
+    Status result;
+    state_->closing = true;  // calls that start now fail, so the close is not kept waiting
+    {
+      py::gil_scoped_release nogil;
+      std::unique_lock lock(state_->mu);
+      if (!state_->store) return;
+      if (state_->loaders > 0) {
+        state_->closing = false;
+        result = Status::InvalidArgument("the store at " + state_->path +
+                                         " has a bulk loader open: finish it or let it go first");
+      } else {
+        result = state_->store->Close();
+        state_->store.reset();
+      }
     }
-    py::gil_scoped_release nogil;
-    std::unique_lock lock(state_->mu);
-    if (!state_->store) return;
-    const Status s = state_->store->Close();
-    state_->store.reset();
-    Check(s);
+    Check(result);
   }
 
-  bool closed() const {
-    std::shared_lock lock(state_->mu);
-    return !state_->store;
-  }
+  bool closed() const { return state_->closing; }
   const std::string& path() const { return state_->path; }
 
-  PermutationPlan plan() const { return Held(*state_)->plan(); }
-  FingerprintOptions fingerprint_options() const {
-    return Held(*state_)->fingerprinter().options();
-  }
+  const PermutationPlan& plan() const { return *state_->plan; }
+  const FingerprintOptions& fingerprint_options() const { return state_->fingerprint_options; }
 
   // The sketches of `contents`, texts sketched with the store's options.
   std::vector<Sketch> Sketches(std::vector<Content> contents) const {
@@ -422,6 +461,7 @@ class PyStore {
 // once finish() returns; dropped unfinished, it changes nothing.
 class PyBulkLoader {
  public:
+  // REQUIRES: the caller holds `state` shared (Held), so that close() sees this loader.
   PyBulkLoader(std::shared_ptr<StoreState> state, std::unique_ptr<BulkLoader> loader)
       : state_(std::move(state)), loader_(std::move(loader)) {
     ++state_->loaders;
@@ -431,13 +471,18 @@ class PyBulkLoader {
   PyBulkLoader& operator=(const PyBulkLoader&) = delete;
 
   void Add(DocumentId id, const py::handle& content, const py::handle& metadata) {
-    Loader();
     std::vector<Content> contents;
     contents.push_back(ContentFrom(content, "content"));
     const std::string meta = MetadataFrom(metadata);
     Sketch sketch = std::move(PyStore(state_).Sketches(std::move(contents))[0]);
-    py::gil_scoped_release nogil;
-    Check(loader_->Add(NewDocument{id, sketch.fingerprint, meta, sketch.signature}));
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      std::lock_guard lock(mu_);
+      s = loader_ ? loader_->Add(NewDocument{id, sketch.fingerprint, meta, sketch.signature})
+                  : Gone();
+    }
+    Check(s);
   }
 
   void AddMany(const py::iterable& documents) {
@@ -445,50 +490,84 @@ class PyBulkLoader {
                                       const py::object& meta) { Add(id, content, meta); });
   }
 
-  std::uint64_t added() const { return loader_ ? loader_->added() : 0; }
+  std::uint64_t added() {
+    py::gil_scoped_release nogil;
+    std::lock_guard lock(mu_);
+    return loader_ ? loader_->added() : added_;
+  }
 
   BulkLoadStats Finish() {
-    Loader();
     std::optional<Result<BulkLoadStats>> stats;
     {
       py::gil_scoped_release nogil;
-      stats.emplace(loader_->Finish());
+      std::lock_guard lock(mu_);
+      if (!loader_) {
+        stats.emplace(Gone());
+      } else {
+        stats.emplace(loader_->Finish());
+        ReleaseLocked();
+      }
     }
-    Release();
     return Value(std::move(*stats));
   }
 
   // Drops the load unless it finished: the store is left as it was.
   void Release() {
-    if (!loader_) return;
+    py::gil_scoped_release nogil;
+    std::lock_guard lock(mu_);
+    ReleaseLocked();
+  }
+
+  // Finishes the load unless it ended already (__exit__ without an exception).
+  void FinishIfActive() {
+    bool active;
     {
       py::gil_scoped_release nogil;
-      loader_.reset();
+      std::lock_guard lock(mu_);
+      active = loader_ != nullptr;
     }
-    --state_->loaders;
+    if (active) (void)Finish();
   }
 
  private:
-  void Loader() const {
-    if (!loader_) RaiseInvalid("this bulk loader has finished or was abandoned");
+  static Status Gone() {
+    return Status::InvalidArgument("this bulk loader has finished, failed or was abandoned");
+  }
+
+  void ReleaseLocked() {
+    if (!loader_) return;
+    added_ = loader_->added();
+    loader_.reset();
+    --state_->loaders;
   }
 
   std::shared_ptr<StoreState> state_;
-  std::unique_ptr<BulkLoader> loader_;
+  std::mutex mu_;                       // one call at a time; waited for with the GIL released
+  std::unique_ptr<BulkLoader> loader_;  // guarded by mu_; null once finished or abandoned
+  std::uint64_t added_ = 0;             // guarded by mu_: what the loader had when it ended
 };
 
 std::unique_ptr<PyBulkLoader> PyStore::NewBulkLoader(std::optional<std::size_t> memory_bytes,
                                                      int threads, const std::string& temp_dir) {
   BulkLoadOptions options;
-  if (memory_bytes) options.memory_bytes = *memory_bytes;
+  if (memory_bytes) options.memory_bytes = memory_bytes.value();
   options.threads = threads;
   options.temp_dir = temp_dir;
-  std::unique_ptr<BulkLoader> loader;
+  std::unique_ptr<PyBulkLoader> made;
+  Status s;
   {
     py::gil_scoped_release nogil;
-    loader = Value(Held(*state_)->NewBulkLoader(options));
+    Held store(*state_);
+    Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader(options);
+    // Counted while the store is held, so that a close() waiting meanwhile sees it.
+    if (loader.ok()) {
+      made = std::make_unique<PyBulkLoader>(state_, *std::move(loader));
+    } else {
+      s = loader.status();
+    }
   }
-  return std::make_unique<PyBulkLoader>(state_, std::move(loader));
+  Check(s);
+  return made;
 }
 
 std::string OptionalText(const std::optional<double>& v) { return v ? std::to_string(*v) : "None"; }
@@ -511,7 +590,9 @@ PYBIND11_MODULE(_fpstore, m) {
       .def_property_readonly("signature",
                              [](const Sketch& s) { return Bytes(s.signature.bytes()); })
       .def("__eq__",
-           [](const Sketch& a, const Sketch& b) {
+           [](const Sketch& a, const py::object& other) {
+             if (!py::isinstance<Sketch>(other)) return false;
+             const Sketch& b = other.cast<const Sketch&>();
              return a.fingerprint == b.fingerprint && a.signature == b.signature;
            })
       .def("__repr__", [](const Sketch& s) {
@@ -598,7 +679,10 @@ PYBIND11_MODULE(_fpstore, m) {
       .def_readonly("second", &NearPair::second)
       .def_readonly("distance", &NearPair::distance)
       .def_readonly("similarity", &NearPair::similarity)
-      .def("__eq__", [](const NearPair& a, const NearPair& b) { return a == b; })
+      .def("__eq__",
+           [](const NearPair& a, const py::object& other) {
+             return py::isinstance<NearPair>(other) && a == other.cast<const NearPair&>();
+           })
       .def("__hash__",
            [](const NearPair& p) { return py::hash(py::make_tuple(p.first, p.second)); })
       .def("__repr__", [](const NearPair& p) {
@@ -660,7 +744,7 @@ PYBIND11_MODULE(_fpstore, m) {
       .def("__exit__",
            [](PyBulkLoader& l, const py::object& type, const py::object&, const py::object&) {
              if (type.is_none()) {
-               (void)l.Finish();
+               l.FinishIfActive();
              } else {
                l.Release();
              }
@@ -721,7 +805,16 @@ PYBIND11_MODULE(_fpstore, m) {
       .def(
           "__enter__", [](PyStore& s) -> PyStore& { return s; }, py::return_value_policy::reference)
       .def("__exit__",
-           [](PyStore& s, const py::object&, const py::object&, const py::object&) { s.Close(); })
+           [](PyStore& s, const py::object& type, const py::object&, const py::object&) {
+             if (type.is_none()) {
+               s.Close();
+               return;
+             }
+             try {  // the exception under way matters more than one from closing
+               s.Close();
+             } catch (const py::error_already_set&) {
+             }
+           })
       .def("stats", &PyStore::Stats)
       .def("verify", &PyStore::Verify, py::kw_only(), py::arg("threads") = 0)
       .def("checkpoint", &PyStore::Checkpoint, py::arg("dir"))

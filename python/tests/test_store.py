@@ -173,6 +173,11 @@ def test_options_are_recorded_and_checked(tmp_path):
         assert stats.min_similarity == pytest.approx(0.8)
     with pytest.raises(fpstore.InvalidArgumentError, match="blocks"):
         fpstore.open(path, blocks=6)
+    # One fingerprint option checks that one; the others are the store's.
+    with fpstore.open(path, window=3) as store:
+        assert store.fingerprint_options.window == 3
+    with pytest.raises(fpstore.InvalidArgumentError, match="fingerprint"):
+        fpstore.open(path, window=2)
     with pytest.raises(ValueError, match="durability"):
         fpstore.open(path, durability="fast")
 
@@ -206,6 +211,12 @@ def test_errors_are_exceptions_with_the_status_message(tmp_path):
             writer.insert(3, 4.5)
         with pytest.raises(TypeError):
             writer.insert_many([(1,)])
+        with pytest.raises(TypeError):
+            writer.insert_many(["ab"])
+        with pytest.raises(TypeError, match="id"):
+            writer.insert_many([(-1, 5)])
+        assert (fpstore.Sketch(1) == None) is False  # noqa: E711
+        assert fpstore.Sketch(1) == fpstore.Sketch(1) and fpstore.Sketch(1) != fpstore.Sketch(2)
     assert writer.closed
     with pytest.raises(fpstore.InvalidArgumentError, match="closed"):
         writer.get(1)
@@ -230,6 +241,12 @@ def test_bulk_loader_then_checkpoint(tmp_path):
                 loader.add(10**9, 1)
                 raise RuntimeError("the crawl stopped")
         assert store.get(10**9) is None
+        # finish() inside the block: leaving it does not finish again.
+        with store.bulk_loader() as loader:
+            loader.add(10**9 + 2, 3)
+            assert loader.finish().added == 1
+        assert loader.added == 1
+        assert store.remove(10**9 + 2)
         # A finished loader refuses more work, and the store closes once it is done.
         loader = store.bulk_loader()
         loader.add(10**9 + 1, 2)
@@ -239,6 +256,7 @@ def test_bulk_loader_then_checkpoint(tmp_path):
         assert (stats.added, stats.replaced, stats.superseded) == (1, 0, 0)
         with pytest.raises(fpstore.InvalidArgumentError, match="finished"):
             loader.add(1, 1)
+        del loader
         store.checkpoint(str(tmp_path / "copy"))
         store.verify()
     with fpstore.open(str(tmp_path / "copy"), read_only=True) as copy:
