@@ -152,6 +152,29 @@ TEST(DamagedLogTest, LogCutShortAtItsEndOpens) {
   EXPECT_TRUE((*store)->Verify().ok());
 }
 
+// Merges during the inserts write files after the damage that depend on the damaged writes:
+// RocksDB cannot stop its replay at the damage, so no open can drop them alone. The open is
+// refused, naming the damage and what it holds, with drop_damaged_log too, and changes nothing.
+TEST(DamagedLogTest, DamageThatLaterFilesDependOnIsRefusedEvenWhenDropping) {
+  TempDir dir;
+  const std::string path = dir.path() + "/db";
+  constexpr int kInserted = 40;
+  InsertThenCrash(path, kInserted, 100, /*staged_documents=*/8);
+  const std::string log = testing::LargestLog(path);
+  FlipBytes(log, fs::file_size(log) / 2, 16);
+  const FileMap before = SnapshotFiles(path);
+  for (const bool drop : {false, true}) {
+    StoreOptions options;
+    options.drop_damaged_log = drop;
+    const Status s = Store::Open(path, options).status();
+    ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+    EXPECT_NE(s.message().find(log + " is damaged at bytes "), std::string::npos) << s.ToString();
+    EXPECT_GT(RecordsNamed(s.message()), 0) << s.ToString();
+    EXPECT_NE(s.message().find("cannot be opened without them"), std::string::npos) << s.ToString();
+    EXPECT_EQ(ChangedFiles(before, SnapshotFiles(path)), "");
+  }
+}
+
 // A log whose writes are all in the tables already (one a crash left behind after a flush) is not
 // replayed: damage in it drops nothing.
 TEST(DamagedLogTest, DamageInAnObsoleteLogDropsNothing) {

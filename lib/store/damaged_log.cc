@@ -6,6 +6,7 @@
 #include "store/damaged_log.h"
 
 #include <fcntl.h>
+#include <rocksdb/wal_filter.h>
 #include <rocksdb/write_batch.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <boost/crc.hpp>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <string_view>
@@ -179,7 +181,7 @@ class MappedFile {
 // Reads one log. `damaged` is set to the bytes [begin, end) of its first damage that intact
 // records follow, if any; the write batches after it, and all of them once `keep_all`, are added to
 // `dropped`.
-void ReadLog(std::string_view data, bool keep_all,
+void ReadLog(std::string_view data, std::uint64_t log, bool keep_all,
              std::optional<std::pair<std::uint64_t, std::uint64_t>>& damaged,
              std::vector<LogRecord>& dropped) {
   std::size_t pos = 0;
@@ -196,7 +198,7 @@ void ReadLog(std::string_view data, bool keep_all,
       keeping = true;
       damage.reset();
     }
-    if (keeping) dropped.push_back({Little64(bytes.data()), std::string(bytes)});
+    if (keeping) dropped.push_back({log, Little64(bytes.data()), std::string(bytes)});
     return true;
   };
   while (pos < data.size()) {
@@ -261,7 +263,11 @@ Result<std::optional<LogDamage>> FindLogDamage(const std::string& dir) {
     if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       continue;
     }
-    logs.emplace_back(std::stoull(std::string(digits)), entry.path().string());
+    std::uint64_t number = 0;
+    const auto [end, parsed] =
+        std::from_chars(digits.data(), digits.data() + digits.size(), number);
+    if (parsed != std::errc() || end != digits.data() + digits.size()) continue;
+    logs.emplace_back(number, entry.path().string());
   }
   if (ec) return Status::IOError(dir + ": " + ec.message());
   std::sort(logs.begin(), logs.end());
@@ -269,10 +275,15 @@ Result<std::optional<LogDamage>> FindLogDamage(const std::string& dir) {
   std::optional<LogDamage> damage;
   for (const auto& [number, path] : logs) {
     MappedFile file;
-    if (Status s = file.Open(path); !s.ok()) return s;
+    if (Status s = file.Open(path); !s.ok()) {
+      // Deleted since the listing by a writer (a reader beside it): it held nothing to replay.
+      std::error_code exists_ec;
+      if (!fs::exists(path, exists_ec) && !exists_ec) continue;
+      return s;
+    }
     std::optional<std::pair<std::uint64_t, std::uint64_t>> damaged;
     std::vector<LogRecord> dropped;
-    ReadLog(file.bytes(), damage.has_value(), damaged, dropped);
+    ReadLog(file.bytes(), number, damage.has_value(), damaged, dropped);
     if (damaged && !damage) damage = LogDamage{path, damaged->first, damaged->second, {}, {}};
     if (damage) {
       damage->logs.push_back(path);
@@ -282,8 +293,27 @@ Result<std::optional<LogDamage>> FindLogDamage(const std::string& dir) {
   return damage;
 }
 
-DroppedWrites DroppedAfter(const LogDamage& damage, std::uint64_t recovered,
-                           std::uint32_t documents_family) {
+std::unique_ptr<rocksdb::WalFilter> NewReplayRecorder(ReplayedRecords& replayed) {
+  class Recorder final : public rocksdb::WalFilter {
+   public:
+    explicit Recorder(ReplayedRecords& replayed) : replayed_(replayed) {}
+    WalProcessingOption LogRecordFound(unsigned long long log_number, const std::string&,
+                                       const rocksdb::WriteBatch& batch, rocksdb::WriteBatch*,
+                                       bool*) override {
+      const std::string& rep = batch.Data();
+      if (rep.size() >= kBatchHeaderBytes) replayed_.emplace(log_number, Little64(rep.data()));
+      return WalProcessingOption::kContinueProcessing;
+    }
+    const char* Name() const override { return "fpstore.ReplayRecorder"; }
+
+   private:
+    ReplayedRecords& replayed_;
+  };
+  return std::make_unique<Recorder>(replayed);
+}
+
+DroppedWrites DroppedAfter(const LogDamage& damage, const ReplayedRecords& replayed,
+                           std::uint64_t latest, std::uint32_t documents_family) {
   // Collects the documents family's puts and deletes; every other change is part of one of them.
   class Collector final : public rocksdb::WriteBatch::Handler {
    public:
@@ -319,8 +349,14 @@ DroppedWrites DroppedAfter(const LogDamage& damage, std::uint64_t recovered,
 
   DroppedWrites dropped;
   Collector collector(documents_family, dropped);
+  const std::optional<std::uint64_t> first_log =
+      replayed.empty() ? std::nullopt : std::optional<std::uint64_t>(replayed.begin()->first);
   for (const LogRecord& record : damage.dropped) {
-    if (record.sequence <= recovered) continue;
+    if (first_log) {
+      if (record.log < *first_log || replayed.count({record.log, record.sequence}) > 0) continue;
+    } else if (record.sequence <= latest) {
+      continue;
+    }
     ++dropped.records;
     rocksdb::WriteBatch batch(record.batch);
     batch.Iterate(&collector).PermitUncheckedError();  // a batch it cannot parse still counts

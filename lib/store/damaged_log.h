@@ -9,17 +9,24 @@
 #define FPSTORE_LIB_STORE_DAMAGED_LOG_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "fpstore/document.h"
 #include "fpstore/status.h"
 
+namespace rocksdb {
+class WalFilter;
+}  // namespace rocksdb
+
 namespace fpstore::internal {
 
 // One intact log record: a RocksDB write batch.
 struct LogRecord {
+  std::uint64_t log = 0;       // the number of the log that holds it
   std::uint64_t sequence = 0;  // of its first key
   std::string batch;           // the batch's bytes (rocksdb::WriteBatch's representation)
 };
@@ -37,15 +44,25 @@ struct LogDamage {
 // logs read to their end or only their last record is cut short. Errors: IOError.
 Result<std::optional<LogDamage>> FindLogDamage(const std::string& dir);
 
-// What the dropped records after `recovered`, the last sequence number a replay keeps, wrote to
-// the documents family, whose RocksDB id is `documents_family`.
+// The records a replay of the logs read, each as (log number, sequence number): what
+// ReplayedRecords' filter saw during a RocksDB open.
+using ReplayedRecords = std::set<std::pair<std::uint64_t, std::uint64_t>>;
+
+// A rocksdb::WalFilter that records into `replayed` every log record the open it is given to
+// replays. REQUIRES: `replayed` outlives the open.
+std::unique_ptr<rocksdb::WalFilter> NewReplayRecorder(ReplayedRecords& replayed);
+
+// What the records after the damage that the replay did not read wrote to the documents family,
+// whose RocksDB id is `documents_family`. Records of a log older than every log the replay read
+// are not counted: RocksDB skips such a log as already flushed. If the replay read nothing, the
+// records above `latest`, the sequence number the store reached, are counted.
 struct DroppedWrites {
   std::size_t records = 0;
   std::vector<DocumentId> written;  // inserted or replaced
   std::vector<DocumentId> removed;
 };
-DroppedWrites DroppedAfter(const LogDamage& damage, std::uint64_t recovered,
-                           std::uint32_t documents_family);
+DroppedWrites DroppedAfter(const LogDamage& damage, const ReplayedRecords& replayed,
+                           std::uint64_t latest, std::uint32_t documents_family);
 
 // "DIR/000012.log is damaged at bytes 2300 to 2410: they and the 20 intact log records after them
 // cannot be replayed, with the acknowledged writes they hold (inserts or replacements of

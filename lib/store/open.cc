@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <rocksdb/db.h>
+#include <rocksdb/wal_filter.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -359,17 +360,31 @@ Result<std::string> CheckLogs(const std::string& path, RocksConfig config,
   Result<std::optional<LogDamage>> damage = FindLogDamage(path);
   if (!damage.ok()) return damage.status().WithContext("reading the logs of " + path);
   if (!*damage) return std::string();
-  // Which of the records after the damage RocksDB's replay keeps: a read-only replay changes
-  // nothing on disk.
+  // Which of the records after the damage RocksDB's replay keeps: a read-only replay, which
+  // changes nothing on disk, records what it reads.
   config.db.info_log = InfoLog::Discarding();
+  ReplayedRecords replayed;
+  const std::unique_ptr<rocksdb::WalFilter> recorder = NewReplayRecorder(replayed);
+  config.db.wal_filter = recorder.get();
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   if (rocksdb::Status rs = OpenForReadOnly(config, path, &handles, &raw); !rs.ok()) {
-    return FromRocks(rs, "opening " + path);
+    if (!rs.IsCorruption()) return FromRocks(rs, "opening " + path);
+    // RocksDB refuses to stop its replay at the damage when files written after it (a flush, a
+    // merge's ingestion) hold later writes: no open can drop the damaged writes alone. The
+    // documents family is the first created (format/families.h), so its id is 1.
+    constexpr std::uint32_t kDocumentsFamilyId = 1;
+    return Status::Corruption(
+        Describe(**damage, DroppedAfter(**damage, {}, 0, kDocumentsFamilyId)) +
+        ". The store cannot be opened without them, not even with drop_damaged_log: files "
+        "written after the damage depend on them (" +
+        rs.ToString() +
+        "). Restore it from a checkpoint (fpstore-admin checkpoint), or load its documents "
+        "into a new store");
   }
   const std::unique_ptr<rocksdb::DB> db(raw);
   const DroppedWrites dropped =
-      DroppedAfter(**damage, db->GetLatestSequenceNumber(), handles[1]->GetID());
+      DroppedAfter(**damage, replayed, db->GetLatestSequenceNumber(), handles[1]->GetID());
   for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h);
   db->Close().PermitUncheckedError();
   if (dropped.records == 0) return std::string();
