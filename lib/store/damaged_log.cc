@@ -112,6 +112,9 @@ std::optional<Physical> ReadPhysical(std::string_view data, std::size_t pos) {
   if (header_bytes + length > left_in_block || header_bytes + length > data.size() - pos) {
     return std::nullopt;
   }
+  // Zeros, as a preallocated log holds past its end, are no record and carry no checksum: RocksDB
+  // skips the rest of the block.
+  if (type == kZero && length == 0) return Physical{kZero, {}, header_bytes};
   // The checksum covers the type, the log number of a recyclable record, and the payload.
   if (Unmask(Little32(header)) != Crc32c(data.substr(pos + 6, header_bytes - 6 + length))) {
     return std::nullopt;

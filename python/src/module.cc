@@ -302,6 +302,13 @@ class PyStore {
     return sketches;
   }
 
+  // The sketch of one document or query (`what` names it in errors).
+  Sketch SketchOne(const py::handle& content, const char* what) const {
+    std::vector<Content> contents;
+    contents.push_back(ContentFrom(content, what));
+    return std::move(Sketches(std::move(contents))[0]);
+  }
+
   void Insert(DocumentId id, const py::handle& content, const py::handle& metadata) {
     std::vector<Content> contents;
     contents.push_back(ContentFrom(content, "content"));
@@ -336,10 +343,8 @@ class PyStore {
   CheckResult CheckAndInsert(DocumentId id, const py::handle& content, const py::handle& metadata,
                              bool if_no_match, std::optional<int> distance,
                              std::optional<double> min_similarity) {
-    std::vector<Content> contents;
-    contents.push_back(ContentFrom(content, "content"));
     const std::string meta = MetadataFrom(metadata);
-    Sketch sketch = std::move(Sketches(std::move(contents))[0]);
+    Sketch sketch = SketchOne(content, "content");
     py::gil_scoped_release nogil;
     return Value(Held(*state_)->CheckAndInsert(
         NewDocument{id, sketch.fingerprint, meta, sketch.signature},
@@ -364,9 +369,7 @@ class PyStore {
 
   std::vector<Match> Query(const py::handle& content, std::optional<int> distance,
                            std::optional<double> min_similarity) const {
-    std::vector<Content> contents;
-    contents.push_back(ContentFrom(content, "query"));
-    Sketch sketch = std::move(Sketches(std::move(contents))[0]);
+    Sketch sketch = SketchOne(content, "query");
     py::gil_scoped_release nogil;
     return Value(Held(*state_)->Query(sketch, QueryOptionsFrom(distance, min_similarity)));
   }
@@ -471,10 +474,8 @@ class PyBulkLoader {
   PyBulkLoader& operator=(const PyBulkLoader&) = delete;
 
   void Add(DocumentId id, const py::handle& content, const py::handle& metadata) {
-    std::vector<Content> contents;
-    contents.push_back(ContentFrom(content, "content"));
     const std::string meta = MetadataFrom(metadata);
-    Sketch sketch = std::move(PyStore(state_).Sketches(std::move(contents))[0]);
+    Sketch sketch = PyStore(state_).SketchOne(content, "content");
     Status s;
     {
       py::gil_scoped_release nogil;
