@@ -49,7 +49,7 @@ Result<std::vector<bool>> Ingestion::OldKeysLeaving(std::vector<IdFingerprint> l
 }
 
 Status Ingestion::IngestBesideReaders(const TableWriter::Output& files) {
-  rocksdb::Status rs;
+  Status s;
   {
     WriterLock writers(locks_.writers);
     // Filters first: a query that sees the files must have theirs.
@@ -62,16 +62,15 @@ Status Ingestion::IngestBesideReaders(const TableWriter::Output& files) {
     // While a snapshot lives, RocksDB gives each file a sequence number above it; with none, a
     // file for an empty table would go in at 0, seen by queries whose snapshot still has its marks.
     rocksdb::ManagedSnapshot pinned(&db_);
-    rs = db_.IngestExternalFiles(files.args);
+    s = guard_.Ingest(db_, files.args, "ingesting into the tables");
   }
-  if (rs.ok()) AfterIngestion();
-  const Status s = FromRocks(rs, "ingesting into the tables");
+  if (s.ok()) AfterIngestion();
   if (!s.ok()) Publish(files, s);
   return s;
 }
 
 Status Ingestion::IngestHoldingReaders(const TableWriter::Output& files) {
-  const Status s = FromRocks(db_.IngestExternalFiles(files.args), "ingesting into the tables");
+  const Status s = guard_.Ingest(db_, files.args, "ingesting into the tables");
   Publish(files, s);
   return s;
 }

@@ -16,6 +16,7 @@
 #include "ingest/changes.h"
 #include "ingest/table_writer.h"
 #include "plan/table_entry.h"
+#include "store/ingest_guard.h"
 #include "store/locks.h"
 #include "store/tables.h"
 
@@ -24,8 +25,8 @@ namespace fpstore::internal {
 class Ingestion {
  public:
   Ingestion(rocksdb::DB& db, const Tables& tables, rocksdb::ColumnFamilyHandle* crowded,
-            StoreLocks& locks)
-      : db_(db), tables_(tables), crowded_(crowded), locks_(locks) {}
+            const IngestGuard& guard, StoreLocks& locks)
+      : db_(db), tables_(tables), crowded_(crowded), guard_(guard), locks_(locks) {}
 
   // Where the table writer writes.
   TableWriter::Target target() const {
@@ -56,6 +57,7 @@ class Ingestion {
   rocksdb::DB& db_;
   const Tables& tables_;
   rocksdb::ColumnFamilyHandle* const crowded_;
+  const IngestGuard& guard_;
   StoreLocks& locks_;
 };
 

@@ -477,8 +477,17 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   // would rotate the writer's LOG.
   config.db.info_log = options.read_only ? InfoLog::Discarding() : InfoLog::ForWriter(path);
   if (rocksdb::Env* env = EnvForTesting()) config.db.env = env;
+  std::shared_ptr<HeldDeletions> held_deletions;
+  std::unique_ptr<rocksdb::Env> env;
+  if (!options.read_only) {
+    held_deletions = std::make_shared<HeldDeletions>(config.db.env->GetFileSystem());
+    env = rocksdb::NewCompositeEnv(held_deletions);
+    config.db.env = env.get();
+  }
   auto filters = std::make_shared<TableFilters>(*plan, meta->group_bits, config.block_cache);
   config.db.listeners.push_back(TableFilters::MakeListener(filters));
+  auto background_errors = std::make_shared<BackgroundErrors>();
+  config.db.listeners.push_back(BackgroundErrors::MakeListener(background_errors));
   Result<std::string> dropped = exists ? CheckLogs(path, config, options) : std::string();
   if (!dropped.ok()) return dropped.status();
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
@@ -492,7 +501,8 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   }
   std::unique_ptr<StoreImpl> store(new StoreImpl(
       path, options, *plan, *std::move(fingerprinter), meta->min_similarity, meta->group_bits,
-      *std::move(db), FamiliesOf(std::move(handles), plan->table_count()), std::move(filters)));
+      *std::move(db), FamiliesOf(std::move(handles), plan->table_count()), std::move(filters),
+      std::move(env), std::move(background_errors), std::move(held_deletions)));
   store->writer_key_ = reservation.Keep();
   store->dropped_at_open_ = *std::move(dropped);
   if (!exists) {
@@ -510,24 +520,29 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
 StoreImpl::StoreImpl(std::string path, StoreOptions options, PermutationPlan plan,
                      Fingerprinter fingerprinter, double min_similarity, int group_bits,
                      std::unique_ptr<rocksdb::DB> db, Families families,
-                     std::shared_ptr<TableFilters> filters)
+                     std::shared_ptr<TableFilters> filters, std::unique_ptr<rocksdb::Env> env,
+                     std::shared_ptr<const BackgroundErrors> background_errors,
+                     std::shared_ptr<HeldDeletions> held_deletions)
     : freed_memory_(options.release_memory_on_close),
       path_(std::move(path)),
       options_(std::move(options)),
       plan_(std::move(plan)),
       fingerprinter_(std::move(fingerprinter)),
       min_similarity_(min_similarity),
+      env_(std::move(env)),
       db_(std::move(db)),
       families_(std::move(families)),
+      background_errors_(std::move(background_errors)),
+      ingest_guard_(*background_errors_, std::move(held_deletions)),
       log_sync_([this] { return FromRocks(db_->SyncWAL(), "syncing " + path_); }),
       documents_(*db_, families_.documents, families_.meta),
       tables_(*db_, plan_, group_bits, families_.tables, std::move(filters)),
       staging_(*db_, families_.staging, plan_.distance(), options_.staged_documents,
                !options_.read_only),
       scanner_(*db_, tables_, staging_, documents_, locks_, closing_),
-      skip_hints_(*db_, plan_, families_.crowded, families_.recent, locks_, scanner_, path_,
-                  closing_),
-      ingestion_(*db_, tables_, families_.crowded, locks_),
+      skip_hints_(*db_, plan_, families_.crowded, families_.recent, locks_, scanner_, ingest_guard_,
+                  path_, closing_),
+      ingestion_(*db_, tables_, families_.crowded, ingest_guard_, locks_),
       merger_(*db_, staging_, ingestion_, skip_hints_, locks_, path_, options_.write_buffer_bytes),
       queries_(tables_, staging_, skip_hints_, documents_, read_pool_),
       verifier_(*db_, tables_, staging_, documents_, skip_hints_, scanner_,

@@ -77,14 +77,15 @@ std::vector<std::pair<Fingerprint, LoneBits>> CrowdedList(
 
 SkipHints::SkipHints(rocksdb::DB& db, const PermutationPlan& plan,
                      rocksdb::ColumnFamilyHandle* crowded, rocksdb::ColumnFamilyHandle* recent,
-                     StoreLocks& locks, const Scanner& scanner, std::string store_path,
-                     const std::atomic<bool>& closing)
+                     StoreLocks& locks, const Scanner& scanner, const IngestGuard& guard,
+                     std::string store_path, const std::atomic<bool>& closing)
     : db_(db),
       plan_(plan),
       crowded_(crowded),
       recent_family_(recent),
       locks_(locks),
       scanner_(scanner),
+      guard_(guard),
       store_path_(std::move(store_path)),
       closing_(closing),
       recent_(plan, RecentPrefixesLimit()) {}
@@ -254,7 +255,7 @@ Status SkipHints::RewriteSealed(const ScanOptions& scan, const rocksdb::Snapshot
     rocksdb::IngestExternalFileArg arg = IngestionInto(crowded_);
     if (Status s = sink.Finish(arg.external_files); !s.ok()) return s;
     if (closing_) return Status::Busy("the store is closing");
-    return FromRocks(db_.IngestExternalFiles({arg}), "writing the crowded family");
+    return guard_.Ingest(db_, {arg}, "writing the crowded family");
   });
 }
 

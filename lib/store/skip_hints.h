@@ -27,6 +27,7 @@
 #include "fpstore/status.h"
 #include "fpstore/store.h"
 #include "ingest/scratch_dir.h"
+#include "store/ingest_guard.h"
 #include "store/locks.h"
 #include "store/recent_prefixes.h"
 #include "store/scans.h"
@@ -37,7 +38,7 @@ class SkipHints {
  public:
   SkipHints(rocksdb::DB& db, const PermutationPlan& plan, rocksdb::ColumnFamilyHandle* crowded,
             rocksdb::ColumnFamilyHandle* recent, StoreLocks& locks, const Scanner& scanner,
-            std::string store_path, const std::atomic<bool>& closing);
+            const IngestGuard& guard, std::string store_path, const std::atomic<bool>& closing);
   ~SkipHints() { StopRewrites(); }
   SkipHints(const SkipHints&) = delete;
   SkipHints& operator=(const SkipHints&) = delete;
@@ -96,6 +97,7 @@ class SkipHints {
   rocksdb::ColumnFamilyHandle* const recent_family_;
   StoreLocks& locks_;
   const Scanner& scanner_;
+  const IngestGuard& guard_;
   const std::string store_path_;  // where rewrites write their files
   const std::atomic<bool>& closing_;
 

@@ -26,7 +26,7 @@ Status StoreImpl::CheckOpen() const {
 Status StoreImpl::CheckWritable() const {
   if (Status s = CheckOpen(); !s.ok()) return s;
   if (options_.read_only) return Status::NotSupported("the store " + path_ + " is open read-only");
-  return Status::OK();
+  return background_errors_->Stopped();
 }
 
 Status StoreImpl::CheckDistance(int k) const {

@@ -84,7 +84,9 @@ class StoreImpl final : public Store {
   StoreImpl(std::string path, StoreOptions options, PermutationPlan plan,
             Fingerprinter fingerprinter, double min_similarity, int group_bits,
             std::unique_ptr<rocksdb::DB> db, Families families,
-            std::shared_ptr<TableFilters> filters);
+            std::shared_ptr<TableFilters> filters, std::unique_ptr<rocksdb::Env> env,
+            std::shared_ptr<const BackgroundErrors> background_errors,
+            std::shared_ptr<HeldDeletions> held_deletions);
   // Loads the components from the families; starts a writable store's background work.
   Status Start();
 
@@ -142,14 +144,18 @@ class StoreImpl final : public Store {
   FreedMemoryReturn freed_memory_;
 
   const std::string path_;
-  std::string writer_key_;  // the claim on path_ a writer gives back on Close (open.cc)
+  std::string writer_key_;       // the claim on path_ a writer gives back on Close (open.cc)
   std::string dropped_at_open_;  // what the open dropped from a damaged log (open.cc)
   const StoreOptions options_;
   const PermutationPlan plan_;
   const Fingerprinter fingerprinter_;
   const double min_similarity_;  // recorded at creation
+  // A writable store's file system (ingest_guard.h), which RocksDB uses until db_ is closed.
+  const std::unique_ptr<rocksdb::Env> env_;
   std::unique_ptr<rocksdb::DB> db_;
   Families families_;
+  const std::shared_ptr<const BackgroundErrors> background_errors_;
+  const IngestGuard ingest_guard_;
 
   // Set by Close: scans and rewrites still running stop early.
   std::atomic<bool> closing_{false};
