@@ -287,6 +287,36 @@ static void TestConfirmation(const char* dir) {
   CHECK_CODE(
       fpstore_query_text_min_similarity(store, edited, strlen(edited), 3, 1.5, &matches, &errmsg),
       FPSTORE_INVALID_ARGUMENT, "min_similarity");
+  /* Negative: the store's threshold. */
+  matches = NULL;
+  CHECK_OK(
+      fpstore_query_text_min_similarity(store, edited, strlen(edited), 3, -1, &matches, &errmsg));
+  CHECK(fpstore_matches_count(matches) == 1 && fpstore_matches_id(matches, 0) == 3);
+  fpstore_matches_destroy(matches);
+  /* So may a check: at 0.5 the edited text has near-duplicates (the original
+   * and its own copy, id 3), and a policy of "if no match" leaves it out. */
+  matches = NULL;
+  CHECK_OK(fpstore_check_and_insert_text_with(store, 4, edited, strlen(edited), NULL, 0,
+                                              FPSTORE_INSERT_IF_NO_MATCH, -1, 0.5, &matches,
+                                              &inserted, &errmsg));
+  CHECK(inserted == 0 && fpstore_matches_count(matches) == 2);
+  fpstore_matches_destroy(matches);
+  /* Within 0 bits only the copy with the very same fingerprint is a candidate. */
+  matches = NULL;
+  CHECK_OK(fpstore_check_and_insert_text_with(store, 4, edited, strlen(edited), NULL, 0,
+                                              FPSTORE_INSERT_IF_NO_MATCH, 0, 0, &matches, &inserted,
+                                              &errmsg));
+  CHECK(inserted == 0 && fpstore_matches_count(matches) == 1 &&
+        fpstore_matches_id(matches, 0) == 3);
+  fpstore_matches_destroy(matches);
+  CHECK_CODE(fpstore_check_and_insert_text_with(store, 4, edited, strlen(edited), NULL, 0,
+                                                FPSTORE_INSERT_ALWAYS, 9, -1, &matches, &inserted,
+                                                &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "distance");
+  CHECK_CODE(fpstore_check_and_insert_text_with(store, 4, edited, strlen(edited), NULL, 0,
+                                                FPSTORE_INSERT_ALWAYS, 3, 2.0, &matches, &inserted,
+                                                &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "min_similarity");
   CHECK_CODE(fpstore_check_and_insert_text(store, 4, "\xff", 1, NULL, 0, FPSTORE_INSERT_ALWAYS,
                                            &matches, &inserted, &errmsg),
              FPSTORE_INVALID_ARGUMENT, "UTF-8");

@@ -183,7 +183,8 @@ FPSTORE_EXPORT int fpstore_query_text(const fpstore_t* store, const char* text, 
                                       int k, fpstore_matches_t** matches, char** errmsg);
 
 /* fpstore_query_text with a threshold of its own, from 0 to 1 (0 keeps
- * every document within k); FPSTORE_INVALID_ARGUMENT outside. */
+ * every document within k), or negative for the store's threshold;
+ * FPSTORE_INVALID_ARGUMENT above 1. */
 FPSTORE_EXPORT int fpstore_query_text_min_similarity(const fpstore_t* store, const char* text,
                                                      size_t text_len, int k, double min_similarity,
                                                      fpstore_matches_t** matches, char** errmsg);
@@ -210,6 +211,16 @@ FPSTORE_EXPORT int fpstore_check_and_insert_text(fpstore_t* store, uint64_t id, 
                                                  size_t metadata_len, int policy,
                                                  fpstore_matches_t** matches, int* inserted,
                                                  char** errmsg);
+
+/* fpstore_check_and_insert_text with a search of its own: candidates within
+ * k bits (negative: the store's distance) whose similarity is at least
+ * min_similarity (from 0 to 1; negative: the store's threshold). */
+FPSTORE_EXPORT int fpstore_check_and_insert_text_with(fpstore_t* store, uint64_t id,
+                                                      const char* text, size_t text_len,
+                                                      const char* metadata, size_t metadata_len,
+                                                      int policy, int k, double min_similarity,
+                                                      fpstore_matches_t** matches, int* inserted,
+                                                      char** errmsg);
 
 /* ---- Documents, batches and scans ---- */
 

@@ -125,12 +125,13 @@ Result<fpstore::InsertPolicy> PolicyOf(int policy) {
 
 // CheckAndInsert of `doc`, its answer handed to the caller.
 Status CheckAndInsert(fpstore_t* store, const fpstore::NewDocument& doc, int policy,
-                      fpstore_matches_t** matches, int* inserted) {
+                      const fpstore::QueryOptions& options, fpstore_matches_t** matches,
+                      int* inserted) {
   if (matches == nullptr) return Null("matches");
   if (inserted == nullptr) return Null("inserted");
   Result<fpstore::InsertPolicy> how = PolicyOf(policy);
   if (!how.ok()) return how.status();
-  Result<fpstore::CheckResult> checked = store->store->CheckAndInsert(doc, *how);
+  Result<fpstore::CheckResult> checked = store->store->CheckAndInsert(doc, *how, options);
   if (!checked.ok()) return checked.status();
   *matches = new fpstore_matches_t{std::move(checked->matches)};
   *inserted = checked->inserted ? 1 : 0;
@@ -356,7 +357,7 @@ int fpstore_query_text_min_similarity(const fpstore_t* store, const char* text, 
                                       int k, double min_similarity, fpstore_matches_t** matches,
                                       char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
-    return QueryText(store, text, text_len, {k, min_similarity}, matches);
+    return QueryText(store, text, text_len, {k, ThresholdOf(min_similarity)}, matches);
   });
 }
 
@@ -367,20 +368,30 @@ int fpstore_check_and_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint
     if (store == nullptr) return Null("store");
     Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
     if (!meta.ok()) return meta.status();
-    return CheckAndInsert(store, {id, fingerprint, *meta, {}}, policy, matches, inserted);
+    return CheckAndInsert(store, {id, fingerprint, *meta, {}}, policy, {}, matches, inserted);
   });
 }
 
 int fpstore_check_and_insert_text(fpstore_t* store, uint64_t id, const char* text, size_t text_len,
                                   const char* metadata, size_t metadata_len, int policy,
                                   fpstore_matches_t** matches, int* inserted, char** errmsg) {
+  return fpstore_check_and_insert_text_with(store, id, text, text_len, metadata, metadata_len,
+                                            policy, -1, -1, matches, inserted, errmsg);
+}
+
+int fpstore_check_and_insert_text_with(fpstore_t* store, uint64_t id, const char* text,
+                                       size_t text_len, const char* metadata, size_t metadata_len,
+                                       int policy, int k, double min_similarity,
+                                       fpstore_matches_t** matches, int* inserted, char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
     Result<fpstore::Sketch> sketch = SketchOf(store, text, text_len);
     if (!sketch.ok()) return sketch.status();
     Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
     if (!meta.ok()) return meta.status();
+    const fpstore::QueryOptions options{k < 0 ? std::nullopt : std::optional<int>(k),
+                                        ThresholdOf(min_similarity)};
     return CheckAndInsert(store, {id, sketch->fingerprint, *meta, std::move(sketch->signature)},
-                          policy, matches, inserted);
+                          policy, options, matches, inserted);
   });
 }
 
