@@ -76,10 +76,10 @@ struct Corpus {
   std::string Dump() const {
     std::map<DocumentId, const Document*> by_id;
     for (const Document& d : docs) by_id[d.id] = &d;
-    std::string out;
+    std::string out = "id\tfingerprint\tsignature\tmetadata\n";
     for (const auto& [id, d] : by_id) {
-      out +=
-          std::to_string(id) + "\t" + FormatFingerprint(d->fingerprint) + "\t" + d->metadata + "\n";
+      out += std::to_string(id) + "\t" + FormatFingerprint(d->fingerprint) + "\t-\t" + d->metadata +
+             "\n";  // loaded as hashes: no signature
     }
     return out;
   }
@@ -370,15 +370,42 @@ TEST(AdminInsertTest, JsonlIsFingerprintedWithTheStoreOptions) {
   const std::string zero_text = "été \"quoted\" and escaped\nnewline";
   r = Admin({"dump", "--db", db});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  // Line breaks in metadata are escaped, with a warning.
-  EXPECT_TRUE(Contains(r.out, "0\t" + FormatFingerprint(*fingerprinter->FromText(zero_text)) +
-                                  "\tété \"quoted\" and escaped\\nnewline\n"))
+  // Each document with its signature; line breaks in metadata are escaped, with a warning.
+  auto dumped = [&](const std::string& text) {
+    const Result<Sketch> sketch = fingerprinter->SketchText(text);
+    return FormatFingerprint(sketch->fingerprint) + "\t" +
+           FormatSignature(sketch->signature.bytes()) + "\t";
+  };
+  EXPECT_TRUE(
+      Contains(r.out, "\n0\t" + dumped(zero_text) + "été \"quoted\" and escaped\\nnewline\n"))
       << r.out;
   EXPECT_TRUE(Contains(r.err, "the metadata of 1 document held line breaks")) << r.err;
   const std::string fox = "The quick brown fox jumps over the lazy dog.";
-  EXPECT_TRUE(
-      Contains(r.out, "\n1\t" + FormatFingerprint(*fingerprinter->FromText(fox)) + "\t" + fox))
-      << r.out;
+  EXPECT_TRUE(Contains(r.out, "\n1\t" + dumped(fox) + fox)) << r.out;
+
+  // Loaded from the dump, a store holds the same signatures.
+  const std::string dump_path = dir.Write("dump.tsv", r.out);
+  const std::string copy = (dir.path() / "copy").string();
+  ASSERT_EQ(Admin({"create", "--db", copy, "--window", "2"}).exit_code, 0);
+  r = Admin({"insert", "--db", copy, "--input", dump_path, "--format", "tsv", "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Admin({"dump", "--db", copy});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, ReadFile(dump_path));
+
+  // A signature the store cannot use is refused, naming the line.
+  const std::string header = "id\tfingerprint\tsignature\tmetadata\n";
+  const std::string short_signature =
+      dir.Write("short.tsv", header + "7\t0x1\t" + std::string(64, 'a') + "\tm\n");
+  r = Admin({"insert", "--db", copy, "--input", short_signature, "--format", "tsv"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "short.tsv:2") && Contains(r.err, "a signature of 32 slots"))
+      << r.err;
+  const std::string not_hex =
+      dir.Write("not_hex.tsv", header + "7\t0x1\t" + std::string(512, 'g') + "\tm\n");
+  r = Admin({"insert", "--db", copy, "--input", not_hex, "--format", "tsv"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "not_hex.tsv:2") && Contains(r.err, "not a hex digit")) << r.err;
 
   // Options other than the store's are refused.
   r = Admin({"insert", "--db", db, "--input", Data("docs.jsonl"), "--window", "3"});

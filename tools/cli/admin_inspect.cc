@@ -245,7 +245,7 @@ class DumpCommand final : public Command {
  public:
   std::string_view Name() const override { return "dump"; }
   std::string_view Summary() const override {
-    return "Write every document, id<TAB>fingerprint<TAB>metadata, in id order.";
+    return "Write every document, id<TAB>fingerprint<TAB>signature<TAB>metadata, in id order.";
   }
   std::vector<std::string> Synopsis() const override {
     return {"--db DIR [--output FILE] [--quiet]"};
@@ -260,9 +260,10 @@ class DumpCommand final : public Command {
   void DefineOptions(OptionTable& table) override {
     store_.Define(table, ReadOnlyStore());
     DefineOutput(table, &output_,
-                 "Where to write the documents: id<TAB>fingerprint<TAB>metadata per line, ids "
-                 "ascending, fingerprints as 0x and 16 hex digits, metadata as stored except "
-                 "that line breaks are written as \\n and \\r.");
+                 "Where to write the documents: a header line, then "
+                 "id<TAB>fingerprint<TAB>signature<TAB>metadata per line, ids ascending, "
+                 "fingerprints as 0x and 16 hex digits, signatures in hex (- for none), metadata "
+                 "as stored except that line breaks are written as \\n and \\r.");
     DefineQuiet(table, &quiet_);
   }
 
@@ -271,8 +272,9 @@ class DumpCommand final : public Command {
     const Store& store = *opened.store;
     OutputFile output(output_, out());
     std::FILE* file = output.get();
-    std::uint64_t documents = 0, escaped = 0, signed_documents = 0;
+    std::uint64_t documents = 0, escaped = 0;
     std::string metadata;
+    std::fputs("id\tfingerprint\tsignature\tmetadata\n", file);
     {
       WorkProgress progress(Progress::AutoStyle(quiet_, err()), kTool, "dumping", err());
       ScanOptions scan;
@@ -288,12 +290,12 @@ class DumpCommand final : public Command {
               meta = metadata;
               ++escaped;
             }
-            std::fprintf(file, "%llu\t%s\t", static_cast<unsigned long long>(doc.id),
-                         FormatFingerprint(doc.fingerprint).c_str());
+            std::fprintf(file, "%llu\t%s\t%s\t", static_cast<unsigned long long>(doc.id),
+                         FormatFingerprint(doc.fingerprint).c_str(),
+                         FormatSignature(doc.signature.bytes()).c_str());
             std::fwrite(meta.data(), 1, meta.size(), file);
             std::fputc('\n', file);
             ++documents;
-            signed_documents += !doc.signature.empty();
           },
           scan));
     }
@@ -303,13 +305,6 @@ class DumpCommand final : public Command {
                    "%s: warning: the metadata of %s %s held line breaks, written as \\n "
                    "or \\r\n",
                    kTool, WithCommas(escaped).c_str(), escaped == 1 ? "document" : "documents");
-    }
-    if (signed_documents > 0) {
-      std::fprintf(err(),
-                   "%s: warning: a dump holds no signatures: loaded from it, the %s %s that "
-                   "had one will match by distance alone (load the texts again to sign them)\n",
-                   kTool, WithCommas(signed_documents).c_str(),
-                   signed_documents == 1 ? "document" : "documents");
     }
     if (!quiet_) {
       std::fprintf(err(), "%s: %s %s written to %s\n", kTool, WithCommas(documents).c_str(),

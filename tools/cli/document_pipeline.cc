@@ -53,7 +53,18 @@ void FingerprintBatch(const Fingerprinter& fingerprinter, Batch& batch) {
   for (std::size_t i = 0; i < batch.records.size(); ++i) {
     Record& record = batch.records[i];
     if (record.fingerprint) {
-      batch.sketches[i] = {*record.fingerprint, {}};  // a bare hash: no signature
+      // A bare hash has no signature; a dump's line may carry one.
+      batch.sketches[i] = {*record.fingerprint, {}};
+      if (record.signature.empty()) continue;
+      const int slots = fingerprinter.options().signature_slots;
+      if (record.signature.size() != static_cast<std::size_t>(slots)) {
+        batch.failed = i;
+        batch.failure = "a signature of " + std::to_string(record.signature.size()) +
+                        " slots, but the store's signatures have " + std::to_string(slots) +
+                        " (its --signature-slots)";
+        return;
+      }
+      batch.sketches[i].signature = *Signature::FromBytes(record.signature);
       continue;
     }
     Result<Sketch> sketch = fingerprinter.SketchText(record.text);

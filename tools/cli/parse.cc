@@ -4,6 +4,8 @@
 #include <array>
 #include <cstdio>
 
+#include "fpstore/signature.h"
+
 namespace fpstore::cli {
 namespace {
 
@@ -175,6 +177,46 @@ std::string FormatFingerprint(Fingerprint fp) {
   char buffer[19];
   std::snprintf(buffer, sizeof(buffer), "0x%016llx", static_cast<unsigned long long>(fp));
   return buffer;
+}
+
+std::string FormatSignature(std::string_view bytes) {
+  if (bytes.empty()) return "-";
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * bytes.size());
+  for (const unsigned char b : bytes) {
+    hex += kDigits[b >> 4];
+    hex += kDigits[b & 15];
+  }
+  return hex;
+}
+
+Result<std::string> ParseSignature(std::string_view text) {
+  if (text == "-") return std::string();
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  const std::size_t slots = text.size() / 2;
+  if (text.size() % 2 != 0 || slots < static_cast<std::size_t>(Signature::kMinSlots) ||
+      slots > static_cast<std::size_t>(Signature::kMaxSlots)) {
+    return Status::InvalidArgument("signature " + QuoteForMessage(text) + " is not \"-\" or " +
+                                   std::to_string(Signature::kMinSlots) + " to " +
+                                   std::to_string(Signature::kMaxSlots) + " bytes in hex (" +
+                                   std::to_string(text.size()) + " characters)");
+  }
+  std::string bytes(slots, '\0');
+  for (std::size_t i = 0; i < slots; ++i) {
+    const int high = nibble(text[2 * i]), low = nibble(text[2 * i + 1]);
+    if (high < 0 || low < 0) {
+      return Status::InvalidArgument("signature " + QuoteForMessage(text) +
+                                     " holds a character that is not a hex digit");
+    }
+    bytes[i] = static_cast<char>(high << 4 | low);
+  }
+  return bytes;
 }
 
 std::optional<std::size_t> FindInvalidUtf8(std::string_view text) {

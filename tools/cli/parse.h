@@ -48,6 +48,13 @@ Result<std::uint64_t> ParseId(std::string_view text);
 // "0x" and 16 lower-case hex digits: the form every tool prints.
 std::string FormatFingerprint(Fingerprint fp);
 
+// A signature as `fpstore-admin dump` writes it: two lower-case hex digits
+// a slot, or "-" for none (an empty signature).
+std::string FormatSignature(std::string_view bytes);
+// Its bytes back (empty for "-"); InvalidArgument naming the value unless it
+// is "-" or Signature::kMinSlots to kMaxSlots pairs of hex digits.
+Result<std::string> ParseSignature(std::string_view text);
+
 // The byte offset of the first byte that does not start or continue a
 // well-formed UTF-8 sequence (RFC 3629: no overlongs, no surrogates, nothing
 // above U+10FFFF), or nullopt if `text` is valid UTF-8.

@@ -56,6 +56,7 @@ class LineRecordReader : public RecordReader {
       record->fingerprint.reset();
       record->text.clear();
       record->metadata.clear();
+      record->signature.clear();
       if (first && IsHeader(line)) continue;
       if (!on_bad_line_) {
         ParseLine(line, record);
@@ -87,7 +88,7 @@ class LineRecordReader : public RecordReader {
   virtual void ParseLine(std::string_view line, Record* record) = 0;
 
   // Whether the first non-blank line is a header to skip rather than a record.
-  virtual bool IsHeader(std::string_view) const { return false; }
+  virtual bool IsHeader(std::string_view) { return false; }
 
   [[noreturn]] void Fail(std::string reason) const {
     throw InputError(lines_.name(), lines_.line_number(), std::move(reason));
@@ -129,7 +130,8 @@ class HashReader final : public LineRecordReader {
 };
 
 // id, hash and metadata, separated by tabs, or in a line without tabs by runs of spaces. A first
-// line whose id and hash are neither (such as "id<TAB>hash") is a header and skipped.
+// line whose id and hash are neither (such as "id<TAB>hash") is a header and skipped; when its
+// third field is "signature", each line has a signature between hash and metadata (hex, or "-").
 class TsvReader final : public LineRecordReader {
  public:
   explicit TsvReader(const ReaderOptions& options)
@@ -155,10 +157,14 @@ class TsvReader final : public LineRecordReader {
     return fields;
   }
 
-  bool IsHeader(std::string_view line) const override {
+  bool IsHeader(std::string_view line) override {
     const Fields fields = Split(line);
-    return fields.hash && !ParseId(fields.id).ok() &&
-           !ParseFingerprintAs(*fields.hash, encoding_).ok();
+    const bool header = fields.hash && !ParseId(fields.id).ok() &&
+                        !ParseFingerprintAs(*fields.hash, encoding_).ok();
+    if (header && line.find('\t') != std::string_view::npos) {
+      signed_ = CutField(fields.metadata, /*tabs=*/true).first == "signature";
+    }
+    return header;
   }
 
   void ParseLine(std::string_view line, Record* record) override {
@@ -168,10 +174,22 @@ class TsvReader final : public LineRecordReader {
     }
     record->id = ValueOrFail(ParseId(fields.id));
     record->fingerprint = ValueOrFail(ParseFingerprintAs(*fields.hash, encoding_));
-    record->metadata.assign(fields.metadata);
+    if (!signed_) {
+      record->metadata.assign(fields.metadata);
+      return;
+    }
+    const auto [signature, metadata] = CutField(fields.metadata, /*tabs=*/true);
+    if (!metadata) {
+      Fail(
+          "expected id<TAB>hash<TAB>signature<TAB>metadata (the header names a signature), found " +
+          QuoteForMessage(line));
+    }
+    record->signature = ValueOrFail(ParseSignature(signature));
+    record->metadata.assign(*metadata);
   }
 
   HashEncoding encoding_;
+  bool signed_ = false;  // the header names a signature column
 };
 
 class JsonlReader final : public LineRecordReader {

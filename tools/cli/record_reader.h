@@ -59,8 +59,12 @@ struct Record {
   // The document's text (jsonl only), UTF-8.
   std::string text;
 
-  // The --meta-column value (jsonl) or third field (tsv); may be empty.
+  // The --meta-column value (jsonl) or last field (tsv); may be empty.
   std::string metadata;
+
+  // tsv whose header names a signature column (what `fpstore-admin dump`
+  // writes): the signature's bytes, one a slot; empty for none.
+  std::string signature;
 
   // The 1-based line the record came from, for messages about it found
   // after reading (RecordReader::name() gives the file).
