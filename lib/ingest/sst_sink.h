@@ -62,12 +62,6 @@ class SstSink {
     if (Status s = OpenOnce(); !s.ok()) return s;
     return Checked(writer_.Delete(key));
   }
-  // Deletes [begin, end) from what the family held before the file:
-  // RocksDB applies a file's range deletions to no key of the same file.
-  Status DeleteRange(rocksdb::Slice begin, rocksdb::Slice end) {
-    if (Status s = OpenOnce(); !s.ok()) return s;
-    return Checked(writer_.DeleteRange(begin, end));
-  }
   Status Merge(rocksdb::Slice key, rocksdb::Slice value) {
     if (Status s = OpenOnce(); !s.ok()) return s;
     return Checked(writer_.Merge(key, value));

@@ -239,21 +239,35 @@ Status SkipHints::RewriteSealed(const ScanOptions& scan, const rocksdb::Snapshot
   // Fingerprints merged from now on get bits that ignore their neighbours, and their neighbours'
   // bits ignore them; their prefixes are recent and stay so, which makes both harmless.
   BeforeLoneBitsRewrite(closing_);
-  // The family is replaced whole by one file: a range deletion of every key (which RocksDB applies
-  // to no key of its own file), and the new entries. Nothing else writes it, so no lock is needed.
+  // The family is replaced whole by one file: a deletion of each key it holds that the new list
+  // lacks, and the new entries. Nothing else writes it, so no lock is needed. (Point deletions,
+  // not one range deletion: RocksDB 7.8 can abort the process when a compaction that a range
+  // deletion leaves without output fails to write it; docs/reliability.md.)
   return AtLowPriority(in_background, [&]() -> Status {
     Result<ScratchDir> dir = ScratchDir::Make(store_path_);
     if (!dir.ok()) return dir.status();
     SstSink sink(db_, crowded_, dir->Path("crowded.sst"));
-    const std::string end(9, '\xff');  // past every 8-byte key
-    if (Status s = sink.DeleteRange(rocksdb::Slice(), end); !s.ok()) return s;
+    std::unique_ptr<rocksdb::Iterator> old(db_.NewIterator(rocksdb::ReadOptions(), crowded_));
+    old->SeekToFirst();
+    auto delete_old_below = [&](std::string_view key) -> Status {
+      for (; old->Valid() && old->key().ToStringView() < key; old->Next()) {
+        if (Status s = sink.Delete(old->key()); !s.ok()) return s;
+      }
+      return FromRocks(old->status(), "reading the crowded family");
+    };
     const LoneBits all = AllLoneBits(plan_.table_count());
     for (const auto& [permuted0, company] : crowded) {
+      const Key8 key(permuted0);
+      if (Status s = delete_old_below(key.view()); !s.ok()) return s;
+      if (old->Valid() && old->key().ToStringView() == key.view()) old->Next();  // replaced
       const std::string value = EncodeLoneBits(all & ~company, plan_.table_count());
-      if (Status s = sink.Put(Key8(permuted0).view(), value); !s.ok()) return s;
+      if (Status s = sink.Put(key.view(), value); !s.ok()) return s;
     }
+    const std::string end(9, '\xff');  // past every 8-byte key
+    if (Status s = delete_old_below(end); !s.ok()) return s;
     rocksdb::IngestExternalFileArg arg = IngestionInto(crowded_);
     if (Status s = sink.Finish(arg.external_files); !s.ok()) return s;
+    if (arg.external_files.empty()) return Status::OK();  // empty before and after
     if (closing_) return Status::Busy("the store is closing");
     return guard_.Ingest(db_, {arg}, "writing the crowded family");
   });
@@ -266,24 +280,35 @@ Status SkipHints::EndRewrite(bool rewritten) {
   // Unless all goes well, the background rewrites wait for as many new fingerprints again.
   rewrite_after_ = recent_.size();
   if (!rewritten) return Status::OK();
-  // In one atomic batch the family keeps only the fingerprints merged since the seal: a range
-  // deletion (a delete per fingerprint would flush the memtable over and over), then their keys.
-  // Merges wait meanwhile; losing the batch in a crash only costs skips.
+  // The family keeps only the fingerprints merged since the seal: one ingested file (so as not to
+  // flush the memtable over and over) deletes each of the others, point by point as in the crowded
+  // family's rewrite. Merges wait meanwhile; losing the file in a crash only costs skips.
   std::sort(unsealed.begin(), unsealed.end());
   unsealed.erase(std::unique(unsealed.begin(), unsealed.end()), unsealed.end());
-  rocksdb::WriteBatch batch;
-  const std::string end(9, '\xff');
-  rocksdb::Status rs = batch.DeleteRange(recent_family_, rocksdb::Slice(), end);
-  for (Fingerprint fp : unsealed) {
-    if (!rs.ok()) break;
-    rs = batch.Put(recent_family_, Key8(fp).view(), rocksdb::Slice());
-  }
-  if (rs.ok()) rs = db_.Write(rocksdb::WriteOptions(), &batch);
-  if (!rs.ok()) return FromRocks(rs, "clearing the recent family");
+  if (Status s = DeleteRecentExcept(unsealed); !s.ok()) return s;
   WriterLock readers(locks_.readers);
   recent_.DropSealed();
   rewrite_after_ = 0;
   return Status::OK();
+}
+
+Status SkipHints::DeleteRecentExcept(const std::vector<Fingerprint>& kept) {
+  Result<ScratchDir> dir = ScratchDir::Make(store_path_);
+  if (!dir.ok()) return dir.status();
+  SstSink sink(db_, recent_family_, dir->Path("recent-deletions.sst"));
+  std::unique_ptr<rocksdb::Iterator> it(db_.NewIterator(rocksdb::ReadOptions(), recent_family_));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (it->key().size() != 8) {
+      return Status::Corruption("recent: malformed key " + it->key().ToString(true));
+    }
+    if (std::binary_search(kept.begin(), kept.end(), GetBigEndian64(it->key().data()))) continue;
+    if (Status s = sink.Delete(it->key()); !s.ok()) return s;
+  }
+  if (Status s = FromRocks(it->status(), "reading the recent family"); !s.ok()) return s;
+  rocksdb::IngestExternalFileArg arg = IngestionInto(recent_family_);
+  if (Status s = sink.Finish(arg.external_files); !s.ok()) return s;
+  if (arg.external_files.empty()) return Status::OK();
+  return guard_.Ingest(db_, {arg}, "clearing the recent family");
 }
 
 void SkipHints::StartRewrites(std::function<std::uint64_t()> documents) {

@@ -88,6 +88,9 @@ class SkipHints {
   // Ends a rewrite begun by sealing recent_: if `rewritten`, the recent family keeps only the
   // fingerprints merged since, and recent_ drops the sealed ones.
   Status EndRewrite(bool rewritten) EXCLUDES(locks_.merge);
+  // Deletes from the recent family every fingerprint but `kept` (sorted). REQUIRES: the merge
+  // lock held, so that no merge adds to the family meanwhile.
+  Status DeleteRecentExcept(const std::vector<Fingerprint>& kept);
   bool RewriteDue() const;
   void RewriteWhenDue();
 
