@@ -3,7 +3,12 @@
 // the damaged log in lost/ and says what it dropped. A log cut short at its end, as a crash leaves
 // it, opens as before.
 
+#include "store/damaged_log.h"
+
 #include <gtest/gtest.h>
+#include <rocksdb/comparator.h>
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -17,6 +22,7 @@
 #include "dir_snapshot.h"
 #include "fpstore/store.h"
 #include "temp_dir.h"
+#include "util/big_endian.h"
 
 namespace fpstore {
 namespace {
@@ -197,6 +203,45 @@ TEST(DamagedLogTest, DamageInAnObsoleteLogDropsNothing) {
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_EQ((*store)->Stats()->dropped_at_open, "");
   EXPECT_EQ(StoredIds(**store, kInserted).size(), std::size_t{kInserted});
+}
+
+// A document written in two of the dropped records is named once, as is one removed twice.
+TEST(DamagedLogTest, DroppedDocumentsAreNamedOnce) {
+  constexpr std::uint32_t kDocuments = 1;
+  // What a write batch needs of a family: its id.
+  class Family final : public rocksdb::ColumnFamilyHandle {
+   public:
+    const std::string& GetName() const override { return name_; }
+    std::uint32_t GetID() const override { return kDocuments; }
+    rocksdb::Status GetDescriptor(rocksdb::ColumnFamilyDescriptor*) override {
+      return rocksdb::Status::NotSupported();
+    }
+    const rocksdb::Comparator* GetComparator() const override {
+      return rocksdb::BytewiseComparator();
+    }
+
+   private:
+    std::string name_ = "documents";
+  } family;
+  internal::LogDamage damage;
+  damage.file = "000012.log";
+  std::uint64_t sequence = 100;
+  for (const DocumentId id : {7, 5, 7, 9, 5}) {
+    rocksdb::WriteBatch batch;
+    ASSERT_TRUE(batch.Put(&family, internal::Key8(id).view(), "d").ok());
+    ASSERT_TRUE(batch.Delete(&family, internal::Key8(id + 1000).view()).ok());
+    damage.dropped.push_back({12, sequence++, batch.Data()});
+  }
+  const internal::DroppedWrites dropped =
+      internal::DroppedAfter(damage, internal::ReplayedRecords(), 0, kDocuments);
+  EXPECT_EQ(dropped.records, 5u);
+  EXPECT_EQ(dropped.written, (std::vector<DocumentId>{7, 5, 9}));
+  EXPECT_EQ(dropped.removed, (std::vector<DocumentId>{1007, 1005, 1009}));
+  EXPECT_NE(
+      internal::Describe(damage, dropped)
+          .find("(inserts or replacements of documents 7, 5, 9; removals of 1007, 1005, 1009)"),
+      std::string::npos)
+      << internal::Describe(damage, dropped);
 }
 
 }  // namespace

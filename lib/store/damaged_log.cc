@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <string_view>
 #include <system_error>
+#include <unordered_set>
 #include <utility>
 
 #include "util/big_endian.h"
@@ -363,6 +364,11 @@ DroppedWrites DroppedAfter(const LogDamage& damage, const ReplayedRecords& repla
     ++dropped.records;
     rocksdb::WriteBatch batch(record.batch);
     batch.Iterate(&collector).PermitUncheckedError();  // a batch it cannot parse still counts
+  }
+  // Each document once, where it first appears: a document written twice is one lost write.
+  for (std::vector<DocumentId>* ids : {&dropped.written, &dropped.removed}) {
+    std::unordered_set<DocumentId> seen;
+    std::erase_if(*ids, [&](DocumentId id) { return !seen.insert(id).second; });
   }
   return dropped;
 }

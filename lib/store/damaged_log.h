@@ -58,8 +58,8 @@ std::unique_ptr<rocksdb::WalFilter> NewReplayRecorder(ReplayedRecords& replayed)
 // records above `latest`, the sequence number the store reached, are counted.
 struct DroppedWrites {
   std::size_t records = 0;
-  std::vector<DocumentId> written;  // inserted or replaced
-  std::vector<DocumentId> removed;
+  std::vector<DocumentId> written;  // inserted or replaced; each id once, in log order
+  std::vector<DocumentId> removed;  // likewise
 };
 DroppedWrites DroppedAfter(const LogDamage& damage, const ReplayedRecords& replayed,
                            std::uint64_t latest, std::uint32_t documents_family);
