@@ -30,6 +30,7 @@ class StopOnHardErrors final : public rocksdb::EventListener {
 }  // namespace
 
 Status BackgroundErrors::Stopped() const {
+  if (!is_stopped_.load(std::memory_order_acquire)) return Status::OK();
   MutexLock lock(mu_);
   return stopped_;
 }
@@ -42,6 +43,7 @@ void BackgroundErrors::Report(const rocksdb::Status& error) {
   stopped_ = FromRocks(error,
                        "the store stopped writing after RocksDB's background error (close it and "
                        "open it again once the cause is fixed)");
+  is_stopped_.store(true, std::memory_order_release);
 }
 
 std::shared_ptr<rocksdb::EventListener> BackgroundErrors::MakeListener(

@@ -41,6 +41,8 @@ class BackgroundErrors {
  private:
   mutable Mutex mu_;
   Status stopped_ GUARDED_BY(mu_);
+  // Whether stopped_ is set: every write asks, and must not take mu_ to learn that it is not.
+  std::atomic<bool> is_stopped_{false};
   std::atomic<std::uint64_t> reported_{0};
 };
 

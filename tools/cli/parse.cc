@@ -193,12 +193,7 @@ std::string FormatSignature(std::string_view bytes) {
 
 Result<std::string> ParseSignature(std::string_view text) {
   if (text == "-") return std::string();
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
+  const auto nibble = [](char c) { return kDigitValues[static_cast<unsigned char>(c)]; };
   const std::size_t slots = text.size() / 2;
   if (text.size() % 2 != 0 || slots < static_cast<std::size_t>(Signature::kMinSlots) ||
       slots > static_cast<std::size_t>(Signature::kMaxSlots)) {
@@ -209,8 +204,8 @@ Result<std::string> ParseSignature(std::string_view text) {
   }
   std::string bytes(slots, '\0');
   for (std::size_t i = 0; i < slots; ++i) {
-    const int high = nibble(text[2 * i]), low = nibble(text[2 * i + 1]);
-    if (high < 0 || low < 0) {
+    const unsigned high = nibble(text[2 * i]), low = nibble(text[2 * i + 1]);
+    if (high == kNotDigit || low == kNotDigit) {
       return Status::InvalidArgument("signature " + QuoteForMessage(text) +
                                      " holds a character that is not a hex digit");
     }
