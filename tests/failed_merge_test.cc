@@ -1,7 +1,8 @@
 // A merge that fails (its files cannot be written or ingested: a full disk,
 // say) must leave the store as it was: what it was merging stays staged and
-// found, every later write fails with its error, a bulk load cannot add to
-// the store meanwhile, and a reopen merges it all. The failure is injected
+// found, writes fail with its error until the handle opens the store again
+// (lib/store/reopening_store.h), a bulk load cannot add to the store
+// meanwhile, and once merges work the reopened store merges it all. The failure is injected
 // through the merge hook (lib/store/test_hooks.h), at the point where a merge
 // has frozen its staging index and not yet written anything.
 
@@ -80,8 +81,10 @@ void ExpectWritesRefused(Store& store, DocumentId present) {
 
 class FailedMergeTest : public ::testing::Test {
  protected:
-  // A store whose tables hold a planted corpus, merged.
+  // A store whose tables hold a planted corpus, merged. A handle that reopens its store waits an
+  // hour before it reopens it again, unless a test says otherwise.
   void SetUp() override {
+    internal::SetReopenIntervalForTesting(std::chrono::hours(1));
     store_ = MustOpen(dir_.Sub("store"));
     ASSERT_NE(store_, nullptr);
     const std::vector<IdFingerprint> docs = MakeCorpus(
@@ -120,6 +123,8 @@ class FailedMergeTest : public ::testing::Test {
     }
   }
 
+  void TearDown() override { internal::SetReopenIntervalForTesting(std::chrono::milliseconds(-1)); }
+
   void Reopen(StoreOptions options = {}) {
     ASSERT_TRUE(store_->Close().ok());
     store_.reset();
@@ -148,28 +153,33 @@ TEST_F(FailedMergeTest, FlushThatFailsLeavesTheStagedDocumentsFound) {
     ExpectFailedWithInjected(store_->Flush(), "Flush");
     EXPECT_EQ(Staged(), staged);
     ASSERT_NO_FATAL_FAILURE(ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "failed"));
+    // The next write opens the store again, whose merge fails as well; then writes are refused
+    // until another reopen is due (an hour here).
+    ExpectFailedWithInjected(store_->Flush(), "Flush after the reopen");
+    EXPECT_EQ(Staged(), staged) << "staged documents lost with the reopen";
     ASSERT_NO_FATAL_FAILURE(ExpectWritesRefused(*store_, model_.begin()->first));
     EXPECT_EQ(Staged(), staged);
     ASSERT_NO_FATAL_FAILURE(
         ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "failed, writes refused"));
   }
-  // The error stays with the handle, though merges would succeed now.
+  // The error stays with the handle until the next reopen is due, though merges would succeed now.
   ExpectFailedWithInjected(store_->Flush(), "Flush with the failure gone");
 
-  ASSERT_NO_FATAL_FAILURE(Reopen());
-  EXPECT_EQ(Staged(), staged) << "staged documents lost with the failed merge";
-  ASSERT_NO_FATAL_FAILURE(ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "reopened"));
+  // Due: the same handle opens the store again and merges what was staged.
+  internal::SetReopenIntervalForTesting(std::chrono::milliseconds(0));
   ASSERT_TRUE(store_->Flush().ok());
   EXPECT_EQ(Staged(), 0u);
   ASSERT_NO_FATAL_FAILURE(ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "merged"));
   ASSERT_TRUE(store_->Insert(20000, 20000, MetadataFor(20000)).ok());
   model_[20000] = 20000;
   ASSERT_NO_FATAL_FAILURE(ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "written"));
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  ASSERT_NO_FATAL_FAILURE(ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "reopened"));
 }
 
 // The background merger fails: writers learn of it at their next write,
-// and a reopen merges what it held.
-TEST_F(FailedMergeTest, BackgroundMergeThatFailsStopsWritesUntilReopened) {
+// which opens the store again; once merges work, it merges what it held.
+TEST_F(FailedMergeTest, BackgroundMergeThatFailsStopsWritesUntilTheStoreReopens) {
   StoreOptions options;
   options.staged_documents = 64;
   ASSERT_NO_FATAL_FAILURE(Reopen(options));
@@ -192,7 +202,7 @@ TEST_F(FailedMergeTest, BackgroundMergeThatFailsStopsWritesUntilReopened) {
     ASSERT_NO_FATAL_FAILURE(
         ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "failed, writes refused"));
   }
-  ASSERT_NO_FATAL_FAILURE(Reopen());
+  internal::SetReopenIntervalForTesting(std::chrono::milliseconds(0));
   ASSERT_TRUE(store_->Flush().ok());
   EXPECT_EQ(Staged(), 0u);
   ASSERT_NO_FATAL_FAILURE(ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "merged"));

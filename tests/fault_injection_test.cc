@@ -9,6 +9,7 @@
 #include <rocksdb/file_system.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -237,6 +238,35 @@ std::vector<DocumentId> InsertAndMerge(const std::string& path) {
   return acknowledged;
 }
 
+// Inserts that go on after the fault on the same handle, each batch tried until it is
+// acknowledged: the handle opens the store again by itself (lib/store/reopening_store.h).
+std::vector<DocumentId> InsertThroughTheFault(const std::string& path) {
+  std::vector<DocumentId> acknowledged;
+  // Reopens follow one another at once (a reopen the fault fails would wait a second).
+  internal::SetReopenIntervalForTesting(std::chrono::milliseconds(0));
+  Result<std::unique_ptr<Store>> store = Store::Open(path, Options());
+  if (!store.ok()) return acknowledged;
+  for (DocumentId first = 1000; first < 1400; first += 40) {
+    Status s = (*store)->InsertBatch(Batch(first, 40));
+    for (int tries = 0; !s.ok() && tries < 3; ++tries) {
+      ExpectClear(s);
+      s = (*store)->InsertBatch(Batch(first, 40));
+    }
+    EXPECT_TRUE(s.ok()) << "batch from " << first << ": " << s.ToString();
+    if (!s.ok()) break;
+    for (DocumentId id = first; id < first + 40; ++id) acknowledged.push_back(id);
+  }
+  Status flushed = (*store)->Flush();
+  for (int tries = 0; !flushed.ok() && tries < 3; ++tries) {
+    ExpectClear(flushed);
+    flushed = (*store)->Flush();
+  }
+  EXPECT_TRUE(flushed.ok()) << flushed.ToString();
+  (void)(*store)->Close();
+  internal::SetReopenIntervalForTesting(std::chrono::milliseconds(-1));
+  return acknowledged;
+}
+
 std::vector<DocumentId> BulkLoad(const std::string& path) {
   std::vector<DocumentId> acknowledged;
   Result<std::unique_ptr<Store>> store = Store::Open(path, Options());
@@ -259,6 +289,8 @@ std::vector<DocumentId> BulkLoad(const std::string& path) {
 }
 
 TEST_F(FaultInjectionTest, InsertsAndMerges) { Sweep(InsertAndMerge, 13); }
+
+TEST_F(FaultInjectionTest, InsertsThroughTheFault) { Sweep(InsertThroughTheFault, 29); }
 
 TEST_F(FaultInjectionTest, BulkLoad) { Sweep(BulkLoad, 11); }
 

@@ -8,6 +8,9 @@
 #include <rocksdb/file_system.h>
 
 #include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -148,6 +151,103 @@ TEST_F(FullDiskTest, WritesFailWithAnErrorAndAcknowledgedOnesSurvive) {
   EXPECT_TRUE(store->InsertBatch(Batch(next, 100)).ok());
   EXPECT_TRUE(store->Flush().ok());
   EXPECT_EQ(store->Stats()->documents, acknowledged + 100);
+  EXPECT_TRUE(store->Close().ok());
+}
+
+// Writes that fail until `deadline` passes or one succeeds; the last one's status.
+Status RetryUntil(const std::function<Status()>& write, std::chrono::seconds deadline) {
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  Status s = write();
+  while (!s.ok() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    s = write();
+  }
+  return s;
+}
+
+// The handle that filled the disk takes writes again once there is room, without the host
+// reopening it; while the disk stays full, reads go on.
+TEST_F(FullDiskTest, TheSameHandleWritesAgainOnceThereIsRoom) {
+  const std::string path = dir_.Sub("store");
+  StoreOptions options;
+  options.staged_documents = 256;
+  std::unique_ptr<Store> store = *Store::Open(path, options);
+  ASSERT_TRUE(store->InsertBatch(Batch(1, 500)).ok());
+  ASSERT_TRUE(store->Flush().ok());
+
+  fs_->full = true;
+  ASSERT_FALSE(store->InsertBatch(Batch(501, 100)).ok());
+  // The next writes try to open the store again, which fails on the full disk: refused, with
+  // reads still answered by a read-only stand-in.
+  for (int i = 0; i < 3; ++i) {
+    const Status refused = store->Insert(600 + i, 42);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_TRUE(refused.IsIOError()) << refused.ToString();
+  }
+  for (DocumentId id = 1; id <= 500; ++id) ASSERT_TRUE(store->Get(id).ok()) << id;
+  ASSERT_TRUE(store->Query(Batch(7, 1)[0].fingerprint, 0).ok());
+
+  fs_->full = false;
+  // Failed reopens are retried at growing intervals, the first after a second.
+  const Status resumed =
+      RetryUntil([&] { return store->InsertBatch(Batch(501, 100)); }, std::chrono::seconds(10));
+  ASSERT_TRUE(resumed.ok()) << resumed.ToString();
+  EXPECT_TRUE(store->CheckAndInsert(700, 43).ok());
+  EXPECT_TRUE(store->Flush().ok());
+  for (DocumentId id = 1; id <= 600; ++id) ASSERT_TRUE(store->Get(id).ok()) << id;
+  EXPECT_TRUE(store->Verify().ok());
+  EXPECT_EQ(store->Stats()->documents, 601u);
+  EXPECT_TRUE(store->Close().ok());
+
+  store = *Store::Open(path, options);
+  EXPECT_EQ(store->Stats()->documents, 601u);
+  EXPECT_TRUE(store->Verify().ok());
+  // The LOG kept what happened: the reopens append to it instead of rotating it.
+  std::ifstream in(path + "/LOG.old");
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("opening the store again after"), std::string::npos);
+  EXPECT_NE(log.find("the store is open again and takes writes"), std::string::npos);
+}
+
+// A reopen waits for no call that cannot end first: a write from a scan's sink, or beside a bulk
+// loader still alive, is refused at once or after a bounded wait, and the store reopens later.
+TEST_F(FullDiskTest, ReopensWaitForNoCallThatCannotEndFirst) {
+  const std::string path = dir_.Sub("store");
+  std::unique_ptr<Store> store = *Store::Open(path);
+  ASSERT_TRUE(store->InsertBatch(Batch(1, 50)).ok());
+  ASSERT_TRUE(store->Insert(1000, Batch(1, 1)[0].fingerprint).ok());  // a pair for FindAll
+  // A bulk loader keeps the store it loads into from being replaced under it.
+  std::unique_ptr<BulkLoader> loader = *store->NewBulkLoader();
+  ASSERT_TRUE(loader->Add(3000, 11).ok());
+  fs_->full = true;
+  ASSERT_FALSE(store->Insert(2000, 7).ok());
+  fs_->full = false;
+
+  // From inside a scan on this handle, a reopen would wait for the scan: refused at once.
+  int pairs = 0;
+  Status from_sink;
+  ASSERT_TRUE(store
+                  ->FindAll(3,
+                            [&](const NearPair&) {
+                              ++pairs;
+                              from_sink = store->Insert(2001, 8);
+                            })
+                  .ok());
+  EXPECT_EQ(pairs, 1);
+  EXPECT_FALSE(from_sink.ok());
+
+  // Beside the loader, the reopen waits a while for it, then gives up.
+  const Status beside_loader = store->Insert(2001, 8);
+  EXPECT_FALSE(beside_loader.ok());
+  EXPECT_NE(beside_loader.message().find("kept the store from being opened again"),
+            std::string::npos)
+      << beside_loader.ToString();
+  EXPECT_FALSE(loader->Finish().ok());  // the stopped store refuses its ingestion
+  loader.reset();
+
+  const Status resumed = store->Insert(2002, 9);
+  EXPECT_TRUE(resumed.ok()) << resumed.ToString();
+  EXPECT_TRUE(store->Get(2002).ok());
   EXPECT_TRUE(store->Close().ok());
 }
 

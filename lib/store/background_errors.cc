@@ -30,7 +30,7 @@ class StopOnHardErrors final : public rocksdb::EventListener {
 }  // namespace
 
 Status BackgroundErrors::Stopped() const {
-  if (!is_stopped_.load(std::memory_order_acquire)) return Status::OK();
+  if (!stopped()) return Status::OK();
   MutexLock lock(mu_);
   return stopped_;
 }
@@ -41,8 +41,8 @@ void BackgroundErrors::Report(const rocksdb::Status& error) {
   MutexLock lock(mu_);
   if (!stopped_.ok()) return;
   stopped_ = FromRocks(error,
-                       "the store stopped writing after RocksDB's background error (close it and "
-                       "open it again once the cause is fixed)");
+                       "the store stopped writing after RocksDB's background error (a later write "
+                       "opens it again)");
   is_stopped_.store(true, std::memory_order_release);
 }
 

@@ -1,6 +1,7 @@
 // RocksDB's background errors as the store sees them. A hard one (a flush, a log or a MANIFEST
 // write that failed: a full disk, a failing device) stops the handle for good: writes return the
-// error until the store is closed and opened again (docs/reliability.md, "A full disk").
+// error until the store is closed and opened again, as the next write does (reopening_store.h,
+// docs/reliability.md, "A full disk").
 //
 // RocksDB 7.8 would resume by itself once space is freed (its SstFileManager polls for it), but
 // the resumed handle still counts itself stopped: a flush returns before it is done and an
@@ -27,6 +28,7 @@ class BackgroundErrors {
  public:
   // OK until RocksDB meets a hard background error; then an IOError naming it, for good.
   Status Stopped() const EXCLUDES(mu_);
+  bool stopped() const { return is_stopped_.load(std::memory_order_acquire); }
 
   // Background errors of any severity reported so far.
   std::uint64_t reported() const { return reported_.load(); }

@@ -19,6 +19,7 @@
 #include "format/families.h"
 #include "platform/info_log.h"
 #include "store/damaged_log.h"
+#include "store/reopening_store.h"
 #include "store/store_impl.h"
 #include "store/test_hooks.h"
 #include "util/rocks_status.h"
@@ -26,7 +27,10 @@
 namespace fpstore {
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOptions& options) {
-  return internal::StoreImpl::Open(path, options);
+  if (!options.read_only) return internal::ReopeningStore::Open(path, options);
+  Result<std::unique_ptr<internal::StoreImpl>> store = internal::StoreImpl::Open(path, options);
+  if (!store.ok()) return store.status();
+  return std::unique_ptr<Store>(*std::move(store));
 }
 
 Result<std::vector<std::vector<Match>>> Store::QueryBatch(std::span<const Fingerprint> fingerprints,
@@ -447,8 +451,9 @@ Status CheckMinSimilarity(double value) {
   return Status::InvalidArgument("min_similarity " + DoubleText(value) + " is outside 0..1");
 }
 
-Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
-                                               const StoreOptions& options) {
+Result<std::unique_ptr<StoreImpl>> StoreImpl::Open(const std::string& path,
+                                                   const StoreOptions& options,
+                                                   std::shared_ptr<rocksdb::Logger> info_log) {
   // 0 would never merge and block every insert; past the maximum the staging index's 32-bit entry
   // numbers could wrap.
   if (options.staged_documents == 0 ||
@@ -475,7 +480,11 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
   RocksConfig config = MakeRocksConfig(options, *plan, meta->group_bits);
   // fpstore's own info log: RocksDB's aborts on a full disk (platform/info_log.h), and a reader's
   // would rotate the writer's LOG.
-  config.db.info_log = options.read_only ? InfoLog::Discarding() : InfoLog::ForWriter(path);
+  if (options.read_only) {
+    config.db.info_log = InfoLog::Discarding();
+  } else {
+    config.db.info_log = info_log ? std::move(info_log) : InfoLog::ForWriter(path);
+  }
   if (rocksdb::Env* env = EnvForTesting()) config.db.env = env;
   std::shared_ptr<HeldDeletions> held_deletions;
   std::unique_ptr<rocksdb::Env> env;
@@ -514,7 +523,7 @@ Result<std::unique_ptr<Store>> StoreImpl::Open(const std::string& path,
     }
   }
   if (Status s = store->Start(); !s.ok()) return s.WithContext(path);
-  return std::unique_ptr<Store>(std::move(store));
+  return store;
 }
 
 StoreImpl::StoreImpl(std::string path, StoreOptions options, PermutationPlan plan,

@@ -224,6 +224,7 @@ void Staging::EndMerge(const Status& merged) {
       merging_ids_.clear();
     } else if (failure_.ok()) {
       failure_ = merged;
+      failed_.store(true, std::memory_order_release);
     }
   }
   cv_.NotifyAll();

@@ -15,6 +15,7 @@
 
 #include <rocksdb/db.h>
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -95,6 +96,8 @@ class Staging {
 
   // A merge's failure: writes and loads stop until the store reopens; what is staged stays found.
   Status failure() const EXCLUDES(mu_);
+  // Whether a merge failed, without the lock.
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
 
   // ---- The merger ----
 
@@ -143,6 +146,7 @@ class Staging {
   std::size_t reserved_ GUARDED_BY(mu_) = 0;      // entries writers hold room for
   std::size_t room_waiters_ GUARDED_BY(mu_) = 0;  // writers waiting for room
   Status failure_ GUARDED_BY(mu_);
+  std::atomic<bool> failed_{false};  // failure_ is set
   bool stopping_ GUARDED_BY(mu_) = false;
 };
 

@@ -29,6 +29,11 @@ Status StoreImpl::CheckWritable() const {
   return background_errors_->Stopped();
 }
 
+Status StoreImpl::WritesStopped() const {
+  if (Status s = background_errors_->Stopped(); !s.ok()) return s;
+  return staging_.failed() ? staging_.failure() : Status::OK();
+}
+
 Status StoreImpl::CheckDistance(int k) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
   if (k < 0 || k > plan_.distance()) {

@@ -50,8 +50,15 @@ Status CheckMinSimilarity(double value);
 
 class StoreImpl final : public Store {
  public:
-  static Result<std::unique_ptr<Store>> Open(const std::string& path, const StoreOptions& options);
+  // Opens the store at `path`. A writable store writes its LOG through `info_log` when given,
+  // through one of its own otherwise.
+  static Result<std::unique_ptr<StoreImpl>> Open(const std::string& path,
+                                                 const StoreOptions& options,
+                                                 std::shared_ptr<rocksdb::Logger> info_log = {});
   ~StoreImpl() override;
+
+  // OK, or why this handle writes nothing more: a hard RocksDB error, or a merge's failure.
+  Status WritesStopped() const;
 
   Status Close() override;
   const PermutationPlan& plan() const override { return plan_; }

@@ -18,6 +18,7 @@ std::atomic<std::uint64_t> rewrite_threshold{0};
 std::atomic<std::uint64_t> recent_limit{0};
 std::atomic<std::size_t> split_above{0};
 std::atomic<rocksdb::Env*> env_for_testing{nullptr};
+std::atomic<std::int64_t> reopen_interval_ms{-1};
 
 template <typename Hook>
 Hook Get(const Hook& hook) {
@@ -78,6 +79,15 @@ std::size_t SplitLastTableAbove() {
 }
 
 void SetSplitLastTableAboveForTesting(std::size_t ops) { split_above = ops; }
+
+std::chrono::milliseconds ReopenInterval() {
+  const std::int64_t set = reopen_interval_ms.load();
+  return std::chrono::milliseconds(set >= 0 ? set : 1000);
+}
+
+void SetReopenIntervalForTesting(std::chrono::milliseconds interval) {
+  reopen_interval_ms.store(interval.count());
+}
 
 void SetEnvForTesting(rocksdb::Env* env) { env_for_testing = env; }
 rocksdb::Env* EnvForTesting() { return env_for_testing; }

@@ -5,6 +5,7 @@
 #define FPSTORE_LIB_STORE_TEST_HOOKS_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -47,6 +48,11 @@ void SetRecentPrefixesLimitForTesting(std::uint64_t limit);
 // ops in memory; 0 restores the default.
 std::size_t SplitLastTableAbove();
 void SetSplitLastTableAboveForTesting(std::size_t ops);
+
+// The interval after a reopen (reopening_store.h) before another may follow it, doubling with each
+// that follows closely; negative restores the default.
+std::chrono::milliseconds ReopenInterval();
+void SetReopenIntervalForTesting(std::chrono::milliseconds interval);
 
 // The RocksDB Env of stores opened after, e.g. one whose file system fails on demand; null
 // restores the default.
