@@ -7,23 +7,6 @@
 
 namespace fpstore {
 
-namespace {
-
-// SplitMix64's finaliser: a bijection of 64-bit words with full avalanche.
-std::uint64_t Mix(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-// floor(high * n / 2^32) of h's high 32 bits: a slot without a division.
-// REQUIRES: n <= 2^32.
-std::size_t Scale(std::uint64_t h, std::size_t n) {
-  return static_cast<std::size_t>(((h >> 32) * n) >> 32);
-}
-
-}  // namespace
-
 Result<Signature> Signature::FromBytes(std::string_view bytes) {
   if (!bytes.empty() && (bytes.size() < kMinSlots || bytes.size() > kMaxSlots)) {
     return Status::InvalidArgument("a signature of " + std::to_string(bytes.size()) +
@@ -60,36 +43,11 @@ std::optional<double> EstimateSimilarity(const Signature& a, const Signature& b)
 
 namespace internal {
 
-namespace {
-// The polynomial's base: odd, so multiplying by it is a bijection mod 2^64.
-constexpr std::uint64_t kBase = 0x9e3779b97f4a7c15ULL;
-}  // namespace
-
 SignatureBuilder::SignatureBuilder(int slots, int window)
     : mins_(static_cast<std::size_t>(slots), kEmpty),
       window_(static_cast<std::size_t>(window)),
       ring_(window_, 0) {
   for (std::size_t i = 1; i < window_; ++i) leaving_power_ *= kBase;
-}
-
-void SignatureBuilder::AddToken(std::uint64_t token) {
-  // rolling = sum of h_j * kBase^(n - 1 - j) over the window's tokens h_0 .. h_{n-1}; ring_[next_]
-  // holds the oldest of them once the window is full.
-  std::uint64_t& oldest = ring_[next_];
-  if (count_ >= window_) rolling_ -= oldest * leaving_power_;
-  rolling_ = rolling_ * kBase + token;
-  oldest = token;
-  if (++next_ == window_) next_ = 0;
-  if (++count_ >= window_) AddShingle(rolling_);
-}
-
-void SignatureBuilder::AddShingle(std::uint64_t polynomial) {
-  // Mixed, so that every bit depends on every token; the slot comes from
-  // the high bits, and within a slot the least hash is a random member of
-  // the slot's shingles all the same.
-  const std::uint64_t h = Mix(polynomial);
-  std::uint64_t& slot = mins_[Scale(h, mins_.size())];
-  if (h < slot) slot = h;
 }
 
 std::string SignatureBuilder::Finish() {
