@@ -1,0 +1,343 @@
+#include "redis/cluster_client.h"
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <algorithm>
+#include <charconv>
+#include <thread>
+#include <utility>
+
+namespace fpstore::internal::redis {
+
+namespace {
+
+// CRC16 of Redis Cluster's key hashing: the XModem polynomial 0x1021, initial value 0.
+constexpr std::array<std::uint16_t, 256> kCrc16Table = [] {
+  std::array<std::uint16_t, 256> table{};
+  for (int byte = 0; byte < 256; ++byte) {
+    std::uint16_t crc = static_cast<std::uint16_t>(byte << 8);
+    for (int bit = 0; bit < 8; ++bit) {
+      crc = static_cast<std::uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
+    }
+    table[byte] = crc;
+  }
+  return table;
+}();
+
+std::uint16_t Crc16(std::string_view bytes) {
+  std::uint16_t crc = 0;
+  for (const char c : bytes) {
+    crc = static_cast<std::uint16_t>((crc << 8) ^
+                                     kCrc16Table[((crc >> 8) ^ static_cast<unsigned char>(c)) & 0xff]);
+  }
+  return crc;
+}
+
+timeval ToTimeval(std::chrono::milliseconds ms) {
+  return timeval{static_cast<time_t>(ms.count() / 1000),
+                 static_cast<suseconds_t>((ms.count() % 1000) * 1000)};
+}
+
+// "host:port", split; false if malformed.
+bool SplitAddress(const std::string& address, std::string& host, int& port) {
+  const std::size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  host = address.substr(0, colon);
+  const char* begin = address.data() + colon + 1;
+  const char* end = address.data() + address.size();
+  const auto [stop, ec] = std::from_chars(begin, end, port);
+  return ec == std::errc() && stop == end && port > 0 && port < 65536;
+}
+
+Reply Copy(const redisReply& r) {
+  Reply reply;
+  switch (r.type) {
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_ERROR:
+      reply.type = r.type == REDIS_REPLY_STRING   ? Reply::Type::kString
+                   : r.type == REDIS_REPLY_STATUS ? Reply::Type::kStatus
+                                                  : Reply::Type::kError;
+      reply.str.assign(r.str, r.len);
+      break;
+    case REDIS_REPLY_INTEGER:
+      reply.type = Reply::Type::kInteger;
+      reply.integer = r.integer;
+      break;
+    case REDIS_REPLY_ARRAY:
+      reply.type = Reply::Type::kArray;
+      reply.elements.reserve(r.elements);
+      for (std::size_t i = 0; i < r.elements; ++i) reply.elements.push_back(Copy(*r.element[i]));
+      break;
+    default:
+      reply.type = Reply::Type::kNil;
+  }
+  return reply;
+}
+
+// Appends `args` to the connection's output; false if hiredis could not.
+bool Append(redisContext* c, const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lengths;
+  argv.reserve(args.size());
+  lengths.reserve(args.size());
+  for (const std::string& a : args) {
+    argv.push_back(a.data());
+    lengths.push_back(a.size());
+  }
+  return redisAppendCommandArgv(c, static_cast<int>(args.size()), argv.data(), lengths.data()) ==
+         REDIS_OK;
+}
+
+// The next reply on the connection; false if the connection broke or timed out.
+bool Read(redisContext* c, Reply& out) {
+  void* raw = nullptr;
+  if (redisGetReply(c, &raw) != REDIS_OK || raw == nullptr) return false;
+  out = Copy(*static_cast<redisReply*>(raw));
+  freeReplyObject(raw);
+  return true;
+}
+
+// A redirection's slot and address, from "MOVED 3999 127.0.0.1:7002" or "ASK ...".
+bool ParseRedirection(std::string_view error, int& slot, std::string& address) {
+  const std::size_t first = error.find(' ');
+  const std::size_t second = error.find(' ', first + 1);
+  if (first == std::string_view::npos || second == std::string_view::npos) return false;
+  const std::string_view number = error.substr(first + 1, second - first - 1);
+  const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), slot);
+  if (ec != std::errc() || end != number.data() + number.size() || slot < 0 || slot >= kSlots) {
+    return false;
+  }
+  address = std::string(error.substr(second + 1));
+  return !address.empty();
+}
+
+}  // namespace
+
+std::uint16_t KeySlot(std::string_view key) {
+  const std::size_t open = key.find('{');
+  if (open != std::string_view::npos) {
+    const std::size_t close = key.find('}', open + 1);
+    if (close != std::string_view::npos && close > open + 1) {
+      key = key.substr(open + 1, close - open - 1);
+    }
+  }
+  return Crc16(key) & (kSlots - 1);
+}
+
+struct ClusterClient::Connection {
+  explicit Connection(redisContext* c) : context(c) {}
+  ~Connection() { redisFree(context); }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  redisContext* const context;
+};
+
+ClusterClient::ClusterClient(std::vector<std::string> seeds, ClientOptions options)
+    : seeds_(std::move(seeds)), options_(options) {}
+
+ClusterClient::~ClusterClient() = default;
+
+Result<std::unique_ptr<ClusterClient>> ClusterClient::Connect(const std::string& seed,
+                                                              const ClientOptions& options) {
+  std::string host;
+  int port = 0;
+  if (!SplitAddress(seed, host, port)) {
+    return Status::InvalidArgument("\"" + seed + "\" is not a Redis address (host:port)");
+  }
+  std::unique_ptr<ClusterClient> client(new ClusterClient({seed}, options));
+  if (Status s = client->ReadSlotMap(); !s.ok()) return s;
+  return client;
+}
+
+redisContext* ClusterClient::ConnectionTo(const std::string& address) {
+  if (auto it = connections_.find(address); it != connections_.end()) {
+    return it->second->context;
+  }
+  std::string host;
+  int port = 0;
+  if (!SplitAddress(address, host, port)) return nullptr;
+  redisContext* c = redisConnectWithTimeout(host.c_str(), port, ToTimeval(options_.io_timeout));
+  if (c == nullptr) return nullptr;
+  if (c->err != 0 || redisSetTimeout(c, ToTimeval(options_.io_timeout)) != REDIS_OK) {
+    redisFree(c);
+    return nullptr;
+  }
+  connections_.emplace(address, std::make_unique<Connection>(c));
+  return c;
+}
+
+void ClusterClient::Drop(const std::string& address) { connections_.erase(address); }
+
+Status ClusterClient::ReadSlotMap() {
+  ++slot_map_reads_;
+  std::string last_error = "no node to ask";
+  // Every node seen so far may answer; the masters first, as they are the likeliest to be up.
+  std::vector<std::string> candidates = Masters();
+  for (const std::string& s : seeds_) {
+    if (std::find(candidates.begin(), candidates.end(), s) == candidates.end()) {
+      candidates.push_back(s);
+    }
+  }
+  for (const std::string& address : candidates) {
+    redisContext* c = ConnectionTo(address);
+    Reply reply;
+    if (c == nullptr || !Append(c, {"CLUSTER", "SLOTS"}) || !Read(c, reply)) {
+      Drop(address);
+      last_error = address + " did not answer";
+      continue;
+    }
+    if (reply.type == Reply::Type::kError) {
+      last_error = address + ": " + reply.str;
+      if (reply.str.find("cluster support disabled") != std::string::npos) {
+        return Status::InvalidArgument("the Redis at " + address + " is not in cluster mode");
+      }
+      continue;
+    }
+    if (reply.type != Reply::Type::kArray || reply.elements.empty()) {
+      last_error = address + " knows no slots yet";
+      continue;
+    }
+    std::string host;
+    int port = 0;
+    SplitAddress(address, host, port);
+    std::array<std::string, kSlots> map;
+    for (const Reply& range : reply.elements) {
+      if (range.elements.size() < 3) continue;
+      const long long first = range.elements[0].integer, last = range.elements[1].integer;
+      for (std::size_t n = 2; n < range.elements.size(); ++n) {
+        const Reply& node = range.elements[n];
+        if (node.elements.size() < 2) continue;
+        const std::string ip = node.elements[0].str.empty() ? host : node.elements[0].str;
+        const std::string at = ip + ":" + std::to_string(node.elements[1].integer);
+        if (std::find(seeds_.begin(), seeds_.end(), at) == seeds_.end()) seeds_.push_back(at);
+        if (n == 2) {
+          for (long long slot = std::max(0LL, first); slot <= std::min<long long>(last, kSlots - 1);
+               ++slot) {
+            map[static_cast<std::size_t>(slot)] = at;
+          }
+        }
+      }
+    }
+    slot_master_ = std::move(map);
+    return Status::OK();
+  }
+  return Status::IOError("no node of the Redis Cluster answered CLUSTER SLOTS (" + last_error + ")");
+}
+
+std::vector<std::string> ClusterClient::Masters() const {
+  std::vector<std::string> masters;
+  for (const std::string& m : slot_master_) {
+    if (!m.empty() && std::find(masters.begin(), masters.end(), m) == masters.end()) {
+      masters.push_back(m);
+    }
+  }
+  return masters;
+}
+
+Result<Reply> ClusterClient::Run(const Command& command) {
+  Result<std::vector<Reply>> replies = Run(std::span(&command, 1));
+  if (!replies.ok()) return replies.status();
+  return std::move((*replies)[0]);
+}
+
+Result<std::vector<Reply>> ClusterClient::Run(std::span<const Command> commands) {
+  std::vector<Reply> replies(commands.size());
+  std::vector<std::size_t> pending(commands.size());
+  for (std::size_t i = 0; i < pending.size(); ++i) pending[i] = i;
+  std::map<std::size_t, std::string> asked;  // a command's node for one try, after ASK
+  const auto deadline = std::chrono::steady_clock::now() + options_.deadline;
+  std::string last_error;
+  bool reread = false;
+  for (int round = 0;; ++round) {
+    if (reread) {
+      if (Status s = ReadSlotMap(); !s.ok()) last_error = s.message();
+      reread = false;
+    }
+    std::map<std::string, std::vector<std::size_t>> by_node;
+    std::vector<std::size_t> next;
+    for (const std::size_t i : pending) {
+      const auto ask = asked.find(i);
+      const std::string& node =
+          ask != asked.end() ? ask->second : slot_master_[KeySlot(commands[i].key)];
+      if (node.empty()) {
+        next.push_back(i);
+        reread = true;
+        last_error = "no master serves slot " + std::to_string(KeySlot(commands[i].key));
+      } else {
+        by_node[node].push_back(i);
+      }
+    }
+    for (const auto& [node, indexes] : by_node) {
+      redisContext* c = ConnectionTo(node);
+      bool sent = c != nullptr;
+      for (std::size_t k = 0; sent && k < indexes.size(); ++k) {
+        const std::size_t i = indexes[k];
+        if (asked.count(i) != 0) sent = Append(c, {"ASKING"});
+        sent = sent && Append(c, commands[i].args);
+      }
+      std::size_t k = 0;
+      for (; sent && k < indexes.size(); ++k) {
+        const std::size_t i = indexes[k];
+        Reply reply;
+        if (asked.count(i) != 0 && !Read(c, reply)) break;  // ASKING's +OK
+        if (!Read(c, reply)) break;
+        asked.erase(i);
+        if (reply.type != Reply::Type::kError) {
+          replies[i] = std::move(reply);
+          continue;
+        }
+        int slot = 0;
+        std::string address;
+        if (reply.str.starts_with("MOVED ") && ParseRedirection(reply.str, slot, address)) {
+          slot_master_[static_cast<std::size_t>(slot)] = address;
+          reread = true;  // a failover or reshard moves more than one slot
+          ++redirections_;
+          next.push_back(i);
+        } else if (reply.str.starts_with("ASK ") && ParseRedirection(reply.str, slot, address)) {
+          asked[i] = address;
+          ++redirections_;
+          next.push_back(i);
+        } else if (reply.str.starts_with("TRYAGAIN") || reply.str.starts_with("CLUSTERDOWN") ||
+                   reply.str.starts_with("LOADING") || reply.str.starts_with("MASTERDOWN")) {
+          last_error = node + ": " + reply.str;
+          reread = reread || reply.str.starts_with("CLUSTERDOWN");
+          next.push_back(i);
+        } else {
+          replies[i] = std::move(reply);  // Redis's own answer to this command
+        }
+      }
+      if (k < indexes.size()) {  // the connection broke: what was not read is tried again
+        last_error = node + (c == nullptr ? " refused the connection" : " stopped answering");
+        Drop(node);
+        reread = true;
+        next.insert(next.end(), indexes.begin() + static_cast<std::ptrdiff_t>(k), indexes.end());
+      }
+    }
+    if (next.empty()) return replies;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status::IOError("the Redis Cluster did not answer " + std::to_string(next.size()) +
+                             " of " + std::to_string(commands.size()) + " commands within " +
+                             std::to_string(options_.deadline.count()) + " ms (" + last_error +
+                             ")");
+    }
+    pending = std::move(next);
+    // A redirection is followed at once; a node that is down or a cluster that is failing over
+    // is waited for, a little longer each time.
+    if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(std::min(20 * round, 250)));
+  }
+}
+
+Result<Reply> ClusterClient::RunOn(const std::string& address,
+                                   const std::vector<std::string>& args) {
+  redisContext* c = ConnectionTo(address);
+  Reply reply;
+  if (c == nullptr || !Append(c, args) || !Read(c, reply)) {
+    Drop(address);
+    return Status::IOError("the Redis at " + address + " did not answer");
+  }
+  return reply;
+}
+
+}  // namespace fpstore::internal::redis

@@ -1,0 +1,106 @@
+// A Redis Cluster client over hiredis, which has no cluster support of its own: it learns which
+// node serves each of the 16,384 hash slots (CLUSTER SLOTS), sends each command to the master of
+// its key's slot, pipelines the commands of one call per node, and follows the cluster's
+// redirections (MOVED after a slot moved for good, ASK while one is moving) and its failovers (a
+// node that stops answering: the slot map is read again from another node, and the commands
+// retried until a deadline).
+//
+// A command may thus reach the cluster more than once when a connection breaks after it was sent:
+// every command given to Run must be idempotent (SET, ZADD, ZREM, DEL, reads).
+//
+// Thread safety: a client is used by one thread at a time.
+
+#ifndef FPSTORE_LIB_REDIS_CLUSTER_CLIENT_H_
+#define FPSTORE_LIB_REDIS_CLUSTER_CLIENT_H_
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fpstore/status.h"
+
+struct redisContext;
+
+namespace fpstore::internal::redis {
+
+constexpr int kSlots = 16384;
+
+// The hash slot of `key`: CRC16 (XModem) of its hash tag (the bytes between the first '{' and the
+// next '}', if that is not empty) or of the whole key, mod 16384, as Redis Cluster computes it.
+std::uint16_t KeySlot(std::string_view key);
+
+// A reply, copied out of hiredis's.
+struct Reply {
+  enum class Type { kString, kStatus, kInteger, kNil, kArray, kError };
+  Type type = Type::kNil;
+  std::string str;  // kString, kStatus, kError
+  long long integer = 0;
+  std::vector<Reply> elements;  // kArray
+};
+
+// One command: its arguments, and the key whose slot routes it.
+struct Command {
+  std::string key;
+  std::vector<std::string> args;
+};
+
+struct ClientOptions {
+  // How long one call may take in all, retries included, before it fails with IOError.
+  std::chrono::milliseconds deadline{15000};
+  // Connecting to a node and waiting for one of its replies.
+  std::chrono::milliseconds io_timeout{2000};
+};
+
+class ClusterClient {
+ public:
+  // Connects to the node at `seed` ("host:port") and reads the slot map. IOError if no node
+  // answers, InvalidArgument if the address is malformed or the node is not in cluster mode.
+  static Result<std::unique_ptr<ClusterClient>> Connect(const std::string& seed,
+                                                        const ClientOptions& options = {});
+  ~ClusterClient();
+  ClusterClient(const ClusterClient&) = delete;
+  ClusterClient& operator=(const ClusterClient&) = delete;
+
+  // Runs `commands` on the masters of their keys' slots, pipelined per node; the replies in the
+  // commands' order. An error reply of Redis's own (a wrong type, a script's error) is a reply;
+  // IOError when the cluster did not answer every command by the deadline.
+  Result<std::vector<Reply>> Run(std::span<const Command> commands);
+  Result<Reply> Run(const Command& command);
+
+  // Runs `args` on the node at `address` (a master's, from Masters), with no routing.
+  Result<Reply> RunOn(const std::string& address, const std::vector<std::string>& args);
+
+  // The masters' addresses as the slot map knows them, each once, in slot order.
+  std::vector<std::string> Masters() const;
+
+  // Redirections followed and slot-map reads since the client connected (for tests).
+  std::uint64_t redirections() const { return redirections_; }
+  std::uint64_t slot_map_reads() const { return slot_map_reads_; }
+
+ private:
+  struct Connection;
+  ClusterClient(std::vector<std::string> seeds, ClientOptions options);
+
+  // Reads the slot map from the first node that answers, among those known.
+  Status ReadSlotMap();
+  // A connection to `address`, made if needed; null if it cannot be made.
+  redisContext* ConnectionTo(const std::string& address);
+  void Drop(const std::string& address);
+
+  std::vector<std::string> seeds_;  // every node ever seen, to read the slot map from
+  const ClientOptions options_;
+  std::array<std::string, kSlots> slot_master_;  // empty: no master known
+  std::map<std::string, std::unique_ptr<Connection>> connections_;
+  std::uint64_t redirections_ = 0;
+  std::uint64_t slot_map_reads_ = 0;
+};
+
+}  // namespace fpstore::internal::redis
+
+#endif  // FPSTORE_LIB_REDIS_CLUSTER_CLIENT_H_
