@@ -21,24 +21,34 @@ int& CallGate::Depth() {
   return t_inside.emplace_back(this, 0).second;
 }
 
-CallGate::Ticket CallGate::Take(bool thread) {
-  if (thread && Depth() > 0) {
+CallGate::Ticket CallGate::Enter() {
+  int& depth = Depth();
+  if (depth > 0) {
     // Inside already: the outer call holds the count above zero, so Hold cannot have succeeded.
     in_flight_.fetch_add(1);
-    ++Depth();
-    return Ticket(this, true, true);
+    ++depth;
+    return Ticket(*this, /*nested=*/true);
   }
+  WaitAndEnter();
+  ++Depth();
+  return Ticket(*this, /*nested=*/false);
+}
+
+CallGate::LoaderTicket CallGate::EnterForLoader() {
+  WaitAndEnter();
+  return LoaderTicket(this);
+}
+
+void CallGate::WaitAndEnter() {
   while (true) {
     // Sequentially consistent, as Hold's store of held_ then load of in_flight_: one of the two
     // sides sees the other.
     in_flight_.fetch_add(1);
-    if (!held_.load()) break;
+    if (!held_.load()) return;
     Leave(false);
     MutexLock lock(mu_);
     while (held_.load()) changed_.Wait(mu_);
   }
-  if (thread) ++Depth();
-  return Ticket(this, thread, false);
 }
 
 void CallGate::Leave(bool thread) {

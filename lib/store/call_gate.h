@@ -20,34 +20,40 @@ namespace fpstore::internal {
 
 class CallGate {
  public:
-  // One call's, or a bulk loader's, place inside the gate, given back on destruction.
+  // One call's place inside the gate, on the thread that took it, given back on destruction.
+  // Neither copied nor moved: its thread's count must fall where it rose.
   class Ticket {
    public:
-    Ticket() = default;
-    Ticket(Ticket&& other) noexcept
-        : gate_(other.gate_), thread_(other.thread_), nested_(other.nested_) {
-      other.gate_ = nullptr;
-    }
-    Ticket& operator=(Ticket&&) = delete;
-    ~Ticket() {
-      if (gate_ != nullptr) gate_->Leave(thread_);
-    }
+    Ticket(const Ticket&) = delete;
+    Ticket& operator=(const Ticket&) = delete;
+    ~Ticket() { gate_.Leave(/*thread=*/true); }
     // Whether this thread was inside the gate already when it took the ticket.
     bool nested() const { return nested_; }
 
    private:
     friend class CallGate;
-    Ticket(CallGate* gate, bool thread, bool nested)
-        : gate_(gate), thread_(thread), nested_(nested) {}
-    CallGate* gate_ = nullptr;
-    bool thread_ = false;  // counted among the thread's calls (not a loader's ticket)
-    bool nested_ = false;
+    Ticket(CallGate& gate, bool nested) : gate_(gate), nested_(nested) {}
+    CallGate& gate_;
+    const bool nested_;
+  };
+  // A bulk loader's place, which lives beyond the call that takes it and may end on any thread.
+  class LoaderTicket {
+   public:
+    LoaderTicket(LoaderTicket&& other) noexcept : gate_(other.gate_) { other.gate_ = nullptr; }
+    LoaderTicket& operator=(LoaderTicket&&) = delete;
+    ~LoaderTicket() {
+      if (gate_ != nullptr) gate_->Leave(/*thread=*/false);
+    }
+
+   private:
+    friend class CallGate;
+    explicit LoaderTicket(CallGate* gate) : gate_(gate) {}
+    CallGate* gate_;
   };
 
   // A call's ticket: waits while the gate is held, unless this thread is inside already.
-  Ticket Enter() { return Take(/*thread=*/true); }
-  // A ticket that lives beyond the call that takes it, on any thread (a bulk loader's).
-  Ticket EnterForLoader() { return Take(/*thread=*/false); }
+  Ticket Enter();
+  LoaderTicket EnterForLoader();
 
   // Holds back new calls and waits up to `timeout` for those in flight to leave. True if none is
   // left: the caller then has the gate to itself until Release. False: the gate is released
@@ -56,7 +62,8 @@ class CallGate {
   void Release() EXCLUDES(mu_);
 
  private:
-  Ticket Take(bool thread) EXCLUDES(mu_);
+  // Waits while the gate is held, then counts a call in. REQUIRES: the thread is not inside.
+  void WaitAndEnter() EXCLUDES(mu_);
   void Leave(bool thread) EXCLUDES(mu_);
   // How many calls of this gate the calling thread is inside.
   int& Depth();

@@ -23,18 +23,33 @@ std::chrono::milliseconds IntervalAfter(int close_reopens) {
   return ReopenInterval() * std::min(1 << std::min(close_reopens - 1, 30), kLongestInterval);
 }
 
+// Counts a call that may go on for long (a scan, a live bulk loader) while it lives: a reopen
+// then does not wait for the calls in flight, but refuses the write at once.
+class LongCall {
+ public:
+  explicit LongCall(std::atomic<int>& count) : count_(count) { count_.fetch_add(1); }
+  ~LongCall() { count_.fetch_sub(1); }
+  LongCall(const LongCall&) = delete;
+  LongCall& operator=(const LongCall&) = delete;
+
+ private:
+  std::atomic<int>& count_;
+};
+
 // A loader that keeps its ticket, so that the store it writes to is not reopened under it.
 class TicketedLoader final : public BulkLoader {
  public:
-  TicketedLoader(CallGate::Ticket ticket, std::unique_ptr<BulkLoader> loader)
-      : ticket_(std::move(ticket)), loader_(std::move(loader)) {}
+  TicketedLoader(CallGate::LoaderTicket ticket, std::atomic<int>& long_calls,
+                 std::unique_ptr<BulkLoader> loader)
+      : ticket_(std::move(ticket)), long_call_(long_calls), loader_(std::move(loader)) {}
   using BulkLoader::Add;
   Status Add(const NewDocument& doc) override { return loader_->Add(doc); }
   std::uint64_t added() const override { return loader_->added(); }
   Result<BulkLoadStats> Finish() override { return loader_->Finish(); }
 
  private:
-  const CallGate::Ticket ticket_;  // given back after loader_ is destroyed
+  const CallGate::LoaderTicket ticket_;  // given back after loader_ is destroyed
+  const LongCall long_call_;
   const std::unique_ptr<BulkLoader> loader_;
 };
 
@@ -67,6 +82,12 @@ auto ReopeningStore::Through(Call&& call) const -> decltype(call(std::declval<St
   return call(*store_);
 }
 
+template <typename Call>
+auto ReopeningStore::ThroughLong(Call&& call) const -> decltype(call(std::declval<StoreImpl&>())) {
+  const LongCall long_call(long_calls_);
+  return Through(std::forward<Call>(call));
+}
+
 Status ReopeningStore::Refusal() const {
   if (!refused_.ok()) return refused_;
   return store_->WritesStopped();
@@ -82,23 +103,34 @@ Status ReopeningStore::ReopenIfStopped() {
   }
   MutexLock lock(reopen_mu_);
   if (closed_) return Status::OK();
-  const auto now = std::chrono::steady_clock::now();
-  if (now < last_reopen_ + IntervalAfter(close_reopens_)) return Refusal();
-  if (!gate_.Hold(kWaitForCalls)) {
-    const Status why = Refusal();
-    if (why.ok()) return why;
-    return why.WithContext("calls that went on for " + std::to_string(kWaitForCalls.count()) +
-                           " ms kept the store from being opened again");
+  if (std::chrono::steady_clock::now() < last_reopen_ + IntervalAfter(close_reopens_)) {
+    return Refusal();
   }
-  if (Refusal().ok()) {  // another thread's reopen came first
+  // A scan or a live bulk loader would keep the gate held, and every call waiting, for long.
+  if (long_calls_.load() > 0) {
+    return Refusal().WithContext(
+        "a scan or bulk loader still running on this handle keeps the store from being opened "
+        "again");
+  }
+  const bool held = gate_.Hold(kWaitForCalls);
+  if (held && Refusal().ok()) {  // another thread's reopen came first
     gate_.Release();
     return Status::OK();
   }
-  Reopen();
-  gate_.Release();
+  if (held) {
+    Reopen();
+    gate_.Release();
+  }
+  // A hold that timed out counts as a try too, so that the next waits its interval.
+  const auto now = std::chrono::steady_clock::now();
   const bool close = close_reopens_ > 0 && now - last_reopen_ < kLongestInterval * ReopenInterval();
   close_reopens_ = close ? close_reopens_ + 1 : 1;
   last_reopen_ = now;
+  if (!held) {
+    return Refusal().WithContext("calls that went on for " +
+                                 std::to_string(kWaitForCalls.count()) +
+                                 " ms kept the store from being opened again");
+  }
   return refused_;
 }
 
@@ -111,8 +143,12 @@ void ReopeningStore::Reopen() {
     (void)store_->Close();  // reports the error it stopped on
     store_.reset();
   }
+  // The store as it is: never made anew (its directory removed meanwhile), and never with what a
+  // damaged log holds dropped unasked, however the first open was told.
   StoreOptions writable = options_;
+  writable.create_if_missing = false;
   writable.error_if_exists = false;
+  writable.drop_damaged_log = false;
   Result<std::unique_ptr<StoreImpl>> reopened = StoreImpl::Open(path_, writable, info_log_);
   if (reopened.ok()) {
     store_ = *std::move(reopened);
@@ -125,10 +161,14 @@ void ReopeningStore::Reopen() {
                                            stopped_by_.message() + "\"");
   rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, info_log_.get(), "%s; open read-only",
                refused_.ToString().c_str());
-  StoreOptions read_only = options_;
+  StoreOptions read_only = writable;
   read_only.read_only = true;
   Result<std::unique_ptr<StoreImpl>> reader = StoreImpl::Open(path_, read_only);
-  if (reader.ok()) store_ = *std::move(reader);
+  if (reader.ok()) {
+    store_ = *std::move(reader);
+  } else {
+    refused_ = refused_.WithContext("nor read-only (" + reader.status().ToString() + ")");
+  }
 }
 
 Status ReopeningStore::Close() {
@@ -159,12 +199,12 @@ Result<CheckResult> ReopeningStore::CheckAndInsert(const NewDocument& doc, Inser
 
 Result<std::unique_ptr<BulkLoader>> ReopeningStore::NewBulkLoader(const BulkLoadOptions& options) {
   if (Status s = ReopenIfStopped(); !s.ok()) return s;
-  CallGate::Ticket ticket = gate_.EnterForLoader();
+  CallGate::LoaderTicket ticket = gate_.EnterForLoader();
   if (store_ == nullptr) return refused_;
   Result<std::unique_ptr<BulkLoader>> loader = store_->NewBulkLoader(options);
   if (!loader.ok()) return loader.status();
   return std::unique_ptr<BulkLoader>(
-      std::make_unique<TicketedLoader>(std::move(ticket), *std::move(loader)));
+      std::make_unique<TicketedLoader>(std::move(ticket), long_calls_, *std::move(loader)));
 }
 
 Status ReopeningStore::Flush() {
@@ -174,7 +214,7 @@ Status ReopeningStore::Flush() {
 
 Status ReopeningStore::Compact(const ScanOptions& scan) {
   if (Status s = ReopenIfStopped(); !s.ok()) return s;
-  return Through([&](StoreImpl& store) { return store.Compact(scan); });
+  return ThroughLong([&](StoreImpl& store) { return store.Compact(scan); });
 }
 
 Result<Document> ReopeningStore::Get(DocumentId id) const {
@@ -193,18 +233,18 @@ Result<std::vector<std::vector<Match>>> ReopeningStore::QueryBatch(
 
 Status ReopeningStore::FindAll(int k, const std::function<void(const NearPair&)>& sink,
                                const ScanOptions& scan) const {
-  return Through([&](StoreImpl& store) { return store.FindAll(k, sink, scan); });
+  return ThroughLong([&](StoreImpl& store) { return store.FindAll(k, sink, scan); });
 }
 
 Status ReopeningStore::Clusters(int k,
                                 const std::function<void(std::span<const DocumentId>)>& sink,
                                 const ScanOptions& scan) const {
-  return Through([&](StoreImpl& store) { return store.Clusters(k, sink, scan); });
+  return ThroughLong([&](StoreImpl& store) { return store.Clusters(k, sink, scan); });
 }
 
 Status ReopeningStore::ForEachDocument(const std::function<void(const Document&)>& sink,
                                        const ScanOptions& scan) const {
-  return Through([&](StoreImpl& store) { return store.ForEachDocument(sink, scan); });
+  return ThroughLong([&](StoreImpl& store) { return store.ForEachDocument(sink, scan); });
 }
 
 Result<StoreStats> ReopeningStore::Stats() const {
@@ -212,7 +252,7 @@ Result<StoreStats> ReopeningStore::Stats() const {
 }
 
 Status ReopeningStore::Verify(const ScanOptions& scan) const {
-  return Through([&](StoreImpl& store) { return store.Verify(scan); });
+  return ThroughLong([&](StoreImpl& store) { return store.Verify(scan); });
 }
 
 Status ReopeningStore::Checkpoint(const std::string& dir) const {

@@ -4,9 +4,11 @@
 // again, so that writes go on once the cause is gone without the host reopening anything
 // (docs/reliability.md, "A full disk").
 //
-// A reopen waits for the calls in flight to end and holds new ones back meanwhile; it gives up,
-// and the write returns the error, when a call goes on for longer (a scan, a bulk loader not yet
-// destroyed) or when the write is made from inside another call on this handle (a scan's sink).
+// A reopen waits for the calls in flight to end and holds new ones back meanwhile. It does not
+// wait, and the write returns the error at once, while a scan runs or a bulk loader lives on the
+// handle (a scan's sink that writes is one such write), nor for a call that goes on for longer
+// than 2 s. The reopen opens the store as it is: it creates none, drops no damaged log, and
+// another process may take the writer's place in between (the handle then stays read-only).
 // A reopen that fails leaves the store open read-only, so that reads go on. A reopen follows
 // another only after an interval that doubles with each reopen that follows closely (a second,
 // up to about a minute), so that a fault that lasts costs a reopen now and then, not one a write.
@@ -68,6 +70,9 @@ class ReopeningStore final : public Store {
   // Calls `call` on the store with a ticket of the gate held.
   template <typename Call>
   auto Through(Call&& call) const -> decltype(call(std::declval<StoreImpl&>()));
+  // Through, counted among the calls that may go on for long.
+  template <typename Call>
+  auto ThroughLong(Call&& call) const -> decltype(call(std::declval<StoreImpl&>()));
   // Why writes are refused, or OK. REQUIRES: a ticket or reopen_mu_ held.
   Status Refusal() const;
   // Before a write: OK when the store writes; otherwise reopens it if it can now, or says why
@@ -94,6 +99,8 @@ class ReopeningStore final : public Store {
   Status refused_;
   Status stopped_by_ GUARDED_BY(reopen_mu_);  // the error that made the last reopen due
   std::atomic<bool> closed_{false};
+  // Scans and live bulk loaders, which a reopen does not wait for.
+  mutable std::atomic<int> long_calls_{0};
 
   // The last reopen, and how many reopens followed one another closely up to it.
   std::chrono::steady_clock::time_point last_reopen_ GUARDED_BY(reopen_mu_){};
