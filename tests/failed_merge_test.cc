@@ -194,6 +194,9 @@ TEST_F(FailedMergeTest, BackgroundMergeThatFailsStopsWritesUntilTheStoreReopens)
       if (failed.ok()) model_[id] = fp;
     }
     ExpectFailedWithInjected(failed, "an insert once the background merge failed");
+    // The insert may have met the failure before any reopen: this Flush then reopens the store,
+    // whose merge fails as well. Either way, writes are refused from here on.
+    ExpectFailedWithInjected(store_->Flush(), "Flush once the background merge failed");
     const std::uint64_t staged = Staged();
     ASSERT_GT(staged, 0u);
     ASSERT_NO_FATAL_FAILURE(ExpectMatchesBruteForce(*store_, DocsOf(model_), seed_, "failed"));

@@ -56,15 +56,14 @@ std::string Tables::Member(Fingerprint permuted, DocumentId id) const {
   return TopBytes(permuted << bucket_bits_, rest_bytes) + TopBytes(id, 8);
 }
 
-Status Tables::Write(const char* verb, std::span<const IdFingerprint> docs) {
-  const bool add = std::string_view(verb) == "ZADD";
+Status Tables::Write(bool add, std::span<const IdFingerprint> docs) {
   std::vector<Command> commands;
   commands.reserve(docs.size() * plan_.table_count());
   for (const IdFingerprint& d : docs) {
     for (std::size_t t = 0; t < plan_.table_count(); ++t) {
       const Fingerprint permuted = plan_.table(t).Apply(d.fingerprint);
       std::string key = BucketKey(t, permuted);
-      std::vector<std::string> args = {verb, key};
+      std::vector<std::string> args = {add ? "ZADD" : "ZREM", key};
       if (add) args.push_back("0");
       args.push_back(Member(permuted, d.id));
       commands.push_back({std::move(key), std::move(args)});
@@ -78,9 +77,9 @@ Status Tables::Write(const char* verb, std::span<const IdFingerprint> docs) {
   return Status::OK();
 }
 
-Status Tables::Add(std::span<const IdFingerprint> docs) { return Write("ZADD", docs); }
+Status Tables::Add(std::span<const IdFingerprint> docs) { return Write(true, docs); }
 
-Status Tables::Remove(std::span<const IdFingerprint> docs) { return Write("ZREM", docs); }
+Status Tables::Remove(std::span<const IdFingerprint> docs) { return Write(false, docs); }
 
 Result<std::vector<std::vector<IdFingerprint>>> Tables::Within(
     std::span<const Fingerprint> queries, int k) {

@@ -50,7 +50,7 @@ class Tables {
  private:
   // The member of `id` with permuted fingerprint `permuted`.
   std::string Member(Fingerprint permuted, DocumentId id) const;
-  Status Write(const char* verb, std::span<const IdFingerprint> docs);
+  Status Write(bool add, std::span<const IdFingerprint> docs);
 
   ClusterClient& client_;
   const std::string name_;

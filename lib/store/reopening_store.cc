@@ -93,16 +93,23 @@ Status ReopeningStore::Refusal() const {
   return store_->WritesStopped();
 }
 
-Status ReopeningStore::ReopenIfStopped() {
+template <typename Call>
+auto ReopeningStore::WriteThrough(Call&& call) -> decltype(call(std::declval<StoreImpl&>())) {
   {
     const CallGate::Ticket ticket = gate_.Enter();
-    Status why = Refusal();
-    if (why.ok() || closed_) return Status::OK();  // the call itself reports a closed store
+    const Status why = Refusal();
+    // The usual case; a closed store's call reports that itself.
+    if (why.ok() || (closed_ && store_ != nullptr)) return call(*store_);
     // Inside another call on this handle (a scan's sink): a reopen would wait for it forever.
-    if (ticket.nested()) return why;
+    if (closed_ || ticket.nested()) return why;
   }
+  if (Status s = ReopenIfStopped(); !s.ok()) return s;
+  return Through(std::forward<Call>(call));
+}
+
+Status ReopeningStore::ReopenIfStopped() {
   MutexLock lock(reopen_mu_);
-  if (closed_) return Status::OK();
+  if (closed_ || Refusal().ok()) return Status::OK();
   if (std::chrono::steady_clock::now() < last_reopen_ + IntervalAfter(close_reopens_)) {
     return Refusal();
   }
@@ -182,19 +189,16 @@ Status ReopeningStore::Close() {
 }
 
 Status ReopeningStore::InsertBatch(std::span<const NewDocument> docs) {
-  if (Status s = ReopenIfStopped(); !s.ok()) return s;
-  return Through([&](StoreImpl& store) { return store.InsertBatch(docs); });
+  return WriteThrough([&](StoreImpl& store) { return store.InsertBatch(docs); });
 }
 
 Status ReopeningStore::Remove(DocumentId id) {
-  if (Status s = ReopenIfStopped(); !s.ok()) return s;
-  return Through([&](StoreImpl& store) { return store.Remove(id); });
+  return WriteThrough([&](StoreImpl& store) { return store.Remove(id); });
 }
 
 Result<CheckResult> ReopeningStore::CheckAndInsert(const NewDocument& doc, InsertPolicy policy,
                                                    const QueryOptions& options) {
-  if (Status s = ReopenIfStopped(); !s.ok()) return s;
-  return Through([&](StoreImpl& store) { return store.CheckAndInsert(doc, policy, options); });
+  return WriteThrough([&](StoreImpl& store) { return store.CheckAndInsert(doc, policy, options); });
 }
 
 Result<std::unique_ptr<BulkLoader>> ReopeningStore::NewBulkLoader(const BulkLoadOptions& options) {
@@ -208,13 +212,14 @@ Result<std::unique_ptr<BulkLoader>> ReopeningStore::NewBulkLoader(const BulkLoad
 }
 
 Status ReopeningStore::Flush() {
-  if (Status s = ReopenIfStopped(); !s.ok()) return s;
-  return Through([&](StoreImpl& store) { return store.Flush(); });
+  return WriteThrough([&](StoreImpl& store) { return store.Flush(); });
 }
 
 Status ReopeningStore::Compact(const ScanOptions& scan) {
-  if (Status s = ReopenIfStopped(); !s.ok()) return s;
-  return ThroughLong([&](StoreImpl& store) { return store.Compact(scan); });
+  return WriteThrough([&](StoreImpl& store) {
+    const LongCall long_call(long_calls_);
+    return store.Compact(scan);
+  });
 }
 
 Result<Document> ReopeningStore::Get(DocumentId id) const {

@@ -75,8 +75,11 @@ class ReopeningStore final : public Store {
   auto ThroughLong(Call&& call) const -> decltype(call(std::declval<StoreImpl&>()));
   // Why writes are refused, or OK. REQUIRES: a ticket or reopen_mu_ held.
   Status Refusal() const;
-  // Before a write: OK when the store writes; otherwise reopens it if it can now, or says why
-  // writes are refused.
+  // A write's Through: when the store has stopped writing, reopens it first if it can now, or
+  // returns why writes are refused.
+  template <typename Call>
+  auto WriteThrough(Call&& call) -> decltype(call(std::declval<StoreImpl&>()));
+  // OK once the stopped store is open again and writes; otherwise why writes are refused.
   Status ReopenIfStopped() EXCLUDES(reopen_mu_);
   // Closes the store and opens it again; read-only if the writable open fails.
   // REQUIRES: the gate held, so that no call uses store_.
