@@ -16,11 +16,13 @@
 
 #include "fpstore/store.h"
 #include "raw_store.h"
+#include "store_location.h"
 #include "temp_dir.h"
 
 namespace fpstore {
 namespace {
 
+using testing::StoreAt;
 using testing::TempDir;
 
 constexpr int kSlots = 256;
@@ -136,7 +138,7 @@ class ConfirmationTest : public ::testing::Test {
 };
 
 TEST_F(ConfirmationTest, QueriesKeepTheCandidatesWhoseSimilarityPasses) {
-  std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"));
+  std::unique_ptr<Store> store = *Store::Open(StoreAt(dir_, "s"));
   Fill(*store);
   for (const double t : {0.0, 0.7, 0.9}) {
     for (const int k : {1, 3}) {
@@ -163,7 +165,7 @@ TEST_F(ConfirmationTest, QueriesKeepTheCandidatesWhoseSimilarityPasses) {
 }
 
 TEST_F(ConfirmationTest, FindAllAndClustersKeepThePairsWhoseSimilarityPasses) {
-  std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"));
+  std::unique_ptr<Store> store = *Store::Open(StoreAt(dir_, "s"));
   Fill(*store);
   ScanOptions in_memory, from_tables;
   from_tables.memory_bytes = 0;
@@ -198,7 +200,7 @@ TEST_F(ConfirmationTest, FindAllAndClustersKeepThePairsWhoseSimilarityPasses) {
 TEST_F(ConfirmationTest, ClustersOfCopiesSplitByTheirSignatures) {
   // One fingerprint, two unrelated signatures and one document without: the
   // bare one joins everything, so all form one cluster; without it, two.
-  std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"));
+  std::unique_ptr<Store> store = *Store::Open(StoreAt(dir_, "s"));
   std::string x(kSlots, 'x'), y(kSlots, 'y');
   std::vector<NewDocument> docs = {{1, 42, "", *Signature::FromBytes(x)},
                                    {2, 42, "", *Signature::FromBytes(x)},
@@ -222,7 +224,7 @@ TEST_F(ConfirmationTest, ClustersOfCopiesSplitByTheirSignatures) {
 }
 
 TEST_F(ConfirmationTest, CheckAndInsertCallsADuplicateOnlyWhatPasses) {
-  std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"));
+  std::unique_ptr<Store> store = *Store::Open(StoreAt(dir_, "s"));
   std::string slots(kSlots, 'a');
   ASSERT_TRUE(store->Insert({1, 0xff, "first", *Signature::FromBytes(slots)}).ok());
   // One bit away but sharing half the slots: not a near-duplicate at 0.9.
@@ -252,7 +254,7 @@ TEST_F(ConfirmationTest, CheckAndInsertCallsADuplicateOnlyWhatPasses) {
 }
 
 TEST_F(ConfirmationTest, SignaturesOfAnotherSizeAreRefusedAndChangeNothing) {
-  std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"));
+  std::unique_ptr<Store> store = *Store::Open(StoreAt(dir_, "s"));
   const Signature small = *Signature::FromBytes(std::string(64, 's'));
   const NewDocument doc{1, 7, "", small};
   EXPECT_EQ(store->Insert(doc).code(), Status::Code::kInvalidArgument);
@@ -266,7 +268,7 @@ TEST_F(ConfirmationTest, SignaturesOfAnotherSizeAreRefusedAndChangeNothing) {
   // A store made without signatures takes none.
   StoreOptions none;
   none.fingerprint = FingerprintOptions{.signature_slots = 0};
-  std::unique_ptr<Store> bare = *Store::Open(dir_.Sub("bare"), none);
+  std::unique_ptr<Store> bare = *Store::Open(StoreAt(dir_, "bare"), none);
   EXPECT_EQ(bare->Insert({1, 7, "", *Signature::FromBytes(std::string(kSlots, 's'))}).code(),
             Status::Code::kInvalidArgument);
   EXPECT_TRUE(bare->Insert(1, 7).ok());
@@ -276,17 +278,19 @@ TEST_F(ConfirmationTest, TheThresholdIsRecordedAtCreation) {
   StoreOptions options;
   options.min_similarity = 0.8;
   {
-    std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"), options);
+    std::unique_ptr<Store> store = *Store::Open(StoreAt(dir_, "s"), options);
     EXPECT_EQ(store->Stats()->min_similarity, 0.8);
     ASSERT_TRUE(store->Close().ok());
   }
-  EXPECT_EQ(Store::Open(dir_.Sub("s"))->get()->Stats()->min_similarity, 0.8);
+  EXPECT_EQ(Store::Open(StoreAt(dir_, "s"))->get()->Stats()->min_similarity, 0.8);
   options.min_similarity = 0.9;
-  EXPECT_EQ(Store::Open(dir_.Sub("s"), options).status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(Store::Open(StoreAt(dir_, "s"), options).status().code(), Status::Code::kInvalidArgument);
   options.min_similarity = 1.5;
-  EXPECT_EQ(Store::Open(dir_.Sub("new"), options).status().code(), Status::Code::kInvalidArgument);
-  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("new")));
-  EXPECT_EQ(Store::Open(dir_.Sub("default"))->get()->Stats()->min_similarity,
+  EXPECT_EQ(Store::Open(StoreAt(dir_, "new"), options).status().code(), Status::Code::kInvalidArgument);
+  StoreOptions no_create;
+  no_create.create_if_missing = false;
+  EXPECT_TRUE(Store::Open(StoreAt(dir_, "new"), no_create).status().IsNotFound());
+  EXPECT_EQ(Store::Open(StoreAt(dir_, "default"))->get()->Stats()->min_similarity,
             StoreOptions::kDefaultMinSimilarity);
 }
 
@@ -295,7 +299,7 @@ TEST_F(ConfirmationTest, TextsFindTheirNearCopiesAndNotPagesThatShareOnlyBoilerp
   options.blocks = 8;
   options.distance = 6;
   options.fingerprint = FingerprintOptions{.window = 3};
-  std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"), options);
+  std::unique_ptr<Store> store = *Store::Open(StoreAt(dir_, "s"), options);
   const Fingerprinter& f = store->fingerprinter();
   // Two pages of one site: 400 words of navigation, then 70 of their own.
   std::string navigation;
@@ -326,43 +330,45 @@ TEST_F(ConfirmationTest, TextsFindTheirNearCopiesAndNotPagesThatShareOnlyBoilerp
   EXPECT_EQ(store->Query(sibling.fingerprint, 6)->size(), 1u);
 }
 
+#if !FPSTORE_TEST_REDIS  // the embedded store's records
 TEST_F(ConfirmationTest, TheSignedRecordIsWrittenWithTheFirstSignatureAndVerified) {
   const Signature signature = *Signature::FromBytes(std::string(kSlots, 's'));
   // Bare fingerprints only: no record, and scans read no documents' records.
   {
-    std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"));
+    std::unique_ptr<Store> store = *Store::Open(StoreAt(dir_, "s"));
     ASSERT_TRUE(store->Insert(1, 7).ok());
     ASSERT_TRUE(store->Close().ok());
   }
-  EXPECT_FALSE(testing::RecordedValue(dir_.Sub("s"), "fpstore.signed").has_value());
+  EXPECT_FALSE(testing::RecordedValue(StoreAt(dir_, "s"), "fpstore.signed").has_value());
   // The first signed insert writes it, in its own batch.
   {
-    std::unique_ptr<Store> store = *Store::Open(dir_.Sub("s"));
+    std::unique_ptr<Store> store = *Store::Open(StoreAt(dir_, "s"));
     ASSERT_TRUE(store->Insert({2, 7, "", signature}).ok());
     ASSERT_TRUE(store->Close().ok());
   }
-  EXPECT_EQ(testing::RecordedValue(dir_.Sub("s"), "fpstore.signed"), "1");
+  EXPECT_EQ(testing::RecordedValue(StoreAt(dir_, "s"), "fpstore.signed"), "1");
   // A bulk load writes it before it ingests its documents.
   {
-    std::unique_ptr<Store> store = *Store::Open(dir_.Sub("loaded"));
+    std::unique_ptr<Store> store = *Store::Open(StoreAt(dir_, "loaded"));
     std::unique_ptr<BulkLoader> loader = *store->NewBulkLoader();
     ASSERT_TRUE(loader->Add({1, 7, "", signature}).ok());
     ASSERT_TRUE(loader->Finish().ok());
     ASSERT_TRUE(store->Verify().ok());
     ASSERT_TRUE(store->Close().ok());
   }
-  EXPECT_EQ(testing::RecordedValue(dir_.Sub("loaded"), "fpstore.signed"), "1");
+  EXPECT_EQ(testing::RecordedValue(StoreAt(dir_, "loaded"), "fpstore.signed"), "1");
   // A store whose signed documents lack it is damaged, and Verify says so.
-  testing::EditWithRocksDb(dir_.Sub("loaded"), [](rocksdb::DB& db, const auto& family) {
+  testing::EditWithRocksDb(StoreAt(dir_, "loaded"), [](rocksdb::DB& db, const auto& family) {
     rocksdb::WriteOptions sync;
     sync.sync = true;
     EXPECT_TRUE(db.Delete(sync, family("default"), "fpstore.signed").ok());
   });
-  std::unique_ptr<Store> store = *Store::Open(dir_.Sub("loaded"));
+  std::unique_ptr<Store> store = *Store::Open(StoreAt(dir_, "loaded"));
   const Status verified = store->Verify();
   EXPECT_TRUE(verified.IsCorruption()) << verified.ToString();
   EXPECT_NE(verified.ToString().find("fpstore.signed"), std::string::npos) << verified.ToString();
 }
+#endif
 
 }  // namespace
 }  // namespace fpstore

@@ -128,7 +128,10 @@ FPSTORE_EXPORT double EstimateStoreBytes(const PermutationPlan& plan, std::uint6
 
 class FPSTORE_EXPORT Store {
  public:
-  // Opens the store at `path`, creating it if options allow. Errors:
+  // Opens the store at `path`, creating it if options allow. A path
+  // "redis://HOST:PORT/NAME" names a store NAME in the Redis Cluster that
+  // the node at HOST:PORT belongs to, which many processes on many hosts
+  // may read and write at once (docs/design.md, "The Redis backend"). Errors:
   // InvalidArgument when `path` holds something that is not an fpstore store,
   // or when options name a plan or fingerprint options other than the
   // store's; NotSupported for a store this build cannot read (written by
@@ -268,6 +271,16 @@ class FPSTORE_EXPORT Store {
   // each stored fingerprint once, all decoding to the stored fingerprints.
   // Corruption describing the first problems found, if any.
   virtual Status Verify(const ScanOptions& scan = {}) const = 0;
+
+  // Mends what writes cut short left behind, and checks the rest as Verify
+  // does. A store in Redis (Open's "redis://" paths) has writes that span
+  // many nodes: a crash, a failover or a lost connection can leave table
+  // entries of a write that never took effect, which queries pass by, and a
+  // failover can lose entries of acknowledged documents, which queries then
+  // miss; Repair removes the first and adds the second (docs/design.md, "The
+  // Redis backend"). An embedded store's writes are atomic, so it has
+  // nothing to mend: Repair is Verify.
+  virtual Status Repair(const ScanOptions& scan = {}) { return Verify(scan); }
 
   // Writes a consistent copy of the store to `dir`, which must not exist.
   // Uses hard links where it can, so it is cheap on the same file system.

@@ -270,6 +270,7 @@ Result<std::vector<Reply>> ClusterClient::Run(std::span<const Command> commands)
       }
     }
     for (const auto& [node, indexes] : by_node) {
+      unwaited_.insert(node);
       redisContext* c = ConnectionTo(node);
       bool sent = c != nullptr;
       for (std::size_t k = 0; sent && k < indexes.size(); ++k) {
@@ -327,6 +328,66 @@ Result<std::vector<Reply>> ClusterClient::Run(std::span<const Command> commands)
     // is waited for, a little longer each time.
     if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(std::min(20 * round, 250)));
   }
+}
+
+Status ClusterClient::WaitForReplicas(int replicas, std::chrono::milliseconds timeout) {
+  std::vector<std::pair<std::string, redisContext*>> asked;
+  const std::vector<std::string> args = {"WAIT", std::to_string(replicas),
+                                         std::to_string(timeout.count())};
+  for (const std::string& node : unwaited_) {
+    redisContext* c = ConnectionTo(node);
+    if (c == nullptr || !Append(c, args)) {
+      Drop(node);
+      return Status::IOError("the Redis at " + node + " did not answer WAIT");
+    }
+    asked.emplace_back(node, c);
+  }
+  unwaited_.clear();
+  // Each node waits on its own; replies are read only after every WAIT is sent.
+  Status result;
+  for (const auto& [node, c] : asked) {
+    Reply reply;
+    // WAIT may take its whole timeout, beyond the connection's reply timeout.
+    redisSetTimeout(c, ToTimeval(timeout + options_.io_timeout));
+    const bool read = Read(c, reply);
+    redisSetTimeout(c, ToTimeval(options_.io_timeout));
+    if (!read) {
+      Drop(node);
+      if (result.ok()) result = Status::IOError("the Redis at " + node + " did not answer WAIT");
+    } else if (reply.type != Reply::Type::kInteger || reply.integer < replicas) {
+      if (result.ok()) {
+        result = Status::IOError(
+            "the Redis at " + node + " had " +
+            (reply.type == Reply::Type::kInteger ? std::to_string(reply.integer) : reply.str) +
+            " of " + std::to_string(replicas) + " replicas acknowledge its writes within " +
+            std::to_string(timeout.count()) + " ms");
+      }
+    }
+  }
+  return result;
+}
+
+Status ClusterClient::ScanKeys(const std::string& pattern,
+                               const std::function<Status(std::vector<std::string>&)>& batch) {
+  for (const std::string& master : Masters()) {
+    std::string cursor = "0";
+    do {
+      Result<Reply> reply = RunOn(master, {"SCAN", cursor, "MATCH", pattern, "COUNT", "10000"});
+      if (!reply.ok()) return reply.status();
+      if (reply->type != Reply::Type::kArray || reply->elements.size() != 2) {
+        return Status::IOError("the Redis at " + master + " answered SCAN with " +
+                               (reply->type == Reply::Type::kError ? reply->str : "no cursor"));
+      }
+      cursor = reply->elements[0].str;
+      std::vector<std::string> keys;
+      keys.reserve(reply->elements[1].elements.size());
+      for (Reply& key : reply->elements[1].elements) keys.push_back(std::move(key.str));
+      if (!keys.empty()) {
+        if (Status s = batch(keys); !s.ok()) return s;
+      }
+    } while (cursor != "0");
+  }
+  return Status::OK();
 }
 
 Result<Reply> ClusterClient::RunOn(const std::string& address,

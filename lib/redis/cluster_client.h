@@ -16,6 +16,8 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <set>
 #include <map>
 #include <memory>
 #include <span>
@@ -79,6 +81,17 @@ class ClusterClient {
   // The masters' addresses as the slot map knows them, each once, in slot order.
   std::vector<std::string> Masters() const;
 
+  // Waits until `replicas` replicas of every node this client has sent commands to since the
+  // last call have acknowledged them (Redis's WAIT), for up to `timeout`. IOError naming the
+  // node that fell short.
+  Status WaitForReplicas(int replicas, std::chrono::milliseconds timeout);
+
+  // Calls batch(keys) with every key of every master that matches the glob `pattern` (SCAN), a
+  // batch at a time; stops at batch's first error. A key that moves between masters meanwhile
+  // may be missed or seen twice.
+  Status ScanKeys(const std::string& pattern,
+                  const std::function<Status(std::vector<std::string>&)>& batch);
+
   // Redirections followed and slot-map reads since the client connected (for tests).
   std::uint64_t redirections() const { return redirections_; }
   std::uint64_t slot_map_reads() const { return slot_map_reads_; }
@@ -97,6 +110,7 @@ class ClusterClient {
   const ClientOptions options_;
   std::array<std::string, kSlots> slot_master_;  // empty: no master known
   std::map<std::string, std::unique_ptr<Connection>> connections_;
+  std::set<std::string> unwaited_;  // nodes sent commands since the last WaitForReplicas
   std::uint64_t redirections_ = 0;
   std::uint64_t slot_map_reads_ = 0;
 };

@@ -17,7 +17,9 @@
 #include <utility>
 
 #include "format/families.h"
+#include "format/recorded_options.h"
 #include "platform/info_log.h"
+#include "redis/redis_store.h"
 #include "store/damaged_log.h"
 #include "store/reopening_store.h"
 #include "store/store_impl.h"
@@ -27,6 +29,7 @@
 namespace fpstore {
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOptions& options) {
+  if (internal::redis::IsRedisPath(path)) return internal::redis::OpenStore(path, options);
   if (!options.read_only) return internal::ReopeningStore::Open(path, options);
   Result<std::unique_ptr<internal::StoreImpl>> store = internal::StoreImpl::Open(path, options);
   if (!store.ok()) return store.status();
@@ -50,28 +53,9 @@ namespace {
 // What a store records about itself at creation.
 struct Metadata {
   int format_version = 0;
-  int blocks = 0;
-  int distance = 0;
-  FingerprintOptions fingerprint;
-  double min_similarity = 0;
+  RecordedOptions recorded;
   int group_bits = 0;
 };
-
-bool ParseDouble(std::string_view s, double& out) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && end == s.data() + s.size();
-}
-
-std::string DoubleText(double value) {
-  char text[32];
-  const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
-  return std::string(text, ec == std::errc() ? end : text);
-}
-
-bool ParseInt(std::string_view s, int& out) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && end == s.data() + s.size();
-}
 
 // The write-ahead logs in the directory of the store at `path`, by number.
 std::set<std::string> LogFiles(const std::string& path) {
@@ -146,7 +130,7 @@ Result<Metadata> ReadMetadata(const std::string& path) {
         " only. Dump its documents with the fpstore-admin that wrote it (fpstore-admin dump) "
         "and load them into a new store with this fpstore-load");
   } else if (!get(kPlanKey, value).ok() || std::sscanf(value.c_str(), "blocks=%d distance=%d",
-                                                       &meta.blocks, &meta.distance) != 2) {
+                                                       &meta.recorded.blocks, &meta.recorded.distance) != 2) {
     result = Status::Corruption(path + ": unreadable plan record \"" + value + "\"");
   } else if (!get(kGroupBitsKey, value).ok()) {
     result = Status::Corruption(path + ": missing group bits record");
@@ -156,42 +140,16 @@ Result<Metadata> ReadMetadata(const std::string& path) {
     result = Status::Corruption(path + ": missing fingerprint options record");
   } else if (Result<FingerprintOptions> fp = FingerprintOptions::Parse(value); !fp.ok()) {
     result = fp.status().WithContext(path);
-  } else if (meta.fingerprint = *fp; !get(kMinSimilarityKey, value).ok()) {
+  } else if (meta.recorded.fingerprint = *fp; !get(kMinSimilarityKey, value).ok()) {
     result = Status::Corruption(path + ": missing min_similarity record");
-  } else if (!ParseDouble(value, meta.min_similarity) ||
-             !CheckMinSimilarity(meta.min_similarity).ok()) {
+  } else if (!ParseDouble(value, meta.recorded.min_similarity) ||
+             !CheckMinSimilarity(meta.recorded.min_similarity).ok()) {
     result = Status::Corruption(path + ": unreadable min_similarity record \"" + value + "\"");
   }
   for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h);
   db->Close().PermitUncheckedError();
   if (!result.ok()) return result;
   return meta;
-}
-
-// Explicit options that disagree with what the store recorded.
-Status CheckAgainstRecorded(const std::string& path, const StoreOptions& options,
-                            const Metadata& meta) {
-  auto mismatch = [&](const std::string& what, const std::string& asked,
-                      const std::string& recorded) {
-    return Status::InvalidArgument(path + " was created with " + what + " " + recorded + ", not " +
-                                   asked);
-  };
-  if (options.blocks && *options.blocks != meta.blocks) {
-    return mismatch("blocks", std::to_string(*options.blocks), std::to_string(meta.blocks));
-  }
-  if (options.distance && *options.distance != meta.distance) {
-    return mismatch("distance", std::to_string(*options.distance), std::to_string(meta.distance));
-  }
-  if (options.fingerprint && !(*options.fingerprint == meta.fingerprint)) {
-    return mismatch("fingerprint options", "\"" + options.fingerprint->ToString() + "\"",
-                    "\"" + meta.fingerprint.ToString() + "\"");
-  }
-  if (options.min_similarity && *options.min_similarity != meta.min_similarity) {
-    return mismatch(
-        "min_similarity", DoubleText(*options.min_similarity),
-        DoubleText(meta.min_similarity) + " (QueryOptions and ScanOptions override it per call)");
-  }
-  return Status::OK();
 }
 
 // The stores this process has open for writing, by canonical path. Open turns a second writer away
@@ -277,7 +235,7 @@ Result<Metadata> MetadataFor(const std::string& path, const StoreOptions& option
   if (exists) {
     Result<Metadata> recorded = ReadMetadata(path);
     if (!recorded.ok()) return recorded.status();
-    if (Status s = CheckAgainstRecorded(path, options, *recorded); !s.ok()) return s;
+    if (Status s = CheckAgainstRecorded(path, options, recorded->recorded); !s.ok()) return s;
     return recorded;
   }
   if (!IsEmptyOrAbsent(path)) {
@@ -286,15 +244,10 @@ Result<Metadata> MetadataFor(const std::string& path, const StoreOptions& option
   if (!options.create_if_missing || options.read_only) {
     return Status::NotFound("no store at " + path);
   }
-  const double min_similarity =
-      options.min_similarity.value_or(StoreOptions::kDefaultMinSimilarity);
-  if (Status s = CheckMinSimilarity(min_similarity); !s.ok()) return s;
+  Result<RecordedOptions> recorded = RecordedOptionsFor(options);
+  if (!recorded.ok()) return recorded.status();
   return Metadata{
-      kFormatVersion,
-      options.blocks.value_or(6),
-      options.distance.value_or(3),
-      options.fingerprint.value_or(FingerprintOptions{}),
-      min_similarity,
+      kFormatVersion, *recorded,
       GroupBitsFor(options.expected_documents.value_or(StoreOptions::kDefaultExpectedDocuments))};
 }
 
@@ -344,8 +297,8 @@ Status WriteMetadata(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta_family,
   const std::pair<const char*, std::string> records[] = {
       {kFormatVersionKey, std::to_string(meta.format_version)},
       {kPlanKey, plan.ToString()},
-      {kFingerprintKey, meta.fingerprint.ToString()},
-      {kMinSimilarityKey, DoubleText(meta.min_similarity)},
+      {kFingerprintKey, meta.recorded.fingerprint.ToString()},
+      {kMinSimilarityKey, DoubleText(meta.recorded.min_similarity)},
       {kGroupBitsKey, std::to_string(meta.group_bits)}};
   for (const auto& [key, value] : records) {
     if (Status s = FromRocks(batch.Put(meta_family, key, value), "creating"); !s.ok()) return s;
@@ -446,11 +399,6 @@ Families FamiliesOf(std::vector<rocksdb::ColumnFamilyHandle*> handles, std::size
 
 }  // namespace
 
-Status CheckMinSimilarity(double value) {
-  if (value >= 0 && value <= 1) return Status::OK();
-  return Status::InvalidArgument("min_similarity " + DoubleText(value) + " is outside 0..1");
-}
-
 Result<std::unique_ptr<StoreImpl>> StoreImpl::Open(const std::string& path,
                                                    const StoreOptions& options,
                                                    std::shared_ptr<rocksdb::Logger> info_log) {
@@ -469,9 +417,9 @@ Result<std::unique_ptr<StoreImpl>> StoreImpl::Open(const std::string& path,
   }
   Result<Metadata> meta = MetadataFor(path, options, exists);
   if (!meta.ok()) return meta.status();
-  Result<PermutationPlan> plan = PermutationPlan::Create(meta->blocks, meta->distance);
+  Result<PermutationPlan> plan = PermutationPlan::Create(meta->recorded.blocks, meta->recorded.distance);
   if (!plan.ok()) return plan.status().WithContext(path);
-  Result<Fingerprinter> fingerprinter = Fingerprinter::Create(meta->fingerprint);
+  Result<Fingerprinter> fingerprinter = Fingerprinter::Create(meta->recorded.fingerprint);
   if (!fingerprinter.ok()) return fingerprinter.status().WithContext(path);
   WriterReservation reservation;
   if (!options.read_only) {
@@ -509,7 +457,7 @@ Result<std::unique_ptr<StoreImpl>> StoreImpl::Open(const std::string& path,
                  dropped->c_str());
   }
   std::unique_ptr<StoreImpl> store(new StoreImpl(
-      path, options, *plan, *std::move(fingerprinter), meta->min_similarity, meta->group_bits,
+      path, options, *plan, *std::move(fingerprinter), meta->recorded.min_similarity, meta->group_bits,
       *std::move(db), FamiliesOf(std::move(handles), plan->table_count()), std::move(filters),
       std::move(env), std::move(background_errors), std::move(held_deletions)));
   store->writer_key_ = reservation.Keep();

@@ -8,9 +8,9 @@
 
 #include "format/families.h"
 #include "format/table_entries.h"
+#include "plan/near_pairs.h"
 #include "plan/pair_finder.h"
 #include "plan/run_pairs.h"
-#include "store/run_signatures.h"
 #include "util/parallel.h"
 #include "util/rocks_status.h"
 
@@ -20,29 +20,21 @@ namespace {
 
 Status Closing() { return Status::Busy("the store is closing"); }
 
-// Union-find over document ids with path halving.
-class DisjointSets {
- public:
-  void Union(DocumentId a, DocumentId b) {
-    a = Find(a);
-    b = Find(b);
-    if (a != b) parent_[std::max(a, b)] = std::min(a, b);
-  }
-  DocumentId Find(DocumentId x) {
-    auto it = parent_.try_emplace(x, x).first;
-    while (it->second != x) {
-      auto up = parent_.find(it->second);
-      it->second = up->second;
-      x = it->second;
-      it = parent_.find(x);
-    }
-    return x;
-  }
-  const std::unordered_map<DocumentId, DocumentId>& members() const { return parent_; }
-
- private:
-  std::unordered_map<DocumentId, DocumentId> parent_;
-};
+// The signatures of `run`'s documents that have one, read at `snapshot` in one batch.
+Result<RunSignatures> ReadRunSignatures(const Documents& documents, const rocksdb::Snapshot* snapshot,
+                                        std::span<const TableEntry> run) {
+  std::vector<DocumentId> ids;
+  ids.reserve(run.size());
+  for (const TableEntry& e : run) ids.push_back(e.id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  RunSignatures result;
+  Status s = documents.Read(snapshot, ids, /*whole=*/true, [&](std::size_t, const Document& doc) {
+    result.Add(doc.id, doc.signature);
+  });
+  if (!s.ok()) return s;
+  return result;
+}
 
 // Versions in the tables whose removal is staged: scans pass them by as if merged out.
 class LeavingVersions {
@@ -417,14 +409,13 @@ Status Scanner::FindAll(int k, double min_similarity,
         ForEachPairInRun(run, plan_, t, k, [&](const NearPair& p) { pairs.push_back(p); });
         if (pairs.empty()) return;
         Result<RunSignatures> signatures =
-            *any_signed ? RunSignatures::Read(documents_, snapshot.snapshot(), run)
+            *any_signed ? ReadRunSignatures(documents_, snapshot.snapshot(), run)
                         : RunSignatures();
+        if (signatures.ok()) KeepConfirmed(pairs, *signatures, min_similarity);
         std::lock_guard lock(sink_mu);
         if (!signatures.ok() && failed.ok()) failed = signatures.status();
         if (!failed.ok()) return;
-        for (NearPair& p : pairs) {
-          if (signatures->Confirmed(p.first, p.second, min_similarity, &p.similarity)) sink(p);
-        }
+        for (const NearPair& p : pairs) sink(p);
       },
       Runs::kLinkedWithIds);
   return s.ok() ? failed : s;
@@ -444,44 +435,14 @@ Status Scanner::Clusters(int k, double min_similarity,
       [&](std::size_t t, std::span<const TableEntry> run) {
         std::vector<std::pair<DocumentId, DocumentId>> edges;
         std::optional<Result<RunSignatures>> signatures;  // read at the run's first link
-        auto read = [&]() -> const RunSignatures* {
+        AddClusterEdges(run, plan_, t, k, min_similarity, [&]() -> const RunSignatures* {
           if (!signatures) {
             signatures.emplace(*any_signed
-                                   ? RunSignatures::Read(documents_, snapshot.snapshot(), run)
+                                   ? ReadRunSignatures(documents_, snapshot.snapshot(), run)
                                    : RunSignatures());
           }
           return signatures->ok() ? &**signatures : nullptr;
-        };
-        // Each pair of groups whose members are confirmed; `same`: a group with itself is not.
-        auto link = [&](const RunSignatures& of, const std::vector<DocumentId>& xs,
-                        const std::vector<DocumentId>& ys, bool same) {
-          std::optional<double> similarity;
-          for (std::size_t i = 0; i < xs.size(); ++i) {
-            for (std::size_t j = same ? i + 1 : 0; j < ys.size(); ++j) {
-              if (of.Confirmed(xs[i], ys[j], min_similarity, &similarity)) {
-                edges.emplace_back(xs[i], ys[j]);
-              }
-            }
-          }
-        };
-        ForEachLinkedCopies(
-            run, plan_, t, k,
-            [&](std::span<const TableEntry> copies) {
-              const RunSignatures* of = read();
-              if (of == nullptr) return;
-              // Copies join their group's member in linear time; the groups, pairwise.
-              const RunSignatures::Groups groups = of->GroupCopies(copies);
-              for (std::size_t i = 0; i < copies.size(); ++i) {
-                const DocumentId member = groups.members[groups.group_of[i]];
-                if (copies[i].id != member) edges.emplace_back(copies[i].id, member);
-              }
-              link(*of, groups.members, groups.members, /*same=*/true);
-            },
-            [&](std::span<const TableEntry> a, std::span<const TableEntry> b, int) {
-              const RunSignatures* of = read();
-              if (of == nullptr) return;
-              link(*of, of->GroupCopies(a).members, of->GroupCopies(b).members, /*same=*/false);
-            });
+        }, edges);
         std::lock_guard lock(sets_mu);
         if (signatures && !signatures->ok() && failed.ok()) failed = signatures->status();
         for (auto [a, b] : edges) sets.Union(a, b);
@@ -489,17 +450,7 @@ Status Scanner::Clusters(int k, double min_similarity,
       Runs::kLinkedWithIds);
   if (!s.ok()) return s;
   if (!failed.ok()) return failed;
-  std::unordered_map<DocumentId, std::vector<DocumentId>> clusters;
-  for (const auto& [id, parent] : sets.members()) clusters[sets.Find(id)].push_back(id);
-  std::vector<std::vector<DocumentId>> ordered;
-  ordered.reserve(clusters.size());
-  for (auto& [root, ids] : clusters) {
-    std::sort(ids.begin(), ids.end());
-    ordered.push_back(std::move(ids));
-  }
-  std::sort(ordered.begin(), ordered.end(),
-            [](const auto& a, const auto& b) { return a.front() < b.front(); });
-  for (const std::vector<DocumentId>& ids : ordered) sink(ids);
+  sets.ForEachSet(sink);
   return Status::OK();
 }
 

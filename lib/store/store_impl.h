@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "format/recorded_options.h"
 #include "fpstore/store.h"
 #include "platform/freed_memory.h"
 #include "store/documents.h"
@@ -43,10 +44,6 @@ struct Families {
   // All of them, as RocksDB's open listed them.
   std::vector<rocksdb::ColumnFamilyHandle*> all;
 };
-
-// InvalidArgument unless a similarity threshold is from 0 to 1 (StoreOptions, QueryOptions,
-// ScanOptions).
-Status CheckMinSimilarity(double value);
 
 class StoreImpl final : public Store {
  public:

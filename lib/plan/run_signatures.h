@@ -1,13 +1,12 @@
 // The signatures of a run's documents, and the rule that confirms a pair of them (docs/design.md,
 // "Confirming candidates"): by estimated similarity when both have a signature, else by distance
-// alone. FindAll and Clusters confirm their pairs with it.
+// alone. Both backends' FindAll and Clusters confirm their pairs with it; each reads the signatures
+// its own way.
 //
 // Thread safety: a RunSignatures is used by one thread.
 
-#ifndef FPSTORE_LIB_STORE_RUN_SIGNATURES_H_
-#define FPSTORE_LIB_STORE_RUN_SIGNATURES_H_
-
-#include <rocksdb/db.h>
+#ifndef FPSTORE_LIB_PLAN_RUN_SIGNATURES_H_
+#define FPSTORE_LIB_PLAN_RUN_SIGNATURES_H_
 
 #include <cstddef>
 #include <optional>
@@ -17,9 +16,7 @@
 
 #include "fpstore/document.h"
 #include "fpstore/signature.h"
-#include "fpstore/status.h"
 #include "plan/table_entry.h"
-#include "store/documents.h"
 
 namespace fpstore::internal {
 
@@ -28,9 +25,8 @@ class RunSignatures {
   // None: every pair stands on its distance (a store no document was signed in).
   RunSignatures() = default;
 
-  // The signatures of `run`'s documents that have one, read at `snapshot` in one batch.
-  static Result<RunSignatures> Read(const Documents& documents, const rocksdb::Snapshot* snapshot,
-                                    std::span<const TableEntry> run);
+  // Adds a document's signature; an empty one is not kept (the document has none).
+  void Add(DocumentId id, Signature signature);
 
   // Whether the pair (a, b) stands at `min_similarity`; its similarity into *similarity (none
   // when either has no signature).
@@ -53,4 +49,4 @@ class RunSignatures {
 
 }  // namespace fpstore::internal
 
-#endif  // FPSTORE_LIB_STORE_RUN_SIGNATURES_H_
+#endif  // FPSTORE_LIB_PLAN_RUN_SIGNATURES_H_

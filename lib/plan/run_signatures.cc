@@ -1,23 +1,11 @@
-#include "store/run_signatures.h"
+#include "plan/run_signatures.h"
 
 #include <algorithm>
 
 namespace fpstore::internal {
 
-Result<RunSignatures> RunSignatures::Read(const Documents& documents,
-                                          const rocksdb::Snapshot* snapshot,
-                                          std::span<const TableEntry> run) {
-  std::vector<DocumentId> ids;
-  ids.reserve(run.size());
-  for (const TableEntry& e : run) ids.push_back(e.id);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  RunSignatures result;
-  Status s = documents.Read(snapshot, ids, /*whole=*/true, [&](std::size_t, const Document& doc) {
-    if (!doc.signature.empty()) result.signatures_.emplace(doc.id, doc.signature);
-  });
-  if (!s.ok()) return s;
-  return result;
+void RunSignatures::Add(DocumentId id, Signature signature) {
+  if (!signature.empty()) signatures_.insert_or_assign(id, std::move(signature));
 }
 
 const Signature* RunSignatures::Of(DocumentId id) const {

@@ -1,0 +1,52 @@
+// FindAll's and Clusters' work on one run of a permutation table (entries that share the table's
+// prefix), confirmed by signatures, and the clusters the runs' links make: the same for every
+// backend, which only reads the runs and the signatures its own way.
+
+#ifndef FPSTORE_LIB_PLAN_NEAR_PAIRS_H_
+#define FPSTORE_LIB_PLAN_NEAR_PAIRS_H_
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "fpstore/document.h"
+#include "fpstore/permutation.h"
+#include "plan/run_signatures.h"
+#include "plan/table_entry.h"
+
+namespace fpstore::internal {
+
+// Keeps the pairs of `pairs` that `signatures` confirm at `min_similarity`, each with its
+// similarity.
+void KeepConfirmed(std::vector<NearPair>& pairs, const RunSignatures& signatures,
+                   double min_similarity);
+
+// Adds to `edges` the links within k that Clusters makes of `run` in table t: copies (one
+// fingerprint) join the member of their group of one signature, in linear time, and the groups
+// join pairwise where confirmed. `signatures` is called once, at the run's first link; a null
+// answer (its read failed) leaves the run out.
+void AddClusterEdges(std::span<const TableEntry> run, const PermutationPlan& plan, std::size_t t,
+                     int k, double min_similarity,
+                     const std::function<const RunSignatures*()>& signatures,
+                     std::vector<std::pair<DocumentId, DocumentId>>& edges);
+
+// Union-find over document ids with path halving.
+class DisjointSets {
+ public:
+  void Union(DocumentId a, DocumentId b);
+  DocumentId Find(DocumentId x);
+
+  // Calls sink once for every set of two or more ids: ids ascending within it, sets by their
+  // first id.
+  void ForEachSet(const std::function<void(std::span<const DocumentId>)>& sink);
+
+ private:
+  std::unordered_map<DocumentId, DocumentId> parent_;
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_PLAN_NEAR_PAIRS_H_

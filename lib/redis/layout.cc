@@ -1,0 +1,253 @@
+#include "redis/layout.h"
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cstdio>
+
+#include "format/records.h"
+#include "util/big_endian.h"
+
+namespace fpstore::internal::redis {
+
+namespace {
+
+constexpr int kMaxBits = 32;
+constexpr std::uint64_t kShardMix = 0x9E3779B97F4A7C15ULL;
+
+// The top `bits` bits set.
+Fingerprint TopBits(int bits) { return bits <= 0 ? 0 : ~Fingerprint{0} << (64 - bits); }
+
+int ShortestPrefix(const PermutationPlan& plan) {
+  int shortest = 64;
+  for (const TablePermutation& t : plan.tables()) shortest = std::min(shortest, t.prefix_bits());
+  return shortest;
+}
+
+// ceil(log2(x)) for x >= 1.
+int CeilLog2(std::uint64_t x) { return x <= 1 ? 0 : 64 - std::countl_zero(x - 1); }
+
+}  // namespace
+
+Layout::Layout(std::string name, PermutationPlan plan, LayoutParams params)
+    : name_(std::move(name)), plan_(std::move(plan)), params_(params) {}
+
+Status Layout::CheckName(std::string_view name) {
+  const bool fits = !name.empty() && name.size() <= 64 &&
+                    std::all_of(name.begin(), name.end(), [](char c) {
+                      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                             (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+                    });
+  if (fits) return Status::OK();
+  return Status::InvalidArgument("\"" + std::string(name) +
+                                 "\" cannot name a store in Redis: 1 to 64 of A-Z a-z 0-9 _ . -");
+}
+
+Status Layout::Check(const PermutationPlan& plan, const LayoutParams& params) {
+  const int most = std::min(ShortestPrefix(plan), kMaxBits);
+  if (params.bucket_bits < 1 || params.bucket_bits > most) {
+    return Status::InvalidArgument("bucket bits " + std::to_string(params.bucket_bits) +
+                                   " out of range (1 to " + std::to_string(most) + " for plan " +
+                                   plan.ToString() + ")");
+  }
+  if (params.shard_bits < 1 || params.shard_bits > kMaxBits) {
+    return Status::InvalidArgument("shard bits " + std::to_string(params.shard_bits) +
+                                   " out of range (1 to " + std::to_string(kMaxBits) + ")");
+  }
+  return Status::OK();
+}
+
+int Layout::ChooseBucketBits(const PermutationPlan& plan, std::uint64_t documents,
+                             int listpack_entries) {
+  const std::uint64_t per_bucket = std::max(1, listpack_entries / 2);
+  const int bits = CeilLog2(std::max<std::uint64_t>(1, documents / per_bucket));
+  return std::clamp(bits, 1, std::min(ShortestPrefix(plan), kMaxBits));
+}
+
+int Layout::ChooseShardBits(std::uint64_t documents) {
+  return std::clamp(CeilLog2(std::max<std::uint64_t>(1, documents / 512)), 14, kMaxBits);
+}
+
+std::string Layout::LayoutKeyOf(std::string_view name) {
+  return "fps:{" + std::string(name) + "}:layout";
+}
+
+std::vector<std::string> Layout::Fields(const PermutationPlan& plan, const LayoutParams& params) {
+  return {"format",         std::to_string(kLayoutVersion),
+          "plan",           plan.ToString(),
+          "fingerprint",    params.recorded.fingerprint.ToString(),
+          "min_similarity", DoubleText(params.recorded.min_similarity),
+          "bucket_bits",    std::to_string(params.bucket_bits),
+          "shard_bits",     std::to_string(params.shard_bits),
+          "listpack_entries", std::to_string(params.listpack_entries)};
+}
+
+Result<LayoutParams> Layout::Parse(const std::string& where,
+                                   const std::map<std::string, std::string>& fields) {
+  auto field = [&](const char* name) -> const std::string* {
+    const auto it = fields.find(name);
+    return it == fields.end() ? nullptr : &it->second;
+  };
+  auto bad = [&](const char* name) {
+    const std::string* value = field(name);
+    return Status::Corruption(where + ": " + (value ? "unreadable " : "missing ") + name +
+                              " in the layout record" + (value ? " \"" + *value + "\"" : ""));
+  };
+  int version = 0;
+  if (field("format") == nullptr || !ParseInt(*field("format"), version)) {
+    return Status::InvalidArgument(where + " is not an fpstore store (its layout record has no "
+                                           "format)");
+  }
+  if (version != kLayoutVersion) {
+    return Status::NotSupported(where + " has Redis layout version " + std::to_string(version) +
+                                "; this build reads and writes version " +
+                                std::to_string(kLayoutVersion) +
+                                " only. Dump its documents with the fpstore-admin that wrote it "
+                                "(fpstore-admin dump) and load them into a new store");
+  }
+  LayoutParams p;
+  if (field("plan") == nullptr || std::sscanf(field("plan")->c_str(), "blocks=%d distance=%d",
+                                              &p.recorded.blocks, &p.recorded.distance) != 2) {
+    return bad("plan");
+  }
+  if (field("fingerprint") == nullptr) return bad("fingerprint");
+  Result<FingerprintOptions> fp = FingerprintOptions::Parse(*field("fingerprint"));
+  if (!fp.ok()) return fp.status().WithContext(where);
+  p.recorded.fingerprint = *fp;
+  if (field("min_similarity") == nullptr ||
+      !ParseDouble(*field("min_similarity"), p.recorded.min_similarity) ||
+      !CheckMinSimilarity(p.recorded.min_similarity).ok()) {
+    return bad("min_similarity");
+  }
+  if (field("bucket_bits") == nullptr || !ParseInt(*field("bucket_bits"), p.bucket_bits)) {
+    return bad("bucket_bits");
+  }
+  if (field("shard_bits") == nullptr || !ParseInt(*field("shard_bits"), p.shard_bits)) {
+    return bad("shard_bits");
+  }
+  if (field("listpack_entries") == nullptr ||
+      !ParseInt(*field("listpack_entries"), p.listpack_entries)) {
+    return bad("listpack_entries");
+  }
+  return p;
+}
+
+std::uint64_t Layout::BucketOf(std::size_t t, Fingerprint fp) const {
+  return plan_.table(t).Apply(fp) >> (64 - params_.bucket_bits);
+}
+
+std::string Layout::BucketKey(std::size_t t, std::uint64_t bucket) const {
+  return "fps:{" + name_ + ":" + std::to_string(t) + ":" + std::to_string(bucket) + "}";
+}
+
+std::string Layout::Rest(Fingerprint permuted) const {
+  std::string rest(static_cast<std::size_t>(rest_bytes()), '\0');
+  const Fingerprint bits = permuted << params_.bucket_bits;
+  PutBigEndianBytes(rest.data(), bits >> (64 - 8 * rest_bytes()), rest.size());
+  return rest;
+}
+
+std::string Layout::Member(std::size_t t, Fingerprint fp, DocumentId id) const {
+  std::string member = Rest(plan_.table(t).Apply(fp));
+  if (t == 0) {
+    char bytes[8];
+    PutBigEndian64(bytes, id);
+    member.append(bytes, 8);
+  }
+  return member;
+}
+
+bool Layout::DecodeMember(std::size_t t, std::uint64_t bucket, std::string_view member,
+                          Fingerprint* fp, DocumentId* id) const {
+  const std::size_t rest = static_cast<std::size_t>(rest_bytes());
+  if (member.size() != rest + (t == 0 ? 8 : 0)) return false;
+  const Fingerprint aligned = GetBigEndianBytes(member.data(), rest) << (64 - 8 * rest);
+  const int b = params_.bucket_bits;
+  const Fingerprint permuted = (bucket << (64 - b)) | (aligned >> b);
+  *fp = plan_.table(t).Invert(permuted);
+  *id = t == 0 ? GetBigEndian64(member.data() + rest) : 0;
+  return true;
+}
+
+Command Layout::Probe(std::size_t t, Fingerprint q) const {
+  const TablePermutation& table = plan_.table(t);
+  const Fingerprint permuted = table.Apply(q);
+  const int b = params_.bucket_bits;
+  // Within the bucket, the members that share the rest of the table's prefix.
+  const Fingerprint rest_mask = TopBits(table.prefix_bits() - b);
+  const Fingerprint low = (permuted << b) & rest_mask;
+  const Fingerprint high = low | ~rest_mask;
+  std::string lo(static_cast<std::size_t>(rest_bytes()), '\0');
+  std::string hi(lo.size(), '\0');
+  PutBigEndianBytes(lo.data(), low >> (64 - 8 * rest_bytes()), lo.size());
+  PutBigEndianBytes(hi.data(), high >> (64 - 8 * rest_bytes()), hi.size());
+  std::string key = BucketKey(t, permuted >> (64 - b));
+  return {key, {"ZRANGEBYLEX", key, "[" + lo, "[" + hi + std::string(8, '\xff')}};
+}
+
+Command Layout::IdsOf(Fingerprint fp) const {
+  const std::string rest = Rest(plan_.table(0).Apply(fp));
+  std::string key = BucketKeyOf(0, fp);
+  return {key, {"ZRANGEBYLEX", key, "[" + rest, "[" + rest + std::string(8, '\xff')}};
+}
+
+std::uint64_t Layout::ShardOf(DocumentId id) const {
+  return (id * kShardMix) >> (64 - params_.shard_bits);
+}
+
+std::string Layout::ShardKey(std::uint64_t shard) const {
+  return "fps:{" + name_ + ":d:" + std::to_string(shard) + "}";
+}
+
+Layout::KeyKind Layout::Classify(std::string_view key) const {
+  KeyKind kind;
+  const std::string prefix = "fps:{" + name_ + ":";
+  if (!key.starts_with(prefix) || !key.ends_with("}")) return kind;
+  key.remove_prefix(prefix.size());
+  key.remove_suffix(1);
+  const std::size_t colon = key.find(':');
+  if (colon == std::string_view::npos) return kind;
+  const std::string_view head = key.substr(0, colon), tail = key.substr(colon + 1);
+  std::uint64_t number = 0;
+  const auto [stop, ec] = std::from_chars(tail.data(), tail.data() + tail.size(), number);
+  if (ec != std::errc() || stop != tail.data() + tail.size()) return kind;
+  if (head == "d") {
+    if (number >> params_.shard_bits == 0) kind = {KeyKind::kShard, 0, number};
+    return kind;
+  }
+  std::uint64_t table = 0;
+  const auto [end, ec2] = std::from_chars(head.data(), head.data() + head.size(), table);
+  if (ec2 == std::errc() && end == head.data() + head.size() && table < plan_.table_count() &&
+      number >> params_.bucket_bits == 0) {
+    kind = {KeyKind::kBucket, static_cast<std::size_t>(table), number};
+  }
+  return kind;
+}
+
+std::string Layout::IdField(DocumentId id) {
+  std::string field(8, '\0');
+  PutBigEndian64(field.data(), id);
+  return field;
+}
+
+bool Layout::DecodeIdField(std::string_view field, DocumentId* id) {
+  if (field.size() != 8) return false;
+  *id = GetBigEndian64(field.data());
+  return true;
+}
+
+std::string Layout::EncodeRecord(const NewDocument& doc) {
+  return EncodeDocumentValue(doc.fingerprint,
+                             EncodeDocumentTail(doc.signature.bytes(), doc.metadata));
+}
+
+bool Layout::DecodeRecord(DocumentId id, std::string_view value, Document* doc) {
+  doc->id = id;
+  return DecodeDocumentValue(value, &doc->fingerprint, &doc->signature, &doc->metadata);
+}
+
+std::string Layout::IdLockKey(DocumentId id) const {
+  return ShardKeyOf(id) + ":lock:" + std::to_string(id);
+}
+
+}  // namespace fpstore::internal::redis

@@ -1,0 +1,502 @@
+// Opening a store in Redis, its writes and its small calls (docs/design.md, "The Redis backend").
+
+#include "redis/redis_store.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <unordered_map>
+
+namespace fpstore::internal::redis {
+
+namespace {
+
+// How long a durable write waits for a replica to acknowledge it.
+constexpr std::chrono::milliseconds kReplicaWait{5000};
+// Documents written per pipelined round: bounds a call's memory and its locks.
+constexpr std::size_t kWriteChunk = 1000;
+
+// Creates the layout record unless one exists: 1 if it made it.
+constexpr const char* kCreateScript =
+    "if redis.call('exists', KEYS[1]) == 1 then return 0 end "
+    "redis.call('hset', KEYS[1], unpack(ARGV)) return 1";
+
+// "HOST:PORT" and NAME of "redis://HOST:PORT/NAME".
+Status SplitUrl(const std::string& url, std::string& seed, std::string& name) {
+  constexpr std::string_view kScheme = "redis://";
+  const std::size_t slash = url.find('/', kScheme.size());
+  if (!url.starts_with(kScheme) || slash == std::string::npos || slash == kScheme.size()) {
+    return Status::InvalidArgument("\"" + url + "\" is not a Redis store's address "
+                                   "(redis://HOST:PORT/NAME, e.g. redis://127.0.0.1:7000/crawl)");
+  }
+  seed = url.substr(kScheme.size(), slash - kScheme.size());
+  name = url.substr(slash + 1);
+  return Layout::CheckName(name).WithContext(url);
+}
+
+Status ReplyError(const Reply& r, const std::string& what) {
+  return Status::IOError("Redis, " + what + ": " + r.str);
+}
+
+// The least zset-max-listpack-entries of the cluster's masters.
+Result<int> ListpackEntries(ClusterClient& client) {
+  int least = 0;
+  for (const std::string& master : client.Masters()) {
+    Result<Reply> r = client.RunOn(master, {"CONFIG", "GET", "zset-max-listpack-entries"});
+    if (!r.ok()) return r.status();
+    int value = 0;
+    if (r->type != Reply::Type::kArray || r->elements.size() != 2 ||
+        !ParseInt(r->elements[1].str, value) || value < 1) {
+      return Status::IOError("the Redis at " + master +
+                             " did not tell its zset-max-listpack-entries");
+    }
+    least = least == 0 ? value : std::min(least, value);
+  }
+  return least == 0 ? 128 : least;
+}
+
+// The layout of the store `name`, made if it is missing and options allow.
+Result<LayoutParams> LayoutFor(ClusterClient& client, const std::string& url,
+                               const std::string& name, const StoreOptions& options) {
+  const std::string key = Layout::LayoutKeyOf(name);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Result<Reply> got = client.Run(Command{key, {"HGETALL", key}});
+    if (!got.ok()) return got.status();
+    if (got->type == Reply::Type::kError) return ReplyError(*got, "reading " + key);
+    if (!got->elements.empty()) {
+      if (options.error_if_exists) {
+        return Status::InvalidArgument(url + " already holds a store (error_if_exists is set)");
+      }
+      std::map<std::string, std::string> fields;
+      for (std::size_t i = 0; i + 1 < got->elements.size(); i += 2) {
+        fields[got->elements[i].str] = got->elements[i + 1].str;
+      }
+      Result<LayoutParams> params = Layout::Parse(url, fields);
+      if (!params.ok()) return params.status();
+      if (Status s = CheckAgainstRecorded(url, options, params->recorded); !s.ok()) return s;
+      return params;
+    }
+    if (!options.create_if_missing || options.read_only) {
+      return Status::NotFound("no store at " + url);
+    }
+    Result<RecordedOptions> recorded = RecordedOptionsFor(options);
+    if (!recorded.ok()) return recorded.status();
+    Result<PermutationPlan> plan = PermutationPlan::Create(recorded->blocks, recorded->distance);
+    if (!plan.ok()) return plan.status();
+    Result<int> listpack = ListpackEntries(client);
+    if (!listpack.ok()) return listpack.status();
+    const std::uint64_t expected =
+        options.expected_documents.value_or(StoreOptions::kDefaultExpectedDocuments);
+    LayoutParams params{*recorded, Layout::ChooseBucketBits(*plan, expected, *listpack),
+                        Layout::ChooseShardBits(expected), *listpack};
+    std::vector<std::string> args = {"EVAL", kCreateScript, "1", key};
+    for (std::string& f : Layout::Fields(*plan, params)) args.push_back(std::move(f));
+    Result<Reply> made = client.Run(Command{key, args});
+    if (!made.ok()) return made.status();
+    if (made->type == Reply::Type::kError) return ReplyError(*made, "creating " + key);
+    if (made->integer == 1) return params;
+    // Another process made it first: read what it made.
+  }
+  return Status::Busy(url + ": the store's layout record changed while it was read");
+}
+
+}  // namespace
+
+bool IsRedisPath(std::string_view path) { return path.starts_with("redis://"); }
+
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url, const StoreOptions& options) {
+  std::string seed, name;
+  if (Status s = SplitUrl(url, seed, name); !s.ok()) return s;
+  Result<std::unique_ptr<ClusterClient>> client = ClusterClient::Connect(seed);
+  if (!client.ok()) return client.status().WithContext("opening " + url);
+  Result<LayoutParams> params = LayoutFor(**client, url, name, options);
+  if (!params.ok()) return params.status();
+  Result<PermutationPlan> plan =
+      PermutationPlan::Create(params->recorded.blocks, params->recorded.distance);
+  if (!plan.ok()) return plan.status().WithContext(url);
+  if (Status s = Layout::Check(*plan, *params); !s.ok()) return s.WithContext(url);
+  Result<Fingerprinter> fingerprinter = Fingerprinter::Create(params->recorded.fingerprint);
+  if (!fingerprinter.ok()) return fingerprinter.status().WithContext(url);
+  return std::unique_ptr<Store>(new RedisStore(url, options, Layout(name, *std::move(plan), *params),
+                                               *std::move(fingerprinter), *std::move(client)));
+}
+
+// ---- ClientPool ----
+
+Result<ClientPool::Lease> ClientPool::Take() {
+  {
+    MutexLock lock(mu_);
+    if (!idle_.empty()) {
+      std::unique_ptr<ClusterClient> client = std::move(idle_.back());
+      idle_.pop_back();
+      return Lease(*this, std::move(client));
+    }
+  }
+  Result<std::unique_ptr<ClusterClient>> client = ClusterClient::Connect(seed_);
+  if (!client.ok()) return client.status();
+  return Lease(*this, *std::move(client));
+}
+
+void ClientPool::GiveBack(std::unique_ptr<ClusterClient> client) {
+  MutexLock lock(mu_);
+  idle_.push_back(std::move(client));
+}
+
+// ---- The store ----
+
+RedisStore::RedisStore(std::string url, const StoreOptions& options, Layout layout,
+                       Fingerprinter fingerprinter, std::unique_ptr<ClusterClient> first)
+    : url_(std::move(url)),
+      options_(options),
+      layout_(std::move(layout)),
+      fingerprinter_(std::move(fingerprinter)),
+      pool_(url_.substr(8, url_.find('/', 8) - 8)) {
+  pool_.GiveBack(std::move(first));
+}
+
+Status RedisStore::Close() {
+  closed_ = true;
+  return Status::OK();
+}
+
+Status RedisStore::CheckOpen() const {
+  return closed_ ? Status::InvalidArgument("the store " + url_ + " is closed") : Status::OK();
+}
+
+Status RedisStore::CheckWritable() const {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  if (options_.read_only) return Status::NotSupported("the store " + url_ + " is open read-only");
+  return Status::OK();
+}
+
+Result<RedisStore::Matching> RedisStore::MatchingFor(std::optional<int> distance,
+                                                     std::optional<double> min_similarity) const {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  const int k = distance.value_or(plan().distance());
+  if (k < 0 || k > plan().distance()) {
+    return Status::InvalidArgument("distance " + std::to_string(k) + " is outside 0.." +
+                                   std::to_string(plan().distance()) +
+                                   ", the distance this store was planned for");
+  }
+  const double t = min_similarity.value_or(layout_.params().recorded.min_similarity);
+  if (Status s = CheckMinSimilarity(t); !s.ok()) return s;
+  return Matching{k, t};
+}
+
+Status RedisStore::CheckSignature(const Signature& signature) const {
+  const std::size_t slots = static_cast<std::size_t>(fingerprinter_.options().signature_slots);
+  if (signature.empty() || signature.slots() == slots) return Status::OK();
+  return Status::InvalidArgument("a signature of " + std::to_string(signature.slots()) +
+                                 " slots, but the store's signatures have " +
+                                 std::to_string(slots));
+}
+
+Result<ClientPool::Lease> RedisStore::Client() const {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  return pool_.Take();
+}
+
+Status RedisStore::Settle(ClusterClient& client) const {
+  if (options_.durability == Durability::kNoSync) return Status::OK();
+  return client.WaitForReplicas(1, kReplicaWait);
+}
+
+Result<std::vector<std::optional<Fingerprint>>> RedisStore::OldFingerprints(
+    std::span<const NewDocument> docs, std::span<const Reply> replies) const {
+  std::vector<std::optional<Fingerprint>> old(docs.size());
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    const Reply& r = replies[i];
+    if (r.type == Reply::Type::kError) return ReplyError(r, "reading a record");
+    if (r.type != Reply::Type::kString) continue;
+    Document doc;
+    if (!Layout::DecodeRecord(docs[i].id, r.str, &doc)) {
+      return Status::Corruption(url_ + ": the record of document " + std::to_string(docs[i].id) +
+                                " in " + layout_.ShardKeyOf(docs[i].id) + " is malformed");
+    }
+    old[i] = doc.fingerprint;
+  }
+  return old;
+}
+
+Status RedisStore::WriteHeld(ClusterClient& client, std::span<const NewDocument> docs,
+                             std::span<const std::optional<Fingerprint>> old, LockSet& locks) {
+  const PermutationPlan& p = plan();
+  // Entries first, grouped by bucket: one ZADD a bucket.
+  std::unordered_map<std::string, std::vector<std::string>> members;
+  for (const NewDocument& d : docs) {
+    for (std::size_t t = 0; t < p.table_count(); ++t) {
+      members[layout_.BucketKeyOf(t, d.fingerprint)].push_back(layout_.Member(t, d.fingerprint, d.id));
+    }
+  }
+  std::vector<Command> commands;
+  commands.reserve(members.size());
+  for (auto& [key, ms] : members) {
+    std::vector<std::string> args = {"ZADD", key};
+    for (std::string& m : ms) {
+      args.push_back("0");
+      args.push_back(std::move(m));
+    }
+    commands.push_back({key, std::move(args)});
+  }
+  auto run = [&](const std::string& what) -> Status {
+    Result<std::vector<Reply>> got = client.Run(commands);
+    if (!got.ok()) return got.status();
+    for (const Reply& r : *got) {
+      if (r.type == Reply::Type::kError) return ReplyError(r, what);
+    }
+    commands.clear();
+    return Status::OK();
+  };
+  Status s = run("adding table entries");
+  // Then the records, where the documents take effect, unless the locks may have lapsed.
+  if (s.ok()) s = locks.Check();
+  if (s.ok()) {
+    std::unordered_map<std::string, std::vector<std::string>> fields;
+    for (const NewDocument& d : docs) {
+      std::vector<std::string>& f = fields[layout_.ShardKeyOf(d.id)];
+      f.push_back(Layout::IdField(d.id));
+      f.push_back(Layout::EncodeRecord(d));
+    }
+    for (auto& [key, fs] : fields) {
+      std::vector<std::string> args = {"HSET", key};
+      for (std::string& f : fs) args.push_back(std::move(f));
+      commands.push_back({key, std::move(args)});
+    }
+    s = run("writing records");
+  }
+  // Last, once the records are as durable as asked, the entries of the versions replaced, and the
+  // locks.
+  if (s.ok()) s = Settle(client);
+  commands.clear();
+  if (s.ok()) {
+    for (std::size_t i = 0; i < docs.size(); ++i) {
+      if (old[i] && *old[i] != docs[i].fingerprint) {
+        const std::string key = layout_.BucketKeyOf(0, *old[i]);
+        commands.push_back({key, {"ZREM", key, layout_.Member(0, *old[i], docs[i].id)}});
+      }
+    }
+  }
+  locks.ReleaseWith(commands);
+  Result<std::vector<Reply>> got = client.Run(commands);
+  return s.ok() && !got.ok() ? got.status() : s;
+}
+
+Status RedisStore::InsertBatch(std::span<const NewDocument> docs) { return Write(docs, nullptr); }
+
+Status RedisStore::Write(std::span<const NewDocument> docs, std::uint64_t* replaced) {
+  if (Status s = CheckWritable(); !s.ok()) return s;
+  for (const NewDocument& d : docs) {
+    if (Status s = CheckSignature(d.signature); !s.ok()) return s;
+  }
+  // A repeated id: the last one wins.
+  std::unordered_map<DocumentId, std::size_t> last;
+  for (std::size_t i = 0; i < docs.size(); ++i) last[docs[i].id] = i;
+  std::vector<NewDocument> unique;
+  unique.reserve(last.size());
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    if (last[docs[i].id] == i) unique.push_back(docs[i]);
+  }
+  Result<ClientPool::Lease> client = Client();
+  if (!client.ok()) return client.status();
+  for (std::size_t begin = 0; begin < unique.size(); begin += kWriteChunk) {
+    const std::span<const NewDocument> chunk =
+        std::span(unique).subspan(begin, std::min(kWriteChunk, unique.size() - begin));
+    std::vector<std::string> keys;
+    std::vector<Command> reads;
+    for (const NewDocument& d : chunk) {
+      keys.push_back(layout_.IdLockKey(d.id));
+      keys.push_back(Layout::BucketLockKey(layout_.BucketKeyOf(0, d.fingerprint)));
+      const std::string shard = layout_.ShardKeyOf(d.id);
+      reads.push_back({shard, {"HGET", shard, Layout::IdField(d.id)}});
+    }
+    LockSet locks;
+    std::vector<Reply> replies;
+    if (Status s = locks.Acquire(**client, std::move(keys), reads, &replies); !s.ok()) return s;
+    Result<std::vector<std::optional<Fingerprint>>> old = OldFingerprints(chunk, replies);
+    if (!old.ok()) {
+      (void)locks.Release(**client);
+      return old.status();
+    }
+    if (Status s = WriteHeld(**client, chunk, *old, locks); !s.ok()) return s;
+    if (replaced != nullptr) *replaced += std::count_if(old->begin(), old->end(), [](auto& f) {
+      return f.has_value();
+    });
+  }
+  return Status::OK();
+}
+
+Status RedisStore::Remove(DocumentId id) {
+  if (Status s = CheckWritable(); !s.ok()) return s;
+  Result<ClientPool::Lease> client = Client();
+  if (!client.ok()) return client.status();
+  const std::string shard = layout_.ShardKeyOf(id);
+  const std::string field = Layout::IdField(id);
+  const Command read{shard, {"HGET", shard, field}};
+  LockSet locks;
+  std::vector<Reply> replies;
+  if (Status s = locks.Acquire(**client, {layout_.IdLockKey(id)}, std::span(&read, 1), &replies);
+      !s.ok()) {
+    return s;
+  }
+  const NewDocument probe{id, 0, {}, {}};
+  Result<std::vector<std::optional<Fingerprint>>> old =
+      OldFingerprints(std::span(&probe, 1), replies);
+  Status s = old.ok() ? Status::OK() : old.status();
+  if (s.ok() && !(*old)[0]) s = Status::NotFound("document " + std::to_string(id));
+  if (s.ok()) {
+    // The record goes first: from then on no reader counts the entry.
+    Result<Reply> deleted = (*client)->Run(Command{shard, {"HDEL", shard, field}});
+    s = !deleted.ok()                               ? deleted.status()
+        : deleted->type == Reply::Type::kError ? ReplyError(*deleted, "removing a record")
+                                                    : Settle(**client);
+  }
+  std::vector<Command> commands;
+  if (s.ok()) {
+    const std::string key = layout_.BucketKeyOf(0, *(*old)[0]);
+    commands.push_back({key, {"ZREM", key, layout_.Member(0, *(*old)[0], id)}});
+  }
+  locks.ReleaseWith(commands);
+  Result<std::vector<Reply>> got = (*client)->Run(commands);
+  return s.ok() && !got.ok() ? got.status() : s;
+}
+
+Result<Document> RedisStore::Get(DocumentId id) const {
+  Result<ClientPool::Lease> client = Client();
+  if (!client.ok()) return client.status();
+  const std::string shard = layout_.ShardKeyOf(id);
+  Result<Reply> got = (*client)->Run(Command{shard, {"HGET", shard, Layout::IdField(id)}});
+  if (!got.ok()) return got.status();
+  if (got->type == Reply::Type::kError) return ReplyError(*got, "reading a record");
+  if (got->type != Reply::Type::kString) return Status::NotFound("document " + std::to_string(id));
+  Document doc;
+  if (!Layout::DecodeRecord(id, got->str, &doc)) {
+    return Status::Corruption(url_ + ": the record of document " + std::to_string(id) + " in " +
+                              shard + " is malformed");
+  }
+  return doc;
+}
+
+Result<CheckResult> RedisStore::CheckAndInsert(const NewDocument& doc, InsertPolicy policy,
+                                               const QueryOptions& options) {
+  if (Status s = CheckWritable(); !s.ok()) return s;
+  if (Status s = CheckSignature(doc.signature); !s.ok()) return s;
+  Result<Matching> matching = MatchingFor(options.distance, options.min_similarity);
+  if (!matching.ok()) return matching.status();
+  Result<ClientPool::Lease> client = Client();
+  if (!client.ok()) return client.status();
+  // Two near-duplicates share a prefix, so a bucket, in some table: holding every bucket lock of
+  // its fingerprint, a check-and-insert runs alone among those of its near-duplicates.
+  std::vector<std::string> keys = {layout_.IdLockKey(doc.id)};
+  for (std::size_t t = 0; t < plan().table_count(); ++t) {
+    keys.push_back(Layout::BucketLockKey(layout_.BucketKeyOf(t, doc.fingerprint)));
+  }
+  const std::string shard = layout_.ShardKeyOf(doc.id);
+  const Command read{shard, {"HGET", shard, Layout::IdField(doc.id)}};
+  LockSet locks;
+  std::vector<Reply> replies;
+  if (Status s = locks.Acquire(**client, std::move(keys), std::span(&read, 1), &replies); !s.ok()) {
+    return s;
+  }
+  Result<std::vector<std::optional<Fingerprint>>> old = OldFingerprints(std::span(&doc, 1), replies);
+  const Sketch query{doc.fingerprint, doc.signature};
+  Result<std::vector<std::vector<Match>>> found =
+      old.ok() ? Run(**client, std::span(&query, 1), *matching) : old.status();
+  if (!found.ok()) {
+    (void)locks.Release(**client);
+    return found.status();
+  }
+  CheckResult result;
+  for (Match& m : (*found)[0]) {
+    if (m.id != doc.id) result.matches.push_back(std::move(m));
+  }
+  if (policy == InsertPolicy::kIfNoMatch && !result.matches.empty()) {
+    if (Status s = locks.Release(**client); !s.ok()) return s;
+    return result;
+  }
+  if (Status s = WriteHeld(**client, std::span(&doc, 1), *old, locks); !s.ok()) return s;
+  result.inserted = true;
+  return result;
+}
+
+Status RedisStore::Flush() {
+  // Nothing is staged: every write is in the tables when it returns.
+  return CheckWritable();
+}
+
+Status RedisStore::Checkpoint(const std::string&) const {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  return Status::NotSupported(url_ + " lives in Redis, which keeps its own copies: use its "
+                                     "persistence (BGSAVE, append-only files) and replicas");
+}
+
+// ---- Bulk loads ----
+
+namespace {
+
+// A bulk load into Redis: documents gathered in memory, written by Finish in rounds of the
+// store's writes. Unlike the embedded store's, it is not all or nothing: a Finish that fails
+// leaves the documents of the rounds it finished, each whole.
+class RedisBulkLoader final : public BulkLoader {
+ public:
+  RedisBulkLoader(RedisStore& store, const BulkLoadOptions& options)
+      : store_(store), options_(options) {}
+
+  Status Add(const NewDocument& doc) override {
+    if (done_) return Status::InvalidArgument("the bulk load has finished");
+    if (Status s = store_.CheckSignature(doc.signature); !s.ok()) return s;
+    ++added_;
+    const auto [it, fresh] = index_.try_emplace(doc.id, docs_.size());
+    Stored stored{doc.id, doc.fingerprint, std::string(doc.metadata), doc.signature};
+    if (fresh) {
+      docs_.push_back(std::move(stored));
+    } else {
+      docs_[it->second] = std::move(stored);
+      ++stats_.superseded;
+    }
+    return Status::OK();
+  }
+
+  Result<BulkLoadStats> Finish() override {
+    if (done_) return Status::InvalidArgument("the bulk load has finished");
+    done_ = true;
+    std::vector<NewDocument> batch;
+    for (std::size_t begin = 0; begin < docs_.size(); begin += kWriteChunk) {
+      batch.clear();
+      const std::size_t end = std::min(docs_.size(), begin + kWriteChunk);
+      for (std::size_t i = begin; i < end; ++i) {
+        const Stored& d = docs_[i];
+        batch.push_back({d.id, d.fingerprint, d.metadata, d.signature});
+      }
+      if (Status s = store_.Write(batch, &stats_.replaced); !s.ok()) return s;
+      if (options_.progress) options_.progress(end, docs_.size());
+    }
+    stats_.added = docs_.size() - stats_.replaced;
+    return stats_;
+  }
+
+  std::uint64_t added() const override { return added_; }
+
+ private:
+  struct Stored {
+    DocumentId id;
+    Fingerprint fingerprint;
+    std::string metadata;
+    Signature signature;
+  };
+  RedisStore& store_;
+  const BulkLoadOptions options_;
+  std::vector<Stored> docs_;
+  std::unordered_map<DocumentId, std::size_t> index_;
+  BulkLoadStats stats_;
+  std::uint64_t added_ = 0;
+  bool done_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<BulkLoader>> RedisStore::NewBulkLoader(const BulkLoadOptions& options) {
+  if (Status s = CheckWritable(); !s.ok()) return s;
+  return std::unique_ptr<BulkLoader>(new RedisBulkLoader(*this, options));
+}
+
+}  // namespace fpstore::internal::redis

@@ -1,0 +1,169 @@
+// A Store whose tables and documents live in a Redis Cluster (docs/design.md, "The Redis backend";
+// the layout in docs/format.md and redis/layout.h): many processes on many hosts may read and
+// write it at once. Store::Open gives one for a path "redis://HOST:PORT/NAME".
+//
+// A document's record, in its shard, is the point at which a write takes effect: entries are added
+// before the record is written and taken out after, so a table entry whose record is missing or
+// holds another fingerprint is one no reader counts. What a write cut short leaves behind is
+// therefore never seen; Repair clears it, and adds entries a failover lost.
+//
+// Thread safety: thread-safe; each call takes a connection of its own from a pool.
+
+#ifndef FPSTORE_LIB_REDIS_REDIS_STORE_H_
+#define FPSTORE_LIB_REDIS_REDIS_STORE_H_
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fpstore/store.h"
+#include "plan/run_signatures.h"
+#include "plan/table_entry.h"
+#include "redis/cluster_client.h"
+#include "redis/layout.h"
+#include "redis/locks.h"
+#include "util/mutex.h"
+
+namespace fpstore::internal::redis {
+
+// Whether `path` names a store in Redis ("redis://...").
+bool IsRedisPath(std::string_view path);
+
+// Opens or creates the store `url` names, as `options` say (StoreOptions' performance fields other
+// than durability do not apply).
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url, const StoreOptions& options);
+
+// Connections to one cluster, one per caller at a time.
+class ClientPool {
+ public:
+  explicit ClientPool(std::string seed) : seed_(std::move(seed)) {}
+
+  // A connection, given back to the pool when destroyed.
+  class Lease {
+   public:
+    Lease(ClientPool& pool, std::unique_ptr<ClusterClient> client)
+        : pool_(pool), client_(std::move(client)) {}
+    Lease(Lease&&) = default;
+    ~Lease() {
+      if (client_ != nullptr) pool_.GiveBack(std::move(client_));
+    }
+    ClusterClient& operator*() const { return *client_; }
+    ClusterClient* operator->() const { return client_.get(); }
+
+   private:
+    ClientPool& pool_;
+    std::unique_ptr<ClusterClient> client_;
+  };
+
+  Result<Lease> Take() EXCLUDES(mu_);
+  void GiveBack(std::unique_ptr<ClusterClient> client) EXCLUDES(mu_);
+
+ private:
+  const std::string seed_;
+  Mutex mu_;
+  std::vector<std::unique_ptr<ClusterClient>> idle_ GUARDED_BY(mu_);
+};
+
+// Calls each(key, reply) for the command `command` with each of `keys` inserted at `key_at`, in
+// pipelined rounds; stops at an error reply or each's first error.
+Status ForEachReply(ClusterClient& client, const std::vector<std::string>& keys,
+                    const std::vector<std::string>& command,
+                    const std::function<Status(const std::string&, Reply&)>& each,
+                    std::size_t key_at = 1);
+
+class RedisStore final : public Store {
+ public:
+  RedisStore(std::string url, const StoreOptions& options, Layout layout,
+             Fingerprinter fingerprinter, std::unique_ptr<ClusterClient> first);
+
+  Status Close() override;
+  const PermutationPlan& plan() const override { return layout_.plan(); }
+  const Fingerprinter& fingerprinter() const override { return fingerprinter_; }
+  Status InsertBatch(std::span<const NewDocument> docs) override;
+  Status Remove(DocumentId id) override;
+  Result<Document> Get(DocumentId id) const override;
+  Result<std::vector<Match>> Query(const Sketch& query, const QueryOptions& options) const override;
+  Result<std::vector<std::vector<Match>>> QueryBatch(std::span<const Sketch> queries,
+                                                     const QueryOptions& options) const override;
+  Result<CheckResult> CheckAndInsert(const NewDocument& doc, InsertPolicy policy,
+                                     const QueryOptions& options) override;
+  Status FindAll(int k, const std::function<void(const NearPair&)>& sink,
+                 const ScanOptions& scan) const override;
+  Status Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
+                  const ScanOptions& scan) const override;
+  Status ForEachDocument(const std::function<void(const Document&)>& sink,
+                         const ScanOptions& scan) const override;
+  Result<std::unique_ptr<BulkLoader>> NewBulkLoader(const BulkLoadOptions& options) override;
+  Status Flush() override;
+  Status Compact(const ScanOptions& scan) override;
+  Result<StoreStats> Stats() const override;
+  Status Verify(const ScanOptions& scan) const override;
+  Status Repair(const ScanOptions& scan) override;
+  Status Checkpoint(const std::string& dir) const override;
+
+  // For the bulk loader: InsertBatch, counting into *replaced (may be null) the documents that
+  // were stored before; and the check of a signature's size.
+  Status Write(std::span<const NewDocument> docs, std::uint64_t* replaced);
+  Status CheckSignature(const Signature& signature) const;
+
+ private:
+  struct Matching {
+    int k;
+    double min_similarity;
+  };
+  Status CheckOpen() const;
+  Status CheckWritable() const;
+  Result<Matching> MatchingFor(std::optional<int> distance,
+                               std::optional<double> min_similarity) const;
+  Result<ClientPool::Lease> Client() const;
+
+  // Writes `docs` (distinct ids) whose stored fingerprints are `old`, holding `locks` (their id
+  // locks and the table 0 bucket locks of their new fingerprints): entries, then records (the
+  // commit), then the old entries out and the locks given back.
+  Status WriteHeld(ClusterClient& client, std::span<const NewDocument> docs,
+                   std::span<const std::optional<Fingerprint>> old, LockSet& locks);
+  // The stored fingerprints of the records in `replies` (HGETs), Corruption if one is malformed.
+  Result<std::vector<std::optional<Fingerprint>>> OldFingerprints(
+      std::span<const NewDocument> docs, std::span<const Reply> replies) const;
+  // Waits for replicas when the durability asks for them.
+  Status Settle(ClusterClient& client) const;
+
+  // Each query's matches, reading through `client`.
+  Result<std::vector<std::vector<Match>>> Run(ClusterClient& client,
+                                              std::span<const Sketch> queries,
+                                              const Matching& matching) const;
+
+  // The keys of the store's shards, and of each table's buckets, by number, from one SCAN of the
+  // cluster.
+  struct StoreKeys {
+    std::vector<std::string> shards;
+    std::vector<std::vector<std::uint64_t>> buckets;  // per table
+  };
+  Result<StoreKeys> ListKeys(ClusterClient& client) const;
+  // Every stored document's id and fingerprint, read from the records, and whether any is signed.
+  Status ReadAll(ClusterClient& client, std::vector<IdFingerprint>& docs, bool* any_signed) const;
+  // The signatures of `ids`, read in one pipelined call.
+  Result<RunSignatures> SignaturesOf(ClusterClient& client, std::vector<DocumentId> ids) const;
+  // Calls visit(t, runs) with batches of table t's runs whose entries link within k, the
+  // signatures of their documents read when any document is signed.
+  using RunBatchVisitor = std::function<void(std::size_t t, const std::vector<std::vector<TableEntry>>&,
+                                             const RunSignatures&)>;
+  Status ScanLinkedRuns(int k, const RunBatchVisitor& visit) const;
+  // Verify (fix false) or Repair and Compact (fix true): docs/design.md, "The Redis backend".
+  Status Tidy(bool fix, const ScanOptions& scan) const;
+
+  const std::string url_;
+  const StoreOptions options_;
+  const Layout layout_;
+  const Fingerprinter fingerprinter_;
+  mutable ClientPool pool_;
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace fpstore::internal::redis
+
+#endif  // FPSTORE_LIB_REDIS_REDIS_STORE_H_
