@@ -126,6 +126,12 @@ struct StoreStats {
 FPSTORE_EXPORT double EstimateStoreBytes(const PermutationPlan& plan, std::uint64_t documents,
                                          int signature_slots = 0);
 
+// Removes the store at `path` (a directory, or a "redis://" store's every
+// key) for good. NotFound if there is none; Busy if a process has an
+// embedded store open for writing. A store in Redis must not be open
+// anywhere meanwhile: nothing there can tell.
+FPSTORE_EXPORT Status DestroyStore(const std::string& path);
+
 class FPSTORE_EXPORT Store {
  public:
   // Opens the store at `path`, creating it if options allow. A path

@@ -121,6 +121,26 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& url, const StoreOpti
                                                *std::move(fingerprinter), *std::move(client)));
 }
 
+Status DestroyStore(const std::string& url) {
+  std::string seed, name;
+  if (Status s = SplitUrl(url, seed, name); !s.ok()) return s;
+  Result<std::unique_ptr<ClusterClient>> client = ClusterClient::Connect(seed);
+  if (!client.ok()) return client.status().WithContext("destroying " + url);
+  const std::string layout_key = Layout::LayoutKeyOf(name);
+  Result<Reply> exists = (*client)->Run(Command{layout_key, {"EXISTS", layout_key}});
+  if (!exists.ok()) return exists.status();
+  if (exists->integer != 1) return Status::NotFound("no store at " + url);
+  Status s = (*client)->ScanKeys("fps:{" + name + ":*", [&](std::vector<std::string>& keys) {
+    std::vector<Command> unlinks;
+    for (std::string& key : keys) unlinks.push_back({key, {"UNLINK", key}});
+    Result<std::vector<Reply>> done = (*client)->Run(unlinks);
+    return done.ok() ? Status::OK() : done.status();
+  });
+  if (!s.ok()) return s;
+  Result<Reply> done = (*client)->Run(Command{layout_key, {"UNLINK", layout_key}});
+  return done.ok() ? Status::OK() : done.status();
+}
+
 // ---- ClientPool ----
 
 Result<ClientPool::Lease> ClientPool::Take() {

@@ -37,6 +37,9 @@ bool IsRedisPath(std::string_view path);
 // than durability do not apply).
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url, const StoreOptions& options);
 
+// Removes every key of the store `url` names, its layout record last. NotFound if there is none.
+Status DestroyStore(const std::string& url);
+
 // Connections to one cluster, one per caller at a time.
 class ClientPool {
  public:

@@ -36,6 +36,21 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
   return std::unique_ptr<Store>(*std::move(store));
 }
 
+Status DestroyStore(const std::string& path) {
+  if (internal::redis::IsRedisPath(path)) return internal::redis::DestroyStore(path);
+  // Opening it to write tells a store from anything else, and takes it from every other writer.
+  StoreOptions options;
+  options.create_if_missing = false;
+  Result<std::unique_ptr<Store>> store = Store::Open(path, options);
+  if (!store.ok()) return store.status();
+  if (Status s = (*store)->Close(); !s.ok()) return s;
+  store->reset();
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec) return Status::IOError("removing " + path + ": " + ec.message());
+  return Status::OK();
+}
+
 Result<std::vector<std::vector<Match>>> Store::QueryBatch(std::span<const Fingerprint> fingerprints,
                                                           int k) const {
   std::vector<Sketch> queries;
