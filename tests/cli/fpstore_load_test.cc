@@ -242,7 +242,8 @@ TEST(LoadTest, TheSimhashToolsCommandLines) {
   args.insert(args.end(), jsonl.begin(), jsonl.end());
   ToolResult r = Load(args);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("fpstore-admin clusters --db DIR --output clusters.tsv"), std::string::npos)
+  EXPECT_NE(r.err.find("fpstore-admin clusters --db STORE --output clusters.tsv"),
+            std::string::npos)
       << r.err;
   EXPECT_FALSE(std::filesystem::exists(db));
   args.erase(args.begin() + 2, args.begin() + 4);  // without --output
@@ -760,7 +761,7 @@ TEST(LoadThenQueryTest, DistanceAboveThePlannedDistanceIsRefused) {
 
 TEST(LoadUsageTest, Errors) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{}, "--db DIR is required (the store)"},
+      {{}, "--db STORE is required (a directory, or redis://HOST:PORT/NAME)"},
       {{"--db", "x"}, "--input FILE is required (- for standard input)"},
       {{"--db", "x", "--input", "y", "--format", "xml"},
        "--format: unknown format \"xml\" (expected jsonl, tsv or hash)"},
@@ -797,7 +798,7 @@ TEST(LoadUsageTest, HelpShowsEveryOptionWithAnExample) {
   const ToolResult r = Load({"--help"});
   EXPECT_EQ(r.exit_code, 0);
   for (const char* option :
-       {"--db DIR",          "--input FILE",      "--format F",     "--blocks M",
+       {"--db STORE",        "--input FILE",      "--format F",     "--blocks M",
         "--distance K",      "--window N",        "--weighting W",  "--text-column KEY",
         "--id-column KEY",   "--meta-column KEY", "--threads N",    "--skip-bad FILE",
         "--sample N",        "--memory MB",       "--temp-dir DIR", "--quiet",

@@ -288,7 +288,7 @@ INSTANTIATE_TEST_SUITE_P(
     CommandLines, UsageErrorTest,
     ::testing::Values(
         Usage{{},
-              "nothing to do: give --db DIR and what to look for, or --fingerprint, or "
+              "nothing to do: give --db STORE and what to look for, or --fingerprint, or "
               "--distance-between"},
         Usage{{"--bogus"}, "unrecognised option '--bogus'"},
         Usage{{"--finger", "--text", "x"}, "unrecognised option '--finger'"},
@@ -327,7 +327,7 @@ INSTANTIATE_TEST_SUITE_P(
         Usage{{"--distance-between", "1", "2", "--distance", "65"},
               "--distance: \"65\" is not a whole number from 0 to 64"},
         Usage{{"--text", "a"},
-              "searching needs --db DIR (the store); to print a fingerprint, add --fingerprint"},
+              "searching needs --db STORE (the store); to print a fingerprint, add --fingerprint"},
         Usage{{"--db", "store"}, "--db needs one of --hash, --text, --file or --input"},
         Usage{{"--db", "store", "--hash", "-1"},
               "--hash: hash \"-1\" has a sign; hashes are unsigned 64-bit integers"},
@@ -598,7 +598,7 @@ TEST(HelpTest, ShowsEveryOptionWithAnExample) {
   const ToolResult r = Query({"--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.err, "");
-  for (const char* option : {"--db DIR",
+  for (const char* option : {"--db STORE",
                              "--fingerprint",
                              "--distance-between",
                              "--hash H",

@@ -177,13 +177,10 @@ inline void CheckOutput(const std::string& output) {
 
 // A store's --db description, by how the command opens it.
 inline StoreFlags::Config ReadOnlyStore() {
-  return {.db_help =
-              "The store, opened read-only: works while another process writes to it. "
-              "e.g. --db crawl.fps"};
+  return {.db_help = "The store, opened read-only: works while another process writes to it."};
 }
 inline StoreFlags::Config WritableStore(bool durability = false) {
-  return {.durability = durability,
-          .db_help = "The store, opened for writing; it must exist. e.g. --db crawl.fps"};
+  return {.durability = durability, .db_help = "The store, opened for writing; it must exist."};
 }
 
 inline void CloseStore(Store& store) { ThrowIfError(store.Close()); }

@@ -16,7 +16,7 @@ class CreateCommand final : public Command {
   }
   std::vector<std::string> Synopsis() const override {
     return {
-        "--db DIR [--blocks M] [--distance K] [--window N] [--weighting W] "
+        "--db STORE [--blocks M] [--distance K] [--window N] [--weighting W] "
         "[--expected-documents N [--disk-budget GB]] [--dry-run]"};
   }
   std::vector<Example> Examples() const override {
@@ -29,16 +29,20 @@ class CreateCommand final : public Command {
          "Show a plan without creating anything."},
         {"--db unused --expected-documents 1e8 --disk-budget 40 --dry-run",
          "Compare the plans for distance 3 at 100 million documents and suggest the fastest "
-         "that fits in 40 GB."}};
+         "that fits in 40 GB."},
+        {"--db redis://10.0.0.5:7000/crawl --expected-documents 1e9",
+         "Create the store crawl in the Redis Cluster of the node at 10.0.0.5:7000, its tables "
+         "cut for a billion documents."}};
   }
 
   void DefineOptions(OptionTable& table) override {
     store_.Define(table, {.plan = true,
-                          .db_help = "The directory to create the store in: absent, or an empty "
-                                     "directory. e.g. --db crawl.fps"});
+                          .db_help = "The store to create: an absent or empty directory, or a "
+                                     "NAME that the Redis Cluster holds no store under."});
     table.Add(kStoreGroup, "disk-budget", po::value(&disk_budget_gb_)->value_name("GB"),
               "With --expected-documents: suggest only plans whose estimated size fits in GB "
-              "gigabytes. e.g. --disk-budget 40");
+              "gigabytes (of an embedded store: not for a store in Redis). "
+              "e.g. --disk-budget 40");
     table.AddSwitch(kStoreGroup, "dry-run", &dry_run_,
                     "Print the plan and create nothing. e.g. --dry-run");
     fingerprint_.Define(table);
@@ -70,7 +74,14 @@ class CreateCommand final : public Command {
                    "over the tables of N / 2^prefix bits)\n",
                    Rough(ExpectedCandidates(*plan_, expected())).c_str(),
                    Rough(expected()).c_str());
-      PrintPlanComparison(fingerprint.signature_slots);
+      if (store_.in_redis()) {
+        std::fprintf(out(),
+                     "\nno plans compared: their estimates are of an embedded store's disk and "
+                     "reads, while a store in Redis takes the cluster's memory and a query costs "
+                     "network round trips (docs/design.md, \"The Redis backend\")\n");
+      } else {
+        PrintPlanComparison(fingerprint.signature_slots);
+      }
     }
     return 0;
   }
@@ -89,6 +100,11 @@ class CreateCommand final : public Command {
       }
       if (!(disk_budget_gb_ > 0 && std::isfinite(disk_budget_gb_))) {
         throw UsageError("--disk-budget: must be a number of gigabytes above 0");
+      }
+      if (store_.in_redis()) {
+        throw UsageError(
+            "--disk-budget: the estimates are of an embedded store's disk; a store in Redis "
+            "takes the cluster's memory instead");
       }
     }
   }
@@ -151,9 +167,10 @@ class StatsCommand final : public Command {
  public:
   std::string_view Name() const override { return "stats"; }
   std::string_view Summary() const override {
-    return "Show documents, table sizes, bytes on disk, plan and fingerprint options.";
+    return "Show documents, table sizes, bytes on disk (of memory, in Redis), plan and "
+           "fingerprint options.";
   }
-  std::vector<std::string> Synopsis() const override { return {"--db DIR [--json]"}; }
+  std::vector<std::string> Synopsis() const override { return {"--db STORE [--json]"}; }
   std::vector<Example> Examples() const override {
     return {{"--db crawl.fps", "A readable report."},
             {"--db crawl.fps --json | jq .documents", "One JSON object, for scripts."}};
@@ -166,54 +183,81 @@ class StatsCommand final : public Command {
 
   int Run() override {
     OpenedStore opened = store_.Open(StoreAccess::kReadOnly, nullptr);
-    const Store& store = *opened.store;
-    const StoreStats stats = ValueOrThrow(store.Stats());
-    const PermutationPlan& plan = store.plan();
-    const std::string& db = store_.db();
-    const double per_document = stats.documents > 0 ? static_cast<double>(stats.bytes_on_disk) /
-                                                          static_cast<double>(stats.documents)
-                                                    : 0;
+    const StoreStats stats = ValueOrThrow(opened.store->Stats());
     if (json_) {
-      std::string tables;
-      for (std::size_t t = 0; t < plan.table_count(); ++t) {
-        tables += std::string(t == 0 ? "" : ",") + "{\"table\":" + std::to_string(t) +
-                  ",\"blocks\":[" + BlockList(plan.table(t)) +
-                  "],\"prefix_bits\":" + std::to_string(plan.table(t).prefix_bits()) +
-                  ",\"bytes\":" + std::to_string(stats.table_bytes[t]) + "}";
-      }
-      std::fprintf(
-          out(),
-          "{\"path\":%s,\"format_version\":%d,\"group_bits\":%d,\"blocks\":%d,\"distance\":%d,"
-          "\"fingerprint\":{\"text\":%s,\"version\":%d,\"window\":%d,\"weighting\":\"%s\","
-          "\"signature_slots\":%d,\"signature_window\":%d},\"min_similarity\":%s,"
-          "\"documents\":%llu,\"staged_documents\":%llu,\"recent_fingerprints\":%llu,\"lone_bits_"
-          "used\":%s,\"bytes_on_disk\":%llu,\"bytes_per_document\":%s,\"tables\":[%s]}\n",
-          JsonString(db).c_str(), stats.internals.format_version, stats.internals.group_bits,
-          stats.blocks, stats.distance, JsonString(stats.fingerprint.ToString()).c_str(),
-          stats.fingerprint.version, stats.fingerprint.window,
-          std::string(WeightingName(stats.fingerprint.weighting)).c_str(),
-          stats.fingerprint.signature_slots, stats.fingerprint.signature_window,
-          Fixed(stats.min_similarity, 3).c_str(), static_cast<unsigned long long>(stats.documents),
-          static_cast<unsigned long long>(stats.staged_documents),
-          static_cast<unsigned long long>(stats.internals.recent_fingerprints),
-          stats.internals.lone_bits_used ? "true" : "false",
-          static_cast<unsigned long long>(stats.bytes_on_disk), Fixed(per_document, 1).c_str(),
-          tables.c_str());
-      return 0;
+      PrintJson(opened.store->plan(), stats);
+    } else {
+      PrintReport(opened.store->plan(), stats);
     }
-    std::fprintf(out(), "store:              %s\n", db.c_str());
+    return 0;
+  }
+
+ protected:
+  void Check(const po::variables_map& vm) override { store_.Check(vm); }
+
+ private:
+  // What differs between the backends: a store in Redis counts bytes of the
+  // cluster's memory (MEMORY USAGE of its keys), not of files; it cuts its
+  // tables into buckets, not groups; it stages nothing and has no lone bits.
+  bool redis() const { return store_.in_redis(); }
+
+  static double PerDocument(const StoreStats& stats) {
+    return stats.documents > 0
+               ? static_cast<double>(stats.bytes_on_disk) / static_cast<double>(stats.documents)
+               : 0;
+  }
+
+  void PrintJson(const PermutationPlan& plan, const StoreStats& stats) const {
+    std::string tables;
+    for (std::size_t t = 0; t < plan.table_count(); ++t) {
+      tables += std::string(t == 0 ? "" : ",") + "{\"table\":" + std::to_string(t) +
+                ",\"blocks\":[" + BlockList(plan.table(t)) +
+                "],\"prefix_bits\":" + std::to_string(plan.table(t).prefix_bits()) +
+                ",\"bytes\":" + std::to_string(stats.table_bytes[t]) + "}";
+    }
+    const StoreStats::Internals& in = stats.internals;
+    const std::string lone_bits =
+        redis() ? ""
+                : "\"recent_fingerprints\":" + std::to_string(in.recent_fingerprints) +
+                      ",\"lone_bits_used\":" + (in.lone_bits_used ? "true" : "false") + ",";
+    std::fprintf(
+        out(),
+        "{\"path\":%s,\"backend\":\"%s\",\"format_version\":%d,\"%s\":%d,\"blocks\":%d,"
+        "\"distance\":%d,\"fingerprint\":{\"text\":%s,\"version\":%d,\"window\":%d,"
+        "\"weighting\":\"%s\",\"signature_slots\":%d,\"signature_window\":%d},"
+        "\"min_similarity\":%s,\"documents\":%llu,\"staged_documents\":%llu,%s\"%s\":%llu,"
+        "\"bytes_per_document\":%s,\"tables\":[%s]}\n",
+        JsonString(store_.db()).c_str(), redis() ? "redis" : "embedded", in.format_version,
+        redis() ? "bucket_bits" : "group_bits", in.group_bits, stats.blocks, stats.distance,
+        JsonString(stats.fingerprint.ToString()).c_str(), stats.fingerprint.version,
+        stats.fingerprint.window, std::string(WeightingName(stats.fingerprint.weighting)).c_str(),
+        stats.fingerprint.signature_slots, stats.fingerprint.signature_window,
+        Fixed(stats.min_similarity, 3).c_str(), static_cast<unsigned long long>(stats.documents),
+        static_cast<unsigned long long>(stats.staged_documents), lone_bits.c_str(),
+        redis() ? "redis_memory_bytes" : "bytes_on_disk",
+        static_cast<unsigned long long>(stats.bytes_on_disk), Fixed(PerDocument(stats), 1).c_str(),
+        tables.c_str());
+  }
+
+  void PrintReport(const PermutationPlan& plan, const StoreStats& stats) const {
+    std::fprintf(out(), "store:              %s\n", store_.db().c_str());
     std::fprintf(out(), "plan:               %s: %s\n", plan.ToString().c_str(),
                  DescribeTables(plan).c_str());
     std::fprintf(out(), "fingerprint:        %s\n", stats.fingerprint.ToString().c_str());
     std::fprintf(out(), "min similarity:     %s (of a match, unless a query sets its own)\n",
                  Fixed(stats.min_similarity, 3).c_str());
     std::fprintf(out(), "documents:          %s\n", WithCommas(stats.documents).c_str());
-    std::fprintf(out(), "staged documents:   %s (not yet merged into the tables)\n",
-                 WithCommas(stats.staged_documents).c_str());
-    std::fprintf(out(), "bytes on disk:      %s (%s MB)\n", WithCommas(stats.bytes_on_disk).c_str(),
-                 Fixed(static_cast<double>(stats.bytes_on_disk) / 1e6, 1).c_str());
+    if (!redis()) {
+      std::fprintf(out(), "staged documents:   %s (not yet merged into the tables)\n",
+                   WithCommas(stats.staged_documents).c_str());
+    }
+    std::fprintf(out(), "%s%s (%s MB%s)\n",
+                 redis() ? "Redis memory:       " : "bytes on disk:      ",
+                 WithCommas(stats.bytes_on_disk).c_str(),
+                 Fixed(static_cast<double>(stats.bytes_on_disk) / 1e6, 1).c_str(),
+                 redis() ? ", MEMORY USAGE of the store's keys" : "");
     std::fprintf(out(), "bytes per document: %s\n",
-                 stats.documents > 0 ? Fixed(per_document, 1).c_str() : "-");
+                 stats.documents > 0 ? Fixed(PerDocument(stats), 1).c_str() : "-");
     std::fprintf(out(), "tables:\n");
     for (std::size_t t = 0; t < plan.table_count(); ++t) {
       std::fprintf(out(), "  table %3zu  blocks %-12s %2d-bit prefix  %s bytes\n", t,
@@ -222,19 +266,20 @@ class StatsCommand final : public Command {
     }
     const StoreStats::Internals& in = stats.internals;
     std::fprintf(out(), "internals (docs/design.md):\n");
+    if (redis()) {
+      std::fprintf(out(), "  format version:   %d (of the Redis layout, docs/format.md)\n",
+                   in.format_version);
+      std::fprintf(out(), "  bucket bits:      %d\n", in.group_bits);
+      return;
+    }
     std::fprintf(out(), "  format version:   %d\n", in.format_version);
     std::fprintf(out(), "  group bits:       %d\n", in.group_bits);
     std::fprintf(out(), "  recent:           %s%s fingerprints since the lone bits (%s)\n",
                  in.lone_bits_used ? "" : "at least ", WithCommas(in.recent_fingerprints).c_str(),
                  in.lone_bits_used ? "rewritten in the background past a threshold, or by compact"
                                    : "too many: queries use none until they are rewritten");
-    return 0;
   }
 
- protected:
-  void Check(const po::variables_map& vm) override { store_.Check(vm); }
-
- private:
   StoreFlags store_;
   bool json_ = false;
 };
@@ -248,7 +293,7 @@ class DumpCommand final : public Command {
     return "Write every document, id<TAB>fingerprint<TAB>signature<TAB>metadata, in id order.";
   }
   std::vector<std::string> Synopsis() const override {
-    return {"--db DIR [--output FILE] [--quiet]"};
+    return {"--db STORE [--output FILE] [--quiet]"};
   }
   std::vector<Example> Examples() const override {
     return {{"--db crawl.fps --output all.tsv", "Dump every document."},
@@ -331,10 +376,11 @@ class CheckpointCommand final : public Command {
  public:
   std::string_view Name() const override { return "checkpoint"; }
   std::string_view Summary() const override {
-    return "Write a consistent copy of the store to a new directory (hard links where possible).";
+    return "Write a consistent copy of the store to a new directory (hard links where "
+           "possible); a store in Redis refuses: Redis keeps its own copies.";
   }
   std::vector<std::string> Synopsis() const override {
-    return {"--db DIR --output DIR2", "--db DIR DIR2"};
+    return {"--db STORE --output DIR", "--db STORE DIR"};
   }
   std::vector<Example> Examples() const override {
     return {{"--db crawl.fps --output backup/crawl-2024-06-01.fps",
@@ -343,7 +389,7 @@ class CheckpointCommand final : public Command {
 
   void DefineOptions(OptionTable& table) override {
     store_.Define(table, WritableStore());
-    table.Add(kOutputGroup, "output,o", po::value(&output_)->value_name("DIR2"),
+    table.Add(kOutputGroup, "output,o", po::value(&output_)->value_name("DIR"),
               "The directory to create, which must not exist; may also be given as an "
               "argument. e.g. --output backup.fps");
     table.AllowPositional(&args_);
@@ -352,8 +398,9 @@ class CheckpointCommand final : public Command {
   int Run() override {
     OpenedStore opened = store_.Open(StoreAccess::kWrite, nullptr);
     Store& store = *opened.store;
-    const StoreStats stats = ValueOrThrow(store.Stats());
+    // First, so that a store that cannot be copied (in Redis) is not scanned for its stats.
     ThrowIfError(store.Checkpoint(output_));
+    const StoreStats stats = ValueOrThrow(store.Stats());
     CloseStore(store);
     std::fprintf(out(), "checkpoint of %s (%s documents) written to %s\n", store_.db().c_str(),
                  WithCommas(stats.documents).c_str(), output_.c_str());
@@ -367,7 +414,7 @@ class CheckpointCommand final : public Command {
       throw UsageError("checkpoint takes one output directory");
     }
     if (!args_.empty()) output_ = args_.front();
-    if (output_.empty()) throw UsageError("checkpoint needs --output DIR2");
+    if (output_.empty()) throw UsageError("checkpoint needs --output DIR");
   }
 
  private:

@@ -5,6 +5,24 @@
 namespace fpstore::cli::admin {
 namespace {
 
+// Runs `scan_store` (Verify or Compact) with progress on standard
+// error labelled `doing` ("verifying") and `threads` (0: one per core).
+Status ScanWithProgress(bool quiet, std::FILE* err, const char* doing, int threads,
+                        const std::function<Status(const ScanOptions&)>& scan_store) {
+  WorkProgress progress(Progress::AutoStyle(quiet, err), kTool, doing, err);
+  ScanOptions scan;
+  scan.progress = progress.Callback();
+  scan.threads = threads;
+  return scan_store(scan);
+}
+
+// Throws for a failed Verify: "`what` failed: ..." for Corruption,
+// the message alone otherwise.
+void ThrowIfDamaged(const Status& status, const std::string& what) {
+  if (status.IsCorruption()) throw RuntimeError(what + " failed: " + status.message());
+  ThrowIfError(status);
+}
+
 // ---- compact ---------------------------------------------------------------------
 
 class CompactCommand final : public Command {
@@ -13,7 +31,7 @@ class CompactCommand final : public Command {
   std::string_view Summary() const override {
     return "Compact every table fully, e.g. after many inserts or removals.";
   }
-  std::vector<std::string> Synopsis() const override { return {"--db DIR [--quiet]"}; }
+  std::vector<std::string> Synopsis() const override { return {"--db STORE [--quiet]"}; }
   std::vector<Example> Examples() const override {
     return {{"--db crawl.fps", "Compact, with progress on standard error."}};
   }
@@ -27,16 +45,14 @@ class CompactCommand final : public Command {
     OpenedStore opened = store_.Open(StoreAccess::kWrite, nullptr);
     Store& store = *opened.store;
     const StoreStats before = ValueOrThrow(store.Stats());
-    {
-      WorkProgress progress(Progress::AutoStyle(quiet_, err()), kTool, "compacting", err());
-      ScanOptions scan;
-      scan.progress = progress.Callback();
-      ThrowIfError(store.Compact(scan));
-    }
+    ThrowIfError(ScanWithProgress(quiet_, err(), "compacting", 0,
+                                  [&](const ScanOptions& scan) { return store.Compact(scan); }));
     const StoreStats after = ValueOrThrow(store.Stats());
     CloseStore(store);
-    std::fprintf(out(), "compacted %s: %s bytes on disk before, %s after\n", store_.db().c_str(),
-                 WithCommas(before.bytes_on_disk).c_str(), WithCommas(after.bytes_on_disk).c_str());
+    std::fprintf(out(), "compacted %s: %s bytes %s before, %s after\n", store_.db().c_str(),
+                 WithCommas(before.bytes_on_disk).c_str(),
+                 store_.in_redis() ? "of Redis memory" : "on disk",
+                 WithCommas(after.bytes_on_disk).c_str());
     return 0;
   }
 
@@ -58,7 +74,7 @@ class VerifyCommand final : public Command {
            "not.";
   }
   std::vector<std::string> Synopsis() const override {
-    return {"--db DIR [--threads N] [--quiet]"};
+    return {"--db STORE [--threads N] [--quiet]"};
   }
   std::vector<Example> Examples() const override {
     return {{"--db crawl.fps || echo damaged", "Verify; on a problem, list it and exit 1."}};
@@ -74,16 +90,9 @@ class VerifyCommand final : public Command {
     OpenedStore opened = store_.Open(StoreAccess::kReadOnly, nullptr);
     const Store& store = *opened.store;
     const StoreStats stats = ValueOrThrow(store.Stats());
-    Status verified;
-    {
-      WorkProgress progress(Progress::AutoStyle(quiet_, err()), kTool, "verifying", err());
-      ScanOptions scan;
-      scan.progress = progress.Callback();
-      scan.threads = threads_;
-      verified = store.Verify(scan);
-    }
-    if (verified.IsCorruption()) throw RuntimeError("verify failed: " + verified.message());
-    ThrowIfError(verified);
+    ThrowIfDamaged(ScanWithProgress(quiet_, err(), "verifying", threads_,
+                                    [&](const ScanOptions& scan) { return store.Verify(scan); }),
+                   "verify");
     std::fprintf(out(), "ok: %s: %s documents, %zu tables, every entry consistent\n",
                  store_.db().c_str(), WithCommas(stats.documents).c_str(),
                  store.plan().table_count());
@@ -108,7 +117,7 @@ class RecoverCommand final : public Command {
     return "Open a store whose write-ahead log is damaged, dropping the writes after the damage, "
            "and say what was dropped.";
   }
-  std::vector<std::string> Synopsis() const override { return {"--db DIR"}; }
+  std::vector<std::string> Synopsis() const override { return {"--db STORE"}; }
   std::vector<Example> Examples() const override {
     return {{"--db crawl.fps",
              "Drop what the damaged log cannot replay; the log is kept in crawl.fps/lost."}};
@@ -117,6 +126,11 @@ class RecoverCommand final : public Command {
   void DefineOptions(OptionTable& table) override { store_.Define(table, WritableStore()); }
 
   int Run() override {
+    if (store_.in_redis()) {
+      throw RuntimeError(store_.db() +
+                         " lives in Redis, which keeps no write-ahead log of fpstore's to "
+                         "recover");
+    }
     StoreOptions options = store_.Options();
     options.create_if_missing = false;
     options.drop_damaged_log = true;

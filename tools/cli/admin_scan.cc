@@ -27,8 +27,9 @@ class ScanCommand : public Command {
                   ->value_name("MB"),
               "Megabytes the scan may take to read every document once and sort the tables in "
               "memory: 32 bytes a document, 16 more per further thread. A larger store is read "
-              "table by table from disk, several times slower; 0 always does that. Default: "
-              "1024. e.g. --memory 4096");
+              "table by table from disk, several times slower; 0 always does that. A store in "
+              "Redis is always sorted in memory, 16 bytes a document. Default: 1024. "
+              "e.g. --memory 4096");
     DefineQuiet(table, &quiet_);
   }
 
@@ -97,7 +98,7 @@ class FindAllCommand final : public ScanCommand {
   }
   std::vector<std::string> Synopsis() const override {
     return {
-        "--db DIR [--distance K] [--min-similarity S] [--output FILE] [--threads N] "
+        "--db STORE [--distance K] [--min-similarity S] [--output FILE] [--threads N] "
         "[--memory MB] [--quiet]"};
   }
   std::vector<Example> Examples() const override {
@@ -140,7 +141,7 @@ class ClustersCommand final : public ScanCommand {
   }
   std::vector<std::string> Synopsis() const override {
     return {
-        "--db DIR [--distance K] [--output FILE] [--min-size N] [--threads N] [--memory MB] "
+        "--db STORE [--distance K] [--output FILE] [--min-size N] [--threads N] [--memory MB] "
         "[--quiet]"};
   }
   std::vector<Example> Examples() const override {

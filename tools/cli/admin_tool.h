@@ -1,6 +1,6 @@
 // fpstore-admin: operations on a store (docs/tools/fpstore-admin.md).
 //
-// Its commands are subcommands, `fpstore-admin COMMAND --db DIR ...`:
+// Its commands are subcommands, `fpstore-admin COMMAND --db STORE ...`:
 //   create       make a new store with a plan and fingerprint options
 //   stats        documents, table sizes, bytes on disk, plan, options
 //   compact      compact every table fully

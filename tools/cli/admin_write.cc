@@ -18,7 +18,7 @@ class InsertCommand final : public Command {
   }
   std::vector<std::string> Synopsis() const override {
     return {
-        "--db DIR --input FILE [--format jsonl|tsv|hash] [--text-column KEY] "
+        "--db STORE --input FILE [--format jsonl|tsv|hash] [--text-column KEY] "
         "[--id-column KEY] [--meta-column KEY] [--batch-size N] [--durability MODE] "
         "[--skip-bad FILE]"};
   }
@@ -37,9 +37,8 @@ class InsertCommand final : public Command {
     fingerprint_.Define(table);
     table.Add(kStoreGroup, "batch-size",
               WholeNumber("batch-size", &batch_size_, std::size_t{1}, kMaxBatch)->value_name("N"),
-              "Documents per batch, 1 to 10,000,000. Each batch is one atomic write, durable (as "
-              "--durability "
-              "says) when it returns. Default: " +
+              "Documents per batch, 1 to 10,000,000. Each batch is one atomic write (in Redis, "
+              "each document of it), durable (as --durability says) when it returns. Default: " +
                   WithCommas(kDefaultBatch) +
                   ", or 1 when --input is a pipe or a terminal, so that each record is durable "
                   "and seen by readers as it comes. e.g. --batch-size 1000");
@@ -90,7 +89,7 @@ class InsertCommand final : public Command {
       if (Status s = store.InsertBatch(docs); !s.ok()) {
         throw RuntimeError("inserting lines " + std::to_string(pending.front().line) + "-" +
                            std::to_string(pending.back().line) + " of " + reader->name() + ": " +
-                           s.message() + Committed());
+                           s.message() + Committed(pending.front().line, pending.back().line));
       }
       inserted_ += pending.size();
       ++batches_;
@@ -157,13 +156,23 @@ class InsertCommand final : public Command {
 
  private:
   // What was committed before an error, for its message: each batch is
-  // atomic, so the documents of whole batches, up to a line.
-  std::string Committed() const {
-    if (batches_ == 0) return " (nothing was inserted)";
+  // atomic, so the documents of whole batches, up to a line. A store in
+  // Redis writes a batch document by document, so of the batch whose write
+  // failed, lines `failed_first` to `failed_last` (0 for none), any may be
+  // stored.
+  std::string Committed(std::uint64_t failed_first = 0, std::uint64_t failed_last = 0) const {
+    const bool in_doubt = failed_last != 0 && store_.in_redis();
+    const std::string doubt =
+        in_doubt ? "lines " + std::to_string(failed_first) + "-" + std::to_string(failed_last) +
+                       ", written to Redis document by document, may be stored in part; "
+                 : "";
+    const std::string after = "nothing after line " +
+                              std::to_string(in_doubt ? failed_last : last_line_) +
+                              " was inserted)";
+    if (batches_ == 0) return in_doubt ? " (" + doubt + after : " (nothing was inserted)";
     return " (committed before it: " + WithCommas(inserted_) + " documents, lines 1-" +
            std::to_string(last_line_) + ", in " + WithCommas(batches_) +
-           (batches_ == 1 ? " batch" : " batches") + "; nothing after line " +
-           std::to_string(last_line_) + " was inserted)";
+           (batches_ == 1 ? " batch" : " batches") + "; " + doubt + after;
   }
 
   StoreFlags store_;
@@ -191,8 +200,8 @@ class RemoveCommand final : public Command {
     return "Remove documents by id; exit 1 if some were not stored (unless --missing-ok).";
   }
   std::vector<std::string> Synopsis() const override {
-    return {"--db DIR ID... [--missing-ok] [--durability MODE]",
-            "--db DIR --ids-file FILE [--missing-ok] [--durability MODE]"};
+    return {"--db STORE ID... [--missing-ok] [--durability MODE]",
+            "--db STORE --ids-file FILE [--missing-ok] [--durability MODE]"};
   }
   std::vector<Example> Examples() const override {
     return {{"--db crawl.fps 17 42", "Remove documents 17 and 42."},

@@ -41,13 +41,14 @@ class LoadCommand final : public Command {
  public:
   std::string_view Name() const override { return "load"; }
   std::string_view Summary() const override {
-    return "Load documents or fingerprints into a store, all or nothing.";
+    return "Load documents or fingerprints into a store, all or nothing (into Redis: in rounds, "
+           "each document whole).";
   }
   std::vector<std::string> Synopsis() const override {
     return {
-        "--db DIR --input FILE [--format jsonl|tsv|hash] [--blocks M --distance K] "
+        "--db STORE --input FILE [--format jsonl|tsv|hash] [--blocks M --distance K] "
         "[--window N]",
-        "--db DIR --input FILE [--text-column KEY] [--id-column KEY] [--meta-column KEY] "
+        "--db STORE --input FILE [--text-column KEY] [--id-column KEY] [--meta-column KEY] "
         "[--threads N] [--skip-bad FILE] [--sample N] [--quiet]"};
   }
   std::vector<Example> Examples() const override {
@@ -59,14 +60,18 @@ class LoadCommand final : public Command {
             {"--db new.fps --blocks 8 --distance 4 --window 5 --input docs.jsonl",
              "Create a store that answers within 4 bits, with 5-token shingles, and load it."},
             {"--db crawl.fps --input - --skip-bad rejected.txt < pages.jsonl",
-             "Read standard input; write malformed lines to rejected.txt instead of stopping."}};
+             "Read standard input; write malformed lines to rejected.txt instead of stopping."},
+            {"--db redis://10.0.0.5:7000/crawl --input pages.jsonl --meta-column url",
+             "Load into the store crawl in the Redis Cluster of the node at 10.0.0.5:7000, "
+             "creating it if needed."}};
   }
 
   void DefineOptions(OptionTable& table) override {
     store_.Define(table, {.plan = true,
-                          .db_help = "The store to load into: a directory, created with "
-                                     "--blocks, --distance, --window and --weighting if it "
-                                     "holds no store yet. e.g. --db crawl.fps"});
+                          .db_help = "The store to load into, created with --blocks, "
+                                     "--distance, --window and --weighting if there is none "
+                                     "yet. A load into Redis is not all or nothing: one that "
+                                     "fails while writing leaves the documents written before."});
     input_.Define(table,
                   "The file to load: documents (jsonl) or fingerprints (tsv, hash); - reads "
                   "standard input. e.g. --input pages.jsonl");
@@ -75,12 +80,12 @@ class LoadCommand final : public Command {
     table.Add(kLoadGroup, "memory",
               WholeNumber("memory", &memory_mb_, 1, kMaxMemoryMb)->value_name("MB"),
               "Megabytes of documents held in memory before a sorted run is spilled to disk, 1 "
-              "to 16,777,216. "
+              "to 16,777,216 (a load into Redis holds every document in memory). "
               "Default: 1024. e.g. --memory 4096");
     table.Add(kLoadGroup, "temp-dir", po::value(&temp_dir_)->value_name("DIR"),
-              "Where sorted runs and table files are written before ingestion. Default: inside "
-              "the store, so that ingestion moves the files instead of copying them. "
-              "e.g. --temp-dir /scratch",
+              "Where sorted runs and table files are written before ingestion (not for a store "
+              "in Redis, which writes none). Default: inside the store, so that ingestion moves "
+              "the files instead of copying them. e.g. --temp-dir /scratch",
               {"temp_dir"});
     table.AddSwitch(kGeneralGroup, "quiet,q", &quiet_,
                     "No progress and no summary on standard error; errors are still shown. "
@@ -131,8 +136,8 @@ class LoadCommand final : public Command {
   void Check(const po::variables_map& vm) override {
     if (vm.count("output") > 0) {
       throw UsageError(
-          "--output: fpstore-load writes a store, not results; load with fpstore-load --db DIR "
-          "..., then write the clusters with fpstore-admin clusters --db DIR --output " +
+          "--output: fpstore-load writes a store, not results; load with fpstore-load --db STORE "
+          "..., then write the clusters with fpstore-admin clusters --db STORE --output " +
           (output_.empty() ? std::string("FILE") : output_) +
           " (or the pairs with fpstore-admin find-all)");
     }
@@ -153,7 +158,7 @@ class LoadCommand final : public Command {
 
  private:
   // Reads, then ingests. Throws with the store unchanged, except once
-  // Finish has succeeded.
+  // Finish has succeeded, or, into an existing store in Redis, has begun.
   int Load(RecordReader& reader, OpenedStore& opened, InterruptGuard& interrupts,
            BadLineFile* bad_lines, Progress** progress_slot) {
     Store& store = *opened.store;
@@ -163,7 +168,9 @@ class LoadCommand final : public Command {
     load_options.memory_bytes = static_cast<std::size_t>(memory_mb_) << 20;
     load_options.threads = pipeline_.threads();
     load_options.temp_dir = temp_dir_;
-    WorkProgress finishing(style, kTool, "writing and ingesting tables", err());
+    WorkProgress finishing(style, kTool,
+                           store_.in_redis() ? "writing to Redis" : "writing and ingesting tables",
+                           err());
     load_options.progress = finishing.Callback();
     std::unique_ptr<BulkLoader> loader =
         ValueOrThrow(store.NewBulkLoader(load_options), "loading into " + store_.db());
@@ -207,13 +214,21 @@ class LoadCommand final : public Command {
     }
 
     // Ingestion cannot stop part-way, and need not: it is atomic. A signal
-    // from now on ends the process at once, with the load in or not.
+    // from now on ends the process at once, with the load in or not (in
+    // Redis, with the rounds written so far).
     interrupts.RestoreDefaults();
     if (const int signal = interrupts.signal(); signal != 0) {
       return Interrupt(signal, nullptr, progress_slot, style);
     }
     Result<BulkLoadStats> stats = loader->Finish();
     finishing.Finish();
+    if (!stats.ok() && store_.in_redis() && !opened.created) {
+      // A new store goes as a whole (Run); an existing one keeps what was written.
+      throw RuntimeError(ErrorMessage(stats.status(), context) +
+                         " (a load into Redis is not all or nothing: the documents written "
+                         "before the failure are stored, each whole; the same load again "
+                         "finishes it)");
+    }
     ThrowIfError(stats.status(), context);
     loader.reset();
     opened.created = false;  // the load is in: nothing to undo any more
@@ -265,8 +280,11 @@ class LoadCommand final : public Command {
 }  // namespace
 
 CommandRegistry LoadTool() {
-  CommandRegistry tool(kTool, "Bulk import into an fpstore: all documents in one atomic step.",
-                       ExitPolicy::Standard(), CommandRegistry::Dispatch::kModeFlag);
+  CommandRegistry tool(
+      kTool,
+      "Bulk import into an fpstore: all documents in one atomic step (into Redis, in "
+      "rounds).",
+      ExitPolicy::Standard(), CommandRegistry::Dispatch::kModeFlag);
   tool.Register([] { return std::make_unique<LoadCommand>(); }, /*is_default=*/true);
   return tool;
 }

@@ -33,9 +33,9 @@ constexpr const char* kInputHelp =
 // ---- The store ----------------------------------------------------------------
 
 constexpr const char* kDbHelp =
-    "Search the store in DIR for near-duplicates (the default mode). With --fingerprint or "
+    "Search this store for near-duplicates (the default mode). With --fingerprint or "
     "--distance-between, use the store's fingerprint options. Opened read-only: works beside "
-    "a process that writes to it. e.g. --db crawl.fps";
+    "a process that writes to it.";
 
 // --db in every mode: optional here, each mode says when it needs it.
 void DefineDb(OptionTable& table, StoreFlags* store) {
@@ -281,7 +281,7 @@ class SearchCommand final : public Command {
   }
   std::vector<std::string> Synopsis() const override {
     return {
-        "--db DIR (--hash H | --text T | --file F | --input FILE) [--distance K] "
+        "--db STORE (--hash H | --text T | --file F | --input FILE) [--distance K] "
         "[--min-similarity S] [--json]"};
   }
   std::vector<Example> Examples() const override {
@@ -290,7 +290,9 @@ class SearchCommand final : public Command {
             {"--db crawl.fps --hash 0x5f2a9c41d7e8b306 --json",
              "Near-duplicates of a fingerprint, as JSON lines."},
             {"--db crawl.fps --input batch.tsv --format tsv",
-             "Near-duplicates of every id<TAB>hash line, with a query column."}};
+             "Near-duplicates of every id<TAB>hash line, with a query column."},
+            {"--db redis://10.0.0.5:7000/crawl --text 'the quick brown fox'",
+             "Search the store crawl in the Redis Cluster of the node at 10.0.0.5:7000."}};
   }
 
   void DefineOptions(OptionTable& table) override {
@@ -365,11 +367,11 @@ class SearchCommand final : public Command {
     if (!store_.given()) {
       if (count == 0) {
         throw UsageError(
-            "nothing to do: give --db DIR and what to look for, or --fingerprint, or "
+            "nothing to do: give --db STORE and what to look for, or --fingerprint, or "
             "--distance-between");
       }
       throw UsageError(
-          "searching needs --db DIR (the store); to print a fingerprint, add --fingerprint");
+          "searching needs --db STORE (the store); to print a fingerprint, add --fingerprint");
     }
     if (count == 0) throw UsageError("--db needs one of --hash, --text, --file or --input");
     if (count > 1) throw UsageError("give only one of --hash, --text, --file or --input");

@@ -1,7 +1,7 @@
 // fpstore-query: ad-hoc near-duplicate checks (docs/tools/fpstore-query.md).
 //
 // Its commands are chosen by a mode flag:
-//   (default)            --db DIR (--hash H | --text T | --file F | --input FILE):
+//   (default)            --db STORE (--hash H | --text T | --file F | --input FILE):
 //                        near-duplicates in a store, opened read-only (so it
 //                        works beside a writer), as a table or JSON lines.
 //   --fingerprint        the fingerprint of a text, a file, or each document

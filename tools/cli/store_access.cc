@@ -13,15 +13,18 @@ namespace fs = std::filesystem;
 
 // ---- Status -> exceptions ------------------------------------------------------
 
-void ThrowIfError(const Status& status, std::string_view context) {
-  if (status.ok()) return;
+std::string ErrorMessage(const Status& status, std::string_view context) {
   std::string message = status.message();
   if (message.empty()) message = status.ToString();
   if (status.IsBusy() && message.find("in use by") == std::string::npos) {
     message += ": the store is in use by another process";
   }
   if (!context.empty()) message = std::string(context) + ": " + message;
-  throw RuntimeError(message);
+  return message;
+}
+
+void ThrowIfError(const Status& status, std::string_view context) {
+  if (!status.ok()) throw RuntimeError(ErrorMessage(status, context));
 }
 
 // ---- Opening a store -------------------------------------------------------------
@@ -30,6 +33,12 @@ void DiscardCreatedStore(OpenedStore* opened) {
   if (!opened->created) return;
   if (opened->store != nullptr) (void)opened->store->Close();
   opened->store.reset();
+  opened->created = false;
+  if (InRedis(opened->path)) {
+    // Only the library knows a Redis store's keys.
+    (void)DestroyStore(opened->path);
+    return;
+  }
   std::error_code ec;
   if (opened->was_empty_dir) {
     for (const fs::directory_entry& entry : fs::directory_iterator(opened->path, ec)) {
@@ -38,15 +47,18 @@ void DiscardCreatedStore(OpenedStore* opened) {
   } else {
     fs::remove_all(opened->path, ec);
   }
-  opened->created = false;
 }
+
+bool InRedis(std::string_view db) { return db.starts_with("redis://"); }
 
 void StoreFlags::Define(OptionTable& table, Config config) {
   config_ = std::move(config);
-  std::string db_help = config_.db_help.empty()
-                            ? "The store: a directory. e.g. --db /var/lib/crawl/dedup.fps"
-                            : config_.db_help;
-  table.Add(config_.db_group, "db", po::value(&db_)->value_name("DIR"), std::move(db_help));
+  std::string db_help = config_.db_help.empty() ? "The store." : config_.db_help;
+  db_help +=
+      " STORE is a directory, or redis://HOST:PORT/NAME for the store NAME in the Redis Cluster "
+      "that the node at HOST:PORT belongs to. e.g. --db crawl.fps, --db "
+      "redis://10.0.0.5:7000/crawl";
+  table.Add(config_.db_group, "db", po::value(&db_)->value_name("STORE"), std::move(db_help));
   if (config_.plan) {
     table.Add(kStoreGroup, "blocks", WholeNumber("blocks", &blocks_value_, 1, 64)->value_name("M"),
               "Blocks each fingerprint is cut into, for a new store (more blocks: more tables, "
@@ -73,13 +85,18 @@ void StoreFlags::Define(OptionTable& table, Config config) {
     table.Add(kStoreGroup, "durability", po::value(&durability_)->value_name("MODE"),
               "What a finished write survives: sync (power loss, one fsync per write), group "
               "(power loss, concurrent writers share fsyncs) or none (a crash of the process, "
-              "not of the machine). Default: group. e.g. --durability sync");
+              "not of the machine). In Redis, sync and group wait until a replica has the "
+              "write, none does not. Default: group. e.g. --durability sync");
   }
 }
 
 void StoreFlags::Check(const po::variables_map& vm) {
-  if (vm.count("db") > 0 && db_.empty()) throw UsageError("--db: empty directory name");
-  if (config_.db_required && db_.empty()) throw UsageError("--db DIR is required (the store)");
+  if (vm.count("db") > 0 && db_.empty()) {
+    throw UsageError("--db: empty (a directory, or redis://HOST:PORT/NAME)");
+  }
+  if (config_.db_required && db_.empty()) {
+    throw UsageError("--db STORE is required (a directory, or redis://HOST:PORT/NAME)");
+  }
   if (config_.plan) {
     if (vm.count("blocks") > 0) blocks_ = blocks_value_;
     if (vm.count("distance") > 0) distance_ = distance_value_;
@@ -173,7 +190,7 @@ OpenedStore StoreFlags::Open(StoreAccess access, const FingerprintFlags* fingerp
     ThrowIfError(store.status());
   }
   std::error_code ec;
-  opened.was_empty_dir = fs::is_directory(db_, ec);
+  opened.was_empty_dir = !InRedis(db_) && fs::is_directory(db_, ec);
   options.create_if_missing = true;
   opened.store = ValueOrThrow(Store::Open(db_, options));
   opened.created = true;

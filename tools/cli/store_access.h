@@ -1,4 +1,5 @@
-// What the tools that touch a store share: opening it from --db DIR and the
+// What the tools that touch a store share: opening it from --db STORE (a
+// directory, or redis://HOST:PORT/NAME for a store in a Redis Cluster) and the
 // store options, and turning fpstore::Status into the CLI's exceptions.
 // fpstore-load, fpstore-query and fpstore-admin all go through here; the
 // documents they read go through document_pipeline.h.
@@ -34,9 +35,12 @@ namespace fpstore::cli {
 
 // ---- Status -> exceptions ------------------------------------------------------
 
-// Throws RuntimeError with the status's message ("context: message" when
-// `context` is given). A Busy status always says that the store is in use
-// by another process. Does nothing for OK.
+// The status's message as the tools print it: "context: message" when
+// `context` is given; a Busy status always says that the store is in use by
+// another process.
+std::string ErrorMessage(const Status& status, std::string_view context = {});
+
+// Throws RuntimeError with ErrorMessage. Does nothing for OK.
 void ThrowIfError(const Status& status, std::string_view context = {});
 
 template <typename T>
@@ -52,7 +56,7 @@ enum class StoreAccess {
   // Queries and scans: never creates or changes anything, and works beside
   // a process that has the store open for writing.
   kReadOnly,
-  // Writes to an existing store; "no store at DIR" if there is none.
+  // Writes to an existing store; "no store at STORE" if there is none.
   kWrite,
   // Writes, creating the store with the plan (--blocks, --distance) and
   // fingerprint options (--window, --weighting) given if it does not exist.
@@ -71,15 +75,20 @@ struct OpenedStore {
 };
 
 // Closes a store that StoreFlags::Open created and removes it again (its
-// directory, or only its content if the directory existed before), so that
-// a command that failed leaves the disk as it found it. Does nothing unless
-// opened->created. Never throws.
+// directory, or only its content if the directory existed before; in Redis,
+// its every key, through DestroyStore), so that a command that failed leaves
+// things as it found them. Does nothing unless opened->created. Never
+// throws.
 void DiscardCreatedStore(OpenedStore* opened);
+
+// Whether --db `db` names a store in a Redis Cluster, redis://HOST:PORT/NAME,
+// which Store::Open and DestroyStore tell from a directory by the same prefix.
+bool InRedis(std::string_view db);
 
 // The --help group of the store options.
 inline constexpr std::string_view kStoreGroup = "Store";
 
-// --db DIR and, as the command asks, the store options:
+// --db STORE and, as the command asks, the store options:
 //   --blocks M, --distance K   the plan of a new store; checked against an
 //                              existing store's when given
 //   --durability MODE          sync, group (default) or none (options.h)
@@ -93,7 +102,9 @@ class StoreFlags {
     bool plan = false;        // define --blocks, --distance and --expected-documents
     bool durability = false;  // define --durability
     bool db_required = true;  // Check fails without --db
-    std::string db_help;      // replaces --db's description; end it with an example
+    // How the command uses --db, without an example: --db's description
+    // goes on with what STORE may be and an example.
+    std::string db_help;
     std::string_view db_group = kStoreGroup;
   };
 
@@ -107,6 +118,7 @@ class StoreFlags {
 
   bool given() const { return !db_.empty(); }
   const std::string& db() const { return db_; }
+  bool in_redis() const { return InRedis(db_); }
 
   // The explicit plan options (unset when not given).
   std::optional<int> blocks() const { return blocks_; }
@@ -120,9 +132,9 @@ class StoreFlags {
   // Opens db() as `access` says. `fingerprint` (may be null): --window and
   // --weighting, used to create a store and, when given, checked against
   // an existing store's recorded options. Throws RuntimeError with the
-  // library's message: "no store at DIR", "DIR was created with blocks 6,
-  // not 8", "opening DIR: the store is in use by another process (pid 42)",
-  // file system errors. A failed Open changes nothing on disk.
+  // library's message: "no store at STORE", "STORE was created with blocks 6,
+  // not 8", "opening STORE: the store is in use by another process (pid 42)",
+  // file system and Redis errors. A failed Open changes nothing.
   OpenedStore Open(StoreAccess access, const FingerprintFlags* fingerprint) const;
 
  private:
@@ -142,7 +154,7 @@ class StoreFlags {
 // The distance to search at: `asked` (--distance), or the store's planned
 // distance when unset. Throws UsageError when `asked` is above the planned
 // distance, which the store cannot answer exactly: "--distance 5 is above
-// the store's planned distance 3 (DIR was created with --distance 3)".
+// the store's planned distance 3 (STORE was created with --distance 3)".
 int SearchDistance(const Store& store, const std::string& db, std::optional<int> asked);
 
 }  // namespace fpstore::cli
