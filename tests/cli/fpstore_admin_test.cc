@@ -152,8 +152,8 @@ void ExpectVerifies(const std::string& db) {
 TEST(AdminToolTest, HelpListsEveryCommand) {
   const ToolResult r = Admin({"--help"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const char* command : {"create", "stats", "compact", "verify", "recover", "insert", "remove",
-                              "find-all", "clusters", "dump", "checkpoint"}) {
+  for (const char* command : {"create", "stats", "compact", "verify", "repair", "recover", "insert",
+                              "remove", "find-all", "clusters", "dump", "checkpoint"}) {
     EXPECT_TRUE(Contains(r.out, std::string("\n  ") + command + " ")) << command << "\n" << r.out;
   }
   const ToolResult insert = Admin({"insert", "--help"});
@@ -677,6 +677,43 @@ TEST(AdminVerifyTest, CompactedStoreVerifiesAndCorruptionExitsOne) {
   EXPECT_TRUE(Contains(r.err, "fpstore-admin: verify failed: ")) << r.err;
   EXPECT_TRUE(Contains(r.err, "orrupt")) << r.err;
   EXPECT_EQ(r.out, "");
+}
+
+// An embedded store's writes are atomic: repair has nothing to mend, so it verifies, read-only,
+// and fails as verify does.
+TEST(AdminRepairTest, AnEmbeddedStoreIsVerified) {
+  ScratchDir dir;
+  const Corpus corpus = MakeCorpus(200);
+  const std::string db = MakeStore(dir, corpus);
+  ToolResult r = Admin({"repair", "--db", db, "--quiet"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "ok: " + db + ": " + std::to_string(corpus.docs.size()) +
+                       " documents, 20 tables, every entry consistent (its writes are atomic: "
+                       "nothing to mend)\n");
+  EXPECT_EQ(r.err, "");
+
+  // Read-only, as verify: it works beside a process that has the store open for writing.
+  {
+    StoreOptions options;
+    options.create_if_missing = false;
+    Result<std::unique_ptr<Store>> writer = Store::Open(db, options);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    r = Admin({"repair", "--db", db, "--quiet"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+
+  const std::string sst = LargestSst(db);
+  ASSERT_FALSE(sst.empty());
+  ASSERT_TRUE(fpstore::testing::FlipBytesInTheMiddle(sst));
+  r = Admin({"repair", "--db", db, "--quiet"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "fpstore-admin: repair failed: ")) << r.err;
+  EXPECT_EQ(r.out, "");
+
+  r = Admin({"repair", "--db", (dir.path() / "missing").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.err, "no store at")) << r.err;
 }
 
 // From a pipe, each record is inserted, durable and seen by readers, as it comes, before the

@@ -192,6 +192,7 @@ std::unique_ptr<Command> NewDumpCommand();
 std::unique_ptr<Command> NewCheckpointCommand();
 std::unique_ptr<Command> NewCompactCommand();
 std::unique_ptr<Command> NewVerifyCommand();
+std::unique_ptr<Command> NewRepairCommand();
 std::unique_ptr<Command> NewRecoverCommand();
 std::unique_ptr<Command> NewInsertCommand();
 std::unique_ptr<Command> NewRemoveCommand();

@@ -1,11 +1,11 @@
-// fpstore-admin: compact, verify and recover.
+// fpstore-admin: compact, verify, repair and recover.
 
 #include "cli/admin_common.h"
 
 namespace fpstore::cli::admin {
 namespace {
 
-// Runs `scan_store` (Verify or Compact) with progress on standard
+// Runs `scan_store` (Verify, Repair or Compact) with progress on standard
 // error labelled `doing` ("verifying") and `threads` (0: one per core).
 Status ScanWithProgress(bool quiet, std::FILE* err, const char* doing, int threads,
                         const std::function<Status(const ScanOptions&)>& scan_store) {
@@ -16,7 +16,7 @@ Status ScanWithProgress(bool quiet, std::FILE* err, const char* doing, int threa
   return scan_store(scan);
 }
 
-// Throws for a failed Verify: "`what` failed: ..." for Corruption,
+// Throws for a failed Verify or Repair: "`what` failed: ..." for Corruption,
 // the message alone otherwise.
 void ThrowIfDamaged(const Status& status, const std::string& what) {
   if (status.IsCorruption()) throw RuntimeError(what + " failed: " + status.message());
@@ -108,6 +108,58 @@ class VerifyCommand final : public Command {
   bool quiet_ = false;
 };
 
+// ---- repair ----------------------------------------------------------------------
+
+class RepairCommand final : public Command {
+ public:
+  std::string_view Name() const override { return "repair"; }
+  std::string_view Summary() const override {
+    return "Mend what writes cut short left in a store in Redis, and check the rest as verify "
+           "does; an embedded store, whose writes are atomic, is verified.";
+  }
+  std::vector<std::string> Synopsis() const override {
+    return {"--db STORE [--threads N] [--quiet]"};
+  }
+  std::vector<Example> Examples() const override {
+    return {{"--db redis://10.0.0.5:7000/crawl",
+             "After a crawler crashed mid-write or a Redis node failed over: remove the entries "
+             "of writes that never took effect and add those a failover lost."},
+            {"--db crawl.fps", "An embedded store: the same as verify."}};
+  }
+
+  void DefineOptions(OptionTable& table) override {
+    store_.Define(table, {.db_help = "The store: in Redis, opened for writing, beside other "
+                                     "writers; an embedded one read-only, as by verify."});
+    DefineScanThreads(table, &threads_);
+    DefineQuiet(table, &quiet_);
+  }
+
+  int Run() override {
+    // An embedded store has nothing to mend, so it need not be taken from its writer.
+    OpenedStore opened =
+        store_.Open(store_.in_redis() ? StoreAccess::kWrite : StoreAccess::kReadOnly, nullptr);
+    Store& store = *opened.store;
+    ThrowIfDamaged(ScanWithProgress(quiet_, err(), "repairing", threads_,
+                                    [&](const ScanOptions& scan) { return store.Repair(scan); }),
+                   "repair");
+    const StoreStats stats = ValueOrThrow(store.Stats());
+    CloseStore(store);
+    std::fprintf(out(), "%s %s: %s documents, %zu tables, every entry consistent%s\n",
+                 store_.in_redis() ? "repaired" : "ok:", store_.db().c_str(),
+                 WithCommas(stats.documents).c_str(), store.plan().table_count(),
+                 store_.in_redis() ? "" : " (its writes are atomic: nothing to mend)");
+    return 0;
+  }
+
+ protected:
+  void Check(const po::variables_map& vm) override { store_.Check(vm); }
+
+ private:
+  StoreFlags store_;
+  int threads_ = 0;
+  bool quiet_ = false;
+};
+
 // ---- recover ---------------------------------------------------------------------
 
 class RecoverCommand final : public Command {
@@ -129,7 +181,7 @@ class RecoverCommand final : public Command {
     if (store_.in_redis()) {
       throw RuntimeError(store_.db() +
                          " lives in Redis, which keeps no write-ahead log of fpstore's to "
-                         "recover");
+                         "recover; to mend what writes cut short left, use fpstore-admin repair");
     }
     StoreOptions options = store_.Options();
     options.create_if_missing = false;
@@ -157,5 +209,6 @@ class RecoverCommand final : public Command {
 std::unique_ptr<Command> NewRecoverCommand() { return std::make_unique<RecoverCommand>(); }
 std::unique_ptr<Command> NewCompactCommand() { return std::make_unique<CompactCommand>(); }
 std::unique_ptr<Command> NewVerifyCommand() { return std::make_unique<VerifyCommand>(); }
+std::unique_ptr<Command> NewRepairCommand() { return std::make_unique<RepairCommand>(); }
 
 }  // namespace fpstore::cli::admin

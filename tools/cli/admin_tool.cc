@@ -12,6 +12,7 @@ CommandRegistry AdminTool() {
   tool.Register(admin::NewStatsCommand);
   tool.Register(admin::NewCompactCommand);
   tool.Register(admin::NewVerifyCommand);
+  tool.Register(admin::NewRepairCommand);
   tool.Register(admin::NewRecoverCommand);
   tool.Register(admin::NewInsertCommand);
   tool.Register(admin::NewRemoveCommand);
