@@ -6,6 +6,7 @@
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 
 #include <dirent.h>
+#include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -598,6 +599,8 @@ static void TestWholeStore(const char* dir) {
   CHECK_OK(fpstore_verify(store, &errmsg));
   CHECK_OK(fpstore_compact(store, &errmsg));
   CHECK_OK(fpstore_verify(store, &errmsg));
+  CHECK_OK(fpstore_repair(store, &errmsg)); /* an embedded store: it verifies */
+  CHECK_CODE(fpstore_repair(NULL, &errmsg), FPSTORE_INVALID_ARGUMENT, "store is NULL");
   char copy[4200];
   snprintf(copy, sizeof copy, "%s/whole-copy", dir);
   CHECK_OK(fpstore_checkpoint(store, copy, &errmsg));
@@ -610,8 +613,22 @@ static void TestWholeStore(const char* dir) {
     CHECK_OK(fpstore_stats(store, &stats, &errmsg));
     CHECK(fpstore_stats_documents(stats) == kDocs);
     fpstore_stats_destroy(stats);
+    CHECK_OK(fpstore_repair(store, &errmsg)); /* read-only: verifying needs no writes */
     CHECK_OK(fpstore_close(store, &errmsg));
   }
+
+  /* Destroying: refused while a writer has the store open, then for good. */
+  store = MustOpen(copy, 0, 0);
+  CHECK_CODE(fpstore_destroy(copy, &errmsg), FPSTORE_BUSY, "");
+  CHECK_OK(fpstore_close(store, &errmsg));
+  CHECK_OK(fpstore_destroy(copy, &errmsg));
+  struct stat st;
+  CHECK(stat(copy, &st) != 0 && errno == ENOENT);
+  fpstore_options_t* options = Options(0, 0);
+  CHECK_CODE(fpstore_open(copy, options, &store, &errmsg), FPSTORE_NOT_FOUND, "no store at");
+  fpstore_options_destroy(options);
+  CHECK_CODE(fpstore_destroy(copy, &errmsg), FPSTORE_NOT_FOUND, "no store at");
+  CHECK_CODE(fpstore_destroy(NULL, &errmsg), FPSTORE_INVALID_ARGUMENT, "path is NULL");
 }
 
 static void TestBulkLoad(const char* dir) {

@@ -132,13 +132,23 @@ FPSTORE_EXPORT void fpstore_options_set_min_similarity(fpstore_options_t* option
 
 /* ---- The store ---- */
 
-/* Opens the store at `path` (NUL-terminated) and sets *store to a new
- * handle, which the caller closes with fpstore_close. `options` may be NULL
- * for the defaults, and is not needed after the call. Errors as
- * Store::Open: e.g. FPSTORE_INVALID_ARGUMENT when `path` holds no store and
- * create_if_missing is off, FPSTORE_BUSY when another writer has it open. */
+/* Opens the store at `path` (NUL-terminated): a directory, or
+ * "redis://HOST:PORT/NAME" for the store NAME in the Redis Cluster that the
+ * node at HOST:PORT belongs to. Sets *store to a new handle, which the
+ * caller closes with fpstore_close. `options` may be NULL for the defaults,
+ * and is not needed after the call. Errors as Store::Open: e.g.
+ * FPSTORE_NOT_FOUND when there is no store at `path` and create_if_missing
+ * is off, FPSTORE_INVALID_ARGUMENT when `path` holds something else,
+ * FPSTORE_BUSY when another writer has an embedded store open. */
 FPSTORE_EXPORT int fpstore_open(const char* path, const fpstore_options_t* options,
                                 fpstore_t** store, char** errmsg);
+
+/* Removes the store at `path` (NUL-terminated) for good: its directory, or
+ * every key of a "redis://HOST:PORT/NAME" store (DestroyStore).
+ * FPSTORE_NOT_FOUND if there is none; FPSTORE_BUSY if a process has an
+ * embedded store open for writing. A store in Redis must not be open
+ * anywhere meanwhile: nothing there can tell. */
+FPSTORE_EXPORT int fpstore_destroy(const char* path, char** errmsg);
 
 /* Flushes, closes and frees the handle, whatever the result; `store` must
  * not be used afterwards. NULL is ignored (FPSTORE_OK). */
@@ -323,6 +333,13 @@ FPSTORE_EXPORT int fpstore_checkpoint(const fpstore_t* store, const char* dir, c
 
 /* Merges what is staged and compacts every table fully. */
 FPSTORE_EXPORT int fpstore_compact(fpstore_t* store, char** errmsg);
+
+/* Mends what writes cut short left in a store in Redis, table entries of
+ * writes that never took effect and entries a failover lost, and checks the
+ * rest as fpstore_verify does (Store::Repair): FPSTORE_CORRUPTION for damage
+ * it cannot mend, FPSTORE_NOT_SUPPORTED on a read-only handle of a store in
+ * Redis. An embedded store's writes are atomic: there it is fpstore_verify. */
+FPSTORE_EXPORT int fpstore_repair(fpstore_t* store, char** errmsg);
 
 /* ---- Fingerprints and signatures without a store ---- */
 

@@ -286,6 +286,13 @@ int fpstore_open(const char* path, const fpstore_options_t* options, fpstore_t**
   });
 }
 
+int fpstore_destroy(const char* path, char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    if (path == nullptr) return Null("path");
+    return fpstore::DestroyStore(path);
+  });
+}
+
 int fpstore_close(fpstore_t* store, char** errmsg) {
   const std::unique_ptr<fpstore_t> owned(store);
   return Guard(errmsg, [&] { return owned ? owned->store->Close() : Status::OK(); });
@@ -618,6 +625,13 @@ int fpstore_compact(fpstore_t* store, char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
     if (store == nullptr) return Null("store");
     return store->store->Compact();
+  });
+}
+
+int fpstore_repair(fpstore_t* store, char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    if (store == nullptr) return Null("store");
+    return store->store->Repair();
   });
 }
 
