@@ -33,6 +33,7 @@ from ._fpstore import (
     Stats,
     Store,
     __version__,
+    destroy_store,
     estimate_similarity,
     hamming_distance,
 )
@@ -91,6 +92,7 @@ __all__ = [
     "Sketch",
     "Stats",
     "Store",
+    "destroy_store",
     "errors",
     "estimate_similarity",
     "fingerprint",

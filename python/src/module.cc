@@ -436,6 +436,13 @@ class PyStore {
     Check(Held(*state_)->Verify(scan));
   }
 
+  void Repair(int threads) {
+    py::gil_scoped_release nogil;
+    ScanOptions scan;
+    scan.threads = threads;
+    Check(Held(*state_)->Repair(scan));
+  }
+
   void Checkpoint(const std::string& dir) const {
     py::gil_scoped_release nogil;
     Check(Held(*state_)->Checkpoint(dir));
@@ -652,6 +659,13 @@ PYBIND11_MODULE(_fpstore, m) {
       },
       py::arg("a"), py::arg("b"));
   m.def("hamming_distance", &HammingDistance, py::arg("a"), py::arg("b"));
+  m.def(
+      "destroy_store",
+      [](const std::string& path) {
+        py::gil_scoped_release nogil;
+        Check(DestroyStore(path));
+      },
+      py::arg("path"));
 
   py::class_<Document>(m, "Document")
       .def_readonly("id", &Document::id)
@@ -818,6 +832,7 @@ PYBIND11_MODULE(_fpstore, m) {
            })
       .def("stats", &PyStore::Stats)
       .def("verify", &PyStore::Verify, py::kw_only(), py::arg("threads") = 0)
+      .def("repair", &PyStore::Repair, py::kw_only(), py::arg("threads") = 0)
       .def("checkpoint", &PyStore::Checkpoint, py::arg("dir"))
       .def("flush", &PyStore::Flush)
       .def("compact", &PyStore::Compact)

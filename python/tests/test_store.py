@@ -223,7 +223,25 @@ def test_errors_are_exceptions_with_the_status_message(tmp_path):
     writer.close()  # closing twice is harmless
 
 
-# ---- Bulk loads, stats, verify, checkpoint -------------------------------------------
+# ---- Bulk loads, stats, verify, repair, checkpoint, destroy ---------------------------
+
+
+def test_repair_verifies_an_embedded_store_and_destroy_store_removes_it(tmp_path):
+    path = str(tmp_path / "db")
+    with fpstore.open(path) as store:
+        store.insert_many(planted_corpus(seed=3, groups=50))
+        store.repair()  # its writes are atomic: nothing to mend, so it verifies
+        store.repair(threads=2)
+        with pytest.raises(fpstore.BusyError):
+            fpstore.destroy_store(path)  # open for writing here
+    with fpstore.open(path, read_only=True) as reader:
+        reader.repair()
+    fpstore.destroy_store(path)
+    assert not Path(path).exists()
+    with pytest.raises(fpstore.NotFoundError, match="no store at"):
+        fpstore.destroy_store(path)
+    with pytest.raises(fpstore.NotFoundError):
+        fpstore.open(path, create=False)
 
 
 def test_bulk_loader_then_checkpoint(tmp_path):
