@@ -1,12 +1,12 @@
 // crawler_dedup: the dedup step of a web crawler, on fpstore's public API.
 //
-//   crawler_dedup STORE_DIR PAGES.jsonl
-//   crawler_dedup STORE_DIR PAGES_DIR
+//   crawler_dedup STORE PAGES.jsonl
+//   crawler_dedup STORE PAGES_DIR
 //
 // Reads crawled pages, either one JSON object per line with a "url" and a
 // "text" (other fields are ignored), or every file under a directory (its
 // path is the url, its contents the text, in path order), and asks the
-// store at STORE_DIR (created if missing) about each in turn with
+// store STORE (created if missing) about each in turn with
 // CheckAndInsert: has a near-copy of the page been seen before, a page
 // within the store's distance whose estimated similarity passes the store's
 // threshold? Prints one line per page,
@@ -19,7 +19,9 @@
 //   pages <n>, new <n>, duplicates <n>
 //
 // Every page is stored, duplicates too, so a later copy of a copy is still
-// caught. Exit status: 0 done, 1 bad input or a store error, 2 usage.
+// caught. STORE is a directory, or redis://HOST:PORT/NAME for a store that
+// crawlers on many hosts share in a Redis Cluster: the loop is the same.
+// Exit status: 0 done, 1 bad input or a store error, 2 usage.
 
 #include <simdjson.h>
 
@@ -152,10 +154,10 @@ bool CheckDirectory(const std::filesystem::path& root, Deduplicator& dedup) {
   return true;
 }
 
-int Run(const std::string& store_dir, const std::string& pages) {
-  fpstore::Result<std::unique_ptr<fpstore::Store>> store = fpstore::Store::Open(store_dir);
+int Run(const std::string& store_path, const std::string& pages) {
+  fpstore::Result<std::unique_ptr<fpstore::Store>> store = fpstore::Store::Open(store_path);
   if (!store.ok()) {
-    std::cerr << store_dir << ": " << store.status().ToString() << "\n";
+    std::cerr << store_path << ": " << store.status().ToString() << "\n";
     return 1;
   }
   Deduplicator dedup(**store);
@@ -176,7 +178,7 @@ int Run(const std::string& store_dir, const std::string& pages) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::cerr << "usage: crawler_dedup STORE_DIR (PAGES.jsonl | PAGES_DIR)\n";
+    std::cerr << "usage: crawler_dedup STORE (PAGES.jsonl | PAGES_DIR)\n";
     return 2;
   }
   return Run(argv[1], argv[2]);
