@@ -34,27 +34,16 @@ namespace fpstore::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using fpstore::testing::Contains;
 using fpstore::testing::Data;
 using fpstore::testing::ReadFile;
 using fpstore::testing::RunTool;
 using fpstore::testing::ScratchDir;
+using fpstore::testing::SortedLines;
 using fpstore::testing::ToolResult;
 
 ToolResult Admin(const std::vector<std::string>& args, const std::string& input = "") {
   return RunTool(FPSTORE_ADMIN_BINARY, args, input);
-}
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::vector<std::string> SortedLines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(line);
-  std::sort(lines.begin(), lines.end());
-  return lines;
 }
 
 // A corpus with near-duplicates: `groups` random fingerprints, each with a

@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,9 +22,12 @@ namespace fpstore::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using fpstore::testing::Contains;
+using fpstore::testing::Lines;
 using fpstore::testing::ReadFile;
 using fpstore::testing::RunTool;
 using fpstore::testing::ScratchDir;
+using fpstore::testing::SortedLines;
 using fpstore::testing::ToolResult;
 
 const std::string kSample = std::string(FPSTORE_SAMPLE_DATA) + "/sample.jsonl";
@@ -34,24 +36,6 @@ ToolResult Load(std::vector<std::string> args) { return RunTool(FPSTORE_LOAD_BIN
 ToolResult Query(std::vector<std::string> args) { return RunTool(FPSTORE_QUERY_BINARY, args); }
 ToolResult Admin(std::vector<std::string> args, const std::string& input = "") {
   return RunTool(FPSTORE_ADMIN_BINARY, args, input);
-}
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(line);
-  return lines;
-}
-
-std::vector<std::string> SortedLines(const std::string& text) {
-  std::vector<std::string> lines = Lines(text);
-  std::sort(lines.begin(), lines.end());
-  return lines;
 }
 
 // The text of the sample's document `id`.

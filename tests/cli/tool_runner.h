@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -202,6 +203,25 @@ inline const std::string kData = FPSTORE_CLI_TEST_DATA;
 
 // The fixture `name` in kData.
 inline std::string Data(const std::string& name) { return kData + "/" + name; }
+
+// Whether a tool's output `text` holds `part`.
+inline bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The lines of a tool's output, without their line feeds; sorted, for output in no set order.
+inline std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+inline std::vector<std::string> SortedLines(const std::string& text) {
+  std::vector<std::string> lines = Lines(text);
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
 
 // The whole file at `path`; empty if it cannot be read.
 inline std::string ReadFile(const std::string& path) {

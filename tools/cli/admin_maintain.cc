@@ -16,13 +16,6 @@ Status ScanWithProgress(bool quiet, std::FILE* err, const char* doing, int threa
   return scan_store(scan);
 }
 
-// Throws for a failed Verify or Repair: "`what` failed: ..." for Corruption,
-// the message alone otherwise.
-void ThrowIfDamaged(const Status& status, const std::string& what) {
-  if (status.IsCorruption()) throw RuntimeError(what + " failed: " + status.message());
-  ThrowIfError(status);
-}
-
 // ---- compact ---------------------------------------------------------------------
 
 class CompactCommand final : public Command {
@@ -64,61 +57,78 @@ class CompactCommand final : public Command {
   bool quiet_ = false;
 };
 
-// ---- verify ----------------------------------------------------------------------
+// ---- verify and repair ---------------------------------------------------------
 
-class VerifyCommand final : public Command {
+// A command that checks the whole store, with --threads and --quiet: verify
+// and repair.
+class CheckCommand : public Command {
+ public:
+  std::vector<std::string> Synopsis() const final { return {"--db STORE [--threads N] [--quiet]"}; }
+
+  void DefineOptions(OptionTable& table) final {
+    store_.Define(table, StoreConfig());
+    DefineScanThreads(table, &threads_);
+    DefineQuiet(table, &quiet_);
+  }
+
+ protected:
+  virtual StoreFlags::Config StoreConfig() const = 0;
+
+  void Check(const po::variables_map& vm) final { store_.Check(vm); }
+
+  // Runs `check` with progress labelled `doing`; throws for a problem, as
+  // "NAME failed: ..." for Corruption.
+  void RunCheck(const char* doing, const std::function<Status(const ScanOptions&)>& check) const {
+    const Status status = ScanWithProgress(quiet_, err(), doing, threads_, check);
+    if (status.IsCorruption()) {
+      throw RuntimeError(std::string(Name()) + " failed: " + status.message());
+    }
+    ThrowIfError(status);
+  }
+
+  // "documents, tables, every entry consistent" of a checked store.
+  std::string Consistent(const Store& store, const StoreStats& stats) const {
+    return WithCommas(stats.documents) + " documents, " +
+           std::to_string(store.plan().table_count()) + " tables, every entry consistent";
+  }
+
+  StoreFlags store_;
+
+ private:
+  int threads_ = 0;
+  bool quiet_ = false;
+};
+
+class VerifyCommand final : public CheckCommand {
  public:
   std::string_view Name() const override { return "verify"; }
   std::string_view Summary() const override {
     return "Check block checksums and that every table agrees with the documents; exit 1 if "
            "not.";
   }
-  std::vector<std::string> Synopsis() const override {
-    return {"--db STORE [--threads N] [--quiet]"};
-  }
   std::vector<Example> Examples() const override {
     return {{"--db crawl.fps || echo damaged", "Verify; on a problem, list it and exit 1."}};
-  }
-
-  void DefineOptions(OptionTable& table) override {
-    store_.Define(table, ReadOnlyStore());
-    DefineScanThreads(table, &threads_);
-    DefineQuiet(table, &quiet_);
   }
 
   int Run() override {
     OpenedStore opened = store_.Open(StoreAccess::kReadOnly, nullptr);
     const Store& store = *opened.store;
     const StoreStats stats = ValueOrThrow(store.Stats());
-    ThrowIfDamaged(ScanWithProgress(quiet_, err(), "verifying", threads_,
-                                    [&](const ScanOptions& scan) { return store.Verify(scan); }),
-                   "verify");
-    std::fprintf(out(), "ok: %s: %s documents, %zu tables, every entry consistent\n",
-                 store_.db().c_str(), WithCommas(stats.documents).c_str(),
-                 store.plan().table_count());
+    RunCheck("verifying", [&](const ScanOptions& scan) { return store.Verify(scan); });
+    std::fprintf(out(), "ok: %s: %s\n", store_.db().c_str(), Consistent(store, stats).c_str());
     return 0;
   }
 
  protected:
-  void Check(const po::variables_map& vm) override { store_.Check(vm); }
-
- private:
-  StoreFlags store_;
-  int threads_ = 0;
-  bool quiet_ = false;
+  StoreFlags::Config StoreConfig() const override { return ReadOnlyStore(); }
 };
 
-// ---- repair ----------------------------------------------------------------------
-
-class RepairCommand final : public Command {
+class RepairCommand final : public CheckCommand {
  public:
   std::string_view Name() const override { return "repair"; }
   std::string_view Summary() const override {
     return "Mend what writes cut short left in a store in Redis, and check the rest as verify "
            "does; an embedded store, whose writes are atomic, is verified.";
-  }
-  std::vector<std::string> Synopsis() const override {
-    return {"--db STORE [--threads N] [--quiet]"};
   }
   std::vector<Example> Examples() const override {
     return {{"--db redis://10.0.0.5:7000/crawl",
@@ -127,37 +137,26 @@ class RepairCommand final : public Command {
             {"--db crawl.fps", "An embedded store: the same as verify."}};
   }
 
-  void DefineOptions(OptionTable& table) override {
-    store_.Define(table, {.db_help = "The store: in Redis, opened for writing, beside other "
-                                     "writers; an embedded one read-only, as by verify."});
-    DefineScanThreads(table, &threads_);
-    DefineQuiet(table, &quiet_);
-  }
-
   int Run() override {
     // An embedded store has nothing to mend, so it need not be taken from its writer.
-    OpenedStore opened =
-        store_.Open(store_.in_redis() ? StoreAccess::kWrite : StoreAccess::kReadOnly, nullptr);
+    const bool redis = store_.in_redis();
+    OpenedStore opened = store_.Open(redis ? StoreAccess::kWrite : StoreAccess::kReadOnly, nullptr);
     Store& store = *opened.store;
-    ThrowIfDamaged(ScanWithProgress(quiet_, err(), "repairing", threads_,
-                                    [&](const ScanOptions& scan) { return store.Repair(scan); }),
-                   "repair");
+    RunCheck("repairing", [&](const ScanOptions& scan) { return store.Repair(scan); });
     const StoreStats stats = ValueOrThrow(store.Stats());
     CloseStore(store);
-    std::fprintf(out(), "%s %s: %s documents, %zu tables, every entry consistent%s\n",
-                 store_.in_redis() ? "repaired" : "ok:", store_.db().c_str(),
-                 WithCommas(stats.documents).c_str(), store.plan().table_count(),
-                 store_.in_redis() ? "" : " (its writes are atomic: nothing to mend)");
+    std::fprintf(out(), "%s %s: %s%s\n", redis ? "repaired" : "ok:", store_.db().c_str(),
+                 Consistent(store, stats).c_str(),
+                 redis ? "" : " (its writes are atomic: nothing to mend)");
     return 0;
   }
 
  protected:
-  void Check(const po::variables_map& vm) override { store_.Check(vm); }
-
- private:
-  StoreFlags store_;
-  int threads_ = 0;
-  bool quiet_ = false;
+  StoreFlags::Config StoreConfig() const override {
+    return {.db_help =
+                "The store: in Redis, opened for writing, beside other writers; an "
+                "embedded one read-only, as by verify."};
+  }
 };
 
 // ---- recover ---------------------------------------------------------------------
