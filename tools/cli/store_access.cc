@@ -71,8 +71,8 @@ void StoreFlags::Define(OptionTable& table, Config config) {
               "Default: 3. e.g. --distance 4");
     table.Add(kStoreGroup, "expected-documents", po::value(&expected_value_)->value_name("N"),
               "About how many documents a new store will hold: its tables keep a key per "
-              "group of fingerprints, cut for N (docs/format.md). Default: 100 million. "
-              "e.g. --expected-documents 1e8");
+              "group of fingerprints (in Redis, a sorted set per bucket), cut for N "
+              "(docs/format.md). Default: 100 million. e.g. --expected-documents 1e8");
     table.Add(kStoreGroup, "min-similarity",
               Fraction("min-similarity", &min_similarity_)->value_name("S"),
               "The new store's threshold, 0 to 1: the least estimated similarity of a match "
