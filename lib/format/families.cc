@@ -18,7 +18,8 @@
 namespace fpstore::internal {
 
 std::string TableFamilyName(std::size_t table) {
-  char name[16];
+  // Room for any size_t, so that GCC's -Wformat-truncation has nothing to warn of.
+  char name[32];
   std::snprintf(name, sizeof name, "table-%03zu", table);
   return name;
 }
