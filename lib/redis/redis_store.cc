@@ -162,6 +162,13 @@ void ClientPool::GiveBack(std::unique_ptr<ClusterClient> client) {
   idle_.push_back(std::move(client));
 }
 
+std::uint64_t ClientPool::Redirections() const {
+  MutexLock lock(mu_);
+  std::uint64_t redirections = 0;
+  for (const std::unique_ptr<ClusterClient>& client : idle_) redirections += client->redirections();
+  return redirections;
+}
+
 // ---- The store ----
 
 RedisStore::RedisStore(std::string url, const StoreOptions& options, Layout layout,

@@ -64,10 +64,12 @@ class ClientPool {
 
   Result<Lease> Take() EXCLUDES(mu_);
   void GiveBack(std::unique_ptr<ClusterClient> client) EXCLUDES(mu_);
+  // The redirections the idle connections have followed (ClusterClient::redirections).
+  std::uint64_t Redirections() const EXCLUDES(mu_);
 
  private:
   const std::string seed_;
-  Mutex mu_;
+  mutable Mutex mu_;
   std::vector<std::unique_ptr<ClusterClient>> idle_ GUARDED_BY(mu_);
 };
 
@@ -112,6 +114,9 @@ class RedisStore final : public Store {
   // were stored before; and the check of a signature's size.
   Status Write(std::span<const NewDocument> docs, std::uint64_t* replaced);
   Status CheckSignature(const Signature& signature) const;
+
+  // For tests: the MOVED and ASK redirections the store's idle connections have followed.
+  std::uint64_t TEST_Redirections() const { return pool_.Redirections(); }
 
  private:
   struct Matching {
