@@ -1,8 +1,9 @@
 // The Redis backend under faults, against real clusters on loopback that this program starts and
-// stops itself (scripts/redis-cluster.sh, ports 7710-7725), since it reshards them:
+// stops itself (scripts/redis-cluster.sh, ports 7710-7735), since it stops and reshards them:
 //   - slots moved between masters while queries run: every answer stays exact;
 //   - two processes that check-and-insert near-duplicate documents at the same moment: of each
-//     pair exactly one is inserted and the other reports it.
+//     pair exactly one is inserted and the other reports it;
+//   - a write whose connection broke is never taken as acknowledged by a replica.
 // The program is also the racing helper process (main, "--racer").
 
 #include <fcntl.h>
@@ -180,6 +181,26 @@ class LoopbackCluster {
       if (std::find(masters.begin(), masters.end(), at) == masters.end()) masters.push_back(at);
     }
     return masters;
+  }
+
+  // The master serving `slot` (as the first node sees it) and its first replica (as the master
+  // sees it: the others learn of replicas by gossip, a while after the start).
+  std::pair<std::string, std::string> SlotNodes(std::uint16_t slot) {
+    Result<Reply> slots = admin_->RunOn(Address(0), {"CLUSTER", "SLOTS"});
+    for (const Reply& range : slots.ok() ? slots->elements : std::vector<Reply>{}) {
+      if (range.elements.size() < 3 || slot < range.elements[0].integer ||
+          slot > range.elements[1].integer) {
+        continue;
+      }
+      const std::string master =
+          "127.0.0.1:" + std::to_string(range.elements[2].elements[1].integer);
+      // "slave0:ip=127.0.0.1,port=7004,state=online,..."
+      const std::string replica = InfoField(On(master, {"INFO", "replication"}), "slave0");
+      const std::size_t port = replica.find("port=");
+      if (port == std::string::npos) return {master, ""};
+      return {master, "127.0.0.1:" + replica.substr(port + 5, replica.find(',', port) - port - 5)};
+    }
+    return {};
   }
 
   pid_t Pid(const std::string& address) {
@@ -576,6 +597,70 @@ TEST(RedisFaultsTest, NearDuplicatesCheckedAtOnceFromTwoProcesses) {
             << ", both inserted " << both << ", both refused " << neither << "\n";
   Status verified = store->Verify();
   EXPECT_TRUE(verified.ok()) << verified.ToString();
+}
+
+// ---- No replica's acknowledgement across a reconnection ----
+
+// A node's process stopped (SIGSTOP) while this lives: it neither answers nor acknowledges.
+class Stopped {
+ public:
+  explicit Stopped(pid_t pid) : pid_(pid), stopped_(pid > 0 && kill(pid, SIGSTOP) == 0) {}
+  ~Stopped() {
+    if (stopped_) kill(pid_, SIGCONT);
+  }
+  bool ok() const { return stopped_; }
+
+ private:
+  const pid_t pid_;
+  const bool stopped_;
+};
+
+// WAIT counts only what its own connection sent (since its last command: a fresh connection
+// counts nothing, and every replica acknowledges that). A write its master ran, on a connection
+// that then broke, is not on the (stopped) replica; the client reconnects, and must not take WAIT
+// on the new connection for the replica's acknowledgement of that write.
+TEST(RedisFaultsTest, NoReplicaAcknowledgementAcrossAReconnection) {
+  LoopbackCluster cluster(7730);
+  ASSERT_TRUE(cluster.Start());
+  Result<std::unique_ptr<ClusterClient>> connected = ClusterClient::Connect(cluster.Address(0));
+  ASSERT_TRUE(connected.ok()) << connected.status().ToString();
+  ClusterClient& client = **connected;
+  // `written` on the master of slot 0, which a slot map is read from first; `other` elsewhere.
+  const std::string master = cluster.SlotNodes(0).first;
+  std::string written, other;
+  for (int n = 0; n < 1000 && (written.empty() || other.empty()); ++n) {
+    const std::string key = "vouched:" + std::to_string(n);
+    (cluster.SlotNodes(internal::redis::KeySlot(key)).first == master ? written : other) = key;
+  }
+  ASSERT_FALSE(written.empty() || other.empty());
+  const std::string replica = cluster.SlotNodes(internal::redis::KeySlot(written)).second;
+  ASSERT_FALSE(replica.empty());
+  using internal::redis::Command;
+  auto connection_id = [&](const std::string& key) {
+    Result<Reply> id = client.Run(Command{key, {"CLIENT", "ID"}});
+    return id.ok() ? std::to_string(id->integer) : "none";
+  };
+  Status waited;
+  {
+    Stopped stopped(cluster.Pid(replica));
+    ASSERT_TRUE(stopped.ok());
+    client.ForgetSent();
+    ASSERT_TRUE(client.Run(Command{written, {"SET", written, "1"}}).ok());
+    // Both connections broken: the next command's failure makes the client read the slot map
+    // again, from the master first, where it finds its connection broken too and drops it.
+    const auto other_master = cluster.SlotNodes(internal::redis::KeySlot(other)).first;
+    ASSERT_EQ(cluster.On(master, {"CLIENT", "KILL", "ID", connection_id(written)}), "1");
+    ASSERT_EQ(cluster.On(other_master, {"CLIENT", "KILL", "ID", connection_id(other)}), "1");
+    Result<Reply> get = client.Run(Command{other, {"GET", other}});
+    ASSERT_TRUE(get.ok()) << get.status().ToString();
+    waited = client.WaitForReplicas(1, milliseconds(500));
+  }
+  EXPECT_TRUE(waited.IsIOError()) << "the write was taken as acknowledged: " << waited.ToString();
+  // The replica running again, a write on an unbroken connection is acknowledged.
+  client.ForgetSent();
+  ASSERT_TRUE(client.Run(Command{written, {"SET", written, "2"}}).ok());
+  Status again = client.WaitForReplicas(1, seconds(5));
+  EXPECT_TRUE(again.ok()) << again.ToString();
 }
 
 }  // namespace

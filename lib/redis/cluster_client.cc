@@ -113,6 +113,22 @@ bool ParseRedirection(std::string_view error, int& slot, std::string& address) {
   return !address.empty();
 }
 
+// What a reply says of its command: its answer (a value, or Redis's own error), a redirection
+// (MOVED or ASK, with the slot and the address), or to try it again a little later (the cluster is
+// failing over, or the node is loading).
+enum class Verdict { kAnswer, kMoved, kAsk, kRetry };
+Verdict Classify(const Reply& reply, int& slot, std::string& address) {
+  if (reply.type != Reply::Type::kError) return Verdict::kAnswer;
+  const std::string& e = reply.str;
+  if (e.starts_with("MOVED ") && ParseRedirection(e, slot, address)) return Verdict::kMoved;
+  if (e.starts_with("ASK ") && ParseRedirection(e, slot, address)) return Verdict::kAsk;
+  if (e.starts_with("TRYAGAIN") || e.starts_with("CLUSTERDOWN") || e.starts_with("LOADING") ||
+      e.starts_with("MASTERDOWN")) {
+    return Verdict::kRetry;
+  }
+  return Verdict::kAnswer;
+}
+
 }  // namespace
 
 std::uint16_t KeySlot(std::string_view key) {
@@ -168,7 +184,11 @@ redisContext* ClusterClient::ConnectionTo(const std::string& address) {
   return c;
 }
 
-void ClusterClient::Drop(const std::string& address) { connections_.erase(address); }
+void ClusterClient::Drop(const std::string& address) {
+  // Commands it ran that no replica has acknowledged can no longer be waited for.
+  if (unwaited_.erase(address) != 0) lost_.insert(address);
+  connections_.erase(address);
+}
 
 Status ClusterClient::ReadSlotMap() {
   ++slot_map_reads_;
@@ -270,9 +290,13 @@ Result<std::vector<Reply>> ClusterClient::Run(std::span<const Command> commands)
       }
     }
     for (const auto& [node, indexes] : by_node) {
-      unwaited_.insert(node);
       redisContext* c = ConnectionTo(node);
       bool sent = c != nullptr;
+      // The node is waited for if it ran a command: not if it only redirected or refused them
+      // (a stale map's old master, now a replica or loading), but if the connection broke.
+      const bool ran_before = unwaited_.count(node) != 0;
+      bool ran = false;
+      if (sent) unwaited_.insert(node);
       for (std::size_t k = 0; sent && k < indexes.size(); ++k) {
         const std::size_t i = indexes[k];
         if (asked.count(i) != 0) sent = Append(c, {"ASKING"});
@@ -285,30 +309,29 @@ Result<std::vector<Reply>> ClusterClient::Run(std::span<const Command> commands)
         if (asked.count(i) != 0 && !Read(c, reply)) break;  // ASKING's +OK
         if (!Read(c, reply)) break;
         asked.erase(i);
-        if (reply.type != Reply::Type::kError) {
-          replies[i] = std::move(reply);
-          continue;
-        }
         int slot = 0;
         std::string address;
-        if (reply.str.starts_with("MOVED ") && ParseRedirection(reply.str, slot, address)) {
-          slot_master_[static_cast<std::size_t>(slot)] = address;
-          reread = true;  // a failover or reshard moves more than one slot
-          ++redirections_;
-          next.push_back(i);
-        } else if (reply.str.starts_with("ASK ") && ParseRedirection(reply.str, slot, address)) {
-          asked[i] = address;
-          ++redirections_;
-          next.push_back(i);
-        } else if (reply.str.starts_with("TRYAGAIN") || reply.str.starts_with("CLUSTERDOWN") ||
-                   reply.str.starts_with("LOADING") || reply.str.starts_with("MASTERDOWN")) {
-          last_error = node + ": " + reply.str;
-          reread = reread || reply.str.starts_with("CLUSTERDOWN");
-          next.push_back(i);
-        } else {
-          replies[i] = std::move(reply);  // Redis's own answer to this command
+        switch (Classify(reply, slot, address)) {
+          case Verdict::kAnswer:
+            replies[i] = std::move(reply);
+            ran = true;
+            continue;
+          case Verdict::kMoved:
+            slot_master_[static_cast<std::size_t>(slot)] = address;
+            reread = true;  // a failover or reshard moves more than one slot
+            ++redirections_;
+            break;
+          case Verdict::kAsk:
+            asked[i] = address;
+            ++redirections_;
+            break;
+          case Verdict::kRetry:
+            last_error = node + ": " + reply.str;
+            reread = reread || reply.str.starts_with("CLUSTERDOWN");
         }
+        next.push_back(i);
       }
+      if (sent && k == indexes.size() && !ran && !ran_before) unwaited_.erase(node);
       if (k < indexes.size()) {  // the connection broke: what was not read is tried again
         last_error = node + (c == nullptr ? " refused the connection" : " stopped answering");
         Drop(node);
@@ -331,20 +354,27 @@ Result<std::vector<Reply>> ClusterClient::Run(std::span<const Command> commands)
 }
 
 Status ClusterClient::WaitForReplicas(int replicas, std::chrono::milliseconds timeout) {
+  std::set<std::string> nodes, lost;
+  nodes.swap(unwaited_);
+  lost.swap(lost_);
+  Status result;
+  if (!lost.empty()) {
+    result = Status::IOError("the connection to the Redis at " + *lost.begin() +
+                             " broke before a replica acknowledged the commands it ran");
+  }
   std::vector<std::pair<std::string, redisContext*>> asked;
   const std::vector<std::string> args = {"WAIT", std::to_string(replicas),
                                          std::to_string(timeout.count())};
-  for (const std::string& node : unwaited_) {
+  for (const std::string& node : nodes) {
     redisContext* c = ConnectionTo(node);
     if (c == nullptr || !Append(c, args)) {
       Drop(node);
-      return Status::IOError("the Redis at " + node + " did not answer WAIT");
+      if (result.ok()) result = Status::IOError("the Redis at " + node + " did not answer WAIT");
+      continue;
     }
     asked.emplace_back(node, c);
   }
-  unwaited_.clear();
   // Each node waits on its own; replies are read only after every WAIT is sent.
-  Status result;
   for (const auto& [node, c] : asked) {
     Reply reply;
     // WAIT may take its whole timeout, beyond the connection's reply timeout.
@@ -365,6 +395,11 @@ Status ClusterClient::WaitForReplicas(int replicas, std::chrono::milliseconds ti
     }
   }
   return result;
+}
+
+void ClusterClient::ForgetSent() {
+  unwaited_.clear();
+  lost_.clear();
 }
 
 Status ClusterClient::ScanKeys(const std::string& pattern,

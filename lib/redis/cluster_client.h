@@ -81,10 +81,14 @@ class ClusterClient {
   // The masters' addresses as the slot map knows them, each once, in slot order.
   std::vector<std::string> Masters() const;
 
-  // Waits until `replicas` replicas of every node this client has sent commands to since the
-  // last call have acknowledged them (Redis's WAIT), for up to `timeout`. IOError naming the
-  // node that fell short.
+  // Waits until `replicas` replicas of every node that has run commands of this client since the
+  // last call (or ForgetSent) have acknowledged them (Redis's WAIT), for up to `timeout`. IOError
+  // naming the node that fell short, or whose connection broke meanwhile: WAIT counts only what
+  // its own connection sent, so a new connection cannot vouch for what the old one sent.
   Status WaitForReplicas(int replicas, std::chrono::milliseconds timeout);
+  // Forgets what was sent so far: the next WaitForReplicas waits for what is sent from now on, so
+  // that a write never waits for, or fails on, what an earlier call sent.
+  void ForgetSent();
 
   // Calls batch(keys) with every key of every master that matches the glob `pattern` (SCAN), a
   // batch at a time; stops at batch's first error. A key that moves between masters meanwhile
@@ -110,7 +114,10 @@ class ClusterClient {
   const ClientOptions options_;
   std::array<std::string, kSlots> slot_master_;  // empty: no master known
   std::map<std::string, std::unique_ptr<Connection>> connections_;
-  std::set<std::string> unwaited_;  // nodes sent commands since the last WaitForReplicas
+  // Nodes that ran commands of this client, over their current connections, since the last
+  // WaitForReplicas; and those whose connection broke after running some.
+  std::set<std::string> unwaited_;
+  std::set<std::string> lost_;
   std::uint64_t redirections_ = 0;
   std::uint64_t slot_map_reads_ = 0;
 };

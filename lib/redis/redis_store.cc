@@ -149,6 +149,7 @@ Result<ClientPool::Lease> ClientPool::Take() {
     if (!idle_.empty()) {
       std::unique_ptr<ClusterClient> client = std::move(idle_.back());
       idle_.pop_back();
+      client->ForgetSent();
       return Lease(*this, std::move(client));
     }
   }

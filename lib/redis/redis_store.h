@@ -40,7 +40,8 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& url, const StoreOpti
 // Removes every key of the store `url` names, its layout record last. NotFound if there is none.
 Status DestroyStore(const std::string& url);
 
-// Connections to one cluster, one per caller at a time.
+// Connections to one cluster, one per caller at a time. Each call takes one with nothing sent
+// (ClusterClient::ForgetSent), so that its WaitForReplicas waits for its own commands only.
 class ClientPool {
  public:
   explicit ClientPool(std::string seed) : seed_(std::move(seed)) {}
