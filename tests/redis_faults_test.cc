@@ -1,5 +1,8 @@
 // The Redis backend under faults, against real clusters on loopback that this program starts and
-// stops itself (scripts/redis-cluster.sh, ports 7710-7735), since it stops and reshards them:
+// stops itself (scripts/redis-cluster.sh, ports 7700-7735), since it kills and reshards them:
+//   - a master killed while durable inserts run: every acknowledged document survives the
+//     failover and is found exactly, an unacknowledged one is wholly there or wholly absent
+//     (after Repair, if Verify finds a write cut short), and the store keeps taking writes;
 //   - slots moved between masters while queries run: every answer stays exact;
 //   - two processes that check-and-insert near-duplicate documents at the same moment: of each
 //     pair exactly one is inserted and the other reports it;
@@ -263,6 +266,304 @@ std::unique_ptr<Store> MustOpen(const std::string& url, const StoreOptions& opti
 std::uint64_t Redirections(const Store& store) {
   return dynamic_cast<const internal::redis::RedisStore&>(store).TEST_Redirections();
 }
+
+// ---- Exact answers ----
+
+// For each table, a query that shares with `fp` that table's prefix and no other: `fp` with one
+// bit flipped in each block outside the prefix, at distance exactly the plan's.
+std::vector<Fingerprint> TableProbes(const PermutationPlan& plan, Fingerprint fp) {
+  std::vector<Fingerprint> probes;
+  for (const TablePermutation& t : plan.tables()) {
+    Fingerprint q = fp;
+    for (int b = 0; b < plan.blocks(); ++b) {
+      const std::vector<int>& lead = t.leading_blocks();
+      if (std::find(lead.begin(), lead.end(), b) == lead.end()) {
+        q ^= plan.block_mask(b) & (~plan.block_mask(b) + 1);  // the block's lowest bit
+      }
+    }
+    probes.push_back(q);
+  }
+  return probes;
+}
+
+// What the store should answer: `must` documents are found by every query within k of them;
+// `may` ones (unacknowledged writes that may have taken effect) either by all of those queries or
+// by none; nothing else is found.
+struct Expected {
+  std::unordered_map<DocumentId, Fingerprint> must, may;
+};
+
+// Runs `queries` (k = the plan's distance) in batches and checks every answer: the `must`
+// documents within k all found at their distance, nothing outside must and may. Each `may`
+// document found by some query and missed by another is added to *partial. The number of
+// answers that were wrong.
+std::size_t CheckAnswers(const Store& store, const std::vector<Fingerprint>& queries,
+                         const Expected& expected, std::set<DocumentId>* partial,
+                         std::string* first_error) {
+  const int k = store.plan().distance();
+  std::vector<IdFingerprint> must, may;
+  for (const auto& [id, fp] : expected.must) must.push_back({id, fp});
+  for (const auto& [id, fp] : expected.may) may.push_back({id, fp});
+  std::map<DocumentId, std::pair<int, int>> may_seen;  // found, missed
+  std::size_t wrong = 0;
+  constexpr std::size_t kBatch = 500;
+  for (std::size_t begin = 0; begin < queries.size(); begin += kBatch) {
+    const std::span<const Fingerprint> batch =
+        std::span(queries).subspan(begin, std::min(kBatch, queries.size() - begin));
+    Result<std::vector<std::vector<Match>>> got = store.QueryBatch(batch, k);
+    if (!got.ok()) {
+      if (first_error->empty()) *first_error = got.status().ToString();
+      return wrong + batch.size();
+    }
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      std::vector<testing::IdDistance> found, expect = testing::BruteForceQuery(must, batch[i], k);
+      for (const Match& m : (*got)[i]) {
+        if (expected.must.count(m.id) == 0) found.push_back({m.id, m.distance});
+      }
+      for (const testing::IdDistance& m : testing::BruteForceQuery(may, batch[i], k)) {
+        const bool hit = std::any_of((*got)[i].begin(), (*got)[i].end(),
+                                     [&](const Match& x) { return x.id == m.id; });
+        (hit ? may_seen[m.id].first : may_seen[m.id].second)++;
+        if (hit) expect.push_back(m);
+      }
+      for (const Match& m : (*got)[i]) {
+        if (expected.must.count(m.id) != 0) found.push_back({m.id, m.distance});
+      }
+      std::sort(found.begin(), found.end());
+      std::sort(expect.begin(), expect.end());
+      if (found != expect) {
+        if (first_error->empty()) {
+          *first_error = "query " + std::to_string(batch[i]) + ": " +
+                         testing::SortedDifference(expect, found);
+        }
+        ++wrong;
+      }
+    }
+  }
+  for (const auto& [id, seen] : may_seen) {
+    if (seen.first > 0 && seen.second > 0) partial->insert(id);
+  }
+  return wrong;
+}
+
+// Every document of `expected` probed in every table (TableProbes), and also by its own
+// fingerprint: success if every answer is right and, unless `allow_partial`, every `may` document
+// found by all of its queries or by none.
+::testing::AssertionResult FoundExactly(const Store& store, const Expected& expected,
+                                        bool allow_partial = false) {
+  std::vector<Fingerprint> queries;
+  for (const auto* docs : {&expected.must, &expected.may}) {
+    for (const auto& [id, fp] : *docs) {
+      queries.push_back(fp);
+      for (const Fingerprint q : TableProbes(store.plan(), fp)) queries.push_back(q);
+    }
+  }
+  std::set<DocumentId> partial;
+  std::string first;
+  const std::size_t wrong = CheckAnswers(store, queries, expected, &partial, &first);
+  if (wrong == 0 && (allow_partial || partial.empty())) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << wrong << " of " << queries.size() << " answers wrong (the first: " << first << "), "
+         << partial.size() << " unacknowledged documents found in some tables only"
+         << (partial.empty() ? "" : " (e.g. " + std::to_string(*partial.begin()) + ")");
+}
+
+
+// ---- A master killed under durable inserts ----
+
+// One insert's outcome.
+struct Write {
+  DocumentId id;
+  Fingerprint fingerprint;
+  Clock::time_point started;
+  Status status;
+};
+
+// Threads that insert fresh documents one by one through one store until stopped, recording
+// every outcome.
+class Writers {
+ public:
+  Writers(Store& store, int threads, std::uint64_t seed) {
+    for (int t = 0; t < threads; ++t) {
+      threads_.emplace_back([this, &store, t, seed] { Run(store, t, seed); });
+    }
+  }
+  ~Writers() { Stop(); }
+
+  void Stop() {
+    stop_ = true;
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  std::size_t acknowledged() const { return acknowledged_; }
+  // REQUIRES: stopped.
+  const std::vector<Write>& writes() const { return writes_; }
+
+ private:
+  void Run(Store& store, int thread, std::uint64_t seed) {
+    Random rnd(seed + static_cast<std::uint64_t>(thread));
+    const auto end = Clock::now() + seconds(90);
+    for (std::uint64_t i = 0; !stop_ && i < 20000 && Clock::now() < end; ++i) {
+      const DocumentId id = 1'000'000 * static_cast<DocumentId>(thread + 1) + i;
+      const Fingerprint fp = rnd.Next();
+      const std::string metadata = "doc " + std::to_string(id);
+      Write w{id, fp, Clock::now(), Status::OK()};
+      w.status = store.Insert(id, fp, metadata);
+      if (w.status.ok()) ++acknowledged_;
+      std::lock_guard<std::mutex> lock(mu_);
+      writes_.push_back(std::move(w));
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  std::atomic<std::size_t> acknowledged_{0};
+  std::mutex mu_;
+  std::vector<Write> writes_;
+  std::vector<std::thread> threads_;
+};
+
+// What the store holds of `writes`: acknowledged ones must be there; of the others, those whose
+// record is there may be (Get decides). Failures of Get go to `errors`.
+Expected Holdings(const Store& store, const std::vector<Write>& writes, std::string* errors) {
+  Expected e;
+  for (const Write& w : writes) {
+    Result<Document> got = store.Get(w.id);
+    if (got.ok() && got->fingerprint != w.fingerprint) {
+      *errors += "document " + std::to_string(w.id) + " holds another fingerprint; ";
+    } else if (got.ok()) {
+      (w.status.ok() ? e.must : e.may)[w.id] = w.fingerprint;
+    } else if (w.status.ok() || !got.status().IsNotFound()) {
+      *errors += "document " + std::to_string(w.id) + ": " + got.status().ToString() + "; ";
+    }
+  }
+  return e;
+}
+
+TEST(RedisFaultsTest, DurableInsertsSurviveAFailover) {
+  LoopbackCluster cluster(7700);
+  ASSERT_TRUE(cluster.Start());
+  const std::uint64_t seed = TestSeed(41051);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const std::string url = cluster.Url("failover");
+  std::unique_ptr<Store> store = MustOpen(url);  // kGroupCommit: each write on a replica
+  ASSERT_NE(store, nullptr);
+  // A second handle, idle until the failover, so its one connection still knows the old map.
+  std::unique_ptr<Store> idle = MustOpen(url);
+  ASSERT_NE(idle, nullptr);
+
+  std::vector<Write> preload;
+  Random rnd(seed);
+  std::vector<NewDocument> batch;
+  for (DocumentId id = 1; id <= 100; ++id) {
+    preload.push_back({id, rnd.Next(), Clock::now(), Status::OK()});
+    batch.push_back({id, preload.back().fingerprint, "preloaded", {}});
+  }
+  ASSERT_TRUE(store->InsertBatch(batch).ok());
+
+  // The seed node, a master (the script's create makes the first three the masters): the store's
+  // handles must then find the cluster through the others.
+  const std::string victim = cluster.Address(0);
+  ASSERT_TRUE(cluster.IsMaster(victim));
+  const std::vector<std::string> survivors = {cluster.Address(1), cluster.Address(2),
+                                              cluster.Address(3), cluster.Address(4),
+                                              cluster.Address(5)};
+  Writers writers(*store, 3, seed);
+  ASSERT_TRUE(WaitUntil(seconds(30), [&] { return writers.acknowledged() >= 60; }));
+  ASSERT_TRUE(cluster.Kill(victim));
+  const auto killed = Clock::now();
+  ASSERT_TRUE(WaitUntil(seconds(30), [&] {
+    const std::vector<std::string> masters = cluster.SlotMasters(survivors[0]);
+    return masters.size() == 3 &&
+           std::find(masters.begin(), masters.end(), victim) == masters.end() &&
+           cluster.AllOk(survivors);
+  })) << "no replica took over from " << victim;
+  const auto failed_over = Clock::now();
+
+  // The seed is down: the idle handle's scan starts from a map that names it, and reads from
+  // several threads at once make it open connections through another node.
+  std::uint64_t seen = 0;
+  Status scanned = idle->ForEachDocument([&](const Document&) { ++seen; });
+  EXPECT_TRUE(scanned.ok()) << "a scan after the failover: " << scanned.ToString();
+  std::atomic<int> read_failures{0};
+  std::string read_error;
+  std::mutex read_mu;
+  {
+    std::vector<std::thread> readers;
+    for (int t = 0; t < 4; ++t) {
+      readers.emplace_back([&, t] {
+        for (std::size_t i = static_cast<std::size_t>(t); i < preload.size(); i += 4) {
+          Result<Document> got = idle->Get(preload[i].id);
+          if (got.ok()) continue;
+          ++read_failures;
+          std::lock_guard<std::mutex> lock(read_mu);
+          read_error = got.status().ToString();
+        }
+      });
+    }
+    for (std::thread& t : readers) t.join();
+  }
+  EXPECT_EQ(read_failures, 0) << "reads with the seed node down: " << read_error;
+
+  // The killed node back, as a replica of its successor: durable writes to its slots need it.
+  ASSERT_TRUE(cluster.Restart(victim));
+  ASSERT_TRUE(WaitUntil(seconds(30), [&] {
+    const std::string info = cluster.On(victim, {"INFO", "replication"});
+    return InfoField(info, "role") == "slave" && InfoField(info, "master_link_status") == "up";
+  })) << victim << " did not rejoin as a replica";
+  const auto recovered = Clock::now();
+  const std::size_t before = writers.acknowledged();
+  ASSERT_TRUE(WaitUntil(seconds(30), [&] { return writers.acknowledged() >= before + 40; }))
+      << "the store took no writes once the cluster recovered";
+  writers.Stop();
+
+  // Writes that began once the cluster had recovered all succeed.
+  std::vector<Write> writes = preload;
+  std::size_t failed = 0, failed_late = 0;
+  std::map<std::string, int> errors;
+  for (const Write& w : writers.writes()) {
+    writes.push_back(w);
+    if (w.status.ok()) continue;
+    ++failed;
+    ++errors[w.status.ToString().substr(0, 160)];
+    if (w.started > recovered) {
+      ++failed_late;
+      ADD_FAILURE() << "a write after the recovery failed: " << w.status.ToString();
+    }
+  }
+  std::cout << "failover took " << std::chrono::duration_cast<milliseconds>(failed_over - killed).count()
+            << " ms; writes " << writes.size() << ", unacknowledged " << failed << "\n";
+  for (const auto& [message, count] : errors) std::cout << "  " << count << " x " << message << "\n";
+
+  // Acknowledged documents all there and found exactly, before any repair.
+  std::string get_errors;
+  Expected held = Holdings(*store, writes, &get_errors);
+  EXPECT_EQ(get_errors, "");
+  EXPECT_EQ(held.must.size(), writes.size() - failed);
+  EXPECT_TRUE(FoundExactly(*store, held, /*allow_partial=*/true));
+  std::cout << "unacknowledged documents present: " << held.may.size() << " of " << failed << "\n";
+
+  // Verify; if it finds what the failover cut short, Repair mends it.
+  Status verified = store->Verify();
+  std::cout << "Verify after the failover: " << verified.ToString() << "\n";
+  if (!verified.ok()) {
+    EXPECT_TRUE(verified.IsCorruption()) << verified.ToString();
+    ASSERT_TRUE(store->Repair().ok());
+    Status again = store->Verify();
+    EXPECT_TRUE(again.ok()) << "after Repair: " << again.ToString();
+  }
+  // Every unacknowledged document now wholly there or wholly absent.
+  for (const auto& [id, fp] : held.may) held.must[id] = fp;
+  held.may.clear();
+  EXPECT_TRUE(FoundExactly(*store, held));
+
+  // And it keeps taking durable writes, through either handle.
+  for (DocumentId id = 900'000; id < 900'050; ++id) {
+    Status s = (id % 2 ? *store : *idle).Insert(id, rnd.Next(), "after");
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+}
+
 
 // ---- Slots moved while queries run ----
 

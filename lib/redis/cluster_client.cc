@@ -157,12 +157,20 @@ ClusterClient::~ClusterClient() = default;
 
 Result<std::unique_ptr<ClusterClient>> ClusterClient::Connect(const std::string& seed,
                                                               const ClientOptions& options) {
-  std::string host;
-  int port = 0;
-  if (!SplitAddress(seed, host, port)) {
-    return Status::InvalidArgument("\"" + seed + "\" is not a Redis address (host:port)");
+  return Connect(std::vector<std::string>{seed}, options);
+}
+
+Result<std::unique_ptr<ClusterClient>> ClusterClient::Connect(const std::vector<std::string>& seeds,
+                                                              const ClientOptions& options) {
+  if (seeds.empty()) return Status::InvalidArgument("no Redis address to connect to");
+  for (const std::string& seed : seeds) {
+    std::string host;
+    int port = 0;
+    if (!SplitAddress(seed, host, port)) {
+      return Status::InvalidArgument("\"" + seed + "\" is not a Redis address (host:port)");
+    }
   }
-  std::unique_ptr<ClusterClient> client(new ClusterClient({seed}, options));
+  std::unique_ptr<ClusterClient> client(new ClusterClient(seeds, options));
   if (Status s = client->ReadSlotMap(); !s.ok()) return s;
   return client;
 }
@@ -404,6 +412,7 @@ void ClusterClient::ForgetSent() {
 
 Status ClusterClient::ScanKeys(const std::string& pattern,
                                const std::function<Status(std::vector<std::string>&)>& batch) {
+  if (Status s = ReadSlotMap(); !s.ok()) return s;
   for (const std::string& master : Masters()) {
     std::string cursor = "0";
     do {

@@ -65,6 +65,10 @@ class ClusterClient {
   // answers, InvalidArgument if the address is malformed or the node is not in cluster mode.
   static Result<std::unique_ptr<ClusterClient>> Connect(const std::string& seed,
                                                         const ClientOptions& options = {});
+  // The same from the first of `seeds` (not empty) that answers, so that a cluster whose seed
+  // node is down is still reached through the others.
+  static Result<std::unique_ptr<ClusterClient>> Connect(const std::vector<std::string>& seeds,
+                                                        const ClientOptions& options = {});
   ~ClusterClient();
   ClusterClient(const ClusterClient&) = delete;
   ClusterClient& operator=(const ClusterClient&) = delete;
@@ -91,10 +95,14 @@ class ClusterClient {
   void ForgetSent();
 
   // Calls batch(keys) with every key of every master that matches the glob `pattern` (SCAN), a
-  // batch at a time; stops at batch's first error. A key that moves between masters meanwhile
-  // may be missed or seen twice.
+  // batch at a time; stops at batch's first error. The masters are those of a slot map read
+  // first, so that a failover since the last call is seen. A key that moves between masters
+  // meanwhile may be missed or seen twice.
   Status ScanKeys(const std::string& pattern,
                   const std::function<Status(std::vector<std::string>&)>& batch);
+
+  // Every node this client has heard of, masters and replicas, from its seeds and slot maps.
+  const std::vector<std::string>& nodes() const { return seeds_; }
 
   // Redirections followed and slot-map reads since the client connected (for tests).
   std::uint64_t redirections() const { return redirections_; }

@@ -144,6 +144,7 @@ Status DestroyStore(const std::string& url) {
 // ---- ClientPool ----
 
 Result<ClientPool::Lease> ClientPool::Take() {
+  std::vector<std::string> nodes;
   {
     MutexLock lock(mu_);
     if (!idle_.empty()) {
@@ -152,14 +153,18 @@ Result<ClientPool::Lease> ClientPool::Take() {
       client->ForgetSent();
       return Lease(*this, std::move(client));
     }
+    nodes = nodes_;
   }
-  Result<std::unique_ptr<ClusterClient>> client = ClusterClient::Connect(seed_);
+  Result<std::unique_ptr<ClusterClient>> client = ClusterClient::Connect(nodes);
   if (!client.ok()) return client.status();
   return Lease(*this, *std::move(client));
 }
 
 void ClientPool::GiveBack(std::unique_ptr<ClusterClient> client) {
   MutexLock lock(mu_);
+  for (const std::string& node : client->nodes()) {
+    if (std::find(nodes_.begin(), nodes_.end(), node) == nodes_.end()) nodes_.push_back(node);
+  }
   idle_.push_back(std::move(client));
 }
 

@@ -44,7 +44,7 @@ Status DestroyStore(const std::string& url);
 // (ClusterClient::ForgetSent), so that its WaitForReplicas waits for its own commands only.
 class ClientPool {
  public:
-  explicit ClientPool(std::string seed) : seed_(std::move(seed)) {}
+  explicit ClientPool(std::string seed) : nodes_{std::move(seed)} {}
 
   // A connection, given back to the pool when destroyed.
   class Lease {
@@ -69,9 +69,11 @@ class ClientPool {
   std::uint64_t Redirections() const EXCLUDES(mu_);
 
  private:
-  const std::string seed_;
   mutable Mutex mu_;
   std::vector<std::unique_ptr<ClusterClient>> idle_ GUARDED_BY(mu_);
+  // The seed, then every node the connections given back have heard of: a new connection is made
+  // through the first that answers, so that the pool outlives its seed node.
+  std::vector<std::string> nodes_ GUARDED_BY(mu_);
 };
 
 // Calls each(key, reply) for the command `command` with each of `keys` inserted at `key_at`, in
