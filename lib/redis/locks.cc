@@ -54,26 +54,28 @@ Status LockSet::Acquire(ClusterClient& client, std::vector<std::string> keys,
       (void)Release(client);
       return got.status();
     }
-    std::vector<std::string> taken;
-    std::string refused;
+    std::string refused, error;
     for (std::size_t i = 0; i < keys.size(); ++i) {
       const Reply& r = (*got)[i];
-      if (r.type == Reply::Type::kStatus) {
-        taken.push_back(keys[i]);
-      } else if (r.type == Reply::Type::kError) {
-        keys_ = taken;
-        (void)Release(client);
-        return Status::IOError("Redis refused the lock " + keys[i] + ": " + r.str);
-      } else if (refused.empty()) {
+      if (r.type == Reply::Type::kError && error.empty()) {
+        error = keys[i] + ": " + r.str;
+      } else if (r.type != Reply::Type::kStatus && refused.empty()) {
         refused = keys[i];
       }
     }
-    if (refused.empty()) {
+    if (refused.empty() && error.empty()) {
       keys_ = std::move(keys);
       if (replies != nullptr) replies->assign(got->begin() + keys_.size(), got->end());
       return Status::OK();
     }
-    keys_ = std::move(taken);
+    // Every key of this try is given back, the refused ones too: a SET that ran but whose reply
+    // was lost is sent again by the client and refused by the lock it took itself, which holds
+    // this try's token (the release script leaves others' locks alone).
+    keys_ = keys;
+    if (!error.empty()) {
+      (void)Release(client);
+      return Status::IOError("Redis refused the lock " + error);
+    }
     if (Status s = Release(client); !s.ok()) return s;
     if (std::chrono::steady_clock::now() - start > options_.patience) {
       return Status::Busy("another writer has held the lock " + refused + " for over " +
