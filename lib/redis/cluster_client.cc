@@ -90,6 +90,16 @@ bool Append(redisContext* c, const std::vector<std::string>& args) {
          REDIS_OK;
 }
 
+// Sends what the connection holds; false if it broke. Every node's commands go out before any
+// reply is read, so a call waits for its slowest node, not for the sum of them.
+bool Flush(redisContext* c) {
+  int done = 0;
+  while (done == 0) {
+    if (redisBufferWrite(c, &done) != REDIS_OK) return false;
+  }
+  return true;
+}
+
 // The next reply on the connection; false if the connection broke or timed out.
 bool Read(redisContext* c, Reply& out) {
   void* raw = nullptr;
@@ -297,21 +307,29 @@ Result<std::vector<Reply>> ClusterClient::Run(std::span<const Command> commands)
         by_node[node].push_back(i);
       }
     }
+    // Every node's commands first, then every node's replies.
+    std::map<std::string, redisContext*> sent_to;  // null: the send failed
+    // Whether each node was waited for before: a node is, once it may have run a command.
+    std::map<std::string, bool> ran_before;
     for (const auto& [node, indexes] : by_node) {
+      ran_before[node] = unwaited_.count(node) != 0;
       redisContext* c = ConnectionTo(node);
       bool sent = c != nullptr;
-      // The node is waited for if it ran a command: not if it only redirected or refused them
-      // (a stale map's old master, now a replica or loading), but if the connection broke.
-      const bool ran_before = unwaited_.count(node) != 0;
-      bool ran = false;
       if (sent) unwaited_.insert(node);
       for (std::size_t k = 0; sent && k < indexes.size(); ++k) {
         const std::size_t i = indexes[k];
         if (asked.count(i) != 0) sent = Append(c, {"ASKING"});
         sent = sent && Append(c, commands[i].args);
       }
+      sent_to[node] = sent && Flush(c) ? c : nullptr;
+    }
+    for (const auto& [node, indexes] : by_node) {
+      redisContext* c = sent_to[node];
+      // The node is waited for if it ran a command: not if it only redirected or refused them
+      // (a stale map's old master, now a replica or loading), but if the connection broke.
+      bool ran = false;
       std::size_t k = 0;
-      for (; sent && k < indexes.size(); ++k) {
+      for (; c != nullptr && k < indexes.size(); ++k) {
         const std::size_t i = indexes[k];
         Reply reply;
         if (asked.count(i) != 0 && !Read(c, reply)) break;  // ASKING's +OK
@@ -339,9 +357,9 @@ Result<std::vector<Reply>> ClusterClient::Run(std::span<const Command> commands)
         }
         next.push_back(i);
       }
-      if (sent && k == indexes.size() && !ran && !ran_before) unwaited_.erase(node);
+      if (c != nullptr && k == indexes.size() && !ran && !ran_before[node]) unwaited_.erase(node);
       if (k < indexes.size()) {  // the connection broke: what was not read is tried again
-        last_error = node + (c == nullptr ? " refused the connection" : " stopped answering");
+        last_error = node + (c == nullptr ? " did not take the commands" : " stopped answering");
         Drop(node);
         reread = true;
         next.insert(next.end(), indexes.begin() + static_cast<std::ptrdiff_t>(k), indexes.end());
