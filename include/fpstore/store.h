@@ -96,8 +96,11 @@ struct StoreStats {
   // Writes not yet merged into the tables (see Flush), exactly: inserted
   // or replaced documents, and removals. Queries find them all the same.
   std::uint64_t staged_documents = 0;
-  std::vector<std::uint64_t> table_bytes;  // each permutation table's files
-  std::uint64_t bytes_on_disk = 0;         // every file of the store
+  // Each permutation table's files, and every file of the store. For a
+  // store in Redis: bytes of Redis memory its keys take (MEMORY USAGE),
+  // estimated from up to 1,024 keys of each table and of the documents.
+  std::vector<std::uint64_t> table_bytes;
+  std::uint64_t bytes_on_disk = 0;
   // What this handle's open dropped from a damaged write-ahead log
   // (StoreOptions::drop_damaged_log), in words; empty if nothing.
   std::string dropped_at_open;

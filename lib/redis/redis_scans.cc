@@ -21,6 +21,8 @@ namespace {
 constexpr std::size_t kPendingEntries = 1 << 16;
 // Keys read per pipelined round.
 constexpr std::size_t kKeysPerRound = 512;
+// Keys of a table (or of the documents) whose memory Stats measures; beyond, it estimates.
+constexpr std::size_t kMemorySample = 1024;
 
 Status ReplyError(const Reply& r, const std::string& what) {
   return Status::IOError("Redis, " + what + ": " + r.str);
@@ -249,14 +251,22 @@ Result<StoreStats> RedisStore::Stats() const {
   stats.min_similarity = params.recorded.min_similarity;
   stats.internals.format_version = kLayoutVersion;
   stats.internals.group_bits = params.bucket_bits;
+  // The memory of `keys`: measured key by key up to kMemorySample keys, else estimated from an
+  // even sample of that many, so that Stats stays quick on a store of millions of keys.
   auto memory = [&](const std::vector<std::string>& keys, std::uint64_t& bytes) {
-    return ForEachReply(
-        **client, keys, {"MEMORY", "USAGE", "SAMPLES", "0"},
+    std::vector<std::string> sample;
+    const std::size_t stride = std::max<std::size_t>(1, keys.size() / kMemorySample);
+    for (std::size_t i = 0; i < keys.size(); i += stride) sample.push_back(keys[i]);
+    std::uint64_t measured = 0;
+    Status s = ForEachReply(
+        **client, sample, {"MEMORY", "USAGE", "SAMPLES", "0"},
         [&](const std::string&, Reply& r) {
-          bytes += static_cast<std::uint64_t>(std::max(0LL, r.integer));
+          measured += static_cast<std::uint64_t>(std::max(0LL, r.integer));
           return Status::OK();
         },
         /*key_at=*/2);
+    if (!sample.empty()) bytes += measured * keys.size() / sample.size();
+    return s;
   };
   Result<StoreKeys> keys = ListKeys(**client);
   if (!keys.ok()) return keys.status();
