@@ -17,6 +17,7 @@
 #include "brute_force.h"
 #include "fpstore/store.h"
 #include "store/store_impl.h"
+#include "store_location.h"
 
 namespace fpstore::testing {
 
@@ -59,10 +60,13 @@ inline std::vector<std::vector<DocumentId>> BruteForceClusters(std::span<const I
 }
 
 // Opens (creating if needed) a store sized for tests: small caches and no
-// fsync, since durability has tests of its own. Null, with a test failure,
-// if it cannot.
+// fsync, since durability has tests of its own, and in Redis, unless the
+// test says otherwise, buckets cut for the few thousand documents tests
+// hold (a store cut for the default 100 million would give each entry a
+// sorted set of its own). Null, with a test failure, if it cannot.
 inline std::unique_ptr<Store> MustOpen(const std::string& path, StoreOptions options = {}) {
   options.durability = Durability::kNoSync;
+  if (kRedisBackend && !options.expected_documents) options.expected_documents = 4096;
   options.block_cache_bytes = 8 << 20;
   options.write_buffer_bytes = 8 << 20;
   Result<std::unique_ptr<Store>> store = Store::Open(path, options);
