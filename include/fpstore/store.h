@@ -15,7 +15,9 @@
 // Thread safety: a Store is safe for concurrent use by any number of
 // threads, readers and writers alike. Each query sees one consistent
 // snapshot of the store. One process at a time may open a store for
-// writing; another gets Busy.
+// writing; another gets Busy. A store in Redis ("redis://" paths) may be
+// written by many processes at once, and its queries see no snapshot
+// (docs/design.md, "The Redis backend").
 
 #ifndef FPSTORE_STORE_H_
 #define FPSTORE_STORE_H_

@@ -25,7 +25,7 @@ void KeepConfirmed(std::vector<NearPair>& pairs, const RunSignatures& signatures
                    double min_similarity);
 
 // Adds to `edges` the links within k that Clusters makes of `run` in table t: copies (one
-// fingerprint) join the member of their group of one signature, in linear time, and the groups
+// fingerprint) join the member of their group of one signature, one link each, and the groups
 // join pairwise where confirmed. `signatures` is called once, at the run's first link; a null
 // answer (its read failed) leaves the run out.
 void AddClusterEdges(std::span<const TableEntry> run, const PermutationPlan& plan, std::size_t t,

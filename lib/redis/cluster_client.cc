@@ -280,6 +280,18 @@ Result<Reply> ClusterClient::Run(const Command& command) {
   return std::move((*replies)[0]);
 }
 
+Status ClusterClient::RunAll(std::span<const Command> commands, const std::string& what) {
+  if (commands.empty()) return Status::OK();
+  Result<std::vector<Reply>> replies = Run(commands);
+  if (!replies.ok()) return replies.status().WithContext(what);
+  for (std::size_t i = 0; i < replies->size(); ++i) {
+    if ((*replies)[i].type == Reply::Type::kError) {
+      return Status::IOError("Redis, " + what + " (" + commands[i].key + "): " + (*replies)[i].str);
+    }
+  }
+  return Status::OK();
+}
+
 Result<std::vector<Reply>> ClusterClient::Run(std::span<const Command> commands) {
   std::vector<Reply> replies(commands.size());
   std::vector<std::size_t> pending(commands.size());
@@ -393,7 +405,7 @@ Status ClusterClient::WaitForReplicas(int replicas, std::chrono::milliseconds ti
                                          std::to_string(timeout.count())};
   for (const std::string& node : nodes) {
     redisContext* c = ConnectionTo(node);
-    if (c == nullptr || !Append(c, args)) {
+    if (c == nullptr || !Append(c, args) || !Flush(c)) {
       Drop(node);
       if (result.ok()) result = Status::IOError("the Redis at " + node + " did not answer WAIT");
       continue;

@@ -6,7 +6,8 @@
 // retried until a deadline).
 //
 // A command may thus reach the cluster more than once when a connection breaks after it was sent:
-// every command given to Run must be idempotent (SET, ZADD, ZREM, DEL, reads).
+// every command given to Run must be idempotent (SET, ZADD, ZREM, DEL, reads), or its caller must
+// expect a repeat (a lock's SET NX, refused by the lock it took itself: redis/locks.h).
 //
 // Thread safety: a client is used by one thread at a time.
 
@@ -78,6 +79,12 @@ class ClusterClient {
   // IOError when the cluster did not answer every command by the deadline.
   Result<std::vector<Reply>> Run(std::span<const Command> commands);
   Result<Reply> Run(const Command& command);
+  // Run for commands whose replies matter only as errors: an error reply is an IOError naming
+  // `what` and the command's key.
+  Status RunAll(std::span<const Command> commands, const std::string& what);
+  Status RunAll(const Command& command, const std::string& what) {
+    return RunAll(std::span(&command, 1), what);
+  }
 
   // Runs `args` on the node at `address` (a master's, from Masters), with no routing.
   Result<Reply> RunOn(const std::string& address, const std::vector<std::string>& args);

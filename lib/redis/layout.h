@@ -88,7 +88,7 @@ class Layout {
   // ZRANGEBYLEX of table 0's members of fingerprint fp, one per document.
   Command IdsOf(Fingerprint fp) const;
 
-  // The SCAN pattern of every key of the store (its locks and layout record included), and
+  // The SCAN pattern of every key of the store but its layout record (its locks included), and
   // what one of them is: a bucket (table, bucket), a shard (number), or neither.
   std::string KeyPattern() const { return "fps:{" + name_ + ":*"; }
   struct KeyKind {

@@ -89,9 +89,9 @@ Status LockSet::Acquire(ClusterClient& client, std::vector<std::string> keys,
 }
 
 Status LockSet::Check() const {
-  // The margin covers the commands between this check and the write it guards.
-  const auto margin = std::min(options_.time_to_live / 3, std::chrono::milliseconds(10000));
-  if (std::chrono::steady_clock::now() - taken_ < options_.time_to_live - margin) {
+  // The other half covers the commands between this check and the write it guards, retries
+  // through a failover included.
+  if (std::chrono::steady_clock::now() - taken_ < options_.time_to_live / 2) {
     return Status::OK();
   }
   return Status::IOError("a write held its locks for too long (their time to live is " +

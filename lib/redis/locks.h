@@ -23,7 +23,9 @@ namespace fpstore::internal::redis {
 
 struct LockOptions {
   // How long a lock lives if its holder never gives it back.
-  std::chrono::milliseconds time_to_live{30000};
+  // Check allows a write only in its first half, which leaves the other half for the write's
+  // commands, however long the client takes to deliver them (its deadline is 15 s).
+  std::chrono::milliseconds time_to_live{60000};
   // How long Acquire tries before it gives up with Busy.
   std::chrono::milliseconds patience{20000};
 };

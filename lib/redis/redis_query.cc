@@ -1,15 +1,58 @@
-// Queries of a store in Redis (docs/design.md, "The life of a query"): every table's bucket range
-// in one pipelined round, table 0's entries of fingerprints found elsewhere in a second, and the
-// records, which decide what counts, with them or in a third.
+// Queries of a store in Redis (docs/design.md, "The Redis backend", "Reads"): every table's bucket
+// range in one pipelined round, table 0's entries of fingerprints found elsewhere in a second with
+// the records known so far, and the rest of the records in a third. The records decide what counts.
 
 #include <algorithm>
-#include <map>
-#include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "redis/redis_store.h"
 
 namespace fpstore::internal::redis {
+
+namespace {
+
+// What a query's rounds have found: per query, the documents by id (with the fingerprint they were
+// found by), and the fingerprints found in tables without ids, with the queries that wait for
+// their documents.
+struct Candidates {
+  std::vector<std::unordered_map<DocumentId, Fingerprint>> ids;
+  std::unordered_map<Fingerprint, std::vector<std::size_t>> waiting;
+};
+
+// The records of `ids`, read through `client`, into `records` (absent: none stored). Their
+// commands go after `before`, whose replies are handed to `before_replies` (may be empty) first.
+Status ReadWith(ClusterClient& client, const Layout& layout, const std::string& url,
+                std::vector<Command> before, const std::vector<DocumentId>& ids,
+                const std::function<Status(std::span<const Reply>)>& before_replies,
+                std::unordered_map<DocumentId, Document>& records) {
+  const std::size_t first = before.size();
+  for (const DocumentId id : ids) {
+    const std::string shard = layout.ShardKeyOf(id);
+    before.push_back({shard, {"HGET", shard, Layout::IdField(id)}});
+  }
+  if (before.empty()) return Status::OK();
+  Result<std::vector<Reply>> got = client.Run(before);
+  if (!got.ok()) return got.status();
+  if (before_replies) {
+    if (Status s = before_replies(std::span(*got).first(first)); !s.ok()) return s;
+  }
+  for (std::size_t i = first; i < got->size(); ++i) {
+    const Reply& r = (*got)[i];
+    const DocumentId id = ids[i - first];
+    if (r.type == Reply::Type::kError) return Status::IOError("Redis, a record: " + r.str);
+    if (r.type != Reply::Type::kString) continue;
+    Document doc;
+    if (!Layout::DecodeRecord(id, r.str, &doc)) {
+      return Status::Corruption(url + ": the record of document " + std::to_string(id) + " in " +
+                                layout.ShardKeyOf(id) + " is malformed");
+    }
+    records[id] = std::move(doc);
+  }
+  return Status::OK();
+}
+
+}  // namespace
 
 Result<std::vector<Match>> RedisStore::Query(const Sketch& query,
                                              const QueryOptions& options) const {
@@ -32,7 +75,8 @@ Result<std::vector<std::vector<Match>>> RedisStore::Run(ClusterClient& client,
                                                         const Matching& matching) const {
   const PermutationPlan& p = plan();
   const std::size_t tables = p.table_count();
-  // Round 1: each query's range in each table.
+  // Round 1: each query's range in each table. A document within k counts in the first table it
+  // shares with the query; table 0's entries carry its id.
   std::vector<Command> probes;
   probes.reserve(queries.size() * tables);
   for (const Sketch& q : queries) {
@@ -40,11 +84,8 @@ Result<std::vector<std::vector<Match>>> RedisStore::Run(ClusterClient& client,
   }
   Result<std::vector<Reply>> ranges = client.Run(probes);
   if (!ranges.ok()) return ranges.status();
-  // Candidates: (query, fingerprint, id); a fingerprint found only in a table without ids waits
-  // for its ids. Each counts in the first table it shares with the query.
-  std::vector<std::vector<std::pair<Fingerprint, DocumentId>>> candidates(queries.size());
-  std::set<Fingerprint> unresolved_set;
-  std::vector<std::vector<Fingerprint>> unresolved(queries.size());
+  Candidates found;
+  found.ids.resize(queries.size());
   for (std::size_t qi = 0; qi < queries.size(); ++qi) {
     const Fingerprint q = queries[qi].fingerprint;
     for (std::size_t t = 0; t < tables; ++t) {
@@ -55,104 +96,78 @@ Result<std::vector<std::vector<Match>>> RedisStore::Run(ClusterClient& client,
         Fingerprint fp = 0;
         DocumentId id = 0;
         if (!layout_.DecodeMember(t, bucket, member.str, &fp, &id)) {
-          return Status::Corruption(url_ + ": " + probes[qi * tables + t].key + " holds a member of " +
-                                    std::to_string(member.str.size()) + " bytes");
+          return Status::Corruption(url_ + ": " + probes[qi * tables + t].key +
+                                    " holds a member of " + std::to_string(member.str.size()) +
+                                    " bytes");
         }
         if (!WithinDistance(fp, q, matching.k) || p.FirstSharedTable(q, fp) != static_cast<int>(t)) {
           continue;
         }
         if (t == 0) {
-          candidates[qi].emplace_back(fp, id);
+          found.ids[qi].emplace(id, fp);
         } else {
-          unresolved[qi].push_back(fp);
-          unresolved_set.insert(fp);
+          found.waiting[fp].push_back(qi);
         }
       }
     }
   }
-  // Round 2: table 0's entries of the fingerprints found elsewhere, with the records of what is
-  // known so far; round 3, the records of the rest.
-  std::vector<Command> reads;
-  const std::vector<Fingerprint> lookups(unresolved_set.begin(), unresolved_set.end());
-  for (const Fingerprint fp : lookups) reads.push_back(layout_.IdsOf(fp));
-  std::unordered_map<DocumentId, std::optional<Document>> records;
-  std::vector<DocumentId> wanted;
-  auto want = [&](DocumentId id) {
-    if (records.try_emplace(id).second) wanted.push_back(id);
-  };
-  for (const auto& list : candidates) {
-    for (const auto& [fp, id] : list) want(id);
+  // Round 2: table 0's entries of the fingerprints found elsewhere, and the records of the ids known.
+  std::vector<Fingerprint> lookups;
+  std::vector<Command> ids_of;
+  for (const auto& [fp, waiting] : found.waiting) {
+    lookups.push_back(fp);
+    ids_of.push_back(layout_.IdsOf(fp));
   }
-  auto read_records = [&](std::size_t first_reply) -> Status {
-    Result<std::vector<Reply>> got = client.Run(reads);
-    if (!got.ok()) return got.status();
-    for (std::size_t i = 0; i < lookups.size() && first_reply == lookups.size(); ++i) {
-      const Reply& r = (*got)[i];
-      if (r.type == Reply::Type::kError) return Status::IOError("Redis, table 0's entries: " + r.str);
-      const std::uint64_t bucket = layout_.BucketOf(0, lookups[i]);
-      for (const Reply& member : r.elements) {
-        Fingerprint fp = 0;
-        DocumentId id = 0;
-        if (layout_.DecodeMember(0, bucket, member.str, &fp, &id) && fp == lookups[i]) {
-          for (std::size_t qi = 0; qi < queries.size(); ++qi) {
-            if (std::find(unresolved[qi].begin(), unresolved[qi].end(), fp) != unresolved[qi].end()) {
-              candidates[qi].emplace_back(fp, id);
-            }
+  std::unordered_set<DocumentId> wanted;
+  for (const auto& ids : found.ids) {
+    for (const auto& [id, fp] : ids) wanted.insert(id);
+  }
+  std::vector<DocumentId> known(wanted.begin(), wanted.end());
+  std::unordered_map<DocumentId, Document> records;
+  std::vector<DocumentId> learnt;
+  Status s = ReadWith(
+      client, layout_, url_, std::move(ids_of), known,
+      [&](std::span<const Reply> replies) {
+        for (std::size_t i = 0; i < replies.size(); ++i) {
+          if (replies[i].type == Reply::Type::kError) {
+            return Status::IOError("Redis, table 0's entries: " + replies[i].str);
+          }
+          const std::uint64_t bucket = layout_.BucketOf(0, lookups[i]);
+          for (const Reply& member : replies[i].elements) {
+            Fingerprint fp = 0;
+            DocumentId id = 0;
+            if (!layout_.DecodeMember(0, bucket, member.str, &fp, &id) || fp != lookups[i]) continue;
+            for (const std::size_t qi : found.waiting[fp]) found.ids[qi].emplace(id, fp);
+            if (wanted.insert(id).second) learnt.push_back(id);
           }
         }
-      }
-    }
-    for (std::size_t i = first_reply; i < got->size(); ++i) {
-      const Reply& r = (*got)[i];
-      const DocumentId id = wanted[i - first_reply];
-      if (r.type == Reply::Type::kError) return Status::IOError("Redis, a record: " + r.str);
-      if (r.type != Reply::Type::kString) continue;
-      Document doc;
-      if (!Layout::DecodeRecord(id, r.str, &doc)) {
-        return Status::Corruption(url_ + ": the record of document " + std::to_string(id) +
-                                  " in " + layout_.ShardKeyOf(id) + " is malformed");
-      }
-      records[id] = std::move(doc);
-    }
-    return Status::OK();
-  };
-  auto add_record_reads = [&](std::size_t from) {
-    for (std::size_t i = from; i < wanted.size(); ++i) {
-      const std::string shard = layout_.ShardKeyOf(wanted[i]);
-      reads.push_back({shard, {"HGET", shard, Layout::IdField(wanted[i])}});
-    }
-  };
-  add_record_reads(0);
-  if (!reads.empty()) {
-    if (Status s = read_records(lookups.size()); !s.ok()) return s;
-  }
-  const std::size_t known = wanted.size();
-  for (const auto& list : candidates) {
-    for (const auto& [fp, id] : list) want(id);
-  }
-  if (wanted.size() > known) {
-    reads.clear();
-    add_record_reads(known);
-    // Only records this time: lookups are done.
-    std::vector<DocumentId> rest(wanted.begin() + static_cast<std::ptrdiff_t>(known), wanted.end());
-    wanted = std::move(rest);
-    if (Status s = read_records(0); !s.ok()) return s;
-  }
-  // A candidate counts when its record holds the fingerprint it was found by, and is confirmed.
+        return Status::OK();
+      },
+      records);
+  // Round 3: the records of the documents learnt in round 2.
+  if (s.ok()) s = ReadWith(client, layout_, url_, {}, learnt, nullptr, records);
+  if (!s.ok()) return s;
+  return Confirm(queries, found.ids, records, matching);
+}
+
+std::vector<std::vector<Match>> RedisStore::Confirm(
+    std::span<const Sketch> queries,
+    const std::vector<std::unordered_map<DocumentId, Fingerprint>>& found,
+    const std::unordered_map<DocumentId, Document>& records, const Matching& matching) const {
+  // A document counts by its record: within k and confirmed. An entry of a version being replaced
+  // still finds the document, which then counts by the version its record holds.
   std::vector<std::vector<Match>> results(queries.size());
   for (std::size_t qi = 0; qi < queries.size(); ++qi) {
-    std::sort(candidates[qi].begin(), candidates[qi].end());
-    candidates[qi].erase(std::unique(candidates[qi].begin(), candidates[qi].end()),
-                         candidates[qi].end());
-    for (const auto& [fp, id] : candidates[qi]) {
+    const Fingerprint q = queries[qi].fingerprint;
+    for (const auto& [id, by] : found[qi]) {
       const auto it = records.find(id);
-      if (it == records.end() || !it->second || it->second->fingerprint != fp) continue;
-      const Document& doc = *it->second;
+      if (it == records.end() || !WithinDistance(it->second.fingerprint, q, matching.k)) continue;
+      const Document& doc = it->second;
       const std::optional<double> similarity =
           EstimateSimilarity(queries[qi].signature, doc.signature);
       if (similarity && *similarity < matching.min_similarity) continue;
       results[qi].push_back(
-          {id, fp, HammingDistance(fp, queries[qi].fingerprint), doc.metadata, similarity});
+          {id, doc.fingerprint, HammingDistance(doc.fingerprint, q), doc.metadata, similarity});
     }
     std::sort(results[qi].begin(), results[qi].end(), [](const Match& a, const Match& b) {
       return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;

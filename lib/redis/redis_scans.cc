@@ -1,7 +1,7 @@
 // Whole-store work on a store in Redis: FindAll and Clusters (the documents read from their
 // records, the tables sorted in memory, and the runs confirmed by the pair logic both backends
-// share), ForEachDocument, Verify, Repair, Compact and Stats (docs/design.md, "The Redis
-// backend").
+// share), ForEachDocument and Stats (docs/design.md, "The Redis backend"). Verify, Repair and
+// Compact are in redis_tidy.cc.
 
 #include <algorithm>
 #include <mutex>
@@ -137,6 +137,7 @@ Status RedisStore::ScanLinkedRuns(int k, const RunBatchVisitor& visit) const {
         any_signed ? SignaturesOf(**client, std::move(ids)) : RunSignatures();
     if (!signatures.ok()) {
       failed = signatures.status();
+      pending.clear();  // the scan has failed: what waits is not visited
       return;
     }
     visit(t, pending, *signatures);

@@ -47,8 +47,7 @@ Result<int> ListpackEntries(ClusterClient& client) {
     int value = 0;
     if (r->type != Reply::Type::kArray || r->elements.size() != 2 ||
         !ParseInt(r->elements[1].str, value) || value < 1) {
-      return Status::IOError("the Redis at " + master +
-                             " did not tell its zset-max-listpack-entries");
+      continue;  // CONFIG renamed or disabled: Redis's default is assumed below
     }
     least = least == 0 ? value : std::min(least, value);
   }
@@ -129,16 +128,15 @@ Status DestroyStore(const std::string& url) {
   const std::string layout_key = Layout::LayoutKeyOf(name);
   Result<Reply> exists = (*client)->Run(Command{layout_key, {"EXISTS", layout_key}});
   if (!exists.ok()) return exists.status();
+  if (exists->type == Reply::Type::kError) return ReplyError(*exists, "EXISTS " + layout_key);
   if (exists->integer != 1) return Status::NotFound("no store at " + url);
   Status s = (*client)->ScanKeys("fps:{" + name + ":*", [&](std::vector<std::string>& keys) {
     std::vector<Command> unlinks;
     for (std::string& key : keys) unlinks.push_back({key, {"UNLINK", key}});
-    Result<std::vector<Reply>> done = (*client)->Run(unlinks);
-    return done.ok() ? Status::OK() : done.status();
+    return (*client)->RunAll(unlinks, "removing keys");
   });
   if (!s.ok()) return s;
-  Result<Reply> done = (*client)->Run(Command{layout_key, {"UNLINK", layout_key}});
-  return done.ok() ? Status::OK() : done.status();
+  return (*client)->RunAll(Command{layout_key, {"UNLINK", layout_key}}, "removing the layout");
 }
 
 // ---- ClientPool ----
@@ -251,67 +249,67 @@ Result<std::vector<std::optional<Fingerprint>>> RedisStore::OldFingerprints(
   return old;
 }
 
+namespace {
+
+// Commands of one verb that gather, per key, the arguments added for it: one command a key.
+class Grouped {
+ public:
+  explicit Grouped(std::string verb) : verb_(std::move(verb)) {}
+  void Add(const std::string& key, std::initializer_list<std::string> args) {
+    std::vector<std::string>& to = args_[key];
+    to.insert(to.end(), args.begin(), args.end());
+  }
+  std::vector<Command> Commands() && {
+    std::vector<Command> commands;
+    commands.reserve(args_.size());
+    for (auto& [key, args] : args_) {
+      args.insert(args.begin(), {verb_, key});
+      commands.push_back({key, std::move(args)});
+    }
+    return commands;
+  }
+
+ private:
+  const std::string verb_;
+  std::unordered_map<std::string, std::vector<std::string>> args_;
+};
+
+}  // namespace
+
 Status RedisStore::WriteHeld(ClusterClient& client, std::span<const NewDocument> docs,
                              std::span<const std::optional<Fingerprint>> old, LockSet& locks) {
-  const PermutationPlan& p = plan();
-  // Entries first, grouped by bucket: one ZADD a bucket.
-  std::unordered_map<std::string, std::vector<std::string>> members;
+  // Entries first, one ZADD a bucket.
+  Grouped entries("ZADD");
   for (const NewDocument& d : docs) {
-    for (std::size_t t = 0; t < p.table_count(); ++t) {
-      members[layout_.BucketKeyOf(t, d.fingerprint)].push_back(layout_.Member(t, d.fingerprint, d.id));
+    for (std::size_t t = 0; t < plan().table_count(); ++t) {
+      entries.Add(layout_.BucketKeyOf(t, d.fingerprint), {"0", layout_.Member(t, d.fingerprint, d.id)});
     }
   }
-  std::vector<Command> commands;
-  commands.reserve(members.size());
-  for (auto& [key, ms] : members) {
-    std::vector<std::string> args = {"ZADD", key};
-    for (std::string& m : ms) {
-      args.push_back("0");
-      args.push_back(std::move(m));
-    }
-    commands.push_back({key, std::move(args)});
-  }
-  auto run = [&](const std::string& what) -> Status {
-    Result<std::vector<Reply>> got = client.Run(commands);
-    if (!got.ok()) return got.status();
-    for (const Reply& r : *got) {
-      if (r.type == Reply::Type::kError) return ReplyError(r, what);
-    }
-    commands.clear();
-    return Status::OK();
-  };
-  Status s = run("adding table entries");
+  Status s = client.RunAll(std::move(entries).Commands(), "adding table entries");
   // Then the records, where the documents take effect, unless the locks may have lapsed.
   if (s.ok()) s = locks.Check();
   if (s.ok()) {
-    std::unordered_map<std::string, std::vector<std::string>> fields;
+    Grouped records("HSET");
     for (const NewDocument& d : docs) {
-      std::vector<std::string>& f = fields[layout_.ShardKeyOf(d.id)];
-      f.push_back(Layout::IdField(d.id));
-      f.push_back(Layout::EncodeRecord(d));
+      records.Add(layout_.ShardKeyOf(d.id), {Layout::IdField(d.id), Layout::EncodeRecord(d)});
     }
-    for (auto& [key, fs] : fields) {
-      std::vector<std::string> args = {"HSET", key};
-      for (std::string& f : fs) args.push_back(std::move(f));
-      commands.push_back({key, std::move(args)});
-    }
-    s = run("writing records");
+    s = client.RunAll(std::move(records).Commands(), "writing records");
   }
-  // Last, once the records are as durable as asked, the entries of the versions replaced, and the
-  // locks.
+  // Once the records are as durable as asked, the entries of the versions replaced, confirmed
+  // before the locks that keep another writer of the same documents away are given back.
   if (s.ok()) s = Settle(client);
-  commands.clear();
   if (s.ok()) {
+    Grouped removals("ZREM");
     for (std::size_t i = 0; i < docs.size(); ++i) {
       if (old[i] && *old[i] != docs[i].fingerprint) {
-        const std::string key = layout_.BucketKeyOf(0, *old[i]);
-        commands.push_back({key, {"ZREM", key, layout_.Member(0, *old[i], docs[i].id)}});
+        removals.Add(layout_.BucketKeyOf(0, *old[i]), {layout_.Member(0, *old[i], docs[i].id)});
       }
     }
+    s = client.RunAll(std::move(removals).Commands(), "removing replaced entries");
   }
-  locks.ReleaseWith(commands);
-  Result<std::vector<Reply>> got = client.Run(commands);
-  return s.ok() && !got.ok() ? got.status() : s;
+  // Locks not given back lapse after their time to live.
+  (void)locks.Release(client);
+  return s;
 }
 
 Status RedisStore::InsertBatch(std::span<const NewDocument> docs) { return Write(docs, nullptr); }
@@ -376,21 +374,17 @@ Status RedisStore::Remove(DocumentId id) {
       OldFingerprints(std::span(&probe, 1), replies);
   Status s = old.ok() ? Status::OK() : old.status();
   if (s.ok() && !(*old)[0]) s = Status::NotFound("document " + std::to_string(id));
-  if (s.ok()) {
-    // The record goes first: from then on no reader counts the entry.
-    Result<Reply> deleted = (*client)->Run(Command{shard, {"HDEL", shard, field}});
-    s = !deleted.ok()                               ? deleted.status()
-        : deleted->type == Reply::Type::kError ? ReplyError(*deleted, "removing a record")
-                                                    : Settle(**client);
-  }
-  std::vector<Command> commands;
+  // The record goes first: from then on no reader counts the entry, which goes last, confirmed
+  // before the id lock is given back.
+  if (s.ok()) s = (*client)->RunAll(Command{shard, {"HDEL", shard, field}}, "removing a record");
+  if (s.ok()) s = Settle(**client);
   if (s.ok()) {
     const std::string key = layout_.BucketKeyOf(0, *(*old)[0]);
-    commands.push_back({key, {"ZREM", key, layout_.Member(0, *(*old)[0], id)}});
+    s = (*client)->RunAll(Command{key, {"ZREM", key, layout_.Member(0, *(*old)[0], id)}},
+                          "removing an entry");
   }
-  locks.ReleaseWith(commands);
-  Result<std::vector<Reply>> got = (*client)->Run(commands);
-  return s.ok() && !got.ok() ? got.status() : s;
+  (void)locks.Release(**client);
+  return s;
 }
 
 Result<Document> RedisStore::Get(DocumentId id) const {

@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "fpstore/store.h"
@@ -147,6 +148,11 @@ class RedisStore final : public Store {
   Result<std::vector<std::vector<Match>>> Run(ClusterClient& client,
                                               std::span<const Sketch> queries,
                                               const Matching& matching) const;
+  // The matches of each query among the documents `found` for it (by id), by their `records`.
+  std::vector<std::vector<Match>> Confirm(
+      std::span<const Sketch> queries,
+      const std::vector<std::unordered_map<DocumentId, Fingerprint>>& found,
+      const std::unordered_map<DocumentId, Document>& records, const Matching& matching) const;
 
   // The keys of the store's shards, and of each table's buckets, by number, from one SCAN of the
   // cluster.

@@ -177,19 +177,12 @@ Status RedisStore::Tidy(bool fix, const ScanOptions& scan) const {
           fixes.push_back({key, {"ZADD", key, "0", member}});
         }
       }
-      if (!fix) fixes.clear();
-      locks.ReleaseWith(fixes);
-      if (s.ok()) {
-        Result<std::vector<Reply>> done = client.Run(fixes);
-        if (!done.ok()) s = done.status();
-      } else {
-        (void)client.Run(fixes);
-      }
+      // The fixes only while the locks surely hold, confirmed before they are given back.
+      if (fix && s.ok()) s = locks.Check();
+      if (fix && s.ok()) s = client.RunAll(fixes, "repairing table entries");
+      (void)locks.Release(client);
     }
-    if (s.ok() && fix && !malformed.empty()) {
-      Result<std::vector<Reply>> done = client.Run(malformed);
-      if (!done.ok()) s = done.status();
-    }
+    if (s.ok() && fix) s = client.RunAll(malformed, "removing malformed members");
     if (s.ok() && scan.progress) scan.progress(t + 1, tables);
   }
   if (!s.ok()) return s;
