@@ -71,23 +71,31 @@ Result<RedisStore::StoreKeys> RedisStore::ListKeys(ClusterClient& client) const 
   return keys;
 }
 
+Status ForEachRecord(ClusterClient& client, const Layout& layout, const std::string& url,
+                     const std::vector<std::string>& shards,
+                     const std::function<void(DocumentId, Document&)>& each) {
+  return ForEachReply(client, shards, {"HGETALL"}, [&](const std::string& key, Reply& r) {
+    for (std::size_t i = 0; i + 1 < r.elements.size(); i += 2) {
+      DocumentId id = 0;
+      Document doc;
+      if (!Layout::DecodeIdField(r.elements[i].str, &id) ||
+          !Layout::DecodeRecord(id, r.elements[i + 1].str, &doc)) {
+        return Status::Corruption(url + ": " + key + " holds a malformed record");
+      }
+      each(id, doc);
+    }
+    return Status::OK();
+  });
+}
+
 Status RedisStore::ReadAll(ClusterClient& client, std::vector<IdFingerprint>& docs,
                            bool* any_signed) const {
   *any_signed = false;
   Result<StoreKeys> keys = ListKeys(client);
   if (!keys.ok()) return keys.status();
-  return ForEachReply(client, keys->shards, {"HGETALL"}, [&](const std::string& key, Reply& r) {
-      for (std::size_t i = 0; i + 1 < r.elements.size(); i += 2) {
-        DocumentId id = 0;
-        Document doc;
-        if (!Layout::DecodeIdField(r.elements[i].str, &id) ||
-            !Layout::DecodeRecord(id, r.elements[i + 1].str, &doc)) {
-          return Status::Corruption(url_ + ": " + key + " holds a malformed record");
-        }
-        docs.push_back({id, doc.fingerprint});
-        *any_signed = *any_signed || !doc.signature.empty();
-      }
-      return Status::OK();
+  return ForEachRecord(client, layout_, url_, keys->shards, [&](DocumentId id, Document& doc) {
+    docs.push_back({id, doc.fingerprint});
+    *any_signed = *any_signed || !doc.signature.empty();
   });
 }
 

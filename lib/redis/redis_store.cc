@@ -13,8 +13,6 @@ namespace {
 
 // How long a durable write waits for a replica to acknowledge it.
 constexpr std::chrono::milliseconds kReplicaWait{5000};
-// Documents written per pipelined round: bounds a call's memory and its locks.
-constexpr std::size_t kWriteChunk = 1000;
 
 // Creates the layout record unless one exists: 1 if it made it.
 constexpr const char* kCreateScript =
@@ -454,76 +452,6 @@ Status RedisStore::Checkpoint(const std::string&) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
   return Status::NotSupported(url_ + " lives in Redis, which keeps its own copies: use its "
                                      "persistence (BGSAVE, append-only files) and replicas");
-}
-
-// ---- Bulk loads ----
-
-namespace {
-
-// A bulk load into Redis: documents gathered in memory, written by Finish in rounds of the
-// store's writes. Unlike the embedded store's, it is not all or nothing: a Finish that fails
-// leaves the documents of the rounds it finished, each whole.
-class RedisBulkLoader final : public BulkLoader {
- public:
-  RedisBulkLoader(RedisStore& store, const BulkLoadOptions& options)
-      : store_(store), options_(options) {}
-
-  Status Add(const NewDocument& doc) override {
-    if (done_) return Status::InvalidArgument("the bulk load has finished");
-    if (Status s = store_.CheckSignature(doc.signature); !s.ok()) return s;
-    ++added_;
-    const auto [it, fresh] = index_.try_emplace(doc.id, docs_.size());
-    Stored stored{doc.id, doc.fingerprint, std::string(doc.metadata), doc.signature};
-    if (fresh) {
-      docs_.push_back(std::move(stored));
-    } else {
-      docs_[it->second] = std::move(stored);
-      ++stats_.superseded;
-    }
-    return Status::OK();
-  }
-
-  Result<BulkLoadStats> Finish() override {
-    if (done_) return Status::InvalidArgument("the bulk load has finished");
-    done_ = true;
-    std::vector<NewDocument> batch;
-    for (std::size_t begin = 0; begin < docs_.size(); begin += kWriteChunk) {
-      batch.clear();
-      const std::size_t end = std::min(docs_.size(), begin + kWriteChunk);
-      for (std::size_t i = begin; i < end; ++i) {
-        const Stored& d = docs_[i];
-        batch.push_back({d.id, d.fingerprint, d.metadata, d.signature});
-      }
-      if (Status s = store_.Write(batch, &stats_.replaced); !s.ok()) return s;
-      if (options_.progress) options_.progress(end, docs_.size());
-    }
-    stats_.added = docs_.size() - stats_.replaced;
-    return stats_;
-  }
-
-  std::uint64_t added() const override { return added_; }
-
- private:
-  struct Stored {
-    DocumentId id;
-    Fingerprint fingerprint;
-    std::string metadata;
-    Signature signature;
-  };
-  RedisStore& store_;
-  const BulkLoadOptions options_;
-  std::vector<Stored> docs_;
-  std::unordered_map<DocumentId, std::size_t> index_;
-  BulkLoadStats stats_;
-  std::uint64_t added_ = 0;
-  bool done_ = false;
-};
-
-}  // namespace
-
-Result<std::unique_ptr<BulkLoader>> RedisStore::NewBulkLoader(const BulkLoadOptions& options) {
-  if (Status s = CheckWritable(); !s.ok()) return s;
-  return std::unique_ptr<BulkLoader>(new RedisBulkLoader(*this, options));
 }
 
 }  // namespace fpstore::internal::redis

@@ -31,6 +31,9 @@
 
 namespace fpstore::internal::redis {
 
+// Documents written per pipelined round: bounds a call's memory and its locks.
+inline constexpr std::size_t kWriteChunk = 1000;
+
 // Whether `path` names a store in Redis ("redis://...").
 bool IsRedisPath(std::string_view path);
 
@@ -83,6 +86,12 @@ Status ForEachReply(ClusterClient& client, const std::vector<std::string>& keys,
                     const std::vector<std::string>& command,
                     const std::function<Status(const std::string&, Reply&)>& each,
                     std::size_t key_at = 1);
+
+// Calls each(id, document) for every record of the shards `shards` of the store `layout` (at
+// `url`, for messages), read whole (HGETALL) in pipelined rounds; Corruption for a malformed one.
+Status ForEachRecord(ClusterClient& client, const Layout& layout, const std::string& url,
+                     const std::vector<std::string>& shards,
+                     const std::function<void(DocumentId, Document&)>& each);
 
 class RedisStore final : public Store {
  public:

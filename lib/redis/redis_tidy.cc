@@ -3,8 +3,8 @@
 // under the locks a writer would hold, so that a write in flight is not taken for damage:
 //   - a table 0 entry whose record is missing or holds another fingerprint (a write cut short, or
 //     a replacement's old entry not yet taken out): Repair removes it;
-//   - a stored document missing an entry in some table (a failover that lost acknowledged
-//     writes): Repair adds it;
+//   - a stored document missing an entry in some table (a failover that lost a write's entries
+//     but not its record: a write in flight, or any with Durability::kNoSync): Repair adds it;
 //   - a fingerprint in tables 1 and up that no document holds (left by removals and
 //     replacements, which take fingerprints out of table 0 only): harmless, as queries pass it
 //     by; Repair and Compact remove it.
@@ -22,7 +22,7 @@ namespace {
 // Suspects re-checked under their locks per round.
 constexpr std::size_t kSuspectsPerRound = 256;
 
-// What a table entry looks like wrong for.
+// What a table entry looks wrong for.
 struct Suspect {
   enum class Kind { kNoRecord, kMissing, kUnheld } kind;
   std::size_t table;
@@ -30,10 +30,185 @@ struct Suspect {
   DocumentId id;  // kNoRecord, kMissing
 };
 
-struct Findings {
-  std::uint64_t no_record = 0, missing = 0, unheld = 0, malformed = 0;
-  std::string first;  // the first problem, in words
+// One Verify or Repair: what the records say the tables should hold, and what was found wrong.
+class Tidier {
+ public:
+  Tidier(ClusterClient& client, const Layout& layout, const std::string& url, bool fix)
+      : client_(client), layout_(layout), url_(url), fix_(fix) {}
+
+  Status ReadRecords(const std::vector<std::string>& shards) {
+    return ForEachRecord(client_, layout_, url_, shards, [&](DocumentId id, Document& doc) {
+      records_.emplace(id, doc.fingerprint);
+      held_.insert(doc.fingerprint);
+    });
+  }
+
+  // Table t's suspects, from its buckets' members and the records; malformed members are noted
+  // and, when fixing, removed.
+  Status Table(std::size_t t, const std::vector<std::uint64_t>& buckets) {
+    std::vector<Suspect> suspects;
+    if (Status s = ReadTable(t, buckets, suspects); !s.ok()) return s;
+    for (std::size_t begin = 0; begin < suspects.size(); begin += kSuspectsPerRound) {
+      const std::size_t end = std::min(suspects.size(), begin + kSuspectsPerRound);
+      if (Status s = Recheck(std::span(suspects).subspan(begin, end - begin)); !s.ok()) return s;
+    }
+    Status s = fix_ ? client_.RunAll(malformed_, "removing malformed members") : Status::OK();
+    malformed_.clear();
+    return s;
+  }
+
+  // Verify's answer: OK, or Corruption describing what was found.
+  Status Findings() const {
+    if (no_record_ + missing_ + malformed_count_ == 0) return Status::OK();
+    return Status::Corruption(
+        url_ + ": " + std::to_string(missing_) + " entries that stored documents lack, " +
+        std::to_string(no_record_) + " table 0 entries of writes that did not finish, " +
+        std::to_string(malformed_count_) + " malformed members; the first: " + first_ +
+        ". fpstore-admin repair (Store::Repair) mends them");
+  }
+
+ private:
+  void Note(std::uint64_t& count, const std::string& what) {
+    if (count++ == 0 && first_.empty()) first_ = what;
+  }
+
+  Status ReadTable(std::size_t t, const std::vector<std::uint64_t>& buckets,
+                   std::vector<Suspect>& suspects);
+  // Each suspect again, under the locks its writers hold (the table-0 bucket lock of its
+  // fingerprint, and its document's id lock); fixed when fixing.
+  Status Recheck(std::span<const Suspect> suspects);
+  // Of the kUnheld suspects, those a record holds after all (their ids read from table 0 in
+  // `replies`), by index.
+  Result<std::unordered_set<std::size_t>> StillHeld(std::span<const Suspect> suspects,
+                                                    std::span<const Reply> replies);
+
+  ClusterClient& client_;
+  const Layout& layout_;
+  const std::string& url_;
+  const bool fix_;
+  std::unordered_map<DocumentId, Fingerprint> records_;
+  std::unordered_set<Fingerprint> held_;
+  std::vector<Command> malformed_;
+  std::uint64_t no_record_ = 0, missing_ = 0, malformed_count_ = 0;
+  std::string first_;  // the first problem, in words
 };
+
+Status Tidier::ReadTable(std::size_t t, const std::vector<std::uint64_t>& buckets,
+                         std::vector<Suspect>& suspects) {
+  std::unordered_set<DocumentId> entered;   // table 0: documents with their entry
+  std::unordered_set<Fingerprint> present;  // other tables: fingerprints held
+  std::vector<std::string> keys;
+  keys.reserve(buckets.size());
+  for (const std::uint64_t b : buckets) keys.push_back(layout_.BucketKey(t, b));
+  std::size_t next = 0;
+  Status s = ForEachReply(client_, keys, {"ZRANGE", "0", "-1"}, [&](const std::string& key,
+                                                                    Reply& r) {
+    const std::uint64_t bucket = buckets[next++];
+    for (const Reply& member : r.elements) {
+      Fingerprint fp = 0;
+      DocumentId id = 0;
+      if (!layout_.DecodeMember(t, bucket, member.str, &fp, &id)) {
+        Note(malformed_count_, key + " holds a malformed member");
+        malformed_.push_back({key, {"ZREM", key, member.str}});
+      } else if (t != 0) {
+        present.insert(fp);
+        if (held_.count(fp) == 0) suspects.push_back({Suspect::Kind::kUnheld, t, fp, 0});
+      } else if (const auto it = records_.find(id); it != records_.end() && it->second == fp) {
+        entered.insert(id);
+      } else {
+        suspects.push_back({Suspect::Kind::kNoRecord, t, fp, id});
+      }
+    }
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
+  for (const auto& [id, fp] : records_) {
+    if (t == 0 ? entered.count(id) == 0 : present.count(fp) == 0) {
+      suspects.push_back({Suspect::Kind::kMissing, t, fp, id});
+    }
+  }
+  return Status::OK();
+}
+
+Result<std::unordered_set<std::size_t>> Tidier::StillHeld(std::span<const Suspect> suspects,
+                                                          std::span<const Reply> replies) {
+  std::vector<Command> reads;
+  std::vector<std::pair<std::size_t, DocumentId>> record_of;  // suspect, id
+  for (std::size_t i = 0; i < suspects.size(); ++i) {
+    if (suspects[i].kind != Suspect::Kind::kUnheld) continue;
+    const std::uint64_t bucket = layout_.BucketOf(0, suspects[i].fingerprint);
+    for (const Reply& member : replies[i].elements) {
+      Fingerprint fp = 0;
+      DocumentId id = 0;
+      if (layout_.DecodeMember(0, bucket, member.str, &fp, &id)) {
+        const std::string shard = layout_.ShardKeyOf(id);
+        reads.push_back({shard, {"HGET", shard, Layout::IdField(id)}});
+        record_of.emplace_back(i, id);
+      }
+    }
+  }
+  Result<std::vector<Reply>> got = client_.Run(reads);
+  if (!got.ok()) return got.status();
+  std::unordered_set<std::size_t> held;
+  for (std::size_t j = 0; j < record_of.size(); ++j) {
+    Document doc;
+    const Reply& r = (*got)[j];
+    if (r.type == Reply::Type::kString && Layout::DecodeRecord(record_of[j].second, r.str, &doc) &&
+        doc.fingerprint == suspects[record_of[j].first].fingerprint) {
+      held.insert(record_of[j].first);
+    }
+  }
+  return held;
+}
+
+Status Tidier::Recheck(std::span<const Suspect> suspects) {
+  std::vector<std::string> keys;
+  std::vector<Command> reads;
+  for (const Suspect& x : suspects) {
+    keys.push_back(Layout::BucketLockKey(layout_.BucketKeyOf(0, x.fingerprint)));
+    if (x.kind == Suspect::Kind::kUnheld) {
+      reads.push_back(layout_.IdsOf(x.fingerprint));
+    } else {
+      keys.push_back(layout_.IdLockKey(x.id));
+      const std::string shard = layout_.ShardKeyOf(x.id);
+      reads.push_back({shard, {"HGET", shard, Layout::IdField(x.id)}});
+    }
+  }
+  LockSet locks;
+  std::vector<Reply> replies;
+  if (Status s = locks.Acquire(client_, std::move(keys), reads, &replies); !s.ok()) return s;
+  Result<std::unordered_set<std::size_t>> held = StillHeld(suspects, replies);
+  std::vector<Command> fixes;
+  for (std::size_t i = 0; held.ok() && i < suspects.size(); ++i) {
+    const Suspect& x = suspects[i];
+    const std::string key = layout_.BucketKeyOf(x.table, x.fingerprint);
+    const std::string member = layout_.Member(x.table, x.fingerprint, x.id);
+    Document doc;
+    const Reply& r = replies[i];
+    const bool recorded = x.kind != Suspect::Kind::kUnheld && r.type == Reply::Type::kString &&
+                          Layout::DecodeRecord(x.id, r.str, &doc) &&
+                          doc.fingerprint == x.fingerprint;
+    if (x.kind == Suspect::Kind::kUnheld && held->count(i) == 0) {
+      fixes.push_back({key, {"ZREM", key, member}});
+    } else if (x.kind == Suspect::Kind::kNoRecord && !recorded) {
+      Note(no_record_, "table 0 holds fingerprint " + std::to_string(x.fingerprint) +
+                           " for document " + std::to_string(x.id) +
+                           ", whose record does not hold it");
+      fixes.push_back({key, {"ZREM", key, member}});
+    } else if (x.kind == Suspect::Kind::kMissing && recorded) {
+      Note(missing_, "document " + std::to_string(x.id) + " (fingerprint " +
+                         std::to_string(x.fingerprint) + ") has no entry in table " +
+                         std::to_string(x.table));
+      fixes.push_back({key, {"ZADD", key, "0", member}});
+    }
+  }
+  Status s = held.ok() ? Status::OK() : held.status();
+  // The fixes only while the locks surely hold, confirmed before they are given back.
+  if (fix_ && s.ok()) s = locks.Check();
+  if (fix_ && s.ok()) s = client_.RunAll(fixes, "repairing table entries");
+  (void)locks.Release(client_);
+  return s;
+}
 
 }  // namespace
 
@@ -41,159 +216,18 @@ Status RedisStore::Tidy(bool fix, const ScanOptions& scan) const {
   Result<ClientPool::Lease> lease = Client();
   if (!lease.ok()) return lease.status();
   ClusterClient& client = **lease;
-  const PermutationPlan& p = plan();
-  const std::uint64_t tables = p.table_count();
+  const std::uint64_t tables = plan().table_count();
   if (scan.progress) scan.progress(0, tables);
-  // The records: what the tables should hold.
-  std::unordered_map<DocumentId, Fingerprint> records;
-  std::unordered_set<Fingerprint> held;
-  Result<StoreKeys> store_keys = ListKeys(client);
-  if (!store_keys.ok()) return store_keys.status();
-  Status s = ForEachReply(client, store_keys->shards, {"HGETALL"}, [&](const std::string& key,
-                                                                      Reply& r) {
-      for (std::size_t i = 0; i + 1 < r.elements.size(); i += 2) {
-        DocumentId id = 0;
-        Document doc;
-        if (!Layout::DecodeIdField(r.elements[i].str, &id) ||
-            !Layout::DecodeRecord(id, r.elements[i + 1].str, &doc)) {
-          return Status::Corruption(url_ + ": " + key + " holds a malformed record");
-        }
-        records.emplace(id, doc.fingerprint);
-        held.insert(doc.fingerprint);
-      }
-      return Status::OK();
-  });
-  if (!s.ok()) return s;
-
-  Findings findings;
-  auto note = [&](std::uint64_t& count, const std::string& what) {
-    if (count++ == 0 && findings.first.empty()) findings.first = what;
-  };
+  Result<StoreKeys> keys = ListKeys(client);
+  if (!keys.ok()) return keys.status();
+  Tidier tidier(client, layout_, url_, fix);
+  Status s = tidier.ReadRecords(keys->shards);
   for (std::size_t t = 0; t < tables && s.ok(); ++t) {
-    std::vector<Suspect> suspects;
-    std::unordered_set<DocumentId> entered;      // table 0: documents with their entry
-    std::unordered_set<Fingerprint> present;     // other tables: fingerprints held
-    std::vector<Command> malformed;
-    const std::vector<std::uint64_t>& buckets = store_keys->buckets[t];
-    std::vector<std::string> keys;
-    keys.reserve(buckets.size());
-    for (const std::uint64_t b : buckets) keys.push_back(layout_.BucketKey(t, b));
-    std::size_t next = 0;
-    s = ForEachReply(client, keys, {"ZRANGE", "0", "-1"}, [&](const std::string& key, Reply& r) {
-        const std::uint64_t bucket = buckets[next++];
-        for (const Reply& member : r.elements) {
-          Fingerprint fp = 0;
-          DocumentId id = 0;
-          if (!layout_.DecodeMember(t, bucket, member.str, &fp, &id)) {
-            note(findings.malformed, key + " holds a malformed member");
-            malformed.push_back({key, {"ZREM", key, member.str}});
-          } else if (t != 0) {
-            present.insert(fp);
-            if (held.count(fp) == 0) suspects.push_back({Suspect::Kind::kUnheld, t, fp, 0});
-          } else if (const auto it = records.find(id); it != records.end() && it->second == fp) {
-            entered.insert(id);
-          } else {
-            suspects.push_back({Suspect::Kind::kNoRecord, t, fp, id});
-          }
-        }
-        return Status::OK();
-    });
-    if (!s.ok()) break;
-    for (const auto& [id, fp] : records) {
-      if (t == 0 ? entered.count(id) == 0 : present.count(fp) == 0) {
-        suspects.push_back({Suspect::Kind::kMissing, t, fp, id});
-      }
-    }
-    // Each suspect again, under the locks its writers hold; fixed if asked.
-    for (std::size_t begin = 0; begin < suspects.size() && s.ok(); begin += kSuspectsPerRound) {
-      const std::size_t end = std::min(suspects.size(), begin + kSuspectsPerRound);
-      std::vector<std::string> keys;
-      std::vector<Command> reads;
-      for (std::size_t i = begin; i < end; ++i) {
-        const Suspect& x = suspects[i];
-        keys.push_back(Layout::BucketLockKey(layout_.BucketKeyOf(0, x.fingerprint)));
-        if (x.kind == Suspect::Kind::kUnheld) {
-          reads.push_back(layout_.IdsOf(x.fingerprint));
-        } else {
-          keys.push_back(layout_.IdLockKey(x.id));
-          const std::string shard = layout_.ShardKeyOf(x.id);
-          reads.push_back({shard, {"HGET", shard, Layout::IdField(x.id)}});
-        }
-      }
-      LockSet locks;
-      std::vector<Reply> replies;
-      s = locks.Acquire(client, std::move(keys), reads, &replies);
-      if (!s.ok()) break;
-      // A fingerprint with entries in table 0 is held if one of their records says so.
-      std::vector<Command> record_reads;
-      std::vector<std::pair<std::size_t, DocumentId>> record_of;  // suspect, id
-      for (std::size_t i = begin; i < end; ++i) {
-        if (suspects[i].kind != Suspect::Kind::kUnheld) continue;
-        for (const Reply& member : replies[i - begin].elements) {
-          Fingerprint fp = 0;
-          DocumentId id = 0;
-          if (layout_.DecodeMember(0, layout_.BucketOf(0, suspects[i].fingerprint), member.str, &fp,
-                                   &id)) {
-            const std::string shard = layout_.ShardKeyOf(id);
-            record_reads.push_back({shard, {"HGET", shard, Layout::IdField(id)}});
-            record_of.emplace_back(i, id);
-          }
-        }
-      }
-      std::unordered_set<std::size_t> still_held;
-      Result<std::vector<Reply>> got = client.Run(record_reads);
-      if (!got.ok()) s = got.status();
-      for (std::size_t j = 0; s.ok() && j < record_of.size(); ++j) {
-        Document doc;
-        const Reply& r = (*got)[j];
-        if (r.type == Reply::Type::kString &&
-            Layout::DecodeRecord(record_of[j].second, r.str, &doc) &&
-            doc.fingerprint == suspects[record_of[j].first].fingerprint) {
-          still_held.insert(record_of[j].first);
-        }
-      }
-      std::vector<Command> fixes;
-      for (std::size_t i = begin; s.ok() && i < end; ++i) {
-        const Suspect& x = suspects[i];
-        const std::string key = layout_.BucketKeyOf(x.table, x.fingerprint);
-        const std::string member = layout_.Member(x.table, x.fingerprint, x.id);
-        Document doc;
-        const Reply& r = replies[i - begin];
-        const bool recorded = x.kind != Suspect::Kind::kUnheld && r.type == Reply::Type::kString &&
-                              Layout::DecodeRecord(x.id, r.str, &doc) &&
-                              doc.fingerprint == x.fingerprint;
-        if (x.kind == Suspect::Kind::kUnheld && still_held.count(i) == 0) {
-          ++findings.unheld;
-          fixes.push_back({key, {"ZREM", key, member}});
-        } else if (x.kind == Suspect::Kind::kNoRecord && !recorded) {
-          note(findings.no_record, "table 0 holds fingerprint " + std::to_string(x.fingerprint) +
-                                       " for document " + std::to_string(x.id) +
-                                       ", whose record does not hold it");
-          fixes.push_back({key, {"ZREM", key, member}});
-        } else if (x.kind == Suspect::Kind::kMissing && recorded) {
-          note(findings.missing, "document " + std::to_string(x.id) + " (fingerprint " +
-                                     std::to_string(x.fingerprint) + ") has no entry in table " +
-                                     std::to_string(x.table));
-          fixes.push_back({key, {"ZADD", key, "0", member}});
-        }
-      }
-      // The fixes only while the locks surely hold, confirmed before they are given back.
-      if (fix && s.ok()) s = locks.Check();
-      if (fix && s.ok()) s = client.RunAll(fixes, "repairing table entries");
-      (void)locks.Release(client);
-    }
-    if (s.ok() && fix) s = client.RunAll(malformed, "removing malformed members");
+    s = tidier.Table(t, keys->buckets[t]);
     if (s.ok() && scan.progress) scan.progress(t + 1, tables);
   }
   if (!s.ok()) return s;
-  if (fix) return Settle(client);
-  const std::uint64_t damaged = findings.no_record + findings.missing + findings.malformed;
-  if (damaged == 0) return Status::OK();
-  return Status::Corruption(
-      url_ + ": " + std::to_string(findings.missing) + " entries that stored documents lack, " +
-      std::to_string(findings.no_record) + " table 0 entries of writes that did not finish, " +
-      std::to_string(findings.malformed) + " malformed members; the first: " + findings.first +
-      ". fpstore-admin repair (Store::Repair) mends them");
+  return fix ? Settle(client) : tidier.Findings();
 }
 
 Status RedisStore::Verify(const ScanOptions& scan) const { return Tidy(false, scan); }

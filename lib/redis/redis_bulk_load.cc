@@ -1,0 +1,77 @@
+// Bulk loads into a store in Redis (docs/design.md, "The Redis backend").
+
+#include <unordered_map>
+
+#include "redis/redis_store.h"
+
+namespace fpstore::internal::redis {
+
+namespace {
+
+// A bulk load into Redis: documents gathered in memory, written by Finish in rounds of the
+// store's writes. Unlike the embedded store's, it is not all or nothing: a Finish that fails
+// leaves the documents of the rounds it finished, each whole.
+class RedisBulkLoader final : public BulkLoader {
+ public:
+  RedisBulkLoader(RedisStore& store, const BulkLoadOptions& options)
+      : store_(store), options_(options) {}
+
+  Status Add(const NewDocument& doc) override {
+    if (done_) return Status::InvalidArgument("the bulk load has finished");
+    if (Status s = store_.CheckSignature(doc.signature); !s.ok()) return s;
+    ++added_;
+    const auto [it, fresh] = index_.try_emplace(doc.id, docs_.size());
+    Stored stored{doc.id, doc.fingerprint, std::string(doc.metadata), doc.signature};
+    if (fresh) {
+      docs_.push_back(std::move(stored));
+    } else {
+      docs_[it->second] = std::move(stored);
+      ++stats_.superseded;
+    }
+    return Status::OK();
+  }
+
+  Result<BulkLoadStats> Finish() override {
+    if (done_) return Status::InvalidArgument("the bulk load has finished");
+    done_ = true;
+    std::vector<NewDocument> batch;
+    for (std::size_t begin = 0; begin < docs_.size(); begin += kWriteChunk) {
+      batch.clear();
+      const std::size_t end = std::min(docs_.size(), begin + kWriteChunk);
+      for (std::size_t i = begin; i < end; ++i) {
+        const Stored& d = docs_[i];
+        batch.push_back({d.id, d.fingerprint, d.metadata, d.signature});
+      }
+      if (Status s = store_.Write(batch, &stats_.replaced); !s.ok()) return s;
+      if (options_.progress) options_.progress(end, docs_.size());
+    }
+    stats_.added = docs_.size() - stats_.replaced;
+    return stats_;
+  }
+
+  std::uint64_t added() const override { return added_; }
+
+ private:
+  struct Stored {
+    DocumentId id;
+    Fingerprint fingerprint;
+    std::string metadata;
+    Signature signature;
+  };
+  RedisStore& store_;
+  const BulkLoadOptions options_;
+  std::vector<Stored> docs_;
+  std::unordered_map<DocumentId, std::size_t> index_;
+  BulkLoadStats stats_;
+  std::uint64_t added_ = 0;
+  bool done_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<BulkLoader>> RedisStore::NewBulkLoader(const BulkLoadOptions& options) {
+  if (Status s = CheckWritable(); !s.ok()) return s;
+  return std::unique_ptr<BulkLoader>(new RedisBulkLoader(*this, options));
+}
+
+}  // namespace fpstore::internal::redis
