@@ -7,11 +7,18 @@
 //   scripts/redis-cluster.sh start /tmp/rc 7500
 //   build/release/bench/fpstore-redis-bench --seed 127.0.0.1:7500 --n 1000000 --dir /tmp/fpb
 //
+// With --model-documents N it measures instead what a table's members would take in a store laid
+// out for N documents (the bucket bits N gets: docs/format.md, "Redis layout"), writing buckets of
+// that layout's size directly, for as many members as --n says: the figure docs/scale.md's model
+// rests on, without loading N documents.
+//
 // Not a test: nothing passes or fails on speed. It stops if the two stores disagree on an answer.
 
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
+#include <cmath>
+#include <random>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -23,6 +30,7 @@
 #include "brute_force.h"
 #include "fpstore/store.h"
 #include "redis/cluster_client.h"
+#include "redis/layout.h"
 
 namespace po = boost::program_options;
 
@@ -40,6 +48,7 @@ struct Config {
   std::size_t queries = 20'000;
   std::size_t singles = 5'000;
   std::uint64_t random_seed = 1;
+  std::uint64_t model_documents = 0;
 };
 
 [[noreturn]] void Die(const std::string& message) {
@@ -212,6 +221,100 @@ void Run(const Config& config) {
   std::filesystem::remove_all(config.dir);
 }
 
+// Bytes of Redis memory a member of table 0 and of table 1 takes in the layout of a store of
+// config.model_documents documents: buckets of that layout's size, Poisson-filled, config.n
+// members in each table.
+void Model(const Config& config) {
+  using internal::redis::Layout;
+  auto client = Must(internal::redis::ClusterClient::Connect(config.seed), "connecting");
+  const PermutationPlan plan = Must(PermutationPlan::Create(6, 3), "plan");
+  StoreOptions defaults;
+  internal::redis::LayoutParams params;
+  params.recorded = Must(internal::RecordedOptionsFor(defaults), "options");
+  params.listpack_entries = 0;
+  for (const std::string& master : client->Masters()) {
+    internal::redis::Reply r =
+        Must(client->RunOn(master, {"CONFIG", "GET", "zset-max-listpack-entries"}), "CONFIG GET");
+    const int v = std::stoi(r.elements.at(1).str);
+    params.listpack_entries = params.listpack_entries == 0 ? v : std::min(params.listpack_entries, v);
+  }
+  params.bucket_bits = Layout::ChooseBucketBits(plan, config.model_documents, params.listpack_entries);
+  params.shard_bits = Layout::ChooseShardBits(config.model_documents);
+  const Layout layout("model-" + std::to_string(::getpid()), plan, params);
+  const int b = params.bucket_bits;
+  const double mean = config.model_documents / std::ldexp(1.0, b);
+  std::cout << "fpstore-redis-bench --model-documents " << config.model_documents << " --n "
+            << config.n << ": bucket bits " << b << ", " << Fixed(mean, 1)
+            << " members a bucket on average, zset-max-listpack-entries "
+            << params.listpack_entries << "\n\n| table | members | bytes a member |\n|---|---|---|\n";
+  Random rnd(config.random_seed);
+  std::mt19937_64 engine(config.random_seed);
+  std::poisson_distribution<int> members_of(mean);
+  for (std::size_t t : {std::size_t{0}, std::size_t{1}}) {
+    const std::uint64_t before = UsedMemory(*client);
+    std::uint64_t written = 0;
+    std::vector<internal::redis::Command> commands;
+    for (std::uint64_t bucket = 0; written < config.n; ++bucket) {
+      const int count = members_of(engine);
+      if (count == 0) continue;
+      const std::string key = layout.BucketKey(t, bucket);
+      std::vector<std::string> args = {"ZADD", key};
+      for (int i = 0; i < count; ++i) {
+        const Fingerprint permuted = (bucket << (64 - b)) | (rnd.Next() >> b);
+        args.push_back("0");
+        args.push_back(layout.Member(t, plan.table(t).Invert(permuted), rnd.Next()));
+      }
+      written += count;
+      commands.push_back({key, std::move(args)});
+      if (commands.size() == 1000) {
+        Must(client->Run(commands), "ZADD");
+        commands.clear();
+      }
+    }
+    Must(client->Run(commands), "ZADD");
+    const double bytes = static_cast<double>(UsedMemory(*client) - before) / written;
+    std::cout << "| " << t << " | " << written << " | " << Fixed(bytes, 2) << " |\n";
+  }
+  // Documents: records of 40 bytes of metadata, with a signature of the default size and without,
+  // in shards of the layout's size.
+  const double per_shard = config.model_documents / std::ldexp(1.0, params.shard_bits);
+  std::poisson_distribution<int> records_of(per_shard);
+  const std::string metadata(40, 'u');
+  for (const int slots : {params.recorded.fingerprint.signature_slots, 0}) {
+    const Signature signature =
+        Must(Signature::FromBytes(std::string(static_cast<std::size_t>(slots), 's')), "signature");
+    const std::uint64_t before = UsedMemory(*client);
+    std::uint64_t written = 0;
+    std::vector<internal::redis::Command> commands;
+    for (std::uint64_t shard = slots == 0 ? 1u << 30 : 0; written < config.n / 4; ++shard) {
+      const int count = records_of(engine);
+      if (count == 0) continue;
+      const std::string key = layout.ShardKey(shard);
+      std::vector<std::string> args = {"HSET", key};
+      for (int i = 0; i < count; ++i) {
+        args.push_back(Layout::IdField(rnd.Next()));
+        args.push_back(Layout::EncodeRecord({0, rnd.Next(), metadata, signature}));
+      }
+      written += count;
+      commands.push_back({key, std::move(args)});
+      if (commands.size() == 100) {
+        Must(client->Run(commands), "HSET");
+        commands.clear();
+      }
+    }
+    Must(client->Run(commands), "HSET");
+    const double bytes = static_cast<double>(UsedMemory(*client) - before) / written;
+    std::cout << "| documents, " << slots << "-slot signature, 40 bytes of metadata | " << written
+              << " | " << Fixed(bytes, 2) << " |\n";
+  }
+  Must(client->ScanKeys(layout.KeyPattern(), [&](std::vector<std::string>& keys) {
+    std::vector<internal::redis::Command> unlinks;
+    for (std::string& key : keys) unlinks.push_back({key, {"UNLINK", key}});
+    Result<std::vector<internal::redis::Reply>> done = client->Run(unlinks);
+    return done.ok() ? Status::OK() : done.status();
+  }), "cleaning up");
+}
+
 }  // namespace
 }  // namespace fpstore::bench
 
@@ -220,10 +323,12 @@ int main(int argc, char** argv) {
   po::options_description desc("fpstore-redis-bench options");
   desc.add_options()("help", "this text")(
       "seed", po::value(&config.seed), "a node of the Redis Cluster, HOST:PORT")(
-      "dir", po::value(&config.dir)->required(), "a directory for the embedded store (removed)")(
+      "dir", po::value(&config.dir), "a directory for the embedded store (removed)")(
       "n", po::value(&config.n), "documents in each store (default 1,000,000)")(
       "queries", po::value(&config.queries), "queries of each kind (default 20,000)")(
-      "singles", po::value(&config.singles), "writes one at a time (default 5,000)");
+      "singles", po::value(&config.singles), "writes one at a time (default 5,000)")(
+      "model-documents", po::value(&config.model_documents),
+      "measure a member's bytes in the layout of a store of this many documents");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -236,6 +341,13 @@ int main(int argc, char** argv) {
     std::cerr << "fpstore-redis-bench: " << e.what() << "\n" << desc << "\n";
     return 2;
   }
-  fpstore::bench::Run(config);
+  if (config.model_documents > 0) {
+    fpstore::bench::Model(config);
+  } else if (config.dir.empty()) {
+    std::cerr << "fpstore-redis-bench: --dir is required (or --model-documents)\n";
+    return 2;
+  } else {
+    fpstore::bench::Run(config);
+  }
   return 0;
 }
