@@ -71,7 +71,7 @@ Result<RedisStore::StoreKeys> RedisStore::ListKeys(ClusterClient& client) const 
   return keys;
 }
 
-Status ForEachRecord(ClusterClient& client, const Layout& layout, const std::string& url,
+Status ForEachRecord(ClusterClient& client, const std::string& url,
                      const std::vector<std::string>& shards,
                      const std::function<void(DocumentId, Document&)>& each) {
   return ForEachReply(client, shards, {"HGETALL"}, [&](const std::string& key, Reply& r) {
@@ -93,7 +93,7 @@ Status RedisStore::ReadAll(ClusterClient& client, std::vector<IdFingerprint>& do
   *any_signed = false;
   Result<StoreKeys> keys = ListKeys(client);
   if (!keys.ok()) return keys.status();
-  return ForEachRecord(client, layout_, url_, keys->shards, [&](DocumentId id, Document& doc) {
+  return ForEachRecord(client, url_, keys->shards, [&](DocumentId id, Document& doc) {
     docs.push_back({id, doc.fingerprint});
     *any_signed = *any_signed || !doc.signature.empty();
   });

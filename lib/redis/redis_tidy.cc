@@ -37,7 +37,7 @@ class Tidier {
       : client_(client), layout_(layout), url_(url), fix_(fix) {}
 
   Status ReadRecords(const std::vector<std::string>& shards) {
-    return ForEachRecord(client_, layout_, url_, shards, [&](DocumentId id, Document& doc) {
+    return ForEachRecord(client_, url_, shards, [&](DocumentId id, Document& doc) {
       records_.emplace(id, doc.fingerprint);
       held_.insert(doc.fingerprint);
     });
