@@ -112,7 +112,8 @@ Status Tidier::ReadTable(std::size_t t, const std::vector<std::uint64_t>& bucket
         malformed_.push_back({key, {"ZREM", key, member.str}});
       } else if (t != 0) {
         present.insert(fp);
-        if (held_.count(fp) == 0) suspects.push_back({Suspect::Kind::kUnheld, t, fp, 0});
+        // Verify passes them by: they are allowed, and only Repair and Compact remove them.
+        if (fix_ && held_.count(fp) == 0) suspects.push_back({Suspect::Kind::kUnheld, t, fp, 0});
       } else if (const auto it = records_.find(id); it != records_.end() && it->second == fp) {
         entered.insert(id);
       } else {
