@@ -20,14 +20,20 @@ constexpr AsciiTables MakeAsciiTables() {
     const bool letter = upper || (c >= 'a' && c <= 'z');
     const bool digit = c >= '0' && c <= '9';
     t.lower[c] = static_cast<char>(upper ? c - 'A' + 'a' : c);
-    t.alnum[c] = letter || digit;
     AsciiWordClass cls = AsciiWordClass::kOther;
     if (letter || c == '@') cls = AsciiWordClass::kLetter;
     if (digit) cls = AsciiWordClass::kNumeric;
     if (c == '_') cls = AsciiWordClass::kExtendNumLet;
     if (c == '.' || c == '\'') cls = AsciiWordClass::kMidNumLet;
     if (c == ',' || c == ';') cls = AsciiWordClass::kMidNum;
-    t.word_class[c] = cls;
+    std::uint8_t f = static_cast<std::uint8_t>(cls);
+    if (cls == AsciiWordClass::kLetter || cls == AsciiWordClass::kNumeric ||
+        cls == AsciiWordClass::kExtendNumLet) {
+      f |= AsciiTables::kJoins;
+    }
+    if (upper) f |= AsciiTables::kUpper;
+    if (letter || digit) f |= AsciiTables::kAlnum;
+    t.flags[c] = f;
   }
   return t;
 }

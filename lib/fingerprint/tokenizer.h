@@ -12,6 +12,7 @@
 #define FPSTORE_LIB_FINGERPRINT_TOKENIZER_H_
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -39,60 +40,104 @@ enum class AsciiWordClass : std::uint8_t {
   kMidNum,        // , ;   (join digit-digit only)
 };
 
+// Per ASCII byte: its class in the low bits, and flags.
 struct AsciiTables {
-  std::array<AsciiWordClass, 128> word_class;
+  static constexpr std::uint8_t kClassMask = 0x07;
+  static constexpr std::uint8_t kJoins = 0x08;  // Letter, Numeric or ExtendNumLet
+  static constexpr std::uint8_t kUpper = 0x10;  // A-Z
+  static constexpr std::uint8_t kAlnum = 0x20;  // A-Z a-z 0-9 (not '@' or '_')
+  std::array<std::uint8_t, 128> flags;
   std::array<char, 128> lower;
-  std::array<bool, 128> alnum;
 };
 extern const AsciiTables kAsciiTables;
 
-// The ASCII fast path. REQUIRES: IsAscii(text). `buffer` holds each token
-// while `emit` sees it.
+// The number of lowercase letters a-z that `text` starts with, counted eight
+// bytes at a time. REQUIRES: IsAscii(text).
+inline std::size_t LowercaseRun(std::string_view text) {
+  constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  std::size_t i = 0;
+  for (; i + 8 <= text.size(); i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, text.data() + i, 8);
+    if constexpr (std::endian::native == std::endian::big) word = __builtin_bswap64(word);
+    // Bytes are below 0x80, so no sum carries into the next byte: the high
+    // bit of a byte of `at_least_a` is set iff the byte is >= 'a', of
+    // `past_z` iff it is > 'z'.
+    const std::uint64_t at_least_a = word + (0x80 - 'a') * kOnes;
+    const std::uint64_t past_z = word + (0x80 - 'z' - 1) * kOnes;
+    const std::uint64_t other = ~(at_least_a & ~past_z) & kHigh;
+    if (other != 0) return i + static_cast<std::size_t>(std::countr_zero(other)) / 8;
+  }
+  while (i < text.size() && text[i] >= 'a' && text[i] <= 'z') ++i;
+  return i;
+}
+
+// The ASCII fast path. REQUIRES: IsAscii(text). `emit` sees each token as a
+// view into `text` when it is already lowercase, else into `buffer`, which
+// holds its lowercased copy.
 template <typename Emit>
 void TokenizeAscii(std::string_view text, std::string& buffer, Emit&& emit) {
-  const auto& t = kAsciiTables;
+  const AsciiTables& t = kAsciiTables;
   const std::size_t n = text.size();
-  const auto cls = [&](std::size_t i) { return t.word_class[static_cast<unsigned char>(text[i])]; };
-  auto joins_word = [](AsciiWordClass c) {
-    return c == AsciiWordClass::kLetter || c == AsciiWordClass::kNumeric ||
-           c == AsciiWordClass::kExtendNumLet;
+  const auto flags = [&](std::size_t i) { return t.flags[static_cast<unsigned char>(text[i])]; };
+  const auto cls = [](std::uint8_t f) {
+    return static_cast<AsciiWordClass>(f & AsciiTables::kClassMask);
   };
   std::size_t i = 0;
   while (i < n) {
-    if (!joins_word(cls(i))) {
+    std::uint8_t f = flags(i);
+    if ((f & t.kJoins) == 0) {
       ++i;
       continue;
     }
     const std::size_t start = i;
-    AsciiWordClass prev = cls(i++);
-    while (i < n) {
-      const AsciiWordClass c = cls(i);
-      if (joins_word(c)) {  // WB5, WB8-WB10, WB13a/b
-        prev = c;
+    std::uint8_t seen = 0;  // the flags of the token's bytes, or-ed
+    for (;;) {
+      // Most of a token is lowercase letters: skip them a word at a time.
+      const std::size_t run = LowercaseRun(std::string_view(text.data() + i, n - i));
+      if (run > 0) {
+        seen |= t.kAlnum;
+        i += run;
+        if (i == n) break;
+        f = flags(i);
+      }
+      if (f & t.kJoins) {  // WB5, WB8-WB10, WB13a/b
+        seen |= f;
         ++i;
+        if (i == n) break;
+        f = flags(i);
         continue;
       }
+      const AsciiWordClass c = cls(f);
       if (i + 1 < n && (c == AsciiWordClass::kMidNumLet || c == AsciiWordClass::kMidNum)) {
-        const AsciiWordClass next = cls(i + 1);
+        const AsciiWordClass prev = cls(flags(i - 1));
+        const std::uint8_t next_flags = flags(i + 1);
+        const AsciiWordClass next = cls(next_flags);
         const bool letters = c == AsciiWordClass::kMidNumLet && prev == AsciiWordClass::kLetter &&
                              next == AsciiWordClass::kLetter;
         const bool digits = prev == AsciiWordClass::kNumeric && next == AsciiWordClass::kNumeric;
         if (letters || digits) {  // WB6/WB7, WB11/WB12
-          prev = next;
+          seen |= next_flags;
           i += 2;
+          if (i == n) break;
+          f = flags(i);
           continue;
         }
       }
       break;
     }
-    buffer.resize(i - start);
-    bool has_alnum = false;
-    for (std::size_t j = start; j < i; ++j) {
-      const auto byte = static_cast<unsigned char>(text[j]);
-      buffer[j - start] = t.lower[byte];
-      has_alnum |= t.alnum[byte];
+    if ((seen & t.kAlnum) == 0) continue;
+    const std::string_view token(text.data() + start, i - start);
+    if ((seen & t.kUpper) == 0) {
+      emit(token);
+      continue;
     }
-    if (has_alnum) emit(std::string_view(buffer));
+    buffer.resize(token.size());
+    for (std::size_t j = 0; j < token.size(); ++j) {
+      buffer[j] = t.lower[static_cast<unsigned char>(token[j])];
+    }
+    emit(std::string_view(buffer));
   }
 }
 
