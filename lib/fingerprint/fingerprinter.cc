@@ -12,6 +12,10 @@
 #include <cstring>
 #include <optional>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "fingerprint/signature_builder.h"
 #include "fingerprint/tokenizer.h"
 
@@ -25,12 +29,28 @@ constexpr int kMaxWindow = 64;
 std::uint64_t HashToken(std::string_view token) { return XXH3_64bits(token.data(), token.size()); }
 
 // Per-bit counts of unit-weight features with the bit set (the simhash vote is
-// then ones - (n - ones)). A byte of hash at a time goes into byte-sized lanes,
+// then ones - (n - ones)), counted in 64 byte-sized lanes, one per bit, and
 // spilled into 32-bit totals before any can overflow.
 class UnitVoteCounter {
  public:
   void Add(std::uint64_t hash) {
-    for (int b = 0; b < 8; ++b) lanes_[b] += kSpread[(hash >> (8 * b)) & 0xff];
+#if defined(__SSE2__)
+    // Each byte of the hash copied into eight lanes, then the lanes whose bit
+    // is set counted: lane l of vector j is bit 16 j + l.
+    const __m128i x = _mm_cvtsi64_si128(static_cast<long long>(hash));
+    const __m128i pairs = _mm_unpacklo_epi8(x, x);
+    const __m128i low = _mm_unpacklo_epi16(pairs, pairs);
+    const __m128i high = _mm_unpackhi_epi16(pairs, pairs);
+    const __m128i bits = _mm_set1_epi64x(0x8040201008040201LL);
+    const __m128i spread[4] = {_mm_unpacklo_epi32(low, low), _mm_unpackhi_epi32(low, low),
+                               _mm_unpacklo_epi32(high, high), _mm_unpackhi_epi32(high, high)};
+    for (int j = 0; j < 4; ++j) {
+      // A set bit's lane becomes all ones, -1: subtracting it counts one.
+      lanes_[j] = _mm_sub_epi8(lanes_[j], _mm_cmpeq_epi8(_mm_and_si128(spread[j], bits), bits));
+    }
+#else
+    for (int bit = 0; bit < 64; ++bit) lanes_[bit] += (hash >> bit) & 1;
+#endif
     if (++pending_ == 255) Spill();
   }
 
@@ -44,27 +64,20 @@ class UnitVoteCounter {
   }
 
  private:
-  // kSpread[v] has byte k equal to bit k of v.
-  static constexpr std::array<std::uint64_t, 256> kSpread = [] {
-    std::array<std::uint64_t, 256> table{};
-    for (int v = 0; v < 256; ++v) {
-      for (int k = 0; k < 8; ++k) {
-        if ((v >> k) & 1) table[v] |= std::uint64_t{1} << (8 * k);
-      }
-    }
-    return table;
-  }();
-
   void Spill() {
-    for (int b = 0; b < 8; ++b) {
-      for (int k = 0; k < 8; ++k) ones_[8 * b + k] += (lanes_[b] >> (8 * k)) & 0xff;
-      lanes_[b] = 0;
-    }
+    std::array<std::uint8_t, 64> counts;
+    std::memcpy(counts.data(), &lanes_, sizeof lanes_);
+    for (int bit = 0; bit < 64; ++bit) ones_[bit] += counts[bit];
+    std::memset(&lanes_, 0, sizeof lanes_);
     total_ += pending_;
     pending_ = 0;
   }
 
-  std::array<std::uint64_t, 8> lanes_{};
+#if defined(__SSE2__)
+  __m128i lanes_[4] = {};
+#else
+  std::array<std::uint8_t, 64> lanes_{};
+#endif
   std::array<std::uint32_t, 64> ones_{};
   std::uint64_t total_ = 0;
   std::uint32_t pending_ = 0;
@@ -83,39 +96,34 @@ class ShingleHasher {
       sink(h);
       return;
     }
-    ring_[count_ % window_] = h;
+    // Each hash is kept twice, window_ apart, so that the last window_ of
+    // them always lie side by side, oldest first, ending at newest + window_.
+    if constexpr (std::endian::native == std::endian::big) h = __builtin_bswap64(h);
+    newest_ = newest_ + 1 == window_ ? 0 : newest_ + 1;
+    ring_[newest_] = ring_[newest_ + window_] = h;
     ++count_;
-    if (count_ >= static_cast<std::uint64_t>(window_)) sink(HashRing(window_));
+    if (count_ >= static_cast<std::uint64_t>(window_)) sink(HashLast(window_));
   }
 
   // A text shorter than one window still gets a feature: all its tokens.
   template <typename Sink>
   void Finish(Sink&& sink) {
     if (window_ > 1 && count_ > 0 && count_ < static_cast<std::uint64_t>(window_)) {
-      sink(HashRing(static_cast<int>(count_)));
+      sink(HashLast(static_cast<int>(count_)));
     }
   }
 
  private:
-  // The last n token hashes, oldest first, as little-endian bytes, so the
-  // feature hash is the same on every machine.
-  std::uint64_t HashRing(int n) const {
-    // GCC sees the inlined hash's branch for inputs under 4 bytes read `bytes`; n >= 1 gives 8.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-    std::array<unsigned char, 8 * kMaxWindow> bytes;
-    for (int i = 0; i < n; ++i) {
-      std::uint64_t h = ring_[(count_ - n + i) % window_];
-      if constexpr (std::endian::native == std::endian::big) h = __builtin_bswap64(h);
-      std::memcpy(bytes.data() + 8 * i, &h, 8);
-    }
-    return XXH3_64bits(bytes.data(), 8 * static_cast<std::size_t>(n));
-#pragma GCC diagnostic pop
+  // The hash of the last n token hashes, oldest first, as little-endian
+  // bytes, so the feature hash is the same on every machine.
+  std::uint64_t HashLast(int n) const {
+    return XXH3_64bits(&ring_[newest_ + window_ - n + 1], 8 * static_cast<std::size_t>(n));
   }
 
   int window_;
+  int newest_ = -1;  // where the newest hash is, in [0, window_)
   std::uint64_t count_ = 0;
-  std::array<std::uint64_t, kMaxWindow> ring_{};
+  std::array<std::uint64_t, 2 * kMaxWindow> ring_{};
 };
 
 const char* WeightingName(FeatureWeighting w) {

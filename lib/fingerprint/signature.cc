@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "fingerprint/signature_builder.h"
 
@@ -55,19 +56,29 @@ std::string SignatureBuilder::Finish() {
   if (count_ < window_) AddShingle(rolling_);
   const std::size_t n = mins_.size();
   std::string bytes(n, '\0');
+  // Each slot keeps its least hash's low byte. An empty slot borrows the
+  // byte of the first full slot along its own fixed sequence of probes, the
+  // same for every document: two documents then agree on it with
+  // probability J (optimal densification). The empty slots, a fraction of
+  // them at random, are listed and probed round by round, without a branch
+  // per slot, so that one slot's probe need not wait for another's.
+  std::vector<std::uint32_t> empty(n);
+  std::size_t left = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (mins_[i] != kEmpty) {
-      bytes[i] = static_cast<char>(mins_[i] & 0xff);
-      continue;
+    bytes[i] = static_cast<char>(mins_[i] & 0xff);
+    empty[left] = static_cast<std::uint32_t>(i);
+    left += mins_[i] == kEmpty;
+  }
+  for (std::uint64_t attempt = 1; left > 0; ++attempt) {
+    std::size_t still = 0;
+    for (std::size_t e = 0; e < left; ++e) {
+      const std::uint32_t i = empty[e];
+      const std::uint64_t min = mins_[Scale(Mix((std::uint64_t{i} << 32) + attempt), n)];
+      bytes[i] = static_cast<char>(min & 0xff);  // written again by a later round if empty
+      empty[still] = i;
+      still += min == kEmpty;
     }
-    // An empty slot borrows the value of the first full slot along its own
-    // fixed sequence of probes, the same for every document: two documents
-    // then agree on it with probability J (optimal densification).
-    std::size_t j = i;
-    for (std::uint64_t attempt = 1; mins_[j] == kEmpty; ++attempt) {
-      j = Scale(Mix((std::uint64_t{i} << 32) + attempt), n);
-    }
-    bytes[i] = static_cast<char>(mins_[j] & 0xff);
+    left = still;
   }
   return bytes;
 }

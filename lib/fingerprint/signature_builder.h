@@ -7,6 +7,7 @@
 #ifndef FPSTORE_LIB_FINGERPRINT_SIGNATURE_BUILDER_H_
 #define FPSTORE_LIB_FINGERPRINT_SIGNATURE_BUILDER_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -75,7 +76,8 @@ inline void SignatureBuilder::AddShingle(std::uint64_t polynomial) {
   // the slot's shingles all the same.
   const std::uint64_t h = Mix(polynomial);
   std::uint64_t& slot = mins_[Scale(h, mins_.size())];
-  if (h < slot) slot = h;
+  // A conditional move: whether h is less is as good as random while slots fill.
+  slot = std::min(slot, h);
 }
 
 }  // namespace fpstore::internal
