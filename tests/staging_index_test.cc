@@ -79,6 +79,39 @@ TEST_P(StagingIndexGrowthTest, FindsExactlyTheEntriesWithinKWhileItGrows) {
 // the smallest, filled past their room by the last batch.
 INSTANTIATE_TEST_SUITE_P(Rooms, StagingIndexGrowthTest, testing::Values(0, 5000));
 
+// A store opened with nothing staged makes its room at the first write:
+// the entries already in are placed again, and later ones fit without growth.
+TEST(StagingIndexTest, RoomMadeLaterKeepsWhatIsInAndFindsWhatComes) {
+  std::mt19937_64 rnd(13);
+  StagingIndex index(3, 0);
+  std::vector<StagingIndex::Entry> added;
+  const auto add = [&](std::size_t n) {
+    std::vector<StagingIndex::Entry> batch;
+    for (std::size_t i = 0; i < n; ++i) {
+      const Fingerprint fp =
+          added.empty() || rnd() % 2 ? rnd() : FlipBits(added.back().fingerprint, 2, rnd);
+      batch.push_back({added.size() + batch.size() + 1, fp});
+    }
+    index.Add(batch);
+    added.insert(added.end(), batch.begin(), batch.end());
+  };
+  const auto check = [&](const char* when) {
+    for (int q = 0; q < 200; ++q) {
+      const Fingerprint query = FlipBits(added[rnd() % added.size()].fingerprint, rnd() % 4, rnd);
+      for (int k = 0; k <= 3; ++k) {
+        ASSERT_EQ(Probe(index, query, k), BruteForce(added, query, k)) << when << ", k " << k;
+      }
+    }
+  };
+  add(700);
+  index.Reserve(50'000);
+  check("after the room was made");
+  index.Reserve(10);  // less than it has: nothing changes
+  add(20'000);
+  check("after more entries");
+  EXPECT_EQ(index.size(), added.size());
+}
+
 TEST(StagingIndexTest, SortedIdsNameEachIdOnceThoughAddedAgain) {
   StagingIndex index(3, 4);
   const std::vector<StagingIndex::Entry> first = {{9, 1}, {3, 2}, {7, 3}};

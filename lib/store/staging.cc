@@ -24,12 +24,13 @@ Staging::Staging(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int dista
     : db_(db), family_(family), distance_(distance), merge_at_(merge_at), writable_(writable) {}
 
 Status Staging::Load() {
-  // A writable store gets the room a merge leaves, so its first inserts do not grow the index; a
-  // read-only one, room for what is staged.
+  // A writable store gets the room a merge leaves, so its first inserts do not grow the index: now
+  // if something is staged, else at its first Reserve. A read-only one, room for what is staged.
   Result<std::vector<StagedDocument>> staged = Documents(nullptr);
   if (!staged.ok()) return staged.status();
+  room_deferred_ = writable_ && staged->empty();
   auto index = std::make_shared<StagingIndex>(
-      distance_, writable_ ? std::max(staged->size(), room()) : staged->size());
+      distance_, writable_ && !room_deferred_ ? std::max(staged->size(), room()) : staged->size());
   std::vector<StagingIndex::Entry> entries;
   entries.reserve(staged->size());
   for (const StagedDocument& doc : *staged) {
@@ -137,6 +138,21 @@ void Staging::GiveBack(std::size_t entries) {
 
 Result<Staging::Room> Staging::Reserve(std::size_t entries) {
   if (entries == 0) return Room();
+  if (room_deferred_) {
+    try {
+      std::call_once(room_made_, [this] {
+        std::shared_ptr<StagingIndex> index;
+        {
+          MutexLock lock(mu_);
+          index = current_;
+        }
+        index->Reserve(room());
+      });
+    } catch (const std::bad_alloc&) {
+      return Status::IOError("no memory for the staging index's room (" + std::to_string(room()) +
+                             " entries)");
+    }
+  }
   // Counting staged entries alone, writers admitted just below the room would together overrun it.
   MutexLock lock(mu_);
   ++room_waiters_;

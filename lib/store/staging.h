@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <vector>
@@ -76,7 +77,9 @@ class Staging {
   // writers together never make the index grow (rehashing under its lock).
   using Room = Holding<Staging, std::size_t>;
   // Waits until the index has room for `entries` more, then holds it; a batch too large goes alone
-  // once fewer than merge_at are staged, and may grow the index. Fails if a merge failed.
+  // once fewer than merge_at are staged, and may grow the index. Fails if a merge failed. The first
+  // call on a store opened with nothing staged makes the room (util/zeroed_mapping.h), before any
+  // lock of the store: a store opened only to load or read never pays for it.
   Result<Room> Reserve(std::size_t entries) EXCLUDES(mu_);
 
   // The calls below to Add, for writers, REQUIRE the reader gate held shared from before their
@@ -134,6 +137,9 @@ class Staging {
   const int distance_;
   const std::size_t merge_at_;
   const bool writable_;
+  // Set by Load when it left the room for the first Reserve to make, once.
+  bool room_deferred_ = false;
+  std::once_flag room_made_;
 
   mutable Mutex mu_;
   CondVar cv_;  // room, a merge's end, and a merge that is due

@@ -28,6 +28,22 @@ std::size_t StagingIndex::BucketsFor(std::size_t entries) {
   return std::max(kMinBuckets, std::bit_ceil(2 * entries));
 }
 
+void StagingIndex::Reserve(std::size_t room) {
+  room = std::min(room, kMaxRoom);
+  const std::size_t size = BucketsFor(room);
+  {
+    ReaderLock lock(mu_);
+    if (size <= table_buckets_) return;
+  }
+  ZeroedMapping buckets = EmptyBuckets(size);
+  WriterLock lock(mu_);
+  if (size <= table_buckets_) return;
+  entries_.reserve(room);
+  std::swap(buckets_, buckets);  // the old mapping goes after the lock
+  table_buckets_ = size;
+  for (std::size_t t = 0; t < plan_.table_count(); ++t) Place(t, 0, entries_.size());
+}
+
 void StagingIndex::Add(std::span<const Entry> added) {
   if (added.empty()) return;
   WriterLock lock(mu_);

@@ -46,6 +46,10 @@ class StagingIndex {
   StagingIndex(const StagingIndex&) = delete;
   StagingIndex& operator=(const StagingIndex&) = delete;
 
+  // Makes room for `room` entries (at most kMaxRoom) if it has less: the memory is made and faulted
+  // in before the lock is taken; under it, the entries already in are placed again.
+  void Reserve(std::size_t room) EXCLUDES(mu_);
+
   // Empties the index, keeping its memory for reuse. REQUIRES: no other thread uses it.
   void Clear() EXCLUDES(mu_);
 
