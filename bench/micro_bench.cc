@@ -83,6 +83,19 @@ void BM_Sketch(benchmark::State& state, const std::string& text, int signature_w
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
 }
 
+// The same, one page of about 2 KB at a time, as a crawler's pages come:
+// per text costs (the signature's densification) count here.
+void BM_SketchPages(benchmark::State& state, const std::string& text) {
+  auto f = fpstore::Fingerprinter::Create({});
+  constexpr std::size_t kPage = 2048;
+  for (auto _ : state) {
+    for (std::size_t at = 0; at + kPage <= text.size(); at += kPage) {
+      benchmark::DoNotOptimize(*f->SketchText(std::string_view(text).substr(at, kPage)));
+    }
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * (text.size() / kPage * kPage)));
+}
+
 void BM_Xxh3(benchmark::State& state, const std::string& text) {
   for (auto _ : state) benchmark::DoNotOptimize(XXH3_64bits(text.data(), text.size()));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
@@ -95,6 +108,7 @@ BENCHMARK_CAPTURE(BM_Fingerprint, chinese_window3, kChinese, 3);
 BENCHMARK_CAPTURE(BM_Sketch, english_signature_window3, kEnglish, 3);
 BENCHMARK_CAPTURE(BM_Sketch, english_signature_window5, kEnglish, 5);
 BENCHMARK_CAPTURE(BM_Sketch, chinese_signature_window5, kChinese, 5);
+BENCHMARK_CAPTURE(BM_SketchPages, english, kEnglish);
 BENCHMARK_CAPTURE(BM_Xxh3, english, kEnglish);
 BENCHMARK_CAPTURE(BM_Xxh3, chinese, kChinese);
 
@@ -375,6 +389,8 @@ class RatioReporter final : public benchmark::ConsoleReporter {
         {"BM_Fingerprint/english_window3", "BM_Xxh3/english"},
         {"BM_Fingerprint/chinese_window1", "BM_Xxh3/chinese"},
         {"BM_Fingerprint/chinese_window3", "BM_Xxh3/chinese"},
+        {"BM_Sketch/english_signature_window5", "BM_Xxh3/english"},
+        {"BM_SketchPages/english", "BM_Sketch/english_signature_window5"},
         {"BM_PermuteAllTables", "BM_CopyBaseline"},
         {"BM_HammingDistance", "BM_XorBaseline"},
         {"BM_StoreQuery", "BM_BruteForceQuery"},
