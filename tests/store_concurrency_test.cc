@@ -24,6 +24,7 @@
 #include <latch>
 #include <map>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <ostream>
 #include <set>
@@ -891,6 +892,44 @@ TEST(StoreStagingRoomTest, WritersWaitForRoomWhileAMergeRuns) {
         std::any_of(found->begin(), found->end(), [&](const Match& m) { return m.id == d.id; }))
         << "document " << d.id;
   }
+}
+
+// A store opened with nothing staged makes its staging room at its first
+// write. When that cannot get the memory, the write fails with nothing of it
+// stored, and the next write makes the room, once; CheckAndInsert makes it
+// before its check lock.
+TEST(StagingRoomTest, AFirstWriteWithoutRoomFailsCleanlyAndTheNextMakesIt) {
+  TempDir dir;
+  std::unique_ptr<Store> store = MustOpen(dir.Sub("store"), Durability::kNoSync);
+  ASSERT_NE(store, nullptr);
+  std::atomic<int> attempts{0};
+  internal::SetBeforeStagingRoomForTesting([&] {
+    if (attempts.fetch_add(1) == 0) throw std::bad_alloc();
+  });
+  struct Unhook {
+    ~Unhook() { internal::SetBeforeStagingRoomForTesting({}); }
+  } unhook;
+
+  const Status refused = store->Insert(1, 0x0123456789abcdefULL);
+  EXPECT_TRUE(refused.IsIOError()) << refused.ToString();
+  EXPECT_NE(refused.ToString().find("staging index's room"), std::string::npos)
+      << refused.ToString();
+  EXPECT_TRUE(store->Get(1).status().IsNotFound());
+  EXPECT_EQ(attempts.load(), 1);
+
+  Result<CheckResult> checked = store->CheckAndInsert(2, 0x0123456789abcdefULL ^ 1);
+  ASSERT_TRUE(checked.ok()) << checked.status().ToString();
+  EXPECT_TRUE(checked->inserted);
+  EXPECT_TRUE(checked->matches.empty());
+  ASSERT_TRUE(store->Insert(1, 0x0123456789abcdefULL).ok());
+  EXPECT_EQ(attempts.load(), 2);  // made once, by the CheckAndInsert
+
+  Result<std::vector<Match>> found = store->Query(0x0123456789abcdefULL, kDistance);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  std::vector<DocumentId> ids;
+  for (const Match& m : *found) ids.push_back(m.id);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<DocumentId>{1, 2}));
 }
 
 }  // namespace

@@ -54,7 +54,10 @@ void ExpectAsciiPathMatchesIcu(const std::string& alphabet, std::size_t common, 
   std::mt19937 rng(seed);
   for (int round = 0; round < rounds; ++round) {
     std::string text(1 + rng() % max_length, ' ');
-    for (char& c : text) c = alphabet[rng() % (rng() % 4 == 0 ? alphabet.size() : common)];
+    for (char& c : text) {
+      const bool any = rng() % 4 == 0;
+      c = alphabet[rng() % (any ? alphabet.size() : common)];
+    }
     ASSERT_EQ(AsciiTokens(text), UnicodeTokens(text))
         << "seed " << seed << " text [" << text << "]";
   }

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <optional>
 
-#if defined(__SSE2__)
+#if defined(__SSE2__) && defined(__x86_64__)
 #include <emmintrin.h>
 #endif
 
@@ -34,7 +34,7 @@ std::uint64_t HashToken(std::string_view token) { return XXH3_64bits(token.data(
 class UnitVoteCounter {
  public:
   void Add(std::uint64_t hash) {
-#if defined(__SSE2__)
+#if defined(__SSE2__) && defined(__x86_64__)
     // Each byte of the hash copied into eight lanes, then the lanes whose bit
     // is set counted: lane l of vector j is bit 16 j + l.
     const __m128i x = _mm_cvtsi64_si128(static_cast<long long>(hash));
@@ -73,7 +73,7 @@ class UnitVoteCounter {
     pending_ = 0;
   }
 
-#if defined(__SSE2__)
+#if defined(__SSE2__) && defined(__x86_64__)
   __m128i lanes_[4] = {};
 #else
   std::array<std::uint8_t, 64> lanes_{};

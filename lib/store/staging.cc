@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "store/test_hooks.h"
 #include "util/big_endian.h"
 #include "util/multi_get.h"
 #include "util/rocks_status.h"
@@ -28,9 +29,10 @@ Status Staging::Load() {
   // if something is staged, else at its first Reserve. A read-only one, room for what is staged.
   Result<std::vector<StagedDocument>> staged = Documents(nullptr);
   if (!staged.ok()) return staged.status();
-  room_deferred_ = writable_ && staged->empty();
+  const bool defer = writable_ && staged->empty();
   auto index = std::make_shared<StagingIndex>(
-      distance_, writable_ && !room_deferred_ ? std::max(staged->size(), room()) : staged->size());
+      distance_, writable_ && !defer ? std::max(staged->size(), room()) : staged->size());
+  room_made_.store(!defer, std::memory_order_release);
   std::vector<StagingIndex::Entry> entries;
   entries.reserve(staged->size());
   for (const StagedDocument& doc : *staged) {
@@ -136,23 +138,30 @@ void Staging::GiveBack(std::size_t entries) {
   if (waiters) cv_.NotifyAll();
 }
 
+Status Staging::MakeRoom() {
+  if (room_made_.load(std::memory_order_acquire)) return Status::OK();
+  MutexLock made(room_mu_);
+  if (room_made_.load(std::memory_order_relaxed)) return Status::OK();
+  std::shared_ptr<StagingIndex> index;
+  {
+    MutexLock lock(mu_);
+    index = current_;
+  }
+  try {
+    BeforeStagingRoom();
+    index->Reserve(room());
+  } catch (const std::bad_alloc&) {
+    // Nothing changed: the next write tries again.
+    return Status::IOError("no memory for the staging index's room (" + std::to_string(room()) +
+                           " entries)");
+  }
+  room_made_.store(true, std::memory_order_release);
+  return Status::OK();
+}
+
 Result<Staging::Room> Staging::Reserve(std::size_t entries) {
   if (entries == 0) return Room();
-  if (room_deferred_) {
-    try {
-      std::call_once(room_made_, [this] {
-        std::shared_ptr<StagingIndex> index;
-        {
-          MutexLock lock(mu_);
-          index = current_;
-        }
-        index->Reserve(room());
-      });
-    } catch (const std::bad_alloc&) {
-      return Status::IOError("no memory for the staging index's room (" + std::to_string(room()) +
-                             " entries)");
-    }
-  }
+  if (Status s = MakeRoom(); !s.ok()) return s;
   // Counting staged entries alone, writers admitted just below the room would together overrun it.
   MutexLock lock(mu_);
   ++room_waiters_;

@@ -18,7 +18,6 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <vector>
@@ -77,10 +76,13 @@ class Staging {
   // writers together never make the index grow (rehashing under its lock).
   using Room = Holding<Staging, std::size_t>;
   // Waits until the index has room for `entries` more, then holds it; a batch too large goes alone
-  // once fewer than merge_at are staged, and may grow the index. Fails if a merge failed. The first
-  // call on a store opened with nothing staged makes the room (util/zeroed_mapping.h), before any
-  // lock of the store: a store opened only to load or read never pays for it.
-  Result<Room> Reserve(std::size_t entries) EXCLUDES(mu_);
+  // once fewer than merge_at are staged, and may grow the index. Fails if a merge failed. Makes the
+  // room first if it is not made yet (MakeRoom).
+  Result<Room> Reserve(std::size_t entries) EXCLUDES(mu_, room_mu_);
+  // A store opened with nothing staged makes the index's room (util/zeroed_mapping.h) at its first
+  // write, which calls this before any lock of the store: a store opened only to load or read never
+  // pays for it. Once made, a load and a test; IOError, and nothing changed, if memory runs out.
+  Status MakeRoom() EXCLUDES(mu_, room_mu_);
 
   // The calls below to Add, for writers, REQUIRE the reader gate held shared from before their
   // mark's write until it is done.
@@ -137,9 +139,9 @@ class Staging {
   const int distance_;
   const std::size_t merge_at_;
   const bool writable_;
-  // Set by Load when it left the room for the first Reserve to make, once.
-  bool room_deferred_ = false;
-  std::once_flag room_made_;
+  // Whether the current index has its room; false from Load until MakeRoom makes it.
+  std::atomic<bool> room_made_{true};
+  Mutex room_mu_ ACQUIRED_BEFORE(mu_);  // one MakeRoom at a time
 
   mutable Mutex mu_;
   CondVar cv_;  // room, a merge's end, and a merge that is due

@@ -219,6 +219,8 @@ Result<CheckResult> StoreImpl::CheckAndInsert(const NewDocument& doc, InsertPoli
   if (!matching.ok()) return matching.status();
   if (Status s = CheckSignature(doc, fingerprinter_.options().signature_slots); !s.ok()) return s;
   const DocumentId id = doc.id;
+  // Made before the check lock, which would hold every other CheckAndInsert meanwhile.
+  if (Status s = staging_.MakeRoom(); !s.ok()) return s;
   CheckResult result;
   {
     MutexLock check(locks_.check);

@@ -14,6 +14,7 @@ std::mutex hooks_mu;
 std::function<Status()> during_merge;                          // guarded by hooks_mu
 std::function<void()> after_ingestion;                         // guarded by hooks_mu
 std::function<void(const std::atomic<bool>&)> before_rewrite;  // guarded by hooks_mu
+std::function<void()> before_staging_room;                     // guarded by hooks_mu
 std::atomic<std::uint64_t> rewrite_threshold{0};
 std::atomic<std::uint64_t> recent_limit{0};
 std::atomic<std::size_t> split_above{0};
@@ -55,6 +56,14 @@ void SetBeforeLoneBitsRewriteForTesting(std::function<void(const std::atomic<boo
 
 void BeforeLoneBitsRewrite(const std::atomic<bool>& closing) {
   if (const auto hook = Get(before_rewrite)) hook(closing);
+}
+
+void SetBeforeStagingRoomForTesting(std::function<void()> hook) {
+  Set(before_staging_room, std::move(hook));
+}
+
+void BeforeStagingRoom() {
+  if (const std::function<void()> hook = Get(before_staging_room)) hook();
 }
 
 std::uint64_t LoneBitsRewriteThreshold(std::uint64_t documents) {

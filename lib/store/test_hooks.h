@@ -33,6 +33,11 @@ void AfterIngestion();
 void SetBeforeLoneBitsRewriteForTesting(std::function<void(const std::atomic<bool>&)> hook);
 void BeforeLoneBitsRewrite(const std::atomic<bool>& closing);
 
+// Called by Staging::MakeRoom right before it makes the staging index's room; it may throw
+// std::bad_alloc, as making the room can.
+void SetBeforeStagingRoomForTesting(std::function<void()> hook);
+void BeforeStagingRoom();
+
 // Recent fingerprints that trigger a background lone-bits rewrite: the larger of half the recent
 // prefixes' limit and an eighth of the store's `documents` (a rewrite reads the whole store). 0
 // restores the default; UINT64_MAX turns rewrites off.
