@@ -26,7 +26,8 @@ Staging::Staging(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int dista
 
 Status Staging::Load() {
   // A writable store gets the room a merge leaves, so its first inserts do not grow the index: now
-  // if something is staged, else at its first Reserve. A read-only one, room for what is staged.
+  // if something is staged, else at its first write (MakeRoom). A read-only one, room for what is
+  // staged.
   Result<std::vector<StagedDocument>> staged = Documents(nullptr);
   if (!staged.ok()) return staged.status();
   const bool defer = writable_ && staged->empty();

@@ -40,7 +40,11 @@ void StagingIndex::Reserve(std::size_t room) {
   if (size <= table_buckets_) return;
   entries_.reserve(room);
   std::swap(buckets_, buckets);  // the old mapping goes after the lock
-  table_buckets_ = size;
+  PlaceAllIn(size);
+}
+
+void StagingIndex::PlaceAllIn(std::size_t per_table) {
+  table_buckets_ = per_table;
   for (std::size_t t = 0; t < plan_.table_count(); ++t) Place(t, 0, entries_.size());
 }
 
@@ -51,17 +55,17 @@ void StagingIndex::Add(std::span<const Entry> added) {
   const std::size_t first = entries_.size();
   entries_.insert(entries_.end(), added.begin(), added.end());
   const std::size_t size = BucketsFor(entries_.size());
-  const bool grow = size > table_buckets_;
-  if (grow) {
+  if (size > table_buckets_) {
     try {
       buckets_ = EmptyBuckets(size);
     } catch (...) {
       entries_.resize(first);
       throw;
     }
-    table_buckets_ = size;
+    PlaceAllIn(size);
+  } else {
+    for (std::size_t t = 0; t < plan_.table_count(); ++t) Place(t, first, entries_.size());
   }
-  for (std::size_t t = 0; t < plan_.table_count(); ++t) Place(t, grow ? 0 : first, entries_.size());
   size_.store(entries_.size() + removals_.size(), std::memory_order_relaxed);
 }
 

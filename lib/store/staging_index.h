@@ -136,6 +136,8 @@ class StagingIndex {
   }
   // Places entries [begin, end) in table t.
   void Place(std::size_t t, std::size_t begin, std::size_t end) REQUIRES(mu_);
+  // With buckets_ new and empty, `per_table` buckets a table: places every entry again.
+  void PlaceAllIn(std::size_t per_table) REQUIRES(mu_);
 
   const PermutationPlan plan_;
   mutable SharedMutex mu_;
