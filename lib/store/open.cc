@@ -1,16 +1,13 @@
 // Opening, creating and closing a store; its metadata record.
 
-#include <fcntl.h>
 #include <rocksdb/db.h>
 #include <rocksdb/wal_filter.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <mutex>
 #include <set>
 #include <system_error>
 #include <thread>
@@ -24,6 +21,7 @@
 #include "store/reopening_store.h"
 #include "store/store_impl.h"
 #include "store/test_hooks.h"
+#include "store/writer_claim.h"
 #include "util/rocks_status.h"
 
 namespace fpstore {
@@ -144,8 +142,9 @@ Result<Metadata> ReadMetadata(const std::string& path) {
         std::to_string(kFormatVersion) +
         " only. Dump its documents with the fpstore-admin that wrote it (fpstore-admin dump) "
         "and load them into a new store with this fpstore-load");
-  } else if (!get(kPlanKey, value).ok() || std::sscanf(value.c_str(), "blocks=%d distance=%d",
-                                                       &meta.recorded.blocks, &meta.recorded.distance) != 2) {
+  } else if (!get(kPlanKey, value).ok() ||
+             std::sscanf(value.c_str(), "blocks=%d distance=%d", &meta.recorded.blocks,
+                         &meta.recorded.distance) != 2) {
     result = Status::Corruption(path + ": unreadable plan record \"" + value + "\"");
   } else if (!get(kGroupBitsKey, value).ok()) {
     result = Status::Corruption(path + ": missing group bits record");
@@ -166,78 +165,6 @@ Result<Metadata> ReadMetadata(const std::string& path) {
   if (!result.ok()) return result;
   return meta;
 }
-
-// The stores this process has open for writing, by canonical path. Open turns a second writer away
-// before RocksDB, which would rotate the live writer's info log before finding the LOCK file taken.
-class WriterRegistry {
- public:
-  static WriterRegistry& Instance() {
-    static WriterRegistry* const registry = new WriterRegistry;  // never destroyed
-    return *registry;
-  }
-  // False if `key` is taken.
-  bool Reserve(const std::string& key) {
-    MutexLock lock(mu_);
-    return keys_.insert(key).second;
-  }
-  void Release(const std::string& key) {
-    MutexLock lock(mu_);
-    keys_.erase(key);
-  }
-
- private:
-  Mutex mu_;
-  std::set<std::string> keys_ GUARDED_BY(mu_);
-};
-
-// The pid of another process holding RocksDB's POSIX lock on the store's LOCK file, or 0; only
-// asks. REQUIRES: this process holds no lock on it (WriterRegistry), as closing an fd drops them.
-pid_t LockHolder(const std::string& path) {
-  const int fd = ::open((fs::path(path) / "LOCK").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  struct flock lock = {};
-  lock.l_type = F_WRLCK;
-  lock.l_whence = SEEK_SET;
-  const bool held = ::fcntl(fd, F_GETLK, &lock) == 0 && lock.l_type != F_UNLCK;
-  ::close(fd);
-  return held ? lock.l_pid : 0;
-}
-
-// A writer's claim on a store path until the store exists; given back if the open fails. A writer
-// racing past these checks gets Busy from RocksDB.
-class WriterReservation {
- public:
-  WriterReservation() = default;
-  WriterReservation(const WriterReservation&) = delete;
-  WriterReservation& operator=(const WriterReservation&) = delete;
-  ~WriterReservation() {
-    if (!key_.empty()) WriterRegistry::Instance().Release(key_);
-  }
-
-  // Busy if another Store object or process has `path` open for writing.
-  Status Reserve(const std::string& path) {
-    std::error_code ec;
-    fs::path canonical = fs::weakly_canonical(path, ec);
-    if (ec) canonical = fs::absolute(path, ec);
-    if (!canonical.has_filename()) canonical = canonical.parent_path();  // "dir/"
-    if (!WriterRegistry::Instance().Reserve(canonical.string())) {
-      return Status::Busy("opening " + path +
-                          ": the store is in use by another Store object in this process");
-    }
-    key_ = canonical.string();
-    if (const pid_t holder = LockHolder(path); holder != 0) {
-      return Status::Busy("opening " + path + ": the store is in use by another process (pid " +
-                          std::to_string(holder) + ")");
-    }
-    return Status::OK();
-  }
-
-  // The claim, kept until the store closes (StoreImpl::writer_key_).
-  std::string Keep() { return std::exchange(key_, {}); }
-
- private:
-  std::string key_;
-};
 
 bool IsEmptyOrAbsent(const std::string& path) {
   std::error_code ec;
@@ -432,7 +359,8 @@ Result<std::unique_ptr<StoreImpl>> StoreImpl::Open(const std::string& path,
   }
   Result<Metadata> meta = MetadataFor(path, options, exists);
   if (!meta.ok()) return meta.status();
-  Result<PermutationPlan> plan = PermutationPlan::Create(meta->recorded.blocks, meta->recorded.distance);
+  Result<PermutationPlan> plan =
+      PermutationPlan::Create(meta->recorded.blocks, meta->recorded.distance);
   if (!plan.ok()) return plan.status().WithContext(path);
   Result<Fingerprinter> fingerprinter = Fingerprinter::Create(meta->recorded.fingerprint);
   if (!fingerprinter.ok()) return fingerprinter.status().WithContext(path);
@@ -472,9 +400,9 @@ Result<std::unique_ptr<StoreImpl>> StoreImpl::Open(const std::string& path,
                  dropped->c_str());
   }
   std::unique_ptr<StoreImpl> store(new StoreImpl(
-      path, options, *plan, *std::move(fingerprinter), meta->recorded.min_similarity, meta->group_bits,
-      *std::move(db), FamiliesOf(std::move(handles), plan->table_count()), std::move(filters),
-      std::move(env), std::move(background_errors), std::move(held_deletions)));
+      path, options, *plan, *std::move(fingerprinter), meta->recorded.min_similarity,
+      meta->group_bits, *std::move(db), FamiliesOf(std::move(handles), plan->table_count()),
+      std::move(filters), std::move(env), std::move(background_errors), std::move(held_deletions)));
   store->writer_key_ = reservation.Keep();
   store->dropped_at_open_ = *std::move(dropped);
   if (!exists) {
@@ -556,7 +484,7 @@ Status StoreImpl::Close() {
   families_.all.clear();
   rocksdb::Status rs = db_->Close();
   if (result.ok()) result = FromRocks(rs, "closing " + path_);
-  if (!writer_key_.empty()) WriterRegistry::Instance().Release(writer_key_);
+  if (!writer_key_.empty()) ReleaseWriterClaim(writer_key_);
   return result;
 }
 
