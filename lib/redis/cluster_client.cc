@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <numeric>
 #include <thread>
 #include <utility>
 
@@ -28,8 +29,8 @@ constexpr std::array<std::uint16_t, 256> kCrc16Table = [] {
 std::uint16_t Crc16(std::string_view bytes) {
   std::uint16_t crc = 0;
   for (const char c : bytes) {
-    crc = static_cast<std::uint16_t>((crc << 8) ^
-                                     kCrc16Table[((crc >> 8) ^ static_cast<unsigned char>(c)) & 0xff]);
+    crc = static_cast<std::uint16_t>(
+        (crc << 8) ^ kCrc16Table[((crc >> 8) ^ static_cast<unsigned char>(c)) & 0xff]);
   }
   return crc;
 }
@@ -261,7 +262,8 @@ Status ClusterClient::ReadSlotMap() {
     slot_master_ = std::move(map);
     return Status::OK();
   }
-  return Status::IOError("no node of the Redis Cluster answered CLUSTER SLOTS (" + last_error + ")");
+  return Status::IOError("no node of the Redis Cluster answered CLUSTER SLOTS (" + last_error +
+                         ")");
 }
 
 std::vector<std::string> ClusterClient::Masters() const {
@@ -293,101 +295,109 @@ Status ClusterClient::RunAll(std::span<const Command> commands, const std::strin
 }
 
 Result<std::vector<Reply>> ClusterClient::Run(std::span<const Command> commands) {
-  std::vector<Reply> replies(commands.size());
+  Attempt a;
+  a.commands = commands;
+  a.replies.resize(commands.size());
   std::vector<std::size_t> pending(commands.size());
-  for (std::size_t i = 0; i < pending.size(); ++i) pending[i] = i;
-  std::map<std::size_t, std::string> asked;  // a command's node for one try, after ASK
+  std::iota(pending.begin(), pending.end(), std::size_t{0});
   const auto deadline = std::chrono::steady_clock::now() + options_.deadline;
-  std::string last_error;
-  bool reread = false;
   for (int round = 0;; ++round) {
-    if (reread) {
-      if (Status s = ReadSlotMap(); !s.ok()) last_error = s.message();
-      reread = false;
+    if (a.reread) {
+      if (Status s = ReadSlotMap(); !s.ok()) a.last_error = s.message();
+      a.reread = false;
     }
-    std::map<std::string, std::vector<std::size_t>> by_node;
-    std::vector<std::size_t> next;
-    for (const std::size_t i : pending) {
-      const auto ask = asked.find(i);
-      const std::string& node =
-          ask != asked.end() ? ask->second : slot_master_[KeySlot(commands[i].key)];
-      if (node.empty()) {
-        next.push_back(i);
-        reread = true;
-        last_error = "no master serves slot " + std::to_string(KeySlot(commands[i].key));
-      } else {
-        by_node[node].push_back(i);
-      }
-    }
-    // Every node's commands first, then every node's replies.
-    std::map<std::string, redisContext*> sent_to;  // null: the send failed
-    // Whether each node was waited for before: a node is, once it may have run a command.
-    std::map<std::string, bool> ran_before;
-    for (const auto& [node, indexes] : by_node) {
-      ran_before[node] = unwaited_.count(node) != 0;
-      redisContext* c = ConnectionTo(node);
-      bool sent = c != nullptr;
-      if (sent) unwaited_.insert(node);
-      for (std::size_t k = 0; sent && k < indexes.size(); ++k) {
-        const std::size_t i = indexes[k];
-        if (asked.count(i) != 0) sent = Append(c, {"ASKING"});
-        sent = sent && Append(c, commands[i].args);
-      }
-      sent_to[node] = sent && Flush(c) ? c : nullptr;
-    }
-    for (const auto& [node, indexes] : by_node) {
-      redisContext* c = sent_to[node];
-      // The node is waited for if it ran a command: not if it only redirected or refused them
-      // (a stale map's old master, now a replica or loading), but if the connection broke.
-      bool ran = false;
-      std::size_t k = 0;
-      for (; c != nullptr && k < indexes.size(); ++k) {
-        const std::size_t i = indexes[k];
-        Reply reply;
-        if (asked.count(i) != 0 && !Read(c, reply)) break;  // ASKING's +OK
-        if (!Read(c, reply)) break;
-        asked.erase(i);
-        int slot = 0;
-        std::string address;
-        switch (Classify(reply, slot, address)) {
-          case Verdict::kAnswer:
-            replies[i] = std::move(reply);
-            ran = true;
-            continue;
-          case Verdict::kMoved:
-            slot_master_[static_cast<std::size_t>(slot)] = address;
-            reread = true;  // a failover or reshard moves more than one slot
-            ++redirections_;
-            break;
-          case Verdict::kAsk:
-            asked[i] = address;
-            ++redirections_;
-            break;
-          case Verdict::kRetry:
-            last_error = node + ": " + reply.str;
-            reread = reread || reply.str.starts_with("CLUSTERDOWN");
-        }
-        next.push_back(i);
-      }
-      if (c != nullptr && k == indexes.size() && !ran && !ran_before[node]) unwaited_.erase(node);
-      if (k < indexes.size()) {  // the connection broke: what was not read is tried again
-        last_error = node + (c == nullptr ? " did not take the commands" : " stopped answering");
-        Drop(node);
-        reread = true;
-        next.insert(next.end(), indexes.begin() + static_cast<std::ptrdiff_t>(k), indexes.end());
-      }
-    }
-    if (next.empty()) return replies;
+    RunRound(pending, a);
+    if (a.next.empty()) return std::move(a.replies);
     if (std::chrono::steady_clock::now() >= deadline) {
-      return Status::IOError("the Redis Cluster did not answer " + std::to_string(next.size()) +
+      return Status::IOError("the Redis Cluster did not answer " + std::to_string(a.next.size()) +
                              " of " + std::to_string(commands.size()) + " commands within " +
-                             std::to_string(options_.deadline.count()) + " ms (" + last_error +
+                             std::to_string(options_.deadline.count()) + " ms (" + a.last_error +
                              ")");
     }
-    pending = std::move(next);
+    pending = std::exchange(a.next, {});
     // A redirection is followed at once; a node that is down or a cluster that is failing over
     // is waited for, a little longer each time.
-    if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(std::min(20 * round, 250)));
+    if (round > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(20 * round, 250)));
+  }
+}
+
+void ClusterClient::RunRound(const std::vector<std::size_t>& pending, Attempt& a) {
+  std::map<std::string, std::vector<std::size_t>> by_node;
+  for (const std::size_t i : pending) {
+    const auto ask = a.asked.find(i);
+    const std::string& node =
+        ask != a.asked.end() ? ask->second : slot_master_[KeySlot(a.commands[i].key)];
+    if (node.empty()) {
+      a.next.push_back(i);
+      a.reread = true;
+      a.last_error = "no master serves slot " + std::to_string(KeySlot(a.commands[i].key));
+    } else {
+      by_node[node].push_back(i);
+    }
+  }
+  // Every node's commands first, then every node's replies.
+  std::map<std::string, redisContext*> sent_to;  // null: the send failed
+  // Whether each node was waited for before: a node is, once it may have run a command.
+  std::map<std::string, bool> ran_before;
+  for (const auto& [node, indexes] : by_node) {
+    ran_before[node] = unwaited_.count(node) != 0;
+    redisContext* c = ConnectionTo(node);
+    bool sent = c != nullptr;
+    if (sent) unwaited_.insert(node);
+    for (std::size_t k = 0; sent && k < indexes.size(); ++k) {
+      const std::size_t i = indexes[k];
+      if (a.asked.count(i) != 0) sent = Append(c, {"ASKING"});
+      sent = sent && Append(c, a.commands[i].args);
+    }
+    sent_to[node] = sent && Flush(c) ? c : nullptr;
+  }
+  for (const auto& [node, indexes] : by_node) {
+    ReadReplies(node, sent_to[node], indexes, ran_before[node], a);
+  }
+}
+
+void ClusterClient::ReadReplies(const std::string& node, redisContext* c,
+                                const std::vector<std::size_t>& indexes, bool ran_before,
+                                Attempt& a) {
+  // The node is waited for if it ran a command: not if it only redirected or refused them
+  // (a stale map's old master, now a replica or loading), but if the connection broke.
+  bool ran = false;
+  std::size_t k = 0;
+  for (; c != nullptr && k < indexes.size(); ++k) {
+    const std::size_t i = indexes[k];
+    Reply reply;
+    if (a.asked.count(i) != 0 && !Read(c, reply)) break;  // ASKING's +OK
+    if (!Read(c, reply)) break;
+    a.asked.erase(i);
+    int slot = 0;
+    std::string address;
+    switch (Classify(reply, slot, address)) {
+      case Verdict::kAnswer:
+        a.replies[i] = std::move(reply);
+        ran = true;
+        continue;
+      case Verdict::kMoved:
+        slot_master_[static_cast<std::size_t>(slot)] = address;
+        a.reread = true;  // a failover or reshard moves more than one slot
+        ++redirections_;
+        break;
+      case Verdict::kAsk:
+        a.asked[i] = address;
+        ++redirections_;
+        break;
+      case Verdict::kRetry:
+        a.last_error = node + ": " + reply.str;
+        a.reread = a.reread || reply.str.starts_with("CLUSTERDOWN");
+    }
+    a.next.push_back(i);
+  }
+  if (c != nullptr && k == indexes.size() && !ran && !ran_before) unwaited_.erase(node);
+  if (k < indexes.size()) {  // the connection broke: what was not read is tried again
+    a.last_error = node + (c == nullptr ? " did not take the commands" : " stopped answering");
+    Drop(node);
+    a.reread = true;
+    a.next.insert(a.next.end(), indexes.begin() + static_cast<std::ptrdiff_t>(k), indexes.end());
   }
 }
 

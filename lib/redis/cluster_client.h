@@ -18,9 +18,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <set>
 #include <map>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -119,6 +119,21 @@ class ClusterClient {
   struct Connection;
   ClusterClient(std::vector<std::string> seeds, ClientOptions options);
 
+  // What one Run keeps from round to round.
+  struct Attempt {
+    std::span<const Command> commands;
+    std::vector<Reply> replies;
+    std::map<std::size_t, std::string> asked;  // a command's node for one try, after ASK
+    std::vector<std::size_t> next;             // the commands to try again next round
+    std::string last_error;
+    bool reread = false;  // the slot map is to be read again before the next round
+  };
+  // Sends the `pending` commands to their nodes, pipelined, then reads every node's replies.
+  void RunRound(const std::vector<std::size_t>& pending, Attempt& a);
+  // Reads the replies of the commands `indexes` from `node`, sent over `c` (null: the send
+  // failed); what was redirected, refused or not read goes to a.next.
+  void ReadReplies(const std::string& node, redisContext* c,
+                   const std::vector<std::size_t>& indexes, bool ran_before, Attempt& a);
   // Reads the slot map from the first node that answers, among those known.
   Status ReadSlotMap();
   // A connection to `address`, made if needed; null if it cannot be made.
