@@ -13,8 +13,8 @@ namespace fpstore {
 
 double EstimateStoreBytes(const PermutationPlan& plan, std::uint64_t documents,
                           int signature_slots) {
-  // Sizes measured on a loaded store: a document's record (LZ4), a member's
-  // filter bits, a group's key and index entry.
+  // The model's constants, fitted to fpstore-bench's stores (docs/performance.md, "Choosing a
+  // plan"): a document's record (LZ4), a member's filter bits, a group's key and index entry.
   constexpr double kRecordBytes = 17, kFilterBytesPerMember = 1.25, kBytesPerGroup = 12.9;
   const double n = static_cast<double>(documents);
   const int group_bits = internal::GroupBitsFor(documents);
