@@ -812,6 +812,101 @@ TEST_F(LoneBitsTest, TheStoreRewritesTheBitsInTheBackground) {
   EXPECT_EQ(StoredBits(path, *plan), ExpectedBits(*plan, docs));
 }
 
+// The recent family's entries by epoch: (fingerprint, epoch), and the store's recent epoch.
+struct RecentEntries {
+  std::map<Fingerprint, std::uint64_t> entries;
+  std::uint64_t epoch = 0;
+};
+
+RecentEntries ReadRecentFamily(const std::string& path) {
+  RecentEntries out;
+  testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
+    std::string value;
+    if (db.Get({}, family(rocksdb::kDefaultColumnFamilyName), internal::kRecentEpochKey, &value)
+            .ok()) {
+      out.epoch = std::stoull(value);
+    }
+    std::unique_ptr<rocksdb::Iterator> it(db.NewIterator({}, family(internal::kRecentFamily)));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      ASSERT_EQ(it->key().size(), 8u);
+      const std::optional<std::uint64_t> epoch =
+          internal::DecodeRecentEpoch(it->value().ToStringView());
+      ASSERT_TRUE(epoch.has_value());
+      out.entries[internal::GetBigEndian64(it->key().data())] = *epoch;
+    }
+    ASSERT_TRUE(it->status().ok());
+  });
+  return out;
+}
+
+// A rewrite retires the recent entries it took in by raising the store's recent epoch, not by
+// deleting each: they stay in the family, are no longer recent after a reopen, and compactions
+// drop them. Fingerprints merged after the rewrite stay recent throughout.
+TEST_F(LoneBitsTest, ARewriteRetiresTheEntriesItTookInAndCompactionsDropThem) {
+  const std::uint64_t seed = TestSeed(61);
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  const std::vector<IdFingerprint> docs = MakeCorpus(seed, 600, {Plant{1, 40}, Plant{2, 40}});
+  const std::vector<IdFingerprint> loaded(docs.begin(), docs.begin() + 300);
+  const std::vector<IdFingerprint> before(docs.begin() + 300, docs.begin() + 450);
+  const std::vector<IdFingerprint> after(docs.begin() + 450, docs.end());
+  {
+    std::unique_ptr<Store> store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    BulkLoad(*store, loaded);
+    {
+      // A background rewrite once `before` is merged (one merge, one file of the family).
+      struct Threshold {
+        Threshold() { internal::SetLoneBitsRewriteThresholdForTesting(60); }
+        ~Threshold() { internal::SetLoneBitsRewriteThresholdForTesting(0); }
+      } threshold;
+      Insert(*store, before);
+      ASSERT_TRUE(store->Flush().ok());
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (RecentCount(*store) != 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      ASSERT_EQ(RecentCount(*store), 0u);
+    }
+    Insert(*store, after);
+    ASSERT_TRUE(store->Flush().ok());
+    EXPECT_EQ(RecentCount(*store), DistinctFingerprints(after));
+  }
+  std::set<Fingerprint> merged_after;
+  for (const IdFingerprint& d : after) merged_after.insert(d.fingerprint);
+  // `after`'s entries are of the store's epoch; `before`'s of the one before, or gone already
+  // (RocksDB compacts a family's bottom files once no snapshot needs their sequence numbers).
+  RecentEntries family = ReadRecentFamily(path);
+  EXPECT_EQ(family.epoch, 1u);
+  for (const auto& [fp, epoch] : family.entries) {
+    EXPECT_EQ(epoch, merged_after.count(fp) != 0 ? family.epoch : 0u) << fp;
+  }
+  for (const Fingerprint fp : merged_after) EXPECT_EQ(family.entries.count(fp), 1u) << fp;
+  // Retired entries that no compaction has reached yet: written back as the rewrite left them.
+  testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& column) {
+    for (const IdFingerprint& d : before) {
+      if (merged_after.count(d.fingerprint) != 0) continue;
+      ASSERT_TRUE(db.Put({}, column(internal::kRecentFamily), internal::Key8(d.fingerprint).view(),
+                         internal::EncodeRecentEpoch(0))
+                      .ok());
+    }
+  });
+  ASSERT_GT(ReadRecentFamily(path).entries.size(), merged_after.size() + 100);
+  {
+    std::unique_ptr<Store> store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(RecentCount(*store), DistinctFingerprints(after));
+    ExpectMatchesBruteForce(*store, docs, seed, "reopened after the rewrite");
+    EXPECT_TRUE(store->Verify().ok());
+    ASSERT_TRUE(store->Compact().ok());  // a rewrite with nothing merged beside, then compactions
+    EXPECT_EQ(RecentCount(*store), 0u);
+    ExpectMatchesBruteForce(*store, docs, seed, "compacted");
+  }
+  family = ReadRecentFamily(path);
+  EXPECT_EQ(family.epoch, 2u);
+  EXPECT_TRUE(family.entries.empty()) << family.entries.size() << " entries left";
+}
+
 // Close stops a rewrite under way; what it leaves is a store whose recent
 // fingerprints still cover the old bits.
 TEST_F(LoneBitsTest, CloseStopsARewriteUnderWay) {

@@ -1,6 +1,7 @@
 #include "format/families.h"
 
 #include <rocksdb/cache.h>
+#include <rocksdb/compaction_filter.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/merge_operator.h>
 #include <rocksdb/slice_transform.h>
@@ -13,6 +14,7 @@
 
 #include "format/groups.h"
 #include "format/member_filter.h"
+#include "format/records.h"
 #include "platform/info_log.h"
 
 namespace fpstore::internal {
@@ -112,6 +114,38 @@ rocksdb::ColumnFamilyOptions KeyedFamilyOptions(const std::shared_ptr<rocksdb::C
   return cf;
 }
 
+// Drops the recent family's entries from before the store's recent epoch (format/records.h), so
+// that a rewrite of the lone bits need not delete them one by one. A value it cannot read stays,
+// for Verify to report.
+class RecentEpochFilter final : public rocksdb::CompactionFilter {
+ public:
+  explicit RecentEpochFilter(std::shared_ptr<const std::atomic<std::uint64_t>> epoch)
+      : epoch_(std::move(epoch)) {}
+  bool Filter(int, const rocksdb::Slice&, const rocksdb::Slice& value, std::string*,
+              bool*) const override {
+    const std::optional<std::uint64_t> epoch = DecodeRecentEpoch(value.ToStringView());
+    return epoch.has_value() && *epoch < epoch_->load(std::memory_order_acquire);
+  }
+  const char* Name() const override { return "fpstore.RecentEpochFilter"; }
+
+ private:
+  const std::shared_ptr<const std::atomic<std::uint64_t>> epoch_;
+};
+
+class RecentEpochFilterFactory final : public rocksdb::CompactionFilterFactory {
+ public:
+  explicit RecentEpochFilterFactory(std::shared_ptr<const std::atomic<std::uint64_t>> epoch)
+      : epoch_(std::move(epoch)) {}
+  std::unique_ptr<rocksdb::CompactionFilter> CreateCompactionFilter(
+      const rocksdb::CompactionFilter::Context&) override {
+    return std::make_unique<RecentEpochFilter>(epoch_);
+  }
+  const char* Name() const override { return "fpstore.RecentEpochFilterFactory"; }
+
+ private:
+  const std::shared_ptr<const std::atomic<std::uint64_t>> epoch_;
+};
+
 rocksdb::ColumnFamilyOptions MetadataFamilyOptions() {
   rocksdb::ColumnFamilyOptions cf;
   cf.merge_operator = std::make_shared<Int64AddOperator>();
@@ -185,6 +219,9 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   // Fingerprints that came after the lone bits: read whole on open only.
   rocksdb::ColumnFamilyOptions recent = KeyedFamilyOptions(nullptr, memtable_bytes);
   AllowManyLevelZeroFiles(recent);
+  config.recent_epoch = std::make_shared<std::atomic<std::uint64_t>>(0);
+  recent.compaction_filter_factory =
+      std::make_shared<RecentEpochFilterFactory>(config.recent_epoch);
   config.families.emplace_back(kRecentFamily, recent);
 
   // Lone bits: a lookup per hit, mostly of absent keys; written whole, by a

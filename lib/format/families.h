@@ -7,6 +7,9 @@
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 
+#include <atomic>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +33,7 @@ inline constexpr char kFingerprintKey[] = "fpstore.fingerprint";
 inline constexpr char kMinSimilarityKey[] = "fpstore.min_similarity";
 inline constexpr char kSignedKey[] = "fpstore.signed";
 inline constexpr char kDocumentCountKey[] = "fpstore.document_count";
+inline constexpr char kRecentEpochKey[] = "fpstore.recent_epoch";
 // Table t's family: "table-000" and up.
 std::string TableFamilyName(std::size_t table);
 
@@ -39,6 +43,9 @@ struct RocksConfig {
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   // The block cache every family shares (null for inspection).
   std::shared_ptr<rocksdb::Cache> block_cache;
+  // The store's recent epoch as far as compactions may know it: the recent family's compaction
+  // filter drops the entries of earlier epochs. 0, dropping nothing, until the store sets it.
+  std::shared_ptr<std::atomic<std::uint64_t>> recent_epoch;
 };
 
 // `group_bits`: as the store records it (format/groups.h).

@@ -1,4 +1,4 @@
-// Keys and values of the documents, staging and crowded families
+// Keys and values of the documents, staging, crowded and recent families
 // (docs/format.md), big-endian so that bytewise order is numeric order.
 
 #ifndef FPSTORE_LIB_FORMAT_RECORDS_H_
@@ -115,6 +115,22 @@ inline LoneBits DecodeLoneBits(std::string_view value) {
     bits |= LoneBits{static_cast<unsigned char>(value[i])} << (8 * i);
   }
   return bits;
+}
+
+// A recent-family value: the epoch of the rewrites of the lone bits in which the fingerprint was
+// merged (8 bytes; empty: epoch 0). An entry counts only from the store's recent epoch on
+// (kRecentEpochKey): a rewrite raises that epoch instead of deleting each entry it took in.
+inline std::string EncodeRecentEpoch(std::uint64_t epoch) {
+  std::string value(8, '\0');
+  PutBigEndian64(value.data(), epoch);
+  return value;
+}
+
+// Nothing if `value` is neither empty nor 8 bytes.
+inline std::optional<std::uint64_t> DecodeRecentEpoch(std::string_view value) {
+  if (value.empty()) return 0;
+  if (value.size() != 8) return std::nullopt;
+  return GetBigEndian64(value.data());
 }
 
 // A staged document: its staged version, and the one leaving the tables.

@@ -402,7 +402,8 @@ Result<std::unique_ptr<StoreImpl>> StoreImpl::Open(const std::string& path,
   std::unique_ptr<StoreImpl> store(new StoreImpl(
       path, options, *plan, *std::move(fingerprinter), meta->recorded.min_similarity,
       meta->group_bits, *std::move(db), FamiliesOf(std::move(handles), plan->table_count()),
-      std::move(filters), std::move(env), std::move(background_errors), std::move(held_deletions)));
+      std::move(filters), config.recent_epoch, std::move(env), std::move(background_errors),
+      std::move(held_deletions)));
   store->writer_key_ = reservation.Keep();
   store->dropped_at_open_ = *std::move(dropped);
   if (!exists) {
@@ -420,7 +421,9 @@ Result<std::unique_ptr<StoreImpl>> StoreImpl::Open(const std::string& path,
 StoreImpl::StoreImpl(std::string path, StoreOptions options, PermutationPlan plan,
                      Fingerprinter fingerprinter, double min_similarity, int group_bits,
                      std::unique_ptr<rocksdb::DB> db, Families families,
-                     std::shared_ptr<TableFilters> filters, std::unique_ptr<rocksdb::Env> env,
+                     std::shared_ptr<TableFilters> filters,
+                     std::shared_ptr<std::atomic<std::uint64_t>> recent_epoch,
+                     std::unique_ptr<rocksdb::Env> env,
                      std::shared_ptr<const BackgroundErrors> background_errors,
                      std::shared_ptr<HeldDeletions> held_deletions)
     : freed_memory_(options.release_memory_on_close),
@@ -440,8 +443,8 @@ StoreImpl::StoreImpl(std::string path, StoreOptions options, PermutationPlan pla
       staging_(*db_, families_.staging, plan_.distance(), options_.staged_documents,
                !options_.read_only),
       scanner_(*db_, tables_, staging_, documents_, locks_, closing_),
-      skip_hints_(*db_, plan_, families_.crowded, families_.recent, locks_, scanner_, ingest_guard_,
-                  path_, closing_),
+      skip_hints_(*db_, plan_, families_.crowded, families_.recent, families_.meta,
+                  std::move(recent_epoch), locks_, scanner_, ingest_guard_, path_, closing_),
       ingestion_(*db_, tables_, families_.crowded, ingest_guard_, locks_),
       merger_(*db_, staging_, ingestion_, skip_hints_, locks_, path_, options_.write_buffer_bytes),
       queries_(tables_, staging_, skip_hints_, documents_, read_pool_),

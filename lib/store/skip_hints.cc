@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <chrono>
 #include <new>
 #include <system_error>
 #include <utility>
 
 #include "format/families.h"
+#include "format/records.h"
 #include "ingest/sst_sink.h"
 #include "store/test_hooks.h"
 #include "util/multi_get.h"
@@ -77,12 +79,16 @@ std::vector<std::pair<Fingerprint, LoneBits>> CrowdedList(
 
 SkipHints::SkipHints(rocksdb::DB& db, const PermutationPlan& plan,
                      rocksdb::ColumnFamilyHandle* crowded, rocksdb::ColumnFamilyHandle* recent,
-                     StoreLocks& locks, const Scanner& scanner, const IngestGuard& guard,
-                     std::string store_path, const std::atomic<bool>& closing)
+                     rocksdb::ColumnFamilyHandle* meta,
+                     std::shared_ptr<std::atomic<std::uint64_t>> recent_epoch, StoreLocks& locks,
+                     const Scanner& scanner, const IngestGuard& guard, std::string store_path,
+                     const std::atomic<bool>& closing)
     : db_(db),
       plan_(plan),
       crowded_(crowded),
       recent_family_(recent),
+      meta_(meta),
+      recent_epoch_(std::move(recent_epoch)),
       locks_(locks),
       scanner_(scanner),
       guard_(guard),
@@ -90,7 +96,40 @@ SkipHints::SkipHints(rocksdb::DB& db, const PermutationPlan& plan,
       closing_(closing),
       recent_(plan, RecentPrefixesLimit()) {}
 
+Result<std::uint64_t> SkipHints::RecentEpoch(const rocksdb::Snapshot* snapshot) const {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  std::string value;
+  const rocksdb::Status rs = db_.Get(ro, meta_, kRecentEpochKey, &value);
+  if (rs.IsNotFound()) return std::uint64_t{0};
+  if (!rs.ok()) return FromRocks(rs, std::string("reading ") + kRecentEpochKey);
+  std::uint64_t epoch = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), epoch);
+  if (ec != std::errc() || end != value.data() + value.size() || value.empty()) {
+    return Status::Corruption(std::string(kRecentEpochKey) + ": not a whole number: \"" + value +
+                              "\"");
+  }
+  return epoch;
+}
+
+Result<std::optional<Fingerprint>> SkipHints::RecentEntry(const rocksdb::Slice& key,
+                                                          const rocksdb::Slice& value,
+                                                          std::uint64_t epoch) {
+  if (key.size() != 8) return Status::Corruption("recent: malformed key " + key.ToString(true));
+  const std::optional<std::uint64_t> since = DecodeRecentEpoch(value.ToStringView());
+  if (!since) {
+    return Status::Corruption("recent: malformed value of key " + key.ToString(true) + ": " +
+                              value.ToString(true));
+  }
+  if (*since < epoch) return std::optional<Fingerprint>();
+  return std::optional<Fingerprint>(GetBigEndian64(key.data()));
+}
+
 Status SkipHints::Load() {
+  Result<std::uint64_t> epoch = RecentEpoch(nullptr);
+  if (!epoch.ok()) return epoch.status();
+  recent_epoch_->store(*epoch, std::memory_order_release);
+  entry_epoch_ = *epoch;
   std::unique_ptr<rocksdb::Iterator> it(db_.NewIterator(rocksdb::ReadOptions(), recent_family_));
   std::vector<Fingerprint> recent;
   auto add = [&]() -> Status {
@@ -104,10 +143,13 @@ Status SkipHints::Load() {
   };
   // No further than it takes to fill the filter, if it fills.
   for (it->SeekToFirst(); it->Valid() && !recent_.full(); it->Next()) {
-    if (it->key().size() != 8) {
-      return Status::Corruption("recent: malformed key " + it->key().ToString(true));
-    }
-    recent.push_back(GetBigEndian64(it->key().data()));
+    Result<std::optional<Fingerprint>> entry = RecentEntry(it->key(), it->value(), *epoch);
+    if (!entry.ok()) return entry.status();
+    if (!entry->has_value()) continue;  // taken in by a rewrite
+    // Entries of later epochs than the store's come from rewrites that did not end: new ones get
+    // the latest, so that the next rewrite takes them all in.
+    entry_epoch_ = std::max(entry_epoch_, *DecodeRecentEpoch(it->value().ToStringView()));
+    recent.push_back(**entry);
     if (recent.size() == 65536) {
       if (Status s = add(); !s.ok()) return s;
     }
@@ -162,13 +204,13 @@ Status SkipHints::AddRecent(std::vector<Fingerprint> fingerprints, const std::st
   std::sort(fingerprints.begin(), fingerprints.end());
   fingerprints.erase(std::unique(fingerprints.begin(), fingerprints.end()), fingerprints.end());
   SstSink sink(db_, recent_family_, path);
+  const std::string epoch = EncodeRecentEpoch(entry_epoch_);
   for (Fingerprint fp : fingerprints) {
-    if (Status s = sink.Put(Key8(fp).view(), rocksdb::Slice()); !s.ok()) return s;
+    if (Status s = sink.Put(Key8(fp).view(), epoch); !s.ok()) return s;
   }
   // Out of memory here, on a merge's thread, fails the merge rather than the process.
   try {
     recent_.Add(fingerprints);
-    if (unsealed_) unsealed_->insert(unsealed_->end(), fingerprints.begin(), fingerprints.end());
   } catch (const std::exception& e) {
     return Status::IOError(std::string("adding recent prefixes: ") + e.what());
   }
@@ -183,18 +225,20 @@ Status SkipHints::Rewrite(const ScanOptions& scan, bool in_background) {
   MutexLock rewrite(locks_.rewrite);
   const rocksdb::Snapshot* at = nullptr;
   std::uint64_t sealed = 0;
+  std::uint64_t next_epoch = 0;
   {
     // With no merge under way, the snapshot shows whole merges, and the fingerprints sealed are
-    // exactly the recent ones it shows.
+    // exactly the recent ones it shows: those of the epochs up to this one. Merges from now on
+    // write the next.
     MergeTurnLock merge(locks_.merge, MergeTurnLock::kAhead);
     at = db_.GetSnapshot();
     recent_.Seal();
-    unsealed_.emplace();
     sealed = recent_.size();
+    next_epoch = ++entry_epoch_;
   }
   rocksdb::ManagedSnapshot snapshot(&db_, at);
-  const Status rewritten = RewriteSealed(scan, snapshot.snapshot(), in_background);
-  const Status ended = EndRewrite(rewritten.ok());
+  const Status rewritten = RewriteSealed(scan, snapshot.snapshot(), next_epoch, in_background);
+  const Status ended = EndRewrite(rewritten.ok() ? std::optional(next_epoch) : std::nullopt);
   const Status s = !rewritten.ok() ? rewritten : ended;
   rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, db_.GetDBOptions().info_log.get(),
                "fpstore: lone bits %s after %llu recent fingerprints, in %.1f s%s%s",
@@ -205,7 +249,7 @@ Status SkipHints::Rewrite(const ScanOptions& scan, bool in_background) {
 }
 
 Status SkipHints::RewriteSealed(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
-                                bool in_background) {
+                                std::uint64_t next_epoch, bool in_background) {
   const std::size_t tables = std::min(plan_.table_count(), kMaxLoneBitTables);
   std::vector<std::pair<Fingerprint, LoneBits>> crowded;
   Status s = AtLowPriority(in_background, [&] {
@@ -267,48 +311,33 @@ Status SkipHints::RewriteSealed(const ScanOptions& scan, const rocksdb::Snapshot
     if (Status s = delete_old_below(end); !s.ok()) return s;
     rocksdb::IngestExternalFileArg arg = IngestionInto(crowded_);
     if (Status s = sink.Finish(arg.external_files); !s.ok()) return s;
-    if (arg.external_files.empty()) return Status::OK();  // empty before and after
+    // The store's recent epoch moves to that of the fingerprints merged since the seal, in the
+    // same ingestion as the bits: a reader that sees either sees both (a write to the log could
+    // reach a read-only open that read the manifest before the bits).
+    SstSink epoch(db_, meta_, dir->Path("recent-epoch.sst"));
+    if (Status s = epoch.Put(kRecentEpochKey, std::to_string(next_epoch)); !s.ok()) return s;
+    rocksdb::IngestExternalFileArg epoch_arg = IngestionInto(meta_);
+    if (Status s = epoch.Finish(epoch_arg.external_files); !s.ok()) return s;
+    std::vector<rocksdb::IngestExternalFileArg> args;
+    if (!arg.external_files.empty()) args.push_back(std::move(arg));  // else empty before and after
+    args.push_back(std::move(epoch_arg));
     if (closing_) return Status::Busy("the store is closing");
-    return guard_.Ingest(db_, {arg}, "writing the crowded family");
+    return guard_.Ingest(db_, args, "writing the crowded family and the recent epoch");
   });
 }
 
-Status SkipHints::EndRewrite(bool rewritten) {
+Status SkipHints::EndRewrite(std::optional<std::uint64_t> next_epoch) {
   MergeTurnLock merge(locks_.merge, MergeTurnLock::kAhead);
-  std::vector<Fingerprint> unsealed = std::move(*unsealed_);
-  unsealed_.reset();
   // Unless all goes well, the background rewrites wait for as many new fingerprints again.
   rewrite_after_ = recent_.size();
-  if (!rewritten) return Status::OK();
-  // The family keeps only the fingerprints merged since the seal: one ingested file (so as not to
-  // flush the memtable over and over) deletes each of the others, point by point as in the crowded
-  // family's rewrite. Merges wait meanwhile; losing the file in a crash only costs skips.
-  std::sort(unsealed.begin(), unsealed.end());
-  unsealed.erase(std::unique(unsealed.begin(), unsealed.end()), unsealed.end());
-  if (Status s = DeleteRecentExcept(unsealed); !s.ok()) return s;
+  if (!next_epoch) return Status::OK();
+  // The rewrite's ingestion moved the store's recent epoch: the family's entries of the epochs
+  // before are no longer recent, and compactions may drop them (families.cc).
+  recent_epoch_->store(*next_epoch, std::memory_order_release);
   WriterLock readers(locks_.readers);
   recent_.DropSealed();
   rewrite_after_ = 0;
   return Status::OK();
-}
-
-Status SkipHints::DeleteRecentExcept(const std::vector<Fingerprint>& kept) {
-  Result<ScratchDir> dir = ScratchDir::Make(store_path_);
-  if (!dir.ok()) return dir.status();
-  SstSink sink(db_, recent_family_, dir->Path("recent-deletions.sst"));
-  std::unique_ptr<rocksdb::Iterator> it(db_.NewIterator(rocksdb::ReadOptions(), recent_family_));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    if (it->key().size() != 8) {
-      return Status::Corruption("recent: malformed key " + it->key().ToString(true));
-    }
-    if (std::binary_search(kept.begin(), kept.end(), GetBigEndian64(it->key().data()))) continue;
-    if (Status s = sink.Delete(it->key()); !s.ok()) return s;
-  }
-  if (Status s = FromRocks(it->status(), "reading the recent family"); !s.ok()) return s;
-  rocksdb::IngestExternalFileArg arg = IngestionInto(recent_family_);
-  if (Status s = sink.Finish(arg.external_files); !s.ok()) return s;
-  if (arg.external_files.empty()) return Status::OK();
-  return guard_.Ingest(db_, {arg}, "clearing the recent family");
 }
 
 void SkipHints::StartRewrites(std::function<std::uint64_t()> documents) {

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -36,15 +37,27 @@ namespace fpstore::internal {
 
 class SkipHints {
  public:
+  // `recent_epoch`: the recent family's compaction filter's (format/families.h), set here.
   SkipHints(rocksdb::DB& db, const PermutationPlan& plan, rocksdb::ColumnFamilyHandle* crowded,
-            rocksdb::ColumnFamilyHandle* recent, StoreLocks& locks, const Scanner& scanner,
-            const IngestGuard& guard, std::string store_path, const std::atomic<bool>& closing);
+            rocksdb::ColumnFamilyHandle* recent, rocksdb::ColumnFamilyHandle* meta,
+            std::shared_ptr<std::atomic<std::uint64_t>> recent_epoch, StoreLocks& locks,
+            const Scanner& scanner, const IngestGuard& guard, std::string store_path,
+            const std::atomic<bool>& closing);
   ~SkipHints() { StopRewrites(); }
   SkipHints(const SkipHints&) = delete;
   SkipHints& operator=(const SkipHints&) = delete;
 
   // Reads the recent family into memory, at open.
   Status Load();
+
+  // The store's recent epoch at `snapshot` (null: the latest state): the recent family's entries
+  // of earlier epochs are no longer recent (format/records.h).
+  Result<std::uint64_t> RecentEpoch(const rocksdb::Snapshot* snapshot) const;
+  // A recent-family entry's fingerprint, or nothing if it is of an epoch before `epoch`;
+  // Corruption if the key or the value is malformed.
+  static Result<std::optional<Fingerprint>> RecentEntry(const rocksdb::Slice& key,
+                                                        const rocksdb::Slice& value,
+                                                        std::uint64_t epoch);
 
   // ---- Queries ----
 
@@ -83,14 +96,13 @@ class SkipHints {
 
  private:
   // Rewrite's work between the seal and its end.
+  // Writes the bits, and with them `next_epoch` as the store's recent epoch.
   Status RewriteSealed(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
-                       bool in_background);
-  // Ends a rewrite begun by sealing recent_: if `rewritten`, the recent family keeps only the
-  // fingerprints merged since, and recent_ drops the sealed ones.
-  Status EndRewrite(bool rewritten) EXCLUDES(locks_.merge);
-  // Deletes from the recent family every fingerprint but `kept` (sorted). REQUIRES: the merge
-  // lock held, so that no merge adds to the family meanwhile.
-  Status DeleteRecentExcept(const std::vector<Fingerprint>& kept);
+                       std::uint64_t next_epoch, bool in_background);
+  // Ends a rewrite begun by sealing recent_: if it wrote the bits and the store's recent epoch
+  // (`next_epoch` given, that of the fingerprints merged since the seal), compactions may drop
+  // the entries of the epochs before, and recent_ drops the sealed ones.
+  Status EndRewrite(std::optional<std::uint64_t> next_epoch) EXCLUDES(locks_.merge);
   bool RewriteDue() const;
   void RewriteWhenDue();
 
@@ -98,6 +110,9 @@ class SkipHints {
   const PermutationPlan& plan_;
   rocksdb::ColumnFamilyHandle* const crowded_;
   rocksdb::ColumnFamilyHandle* const recent_family_;
+  rocksdb::ColumnFamilyHandle* const meta_;
+  // The store's recent epoch, as the recent family's compaction filter reads it.
+  const std::shared_ptr<std::atomic<std::uint64_t>> recent_epoch_;
   StoreLocks& locks_;
   const Scanner& scanner_;
   const IngestGuard& guard_;
@@ -106,9 +121,9 @@ class SkipHints {
 
   // Add and Seal under locks_.merge; DropSealed under it and locks_.readers; the rest at any time.
   RecentPrefixes recent_;
-  // While a rewrite runs, the fingerprints merged since it sealed recent_, which stay recent when
-  // it ends. Guarded by the merge lock.
-  std::optional<std::vector<Fingerprint>> unsealed_;
+  // The epoch AddRecent writes: raised when a rewrite seals recent_. Guarded by the merge lock
+  // (set by Load before any merge).
+  std::uint64_t entry_epoch_ = 0;
 
   // The background rewrites' thread, and the recent fingerprints it counts
   // from (those a failed rewrite left: it waits for as many again).

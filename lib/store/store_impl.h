@@ -88,7 +88,9 @@ class StoreImpl final : public Store {
   StoreImpl(std::string path, StoreOptions options, PermutationPlan plan,
             Fingerprinter fingerprinter, double min_similarity, int group_bits,
             std::unique_ptr<rocksdb::DB> db, Families families,
-            std::shared_ptr<TableFilters> filters, std::unique_ptr<rocksdb::Env> env,
+            std::shared_ptr<TableFilters> filters,
+            std::shared_ptr<std::atomic<std::uint64_t>> recent_epoch,
+            std::unique_ptr<rocksdb::Env> env,
             std::shared_ptr<const BackgroundErrors> background_errors,
             std::shared_ptr<HeldDeletions> held_deletions);
   // Loads the components from the families; starts a writable store's background work.

@@ -142,14 +142,18 @@ class Verifier::Verification {
 
   // Reads the recent fingerprints (exempt from the lone-bit check); checks the crowded entries.
   Status ReadLoneBits() {
+    Result<std::uint64_t> epoch = v_.skip_hints_.RecentEpoch(snapshot());
+    if (!epoch.ok()) return epoch.status();
     std::unique_ptr<rocksdb::Iterator> it(
         v_.db_.NewIterator(ScanReadOptions(snapshot()), v_.families_.recent));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      if (it->key().size() != 8) {
-        Problem("recent: malformed key " + it->key().ToString(true));
-        continue;
+      Result<std::optional<Fingerprint>> entry =
+          SkipHints::RecentEntry(it->key(), it->value(), *epoch);
+      if (!entry.ok()) {
+        Problem(entry.status().message());
+      } else if (entry->has_value()) {
+        recent_.push_back(**entry);
       }
-      recent_.push_back(GetBigEndian64(it->key().data()));
     }
     if (!it->status().ok()) return FromRocks(it->status(), "scanning the recent family");
     it.reset(v_.db_.NewIterator(ScanReadOptions(snapshot()), v_.families_.crowded));
