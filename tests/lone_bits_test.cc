@@ -907,6 +907,25 @@ TEST_F(LoneBitsTest, ARewriteRetiresTheEntriesItTookInAndCompactionsDropThem) {
   EXPECT_TRUE(family.entries.empty()) << family.entries.size() << " entries left";
 }
 
+// A recent entry whose value is no epoch is refused at open, naming the family and the key,
+// rather than read as recent or not.
+TEST_F(LoneBitsTest, ARecentEntryWithoutAnEpochIsCorruption) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  {
+    std::unique_ptr<Store> store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+  }
+  testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& column) {
+    ASSERT_TRUE(db.Put({}, column(internal::kRecentFamily), internal::Key8(42).view(), "abc").ok());
+  });
+  Result<std::unique_ptr<Store>> store = Store::Open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), Status::Code::kCorruption) << store.status().ToString();
+  EXPECT_NE(store.status().ToString().find("recent: malformed value"), std::string::npos)
+      << store.status().ToString();
+}
+
 // Close stops a rewrite under way; what it leaves is a store whose recent
 // fingerprints still cover the old bits.
 TEST_F(LoneBitsTest, CloseStopsARewriteUnderWay) {
