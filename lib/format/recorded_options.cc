@@ -14,8 +14,7 @@ Result<RecordedOptions> RecordedOptionsFor(const StoreOptions& options) {
 
 Status CheckAgainstRecorded(const std::string& where, const StoreOptions& options,
                             const RecordedOptions& recorded) {
-  auto mismatch = [&](const std::string& what, const std::string& asked,
-                      const std::string& was) {
+  auto mismatch = [&](const std::string& what, const std::string& asked, const std::string& was) {
     return Status::InvalidArgument(where + " was created with " + what + " " + was + ", not " +
                                    asked);
   };
@@ -47,16 +46,6 @@ std::string DoubleText(double value) {
   char text[32];
   const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
   return std::string(text, ec == std::errc() ? end : text);
-}
-
-bool ParseDouble(std::string_view text, double& out) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
-
-bool ParseInt(std::string_view text, int& out) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
 }
 
 }  // namespace fpstore::internal

@@ -6,8 +6,10 @@
 #ifndef FPSTORE_LIB_FORMAT_RECORDED_OPTIONS_H_
 #define FPSTORE_LIB_FORMAT_RECORDED_OPTIONS_H_
 
+#include <charconv>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include "fpstore/fingerprinter.h"
 #include "fpstore/options.h"
@@ -34,10 +36,16 @@ Status CheckAgainstRecorded(const std::string& where, const StoreOptions& option
 // InvalidArgument unless 0 <= value <= 1.
 Status CheckMinSimilarity(double value);
 
-// The shortest text that parses back to `value`, and the parsers of whole texts.
+// The shortest text that parses back to `value`.
 std::string DoubleText(double value);
-bool ParseDouble(std::string_view text, double& out);
-bool ParseInt(std::string_view text, int& out);
+
+// Whether the whole of `text` is a number of T (std::from_chars), put in `out`: how metadata
+// values are read.
+template <typename T>
+bool ParseNumber(std::string_view text, T& out) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
 
 }  // namespace fpstore::internal
 

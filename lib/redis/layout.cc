@@ -94,7 +94,7 @@ Result<LayoutParams> Layout::Parse(const std::string& where,
                               " in the layout record" + (value ? " \"" + *value + "\"" : ""));
   };
   int version = 0;
-  if (field("format") == nullptr || !ParseInt(*field("format"), version)) {
+  if (field("format") == nullptr || !ParseNumber(*field("format"), version)) {
     return Status::InvalidArgument(where + " is not an fpstore store (its layout record has no "
                                            "format)");
   }
@@ -115,18 +115,18 @@ Result<LayoutParams> Layout::Parse(const std::string& where,
   if (!fp.ok()) return fp.status().WithContext(where);
   p.recorded.fingerprint = *fp;
   if (field("min_similarity") == nullptr ||
-      !ParseDouble(*field("min_similarity"), p.recorded.min_similarity) ||
+      !ParseNumber(*field("min_similarity"), p.recorded.min_similarity) ||
       !CheckMinSimilarity(p.recorded.min_similarity).ok()) {
     return bad("min_similarity");
   }
-  if (field("bucket_bits") == nullptr || !ParseInt(*field("bucket_bits"), p.bucket_bits)) {
+  if (field("bucket_bits") == nullptr || !ParseNumber(*field("bucket_bits"), p.bucket_bits)) {
     return bad("bucket_bits");
   }
-  if (field("shard_bits") == nullptr || !ParseInt(*field("shard_bits"), p.shard_bits)) {
+  if (field("shard_bits") == nullptr || !ParseNumber(*field("shard_bits"), p.shard_bits)) {
     return bad("shard_bits");
   }
   if (field("listpack_entries") == nullptr ||
-      !ParseInt(*field("listpack_entries"), p.listpack_entries)) {
+      !ParseNumber(*field("listpack_entries"), p.listpack_entries)) {
     return bad("listpack_entries");
   }
   return p;

@@ -44,7 +44,7 @@ Result<int> ListpackEntries(ClusterClient& client) {
     if (!r.ok()) return r.status();
     int value = 0;
     if (r->type != Reply::Type::kArray || r->elements.size() != 2 ||
-        !ParseInt(r->elements[1].str, value) || value < 1) {
+        !ParseNumber(r->elements[1].str, value) || value < 1) {
       continue;  // CONFIG renamed or disabled: Redis's default is assumed below
     }
     least = least == 0 ? value : std::min(least, value);

@@ -134,7 +134,7 @@ Result<Metadata> ReadMetadata(const std::string& path) {
   rs = get(kFormatVersionKey, value);
   if (!rs.ok() && !rs.IsNotFound()) {
     result = FromRocks(rs, "reading the metadata of " + path);
-  } else if (rs.IsNotFound() || !ParseInt(value, meta.format_version)) {
+  } else if (rs.IsNotFound() || !ParseNumber(value, meta.format_version)) {
     result = Status::InvalidArgument(path + " is not an fpstore store (no fpstore metadata)");
   } else if (meta.format_version != kFormatVersion) {
     result = Status::NotSupported(
@@ -148,7 +148,7 @@ Result<Metadata> ReadMetadata(const std::string& path) {
     result = Status::Corruption(path + ": unreadable plan record \"" + value + "\"");
   } else if (!get(kGroupBitsKey, value).ok()) {
     result = Status::Corruption(path + ": missing group bits record");
-  } else if (!ParseInt(value, meta.group_bits) || meta.group_bits < 1 || meta.group_bits > 64) {
+  } else if (!ParseNumber(value, meta.group_bits) || meta.group_bits < 1 || meta.group_bits > 64) {
     result = Status::Corruption(path + ": unreadable group bits record \"" + value + "\"");
   } else if (!get(kFingerprintKey, value).ok()) {
     result = Status::Corruption(path + ": missing fingerprint options record");
@@ -156,7 +156,7 @@ Result<Metadata> ReadMetadata(const std::string& path) {
     result = fp.status().WithContext(path);
   } else if (meta.recorded.fingerprint = *fp; !get(kMinSimilarityKey, value).ok()) {
     result = Status::Corruption(path + ": missing min_similarity record");
-  } else if (!ParseDouble(value, meta.recorded.min_similarity) ||
+  } else if (!ParseNumber(value, meta.recorded.min_similarity) ||
              !CheckMinSimilarity(meta.recorded.min_similarity).ok()) {
     result = Status::Corruption(path + ": unreadable min_similarity record \"" + value + "\"");
   }

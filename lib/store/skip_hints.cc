@@ -6,13 +6,13 @@
 
 #include <algorithm>
 #include <bit>
-#include <charconv>
 #include <chrono>
 #include <new>
 #include <system_error>
 #include <utility>
 
 #include "format/families.h"
+#include "format/recorded_options.h"
 #include "format/records.h"
 #include "ingest/sst_sink.h"
 #include "store/test_hooks.h"
@@ -104,25 +104,22 @@ Result<std::uint64_t> SkipHints::RecentEpoch(const rocksdb::Snapshot* snapshot) 
   if (rs.IsNotFound()) return std::uint64_t{0};
   if (!rs.ok()) return FromRocks(rs, std::string("reading ") + kRecentEpochKey);
   std::uint64_t epoch = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), epoch);
-  if (ec != std::errc() || end != value.data() + value.size() || value.empty()) {
+  if (!ParseNumber(value, epoch)) {
     return Status::Corruption(std::string(kRecentEpochKey) + ": not a whole number: \"" + value +
                               "\"");
   }
   return epoch;
 }
 
-Result<std::optional<Fingerprint>> SkipHints::RecentEntry(const rocksdb::Slice& key,
-                                                          const rocksdb::Slice& value,
-                                                          std::uint64_t epoch) {
+Result<std::pair<Fingerprint, std::uint64_t>> SkipHints::DecodeRecentEntry(
+    const rocksdb::Slice& key, const rocksdb::Slice& value) {
   if (key.size() != 8) return Status::Corruption("recent: malformed key " + key.ToString(true));
-  const std::optional<std::uint64_t> since = DecodeRecentEpoch(value.ToStringView());
-  if (!since) {
+  const std::optional<std::uint64_t> epoch = DecodeRecentEpoch(value.ToStringView());
+  if (!epoch) {
     return Status::Corruption("recent: malformed value of key " + key.ToString(true) + ": " +
                               value.ToString(true));
   }
-  if (*since < epoch) return std::optional<Fingerprint>();
-  return std::optional<Fingerprint>(GetBigEndian64(key.data()));
+  return std::pair(GetBigEndian64(key.data()), *epoch);
 }
 
 Status SkipHints::Load() {
@@ -143,13 +140,13 @@ Status SkipHints::Load() {
   };
   // No further than it takes to fill the filter, if it fills.
   for (it->SeekToFirst(); it->Valid() && !recent_.full(); it->Next()) {
-    Result<std::optional<Fingerprint>> entry = RecentEntry(it->key(), it->value(), *epoch);
+    Result<std::pair<Fingerprint, std::uint64_t>> entry = DecodeRecentEntry(it->key(), it->value());
     if (!entry.ok()) return entry.status();
-    if (!entry->has_value()) continue;  // taken in by a rewrite
+    if (entry->second < *epoch) continue;  // taken in by a rewrite
     // Entries of later epochs than the store's come from rewrites that did not end: new ones get
     // the latest, so that the next rewrite takes them all in.
-    entry_epoch_ = std::max(entry_epoch_, *DecodeRecentEpoch(it->value().ToStringView()));
-    recent.push_back(**entry);
+    entry_epoch_ = std::max(entry_epoch_, entry->second);
+    recent.push_back(entry->first);
     if (recent.size() == 65536) {
       if (Status s = add(); !s.ok()) return s;
     }

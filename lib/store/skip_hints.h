@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "format/records.h"
@@ -53,11 +54,9 @@ class SkipHints {
   // The store's recent epoch at `snapshot` (null: the latest state): the recent family's entries
   // of earlier epochs are no longer recent (format/records.h).
   Result<std::uint64_t> RecentEpoch(const rocksdb::Snapshot* snapshot) const;
-  // A recent-family entry's fingerprint, or nothing if it is of an epoch before `epoch`;
-  // Corruption if the key or the value is malformed.
-  static Result<std::optional<Fingerprint>> RecentEntry(const rocksdb::Slice& key,
-                                                        const rocksdb::Slice& value,
-                                                        std::uint64_t epoch);
+  // A recent-family entry's fingerprint and epoch; Corruption if the key or value is malformed.
+  static Result<std::pair<Fingerprint, std::uint64_t>> DecodeRecentEntry(
+      const rocksdb::Slice& key, const rocksdb::Slice& value);
 
   // ---- Queries ----
 
@@ -95,8 +94,8 @@ class SkipHints {
   std::uint64_t recent_count() const { return recent_.size(); }
 
  private:
-  // Rewrite's work between the seal and its end.
-  // Writes the bits, and with them `next_epoch` as the store's recent epoch.
+  // Rewrite's work between the seal and its end: writes the bits, and with them `next_epoch` as
+  // the store's recent epoch.
   Status RewriteSealed(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
                        std::uint64_t next_epoch, bool in_background);
   // Ends a rewrite begun by sealing recent_: if it wrote the bits and the store's recent epoch
