@@ -101,7 +101,7 @@ void AllowManyLevelZeroFiles(rocksdb::ColumnFamilyOptions& cf) {
   cf.level0_stop_writes_trigger = 256;
 }
 
-// A family keyed by id or fingerprint, LZ4-compressed, with its memtable
+// A family of point keys (an id, a fingerprint), LZ4-compressed, with its memtable
 // budget; read by point lookups (LookupTableOptions) if `lookup_cache` is set.
 rocksdb::ColumnFamilyOptions KeyedFamilyOptions(const std::shared_ptr<rocksdb::Cache>& lookup_cache,
                                                 std::size_t memtable_bytes) {
@@ -115,16 +115,19 @@ rocksdb::ColumnFamilyOptions KeyedFamilyOptions(const std::shared_ptr<rocksdb::C
 }
 
 // Drops the recent family's entries from before the store's recent epoch (format/records.h), so
-// that a rewrite of the lone bits need not delete them one by one. A value it cannot read stays,
-// for Verify to report.
+// that a rewrite of the lone bits need not delete them one by one. They sort first, so the first
+// one met skips the rest unread. A key it cannot read stays, for Verify to report.
 class RecentEpochFilter final : public rocksdb::CompactionFilter {
  public:
   explicit RecentEpochFilter(std::shared_ptr<const std::atomic<std::uint64_t>> epoch)
       : epoch_(std::move(epoch)) {}
-  bool Filter(int, const rocksdb::Slice&, const rocksdb::Slice& value, std::string*,
-              bool*) const override {
-    const std::optional<std::uint64_t> epoch = DecodeRecentEpoch(value.ToStringView());
-    return epoch.has_value() && *epoch < epoch_->load(std::memory_order_acquire);
+  Decision FilterV2(int, const rocksdb::Slice& key, ValueType, const rocksdb::Slice&,
+                    std::string*, std::string* skip_until) const override {
+    const std::optional<RecentEntry> entry = DecodeRecentKey(key.ToStringView());
+    const std::uint64_t current = epoch_->load(std::memory_order_acquire);
+    if (!entry.has_value() || entry->epoch >= current) return Decision::kKeep;
+    skip_until->assign(RecentEpochStart(current).view());
+    return Decision::kRemoveAndSkipUntil;
   }
   const char* Name() const override { return "fpstore.RecentEpochFilter"; }
 
@@ -216,7 +219,7 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
                                                     plan.table(t).prefix_bits(), memtable_bytes));
   }
 
-  // Fingerprints that came after the lone bits: read whole on open only.
+  // Fingerprints that came after the lone bits, by epoch: read on open only, from the store's.
   rocksdb::ColumnFamilyOptions recent = KeyedFamilyOptions(nullptr, memtable_bytes);
   AllowManyLevelZeroFiles(recent);
   config.recent_epoch = std::make_shared<std::atomic<std::uint64_t>>(0);

@@ -117,20 +117,35 @@ inline LoneBits DecodeLoneBits(std::string_view value) {
   return bits;
 }
 
-// A recent-family value: the epoch of the rewrites of the lone bits in which the fingerprint was
-// merged (8 bytes; empty: epoch 0). An entry counts only from the store's recent epoch on
-// (kRecentEpochKey): a rewrite raises that epoch instead of deleting each entry it took in.
-inline std::string EncodeRecentEpoch(std::uint64_t epoch) {
-  std::string value(8, '\0');
-  PutBigEndian64(value.data(), epoch);
-  return value;
-}
+// A recent-family key: the epoch of the rewrites of the lone bits in which the fingerprint was
+// merged, then the fingerprint, both big-endian (16 bytes); the value is empty. An entry counts
+// only from the store's recent epoch on (kRecentEpochKey): a rewrite raises that epoch instead of
+// deleting each entry it took in, and the entries it retired sort before RecentEpochStart of the
+// new epoch, where compactions skip them whole (format/families.cc).
+class RecentKey {
+ public:
+  RecentKey(std::uint64_t epoch, Fingerprint fp) {
+    PutBigEndian64(bytes_, epoch);
+    PutBigEndian64(bytes_ + 8, fp);
+  }
+  std::string_view view() const { return {bytes_, sizeof bytes_}; }
 
-// Nothing if `value` is neither empty nor 8 bytes.
-inline std::optional<std::uint64_t> DecodeRecentEpoch(std::string_view value) {
-  if (value.empty()) return 0;
-  if (value.size() != 8) return std::nullopt;
-  return GetBigEndian64(value.data());
+ private:
+  char bytes_[16];
+};
+
+// The first key of `epoch`: every entry of an earlier one sorts before it.
+inline Key8 RecentEpochStart(std::uint64_t epoch) { return Key8(epoch); }
+
+struct RecentEntry {
+  std::uint64_t epoch;
+  Fingerprint fingerprint;
+};
+
+// Nothing if `key` is not 16 bytes.
+inline std::optional<RecentEntry> DecodeRecentKey(std::string_view key) {
+  if (key.size() != 16) return std::nullopt;
+  return RecentEntry{GetBigEndian64(key.data()), GetBigEndian64(key.data() + 8)};
 }
 
 // A staged document: its staged version, and the one leaving the tables.

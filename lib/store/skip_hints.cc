@@ -111,15 +111,14 @@ Result<std::uint64_t> SkipHints::RecentEpoch(const rocksdb::Snapshot* snapshot) 
   return epoch;
 }
 
-Result<std::pair<Fingerprint, std::uint64_t>> SkipHints::DecodeRecentEntry(
-    const rocksdb::Slice& key, const rocksdb::Slice& value) {
-  if (key.size() != 8) return Status::Corruption("recent: malformed key " + key.ToString(true));
-  const std::optional<std::uint64_t> epoch = DecodeRecentEpoch(value.ToStringView());
-  if (!epoch) {
-    return Status::Corruption("recent: malformed value of key " + key.ToString(true) + ": " +
-                              value.ToString(true));
+Result<RecentEntry> SkipHints::DecodeRecentEntry(const rocksdb::Slice& key,
+                                                 const rocksdb::Slice& value) {
+  const std::optional<RecentEntry> entry = DecodeRecentKey(key.ToStringView());
+  if (!entry) return Status::Corruption("recent: malformed key " + key.ToString(true));
+  if (!value.empty()) {
+    return Status::Corruption("recent: a value where none belongs, at key " + key.ToString(true));
   }
-  return std::pair(GetBigEndian64(key.data()), *epoch);
+  return *entry;
 }
 
 Status SkipHints::Load() {
@@ -138,15 +137,20 @@ Status SkipHints::Load() {
     recent.clear();
     return Status::OK();
   };
-  // No further than it takes to fill the filter, if it fills.
-  for (it->SeekToFirst(); it->Valid() && !recent_.full(); it->Next()) {
-    Result<std::pair<Fingerprint, std::uint64_t>> entry = DecodeRecentEntry(it->key(), it->value());
+  // Entries of later epochs than the store's come from rewrites that did not end: new ones get
+  // the latest, so that the next rewrite takes them all in.
+  it->SeekToLast();
+  if (it->Valid()) {
+    Result<RecentEntry> last = DecodeRecentEntry(it->key(), it->value());
+    if (!last.ok()) return last.status();
+    entry_epoch_ = std::max(entry_epoch_, last->epoch);
+  }
+  // From the store's epoch (the entries before were taken in by rewrites), and no further than it
+  // takes to fill the filter, if it fills.
+  for (it->Seek(RecentEpochStart(*epoch).view()); it->Valid() && !recent_.full(); it->Next()) {
+    Result<RecentEntry> entry = DecodeRecentEntry(it->key(), it->value());
     if (!entry.ok()) return entry.status();
-    if (entry->second < *epoch) continue;  // taken in by a rewrite
-    // Entries of later epochs than the store's come from rewrites that did not end: new ones get
-    // the latest, so that the next rewrite takes them all in.
-    entry_epoch_ = std::max(entry_epoch_, entry->second);
-    recent.push_back(entry->first);
+    recent.push_back(entry->fingerprint);
     if (recent.size() == 65536) {
       if (Status s = add(); !s.ok()) return s;
     }
@@ -201,9 +205,8 @@ Status SkipHints::AddRecent(std::vector<Fingerprint> fingerprints, const std::st
   std::sort(fingerprints.begin(), fingerprints.end());
   fingerprints.erase(std::unique(fingerprints.begin(), fingerprints.end()), fingerprints.end());
   SstSink sink(db_, recent_family_, path);
-  const std::string epoch = EncodeRecentEpoch(entry_epoch_);
   for (Fingerprint fp : fingerprints) {
-    if (Status s = sink.Put(Key8(fp).view(), epoch); !s.ok()) return s;
+    if (Status s = sink.Put(RecentKey(entry_epoch_, fp).view(), {}); !s.ok()) return s;
   }
   // Out of memory here, on a merge's thread, fails the merge rather than the process.
   try {

@@ -54,9 +54,9 @@ class SkipHints {
   // The store's recent epoch at `snapshot` (null: the latest state): the recent family's entries
   // of earlier epochs are no longer recent (format/records.h).
   Result<std::uint64_t> RecentEpoch(const rocksdb::Snapshot* snapshot) const;
-  // A recent-family entry's fingerprint and epoch; Corruption if the key or value is malformed.
-  static Result<std::pair<Fingerprint, std::uint64_t>> DecodeRecentEntry(
-      const rocksdb::Slice& key, const rocksdb::Slice& value);
+  // A recent-family entry's epoch and fingerprint; Corruption if the key or value is malformed.
+  static Result<RecentEntry> DecodeRecentEntry(const rocksdb::Slice& key,
+                                               const rocksdb::Slice& value);
 
   // ---- Queries ----
 

@@ -147,12 +147,11 @@ class Verifier::Verification {
     std::unique_ptr<rocksdb::Iterator> it(
         v_.db_.NewIterator(ScanReadOptions(snapshot()), v_.families_.recent));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      Result<std::pair<Fingerprint, std::uint64_t>> entry =
-          SkipHints::DecodeRecentEntry(it->key(), it->value());
+      Result<RecentEntry> entry = SkipHints::DecodeRecentEntry(it->key(), it->value());
       if (!entry.ok()) {
         Problem(entry.status().message());
-      } else if (entry->second >= *epoch) {  // else taken in by a rewrite
-        recent_.push_back(entry->first);
+      } else if (entry->epoch >= *epoch) {  // else taken in by a rewrite
+        recent_.push_back(entry->fingerprint);
       }
     }
     if (!it->status().ok()) return FromRocks(it->status(), "scanning the recent family");
