@@ -3,7 +3,8 @@
 //   1. check    CheckAndInsert's look-then-write: of two near-duplicates offered at once, the
 //               second sees the first.
 //   2. rewrite  one lone-bits rewrite at a time, and no bulk load meanwhile (a load into an empty
-//               store writes bits of its own, which the rewrite would overwrite).
+//               store writes bits of its own, which the rewrite would overwrite); none ends while
+//               Verify takes its snapshot and pins the recent family at it.
 //   3. merge    one merge or bulk load at a time (MergeTurn).
 //   4. writers  shared by every write; exclusive while a bulk load matches and ingests its
 //               documents and while a merge ingests, so the stored versions they read stay current.

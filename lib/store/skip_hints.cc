@@ -121,6 +121,11 @@ Result<RecentEntry> SkipHints::DecodeRecentEntry(const rocksdb::Slice& key,
   return *entry;
 }
 
+void SkipHints::WithNoRewriteEnding(const std::function<void()>& read) const {
+  MutexLock rewrite(locks_.rewrite);
+  read();
+}
+
 Status SkipHints::Load() {
   Result<std::uint64_t> epoch = RecentEpoch(nullptr);
   if (!epoch.ok()) return epoch.status();

@@ -54,6 +54,9 @@ class SkipHints {
   // The store's recent epoch at `snapshot` (null: the latest state): the recent family's entries
   // of earlier epochs are no longer recent (format/records.h).
   Result<std::uint64_t> RecentEpoch(const rocksdb::Snapshot* snapshot) const;
+  // Runs `read` with no rewrite ending meanwhile, so that the store's recent epoch stays as it was
+  // (the compaction filter drops entries of older epochs even from under a snapshot).
+  void WithNoRewriteEnding(const std::function<void()>& read) const;
   // A recent-family entry's epoch and fingerprint; Corruption if the key or value is malformed.
   static Result<RecentEntry> DecodeRecentEntry(const rocksdb::Slice& key,
                                                const rocksdb::Slice& value);

@@ -15,6 +15,7 @@ std::function<Status()> during_merge;                          // guarded by hoo
 std::function<void()> after_ingestion;                         // guarded by hooks_mu
 std::function<void(const std::atomic<bool>&)> before_rewrite;  // guarded by hooks_mu
 std::function<void()> before_staging_room;                     // guarded by hooks_mu
+std::function<void()> after_verify_snapshot;                   // guarded by hooks_mu
 std::atomic<std::uint64_t> rewrite_threshold{0};
 std::atomic<std::uint64_t> recent_limit{0};
 std::atomic<std::size_t> split_above{0};
@@ -48,6 +49,14 @@ void SetAfterIngestionForTesting(std::function<void()> hook) {
 
 void AfterIngestion() {
   if (const std::function<void()> hook = Get(after_ingestion)) hook();
+}
+
+void SetAfterVerifySnapshotForTesting(std::function<void()> hook) {
+  Set(after_verify_snapshot, std::move(hook));
+}
+
+void AfterVerifySnapshot() {
+  if (const std::function<void()> hook = Get(after_verify_snapshot)) hook();
 }
 
 void SetBeforeLoneBitsRewriteForTesting(std::function<void(const std::atomic<bool>&)> hook) {

@@ -33,6 +33,10 @@ void AfterIngestion();
 void SetBeforeLoneBitsRewriteForTesting(std::function<void(const std::atomic<bool>&)> hook);
 void BeforeLoneBitsRewrite(const std::atomic<bool>& closing);
 
+// Called by Verify once it has taken its snapshot, before it reads anything, holding no lock.
+void SetAfterVerifySnapshotForTesting(std::function<void()> hook);
+void AfterVerifySnapshot();
+
 // Called by Staging::MakeRoom right before it makes the staging index's room; it may throw
 // std::bad_alloc, as making the room can.
 void SetBeforeStagingRoomForTesting(std::function<void()> hook);
