@@ -505,7 +505,9 @@ TEST(StoreBadStateTest, OtherFormatVersionsAreNotSupported) {
   TempDir dir;
   const std::string path = dir.Sub("store");
   ASSERT_NO_FATAL_FAILURE(CreateStore(path, 10));
-  for (const char* version : {"1", "10", "12"}) {
+  const int current = internal::kFormatVersion;
+  for (const std::string& version :
+       {std::string("1"), std::to_string(current - 1), std::to_string(current + 1)}) {
     ASSERT_NO_FATAL_FAILURE(SetMetadataRecord(path, "fpstore.format_version", version));
     const FileMap before = SnapshotFiles(path);
     Result<std::unique_ptr<Store>> store = OpenWith(path, {});
