@@ -39,6 +39,10 @@ Tables::Tables(rocksdb::DB& db, const PermutationPlan& plan, int group_bits,
       layouts_(LayoutsOf(plan, group_bits)),
       filters_(std::move(filters)) {}
 
+rocksdb::Iterator* Tables::NewIterator(std::size_t t, const rocksdb::ReadOptions& options) const {
+  return db_.NewIterator(options, families_[t]);
+}
+
 Result<bool> Tables::ReadGroup(std::size_t t, const TableMemberFilter& filter,
                                const rocksdb::Snapshot* snapshot, Fingerprint permuted,
                                rocksdb::PinnableSlice& value) const {

@@ -37,9 +37,7 @@ class Tables {
   std::span<const GroupLayout> layouts() const { return layouts_; }
   TableFilters& filters() const { return *filters_; }
   // An iterator over table t's groups; the caller deletes it.
-  rocksdb::Iterator* NewIterator(std::size_t t, const rocksdb::ReadOptions& options) const {
-    return db_.NewIterator(options, families_[t]);
-  }
+  rocksdb::Iterator* NewIterator(std::size_t t, const rocksdb::ReadOptions& options) const;
 
   // Reads table t's group holding `permuted` at `snapshot`, operands folded; false if none. Reads
   // only the files that `filter` (the reader's view) shows may change a member with its prefix.
