@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -408,12 +409,17 @@ Status Scanner::FindAll(int k, double min_similarity,
         std::vector<NearPair> pairs;
         ForEachPairInRun(run, plan_, t, k, [&](const NearPair& p) { pairs.push_back(p); });
         if (pairs.empty()) return;
-        Result<RunSignatures> signatures =
-            *any_signed ? ReadRunSignatures(documents_, snapshot.snapshot(), run)
-                        : RunSignatures();
-        if (signatures.ok()) KeepConfirmed(pairs, *signatures, min_similarity);
+        Status read;
+        if (*any_signed) {  // else every pair stands on its distance
+          Result<RunSignatures> signatures = ReadRunSignatures(documents_, snapshot.snapshot(), run);
+          if (signatures.ok()) {
+            KeepConfirmed(pairs, *signatures, min_similarity);
+          } else {
+            read = signatures.status();
+          }
+        }
         std::lock_guard lock(sink_mu);
-        if (!signatures.ok() && failed.ok()) failed = signatures.status();
+        if (!read.ok() && failed.ok()) failed = read;
         if (!failed.ok()) return;
         for (const NearPair& p : pairs) sink(p);
       },
@@ -435,16 +441,21 @@ Status Scanner::Clusters(int k, double min_similarity,
       [&](std::size_t t, std::span<const TableEntry> run) {
         std::vector<std::pair<DocumentId, DocumentId>> edges;
         std::optional<Result<RunSignatures>> signatures;  // read at the run's first link
-        AddClusterEdges(run, plan_, t, k, min_similarity, [&]() -> const RunSignatures* {
+        auto read = [&]() -> const RunSignatures* {
           if (!signatures) {
             signatures.emplace(*any_signed
                                    ? ReadRunSignatures(documents_, snapshot.snapshot(), run)
                                    : RunSignatures());
           }
           return signatures->ok() ? &**signatures : nullptr;
-        }, edges);
+        };
+        // By reference: most runs link nothing, and a std::function holding the lambda itself
+        // would allocate for each.
+        AddClusterEdges(run, plan_, t, k, min_similarity, std::ref(read), edges);
+        const bool read_failed = signatures && !signatures->ok();
+        if (edges.empty() && !read_failed) return;
         std::lock_guard lock(sets_mu);
-        if (signatures && !signatures->ok() && failed.ok()) failed = signatures->status();
+        if (read_failed && failed.ok()) failed = signatures->status();
         for (auto [a, b] : edges) sets.Union(a, b);
       },
       Runs::kLinkedWithIds);
