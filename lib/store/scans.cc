@@ -22,7 +22,8 @@ namespace {
 Status Closing() { return Status::Busy("the store is closing"); }
 
 // The signatures of `run`'s documents that have one, read at `snapshot` in one batch.
-Result<RunSignatures> ReadRunSignatures(const Documents& documents, const rocksdb::Snapshot* snapshot,
+Result<RunSignatures> ReadRunSignatures(const Documents& documents,
+                                        const rocksdb::Snapshot* snapshot,
                                         std::span<const TableEntry> run) {
   std::vector<DocumentId> ids;
   ids.reserve(run.size());
@@ -411,7 +412,8 @@ Status Scanner::FindAll(int k, double min_similarity,
         if (pairs.empty()) return;
         Status read;
         if (*any_signed) {  // else every pair stands on its distance
-          Result<RunSignatures> signatures = ReadRunSignatures(documents_, snapshot.snapshot(), run);
+          Result<RunSignatures> signatures =
+              ReadRunSignatures(documents_, snapshot.snapshot(), run);
           if (signatures.ok()) {
             KeepConfirmed(pairs, *signatures, min_similarity);
           } else {
@@ -443,9 +445,8 @@ Status Scanner::Clusters(int k, double min_similarity,
         std::optional<Result<RunSignatures>> signatures;  // read at the run's first link
         auto read = [&]() -> const RunSignatures* {
           if (!signatures) {
-            signatures.emplace(*any_signed
-                                   ? ReadRunSignatures(documents_, snapshot.snapshot(), run)
-                                   : RunSignatures());
+            signatures.emplace(*any_signed ? ReadRunSignatures(documents_, snapshot.snapshot(), run)
+                                           : RunSignatures());
           }
           return signatures->ok() ? &**signatures : nullptr;
         };
