@@ -50,8 +50,9 @@ void TableEntryCursor::Settle(Fingerprint member_bits) {
     const std::string_view value = it_.value().ToStringView();
     if (!g.DecodeKey(key, &group_) || !(g.keeps_ids() ? DecodeGroupValue(g, value, id_members_)
                                                       : DecodeGroupValue(g, value, members_))) {
-      Corrupt("a malformed group " + it_.key().ToString(true));
-      return;
+      corruption_ =
+          Status::Corruption(table_ + " holds a malformed group " + it_.key().ToString(true));
+      return;  // valid_ is false
     }
     member_ =
         g.keeps_ids()
@@ -64,12 +65,6 @@ void TableEntryCursor::Settle(Fingerprint member_bits) {
       return;
     }
   }
-}
-
-bool TableEntryCursor::Corrupt(const std::string& what) {
-  corruption_ = Status::Corruption(table_ + " holds " + what);
-  valid_ = false;
-  return false;
 }
 
 Status TableEntryCursor::status() const {

@@ -33,7 +33,6 @@ class TableEntryCursor {
   // From the iterator's position: the first entry of its key, or of a later
   // one (a group may have no members left), at or past `member_bits`.
   void Settle(Fingerprint member_bits);
-  bool Corrupt(const std::string& what);
   std::size_t GroupSize() const;
   void SetEntry();
 

@@ -7,6 +7,7 @@
 #include <rocksdb/sst_file_writer.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fpstore/status.h"
@@ -52,6 +53,7 @@ class SstSink {
           SstUse use = SstUse::kLoad)
       : writer_(rocksdb::EnvOptions(), WriterOptions(db, family), family,
                 /*invalidate_page_cache=*/use == SstUse::kLoad),
+        family_(family),
         path_(std::move(path)) {}
 
   Status Put(rocksdb::Slice key, rocksdb::Slice value) {
@@ -73,6 +75,13 @@ class SstSink {
     files.push_back(path_);
     return Status::OK();
   }
+  // Finishes the file; appends its ingestion into the family to `args` unless it is empty.
+  Status FinishInto(std::vector<rocksdb::IngestExternalFileArg>& args) {
+    rocksdb::IngestExternalFileArg arg = IngestionInto(family_);
+    if (Status s = Finish(arg.external_files); !s.ok()) return s;
+    if (!arg.external_files.empty()) args.push_back(std::move(arg));
+    return Status::OK();
+  }
 
  private:
   // Builds the context string only on error: this runs for every key.
@@ -86,6 +95,7 @@ class SstSink {
   }
 
   rocksdb::SstFileWriter writer_;
+  rocksdb::ColumnFamilyHandle* const family_;
   std::string path_;
   bool opened_ = false;
 };

@@ -30,7 +30,7 @@ class StopOnHardErrors final : public rocksdb::EventListener {
 }  // namespace
 
 Status BackgroundErrors::Stopped() const {
-  if (!stopped()) return Status::OK();
+  if (!is_stopped_.load(std::memory_order_acquire)) return Status::OK();
   MutexLock lock(mu_);
   return stopped_;
 }

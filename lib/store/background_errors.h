@@ -28,7 +28,6 @@ class BackgroundErrors {
  public:
   // OK until RocksDB meets a hard background error; then an IOError naming it, for good.
   Status Stopped() const EXCLUDES(mu_);
-  bool stopped() const { return is_stopped_.load(std::memory_order_acquire); }
 
   // Background errors of any severity reported so far.
   std::uint64_t reported() const { return reported_.load(); }

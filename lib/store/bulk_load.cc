@@ -261,19 +261,13 @@ Status BulkLoaderImpl::WriteFiles(Matched& m, TableWriter::Output& out) {
   Result<std::vector<bool>> old_keys_leaving =
       store_.ingestion->OldKeysLeaving(std::move(m.leaving), *m.table_changes);
   if (!old_keys_leaving.ok()) return old_keys_leaving.status();
-  auto add_file = [&](rocksdb::ColumnFamilyHandle* family, SstSink& sink) {
-    rocksdb::IngestExternalFileArg arg = IngestionInto(family);
-    if (Status s = sink.Finish(arg.external_files); !s.ok()) return s;
-    if (!arg.external_files.empty()) out.args.push_back(std::move(arg));
-    return Status::OK();
-  };
-  if (Status s = add_file(store_.staging->family(), *m.marks); !s.ok()) return s;
+  if (Status s = m.marks->FinishInto(out.args); !s.ok()) return s;
   if (m.stats.added > 0) {
     SstSink count(db, store_.documents->count_family(), dir_.Path("count.sst"));
     char delta[8];
     PutBigEndian64(delta, m.stats.added);
     if (Status s = count.Merge(kDocumentCountKey, rocksdb::Slice(delta, 8)); !s.ok()) return s;
-    if (Status s = add_file(store_.documents->count_family(), count); !s.ok()) return s;
+    if (Status s = count.FinishInto(out.args); !s.ok()) return s;
   }
   if (Status s =
           store_.skip_hints->AddRecent(std::move(m.recent), dir_.Path("recent.sst"), out.args);

@@ -5,16 +5,11 @@
 
 #include "store/damaged_log.h"
 
-#include <fcntl.h>
 #include <rocksdb/wal_filter.h>
 #include <rocksdb/write_batch.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <boost/crc.hpp>
-#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
@@ -24,6 +19,7 @@
 #include <utility>
 
 #include "util/big_endian.h"
+#include "util/record_file.h"
 
 #if defined(__x86_64__)
 #include <nmmintrin.h>
@@ -142,46 +138,6 @@ bool StartsBatch(std::string_view data, std::size_t pos) {
   return record->type == kFirst || record->payload.size() >= kBatchHeaderBytes;
 }
 
-// A log file's bytes, mapped.
-class MappedFile {
- public:
-  MappedFile() = default;
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  ~MappedFile() {
-    if (addr_ != nullptr) munmap(addr_, size_);
-  }
-
-  Status Open(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::IOError(path + ": " + std::strerror(errno));
-    struct stat st {};
-    Status s;
-    if (fstat(fd, &st) != 0) {
-      s = Status::IOError(path + ": " + std::strerror(errno));
-    } else if (st.st_size > 0) {
-      size_ = static_cast<std::size_t>(st.st_size);
-      void* addr = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (addr == MAP_FAILED) {
-        s = Status::IOError(path + ": " + std::strerror(errno));
-      } else {
-        addr_ = addr;
-      }
-    }
-    ::close(fd);
-    return s;
-  }
-
-  std::string_view bytes() const {
-    return addr_ == nullptr ? std::string_view()
-                            : std::string_view(static_cast<char*>(addr_), size_);
-  }
-
- private:
-  void* addr_ = nullptr;
-  std::size_t size_ = 0;
-};
-
 // Reads one log. `damaged` is set to the bytes [begin, end) of its first damage that intact
 // records follow, if any; the write batches after it, and all of them once `keep_all`, are added to
 // `dropped`.
@@ -257,29 +213,31 @@ void ReadLog(std::string_view data, std::uint64_t log, bool keep_all,
 
 }  // namespace
 
+std::optional<std::uint64_t> LogNumberOf(std::string_view file_name) {
+  std::uint64_t number = 0;
+  const char* const last = file_name.data() + file_name.size();
+  const auto [end, parsed] = std::from_chars(file_name.data(), last, number);
+  if (parsed != std::errc() || end == file_name.data() ||
+      std::string_view(end, last - end) != ".log") {
+    return std::nullopt;
+  }
+  return number;
+}
+
 Result<std::optional<LogDamage>> FindLogDamage(const std::string& dir) {
   std::vector<std::pair<std::uint64_t, std::string>> logs;
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() <= 4 || !name.ends_with(".log")) continue;
-    const std::string_view digits(name.data(), name.size() - 4);
-    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      continue;
-    }
-    std::uint64_t number = 0;
-    const auto [end, parsed] =
-        std::from_chars(digits.data(), digits.data() + digits.size(), number);
-    if (parsed != std::errc() || end != digits.data() + digits.size()) continue;
-    logs.emplace_back(number, entry.path().string());
+    const std::optional<std::uint64_t> number = LogNumberOf(entry.path().filename().string());
+    if (number) logs.emplace_back(*number, entry.path().string());
   }
   if (ec) return Status::IOError(dir + ": " + ec.message());
   std::sort(logs.begin(), logs.end());
 
   std::optional<LogDamage> damage;
   for (const auto& [number, path] : logs) {
-    MappedFile file;
-    if (Status s = file.Open(path); !s.ok()) {
+    const MappedFile file(path);
+    if (const Status& s = file.status(); !s.ok()) {
       // Deleted since the listing by a writer (a reader beside it): it held nothing to replay.
       std::error_code exists_ec;
       if (!fs::exists(path, exists_ec) && !exists_ec) continue;

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fpstore/document.h"
@@ -39,6 +40,9 @@ struct LogDamage {
   // The intact records a replay drops: after the damage in `file`, and all of the later logs.
   std::vector<LogRecord> dropped;
 };
+
+// The number of the write-ahead log named `file_name` ("000012.log": 12); none for other files.
+std::optional<std::uint64_t> LogNumberOf(std::string_view file_name);
 
 // The first damage in the logs of the store at `dir` that intact records follow; none when the
 // logs read to their end or only their last record is cut short. Errors: IOError.

@@ -95,9 +95,7 @@ Status Merger::WriteFiles(std::span<const StagedDocument> staged, const ScratchD
   Result<std::vector<bool>> old_keys_leaving =
       ingestion_.OldKeysLeaving(std::move(leaving), changes);
   if (!old_keys_leaving.ok()) return old_keys_leaving.status();
-  rocksdb::IngestExternalFileArg arg = IngestionInto(staging_.family());
-  if (Status s = marks.Finish(arg.external_files); !s.ok()) return s;
-  if (!arg.external_files.empty()) out.args.push_back(std::move(arg));
+  if (Status s = marks.FinishInto(out.args); !s.ok()) return s;
   if (Status s = skip_hints_.AddRecent(std::move(recent), dir.Path("recent.sst"), out.args);
       !s.ok()) {
     return s;

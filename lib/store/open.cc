@@ -4,7 +4,6 @@
 #include <rocksdb/wal_filter.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -316,12 +315,9 @@ void RemoveEmptyOldLogs(rocksdb::DB& db, const std::string& path) {
   if (!db.GetCurrentWalFile(&current).ok() || !current) return;
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(path, ec)) {
-    const std::string name = entry.path().filename().string();
-    std::uint64_t number = 0;
-    const auto [end, parsed] = std::from_chars(name.data(), name.data() + name.size(), number);
-    if (parsed != std::errc() || std::string_view(end) != ".log" || end == name.data()) continue;
+    const std::optional<std::uint64_t> number = LogNumberOf(entry.path().filename().string());
     std::error_code size_ec;
-    if (number < current->LogNumber() && entry.file_size(size_ec) == 0 && !size_ec) {
+    if (number && *number < current->LogNumber() && entry.file_size(size_ec) == 0 && !size_ec) {
       fs::remove(entry.path(), size_ec);
     }
   }

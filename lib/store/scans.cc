@@ -46,7 +46,6 @@ class LeavingVersions {
       if (doc.leaving) by_id_.emplace(doc.id, *doc.leaving);
     }
   }
-  bool empty() const { return by_id_.empty(); }
   bool Contains(DocumentId id, Fingerprint fingerprint) const {
     if (by_id_.empty()) return false;
     const auto it = by_id_.find(id);
@@ -62,11 +61,10 @@ class LeavingVersions {
 // batch's ids are read from table 0 with forward seeks rather than one random seek each.
 class TableRunReader {
  public:
-  TableRunReader(rocksdb::DB& db, const Tables& tables, std::size_t t,
-                 const rocksdb::Snapshot* snapshot, const LeavingVersions& leaving, bool every_run,
-                 std::size_t waiting_limit, const Scanner::RunVisitor& visit_run)
-      : db_(db),
-        tables_(tables),
+  TableRunReader(const Tables& tables, std::size_t t, const rocksdb::Snapshot* snapshot,
+                 const LeavingVersions& leaving, bool every_run, std::size_t waiting_limit,
+                 const Scanner::RunVisitor& visit_run)
+      : tables_(tables),
         plan_(tables.plan()),
         perm_(plan_.table(t)),
         t_(t),
@@ -128,7 +126,7 @@ class TableRunReader {
     if (table0_ == nullptr) {
       rocksdb::ReadOptions ro;  // lookups: no readahead
       ro.snapshot = snapshot_;
-      table0_.reset(db_.NewIterator(ro, tables_.family(0)));
+      table0_.reset(tables_.NewIterator(0, ro));
     }
     const TablePermutation& perm0 = plan_.table(0);
     std::vector<Fingerprint> wanted;  // permuted as in table 0
@@ -190,7 +188,6 @@ class TableRunReader {
     return Status::OK();
   }
 
-  rocksdb::DB& db_;
   const Tables& tables_;
   const PermutationPlan& plan_;
   const TablePermutation& perm_;
@@ -293,7 +290,7 @@ Result<std::optional<std::vector<IdFingerprint>>> Scanner::ReadAllDocuments(
                                   : std::string();
     const rocksdb::Slice upper_slice(upper);
     if (slice + 1 < slices) ro.iterate_upper_bound = &upper_slice;
-    std::unique_ptr<rocksdb::Iterator> it(db_.NewIterator(ro, tables_.family(0)));
+    std::unique_ptr<rocksdb::Iterator> it(tables_.NewIterator(0, ro));
     TableEntryCursor entries(*it, layout, TableFamilyName(0));
     std::vector<IdFingerprint>& docs = read[slice];
     // Growing by doubling would copy and fault in twice the memory.
@@ -346,10 +343,9 @@ Status Scanner::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Snaps
     }
     std::sort(staged_entries.begin(), staged_entries.end());
     auto next_staged = staged_entries.begin();
-    TableRunReader reader(db_, tables_, t, snapshot, leaving, runs == Runs::kEvery, waiting_limit,
+    TableRunReader reader(tables_, t, snapshot, leaving, runs == Runs::kEvery, waiting_limit,
                           visit_run);
-    std::unique_ptr<rocksdb::Iterator> it(
-        db_.NewIterator(ScanReadOptions(snapshot), tables_.family(t)));
+    std::unique_ptr<rocksdb::Iterator> it(tables_.NewIterator(t, ScanReadOptions(snapshot)));
     TableEntryCursor entries(*it, tables_.layout(t), TableFamilyName(t));
     std::uint64_t unreported = 0;
     auto take = [&](const TableEntry& e, bool from_table) -> Status {

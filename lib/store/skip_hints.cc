@@ -1,6 +1,5 @@
 #include "store/skip_hints.h"
 
-#include <rocksdb/write_batch.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -219,10 +218,7 @@ Status SkipHints::AddRecent(std::vector<Fingerprint> fingerprints, const std::st
   } catch (const std::exception& e) {
     return Status::IOError(std::string("adding recent prefixes: ") + e.what());
   }
-  rocksdb::IngestExternalFileArg arg = IngestionInto(recent_family_);
-  if (Status s = sink.Finish(arg.external_files); !s.ok()) return s;
-  args.push_back(std::move(arg));
-  return Status::OK();
+  return sink.FinishInto(args);
 }
 
 Status SkipHints::Rewrite(const ScanOptions& scan, bool in_background) {
@@ -314,18 +310,14 @@ Status SkipHints::RewriteSealed(const ScanOptions& scan, const rocksdb::Snapshot
     }
     const std::string end(9, '\xff');  // past every 8-byte key
     if (Status s = delete_old_below(end); !s.ok()) return s;
-    rocksdb::IngestExternalFileArg arg = IngestionInto(crowded_);
-    if (Status s = sink.Finish(arg.external_files); !s.ok()) return s;
+    std::vector<rocksdb::IngestExternalFileArg> args;
+    if (Status s = sink.FinishInto(args); !s.ok()) return s;  // none if empty before and after
     // The store's recent epoch moves to that of the fingerprints merged since the seal, in the
     // same ingestion as the bits: a reader that sees either sees both (a write to the log could
     // reach a read-only open that read the manifest before the bits).
     SstSink epoch(db_, meta_, dir->Path("recent-epoch.sst"));
     if (Status s = epoch.Put(kRecentEpochKey, std::to_string(next_epoch)); !s.ok()) return s;
-    rocksdb::IngestExternalFileArg epoch_arg = IngestionInto(meta_);
-    if (Status s = epoch.Finish(epoch_arg.external_files); !s.ok()) return s;
-    std::vector<rocksdb::IngestExternalFileArg> args;
-    if (!arg.external_files.empty()) args.push_back(std::move(arg));  // else empty before and after
-    args.push_back(std::move(epoch_arg));
+    if (Status s = epoch.FinishInto(args); !s.ok()) return s;
     if (closing_) return Status::Busy("the store is closing");
     return guard_.Ingest(db_, args, "writing the crowded family and the recent epoch");
   });

@@ -12,14 +12,6 @@
 
 namespace fpstore::internal {
 
-namespace {
-
-Status MalformedMark(const rocksdb::Slice& key) {
-  return Status::Corruption("staging: malformed mark with key " + key.ToString(true));
-}
-
-}  // namespace
-
 Staging::Staging(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int distance,
                  std::size_t merge_at, bool writable)
     : db_(db), family_(family), distance_(distance), merge_at_(merge_at), writable_(writable) {}
@@ -84,7 +76,7 @@ Result<std::vector<StagedDocument>> Staging::Documents(const rocksdb::Snapshot* 
   for (; it->Valid(); it->Next()) {
     StagingMark mark;
     if (it->key().size() != 8 || !DecodeStagingMark(it->value().ToStringView(), &mark)) {
-      return MalformedMark(it->key());
+      return Status::Corruption("staging: malformed mark with key " + it->key().ToString(true));
     }
     staged.push_back(
         {GetBigEndian64(it->key().data()), mark.staged.value_or(0), mark.leaving, !mark.staged});

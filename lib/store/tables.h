@@ -29,9 +29,7 @@ class Tables {
          std::vector<rocksdb::ColumnFamilyHandle*> families, std::shared_ptr<TableFilters> filters);
 
   const PermutationPlan& plan() const { return plan_; }
-  std::size_t count() const { return families_.size(); }
   int group_bits() const { return group_bits_; }
-  rocksdb::ColumnFamilyHandle* family(std::size_t t) const { return families_[t]; }
   std::span<rocksdb::ColumnFamilyHandle* const> families() const { return families_; }
   const GroupLayout& layout(std::size_t t) const { return layouts_[t]; }
   std::span<const GroupLayout> layouts() const { return layouts_; }

@@ -48,7 +48,7 @@ class Verifier::Verification {
   Verification(const Verifier& v, const ScanOptions& scan)
       : v_(v),
         plan_(v.tables_.plan()),
-        tables_(v.tables_.count()),
+        tables_(v.tables_.plan().table_count()),
         scan_(scan),
         snapshot_(&v.db_, TakeSnapshot()),
         actual_sum_(tables_, 0),
