@@ -22,6 +22,13 @@ using fpstore::Result;
 using fpstore::Status;
 using namespace fpstore::internal::c_api;
 
+// InvalidArgument for a null loader, or one whose Finish was called.
+Status CheckLive(const fpstore_bulk_loader_t* loader) {
+  if (loader == nullptr) return Null("loader");
+  if (!loader->loader) return Status::InvalidArgument("the bulk loader has finished or failed");
+  return Status::OK();
+}
+
 // A malloc'd copy of `bytes`, NUL-terminated, for the caller to fpstore_free.
 Status CopyOut(std::string_view bytes, char** out, std::size_t* len) {
   if (out != nullptr) {
@@ -179,8 +186,7 @@ int fpstore_bulk_loader_create(fpstore_t* store, size_t memory_bytes, int thread
 int fpstore_bulk_loader_add(fpstore_bulk_loader_t* loader, uint64_t id, uint64_t fingerprint,
                             const char* metadata, size_t metadata_len, char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
-    if (loader == nullptr) return Null("loader");
-    if (!loader->loader) return Status::InvalidArgument("the bulk loader has finished or failed");
+    if (Status s = CheckLive(loader); !s.ok()) return s;
     Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
     if (!meta.ok()) return meta.status();
     return loader->loader->Add(id, fingerprint, *meta);
@@ -191,8 +197,7 @@ int fpstore_bulk_loader_add_text(fpstore_bulk_loader_t* loader, uint64_t id, con
                                  size_t text_len, const char* metadata, size_t metadata_len,
                                  char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
-    if (loader == nullptr) return Null("loader");
-    if (!loader->loader) return Status::InvalidArgument("the bulk loader has finished or failed");
+    if (Status s = CheckLive(loader); !s.ok()) return s;
     Result<fpstore::Sketch> sketch = SketchOf(loader->store, text, text_len);
     if (!sketch.ok()) return sketch.status();
     Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
@@ -204,8 +209,7 @@ int fpstore_bulk_loader_add_text(fpstore_bulk_loader_t* loader, uint64_t id, con
 int fpstore_bulk_loader_finish(fpstore_bulk_loader_t* loader, uint64_t* added, uint64_t* replaced,
                                char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
-    if (loader == nullptr) return Null("loader");
-    if (!loader->loader) return Status::InvalidArgument("the bulk loader has finished or failed");
+    if (Status s = CheckLive(loader); !s.ok()) return s;
     Result<fpstore::BulkLoadStats> stats = loader->loader->Finish();
     loader->loader.reset();
     if (!stats.ok()) return stats.status();

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <charconv>
 #include <cstring>
 #include <optional>
 
@@ -18,10 +17,13 @@
 
 #include "fingerprint/signature_builder.h"
 #include "fingerprint/tokenizer.h"
+#include "util/parse_number.h"
 
 namespace fpstore {
 
 namespace {
+
+using internal::ParseNumber;
 
 constexpr int kMaxWindow = 64;
 
@@ -154,10 +156,6 @@ Result<FingerprintOptions> FingerprintOptions::Parse(std::string_view text) {
   auto bad = [&](std::string_view why) {
     return Status::InvalidArgument("fingerprint options \"" + original + "\": " + std::string(why));
   };
-  auto parse_int = [](std::string_view s, int& out) {
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && end == s.data() + s.size();
-  };
   FingerprintOptions options;
   bool seen_version = false, seen_window = false, seen_weighting = false;
   bool seen_slots = false, seen_signature_window = false;
@@ -166,16 +164,16 @@ Result<FingerprintOptions> FingerprintOptions::Parse(std::string_view text) {
     const std::string_view field = text.substr(0, space);
     text = space == std::string_view::npos ? std::string_view() : text.substr(space + 1);
     if (field.starts_with('v') && !seen_version) {
-      if (!parse_int(field.substr(1), options.version)) return bad("bad version");
+      if (!ParseNumber(field.substr(1), options.version)) return bad("bad version");
       seen_version = true;
     } else if (field.starts_with("window=") && !seen_window) {
-      if (!parse_int(field.substr(7), options.window)) return bad("bad window");
+      if (!ParseNumber(field.substr(7), options.window)) return bad("bad window");
       seen_window = true;
     } else if (field.starts_with("signature=") && !seen_slots) {
-      if (!parse_int(field.substr(10), options.signature_slots)) return bad("bad signature");
+      if (!ParseNumber(field.substr(10), options.signature_slots)) return bad("bad signature");
       seen_slots = true;
     } else if (field.starts_with("signature_window=") && !seen_signature_window) {
-      if (!parse_int(field.substr(17), options.signature_window)) {
+      if (!ParseNumber(field.substr(17), options.signature_window)) {
         return bad("bad signature_window");
       }
       seen_signature_window = true;

@@ -42,6 +42,19 @@ Status CheckMinSimilarity(double value) {
   return Status::InvalidArgument("min_similarity " + DoubleText(value) + " is outside 0..1");
 }
 
+Result<Matching> MatchingFor(std::optional<int> distance, std::optional<double> min_similarity,
+                             int planned_distance, double default_similarity) {
+  const int k = distance.value_or(planned_distance);
+  if (k < 0 || k > planned_distance) {
+    return Status::InvalidArgument("distance " + std::to_string(k) + " is outside 0.." +
+                                   std::to_string(planned_distance) +
+                                   ", the distance this store was planned for");
+  }
+  const double t = min_similarity.value_or(default_similarity);
+  if (Status s = CheckMinSimilarity(t); !s.ok()) return s;
+  return Matching{k, t};
+}
+
 std::string DoubleText(double value) {
   char text[32];
   const auto [end, ec] = std::to_chars(text, text + sizeof text, value);

@@ -6,14 +6,14 @@
 #ifndef FPSTORE_LIB_FORMAT_RECORDED_OPTIONS_H_
 #define FPSTORE_LIB_FORMAT_RECORDED_OPTIONS_H_
 
-#include <charconv>
+#include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
 
 #include "fpstore/fingerprinter.h"
 #include "fpstore/options.h"
 #include "fpstore/status.h"
+#include "util/parse_number.h"
 
 namespace fpstore::internal {
 
@@ -36,16 +36,17 @@ Status CheckAgainstRecorded(const std::string& where, const StoreOptions& option
 // InvalidArgument unless 0 <= value <= 1.
 Status CheckMinSimilarity(double value);
 
+// What a call's distance and threshold mean for a store planned for `planned_distance` whose
+// default threshold is `default_similarity`: unset ones filled in, each checked (InvalidArgument).
+struct Matching {
+  int distance;
+  double min_similarity;
+};
+Result<Matching> MatchingFor(std::optional<int> distance, std::optional<double> min_similarity,
+                             int planned_distance, double default_similarity);
+
 // The shortest text that parses back to `value`.
 std::string DoubleText(double value);
-
-// Whether the whole of `text` is a number of T (std::from_chars), put in `out`: how metadata
-// values are read.
-template <typename T>
-bool ParseNumber(std::string_view text, T& out) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
 
 }  // namespace fpstore::internal
 

@@ -15,9 +15,21 @@
 
 #include "fpstore/document.h"
 #include "fpstore/signature.h"
+#include "fpstore/status.h"
 #include "util/big_endian.h"
 
 namespace fpstore::internal {
+
+// InvalidArgument unless `doc`'s signature is empty or has `slots` slots (the store's).
+inline Status CheckSignature(const NewDocument& doc, int slots) {
+  if (doc.signature.empty() || doc.signature.slots() == static_cast<std::size_t>(slots)) {
+    return Status::OK();
+  }
+  return Status::InvalidArgument("document " + std::to_string(doc.id) + " has a signature of " +
+                                 std::to_string(doc.signature.slots()) +
+                                 " slots; this store's fingerprint options make " +
+                                 (slots == 0 ? std::string("none") : std::to_string(slots)));
+}
 
 // A documents-family value: the fingerprint (8 bytes), then its "tail": the signature's length in
 // bytes (2, big-endian; 0 for none), the signature, and the metadata bytes.

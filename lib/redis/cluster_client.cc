@@ -4,10 +4,11 @@
 #include <sys/time.h>
 
 #include <algorithm>
-#include <charconv>
 #include <numeric>
 #include <thread>
 #include <utility>
+
+#include "util/parse_number.h"
 
 namespace fpstore::internal::redis {
 
@@ -45,10 +46,7 @@ bool SplitAddress(const std::string& address, std::string& host, int& port) {
   const std::size_t colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0) return false;
   host = address.substr(0, colon);
-  const char* begin = address.data() + colon + 1;
-  const char* end = address.data() + address.size();
-  const auto [stop, ec] = std::from_chars(begin, end, port);
-  return ec == std::errc() && stop == end && port > 0 && port < 65536;
+  return ParseNumber(std::string_view(address).substr(colon + 1), port) && port > 0 && port < 65536;
 }
 
 Reply Copy(const redisReply& r) {
@@ -116,10 +114,7 @@ bool ParseRedirection(std::string_view error, int& slot, std::string& address) {
   const std::size_t second = error.find(' ', first + 1);
   if (first == std::string_view::npos || second == std::string_view::npos) return false;
   const std::string_view number = error.substr(first + 1, second - first - 1);
-  const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), slot);
-  if (ec != std::errc() || end != number.data() + number.size() || slot < 0 || slot >= kSlots) {
-    return false;
-  }
+  if (!ParseNumber(number, slot) || slot < 0 || slot >= kSlots) return false;
   address = std::string(error.substr(second + 1));
   return !address.empty();
 }
@@ -210,7 +205,6 @@ void ClusterClient::Drop(const std::string& address) {
 }
 
 Status ClusterClient::ReadSlotMap() {
-  ++slot_map_reads_;
   std::string last_error = "no node to ask";
   // Every node seen so far may answer; the masters first, as they are the likeliest to be up.
   std::vector<std::string> candidates = Masters();
@@ -220,13 +214,12 @@ Status ClusterClient::ReadSlotMap() {
     }
   }
   for (const std::string& address : candidates) {
-    redisContext* c = ConnectionTo(address);
-    Reply reply;
-    if (c == nullptr || !Append(c, {"CLUSTER", "SLOTS"}) || !Read(c, reply)) {
-      Drop(address);
+    Result<Reply> got = RunOn(address, {"CLUSTER", "SLOTS"});
+    if (!got.ok()) {
       last_error = address + " did not answer";
       continue;
     }
+    const Reply& reply = *got;
     if (reply.type == Reply::Type::kError) {
       last_error = address + ": " + reply.str;
       if (reply.str.find("cluster support disabled") != std::string::npos) {

@@ -47,6 +47,11 @@ struct Reply {
   std::vector<Reply> elements;  // kArray
 };
 
+// IOError for an error reply `r` to what the caller was doing.
+inline Status ReplyError(const Reply& r, const std::string& what) {
+  return Status::IOError("Redis, " + what + ": " + r.str);
+}
+
 // One command: its arguments, and the key whose slot routes it.
 struct Command {
   std::string key;
@@ -111,9 +116,8 @@ class ClusterClient {
   // Every node this client has heard of, masters and replicas, from its seeds and slot maps.
   const std::vector<std::string>& nodes() const { return seeds_; }
 
-  // Redirections followed and slot-map reads since the client connected (for tests).
+  // Redirections followed since the client connected (for tests).
   std::uint64_t redirections() const { return redirections_; }
-  std::uint64_t slot_map_reads() const { return slot_map_reads_; }
 
  private:
   struct Connection;
@@ -149,7 +153,6 @@ class ClusterClient {
   std::set<std::string> unwaited_;
   std::set<std::string> lost_;
   std::uint64_t redirections_ = 0;
-  std::uint64_t slot_map_reads_ = 0;
 };
 
 }  // namespace fpstore::internal::redis

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <bit>
-#include <charconv>
 #include <cstdio>
 
 #include "format/records.h"
 #include "util/big_endian.h"
+#include "util/parse_number.h"
 
 namespace fpstore::internal::redis {
 
@@ -33,11 +33,11 @@ Layout::Layout(std::string name, PermutationPlan plan, LayoutParams params)
     : name_(std::move(name)), plan_(std::move(plan)), params_(params) {}
 
 Status Layout::CheckName(std::string_view name) {
-  const bool fits = !name.empty() && name.size() <= 64 &&
-                    std::all_of(name.begin(), name.end(), [](char c) {
-                      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                             (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
-                    });
+  const bool fits =
+      !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '.' || c == '-';
+      });
   if (fits) return Status::OK();
   return Status::InvalidArgument("\"" + std::string(name) +
                                  "\" cannot name a store in Redis: 1 to 64 of A-Z a-z 0-9 _ . -");
@@ -73,13 +73,20 @@ std::string Layout::LayoutKeyOf(std::string_view name) {
 }
 
 std::vector<std::string> Layout::Fields(const PermutationPlan& plan, const LayoutParams& params) {
-  return {"format",         std::to_string(kLayoutVersion),
-          "plan",           plan.ToString(),
-          "fingerprint",    params.recorded.fingerprint.ToString(),
-          "min_similarity", DoubleText(params.recorded.min_similarity),
-          "bucket_bits",    std::to_string(params.bucket_bits),
-          "shard_bits",     std::to_string(params.shard_bits),
-          "listpack_entries", std::to_string(params.listpack_entries)};
+  return {"format",
+          std::to_string(kLayoutVersion),
+          "plan",
+          plan.ToString(),
+          "fingerprint",
+          params.recorded.fingerprint.ToString(),
+          "min_similarity",
+          DoubleText(params.recorded.min_similarity),
+          "bucket_bits",
+          std::to_string(params.bucket_bits),
+          "shard_bits",
+          std::to_string(params.shard_bits),
+          "listpack_entries",
+          std::to_string(params.listpack_entries)};
 }
 
 Result<LayoutParams> Layout::Parse(const std::string& where,
@@ -95,8 +102,9 @@ Result<LayoutParams> Layout::Parse(const std::string& where,
   };
   int version = 0;
   if (field("format") == nullptr || !ParseNumber(*field("format"), version)) {
-    return Status::InvalidArgument(where + " is not an fpstore store (its layout record has no "
-                                           "format)");
+    return Status::InvalidArgument(where +
+                                   " is not an fpstore store (its layout record has no "
+                                   "format)");
   }
   if (version != kLayoutVersion) {
     return Status::NotSupported(where + " has Redis layout version " + std::to_string(version) +
@@ -209,15 +217,13 @@ Layout::KeyKind Layout::Classify(std::string_view key) const {
   if (colon == std::string_view::npos) return kind;
   const std::string_view head = key.substr(0, colon), tail = key.substr(colon + 1);
   std::uint64_t number = 0;
-  const auto [stop, ec] = std::from_chars(tail.data(), tail.data() + tail.size(), number);
-  if (ec != std::errc() || stop != tail.data() + tail.size()) return kind;
+  if (!ParseNumber(tail, number)) return kind;
   if (head == "d") {
     if (number >> params_.shard_bits == 0) kind = {KeyKind::kShard, 0, number};
     return kind;
   }
   std::uint64_t table = 0;
-  const auto [end, ec2] = std::from_chars(head.data(), head.data() + head.size(), table);
-  if (ec2 == std::errc() && end == head.data() + head.size() && table < plan_.table_count() &&
+  if (ParseNumber(head, table) && table < plan_.table_count() &&
       number >> params_.bucket_bits == 0) {
     kind = {KeyKind::kBucket, static_cast<std::size_t>(table), number};
   }
@@ -244,6 +250,24 @@ std::string Layout::EncodeRecord(const NewDocument& doc) {
 bool Layout::DecodeRecord(DocumentId id, std::string_view value, Document* doc) {
   doc->id = id;
   return DecodeDocumentValue(value, &doc->fingerprint, &doc->signature, &doc->metadata);
+}
+
+Command Layout::ReadRecord(DocumentId id) const {
+  std::string shard = ShardKeyOf(id);
+  std::vector<std::string> args{"HGET", shard, IdField(id)};
+  return {std::move(shard), std::move(args)};
+}
+
+Result<std::optional<Document>> Layout::RecordOf(DocumentId id, const Reply& reply,
+                                                 const std::string& url) const {
+  if (reply.type == Reply::Type::kError) return ReplyError(reply, "reading a record");
+  if (reply.type != Reply::Type::kString) return std::optional<Document>();
+  Document doc;
+  if (!DecodeRecord(id, reply.str, &doc)) {
+    return Status::Corruption(url + ": the record of document " + std::to_string(id) + " in " +
+                              ShardKeyOf(id) + " is malformed");
+  }
+  return std::optional<Document>(std::move(doc));
 }
 
 std::string Layout::IdLockKey(DocumentId id) const {

@@ -62,7 +62,6 @@ class Layout {
 
   // The layout record: its key, its fields, and the parameters read back from them
   // (Corruption or NotSupported naming `where`).
-  std::string LayoutKey() const { return LayoutKeyOf(name_); }
   static std::string LayoutKeyOf(std::string_view name);
   static std::vector<std::string> Fields(const PermutationPlan& plan, const LayoutParams& params);
   static Result<LayoutParams> Parse(const std::string& where,
@@ -108,6 +107,11 @@ class Layout {
   static std::string EncodeRecord(const NewDocument& doc);
   // The document of `id` from its record; false if malformed.
   static bool DecodeRecord(DocumentId id, std::string_view value, Document* doc);
+  // HGET of document `id`'s record, and what its reply holds: none if no record, IOError for an
+  // error reply, Corruption naming `url` (the store's) for a malformed record.
+  Command ReadRecord(DocumentId id) const;
+  Result<std::optional<Document>> RecordOf(DocumentId id, const Reply& reply,
+                                           const std::string& url) const;
 
   // ---- Locks ----
   // The lock of a bucket or shard key: the same slot.

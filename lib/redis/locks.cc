@@ -100,15 +100,11 @@ Status LockSet::Check() const {
                          "tidies after");
 }
 
-void LockSet::ReleaseWith(std::vector<Command>& commands) {
-  for (const std::string& key : keys_) commands.push_back(ReleaseCommand(key, token_));
-  keys_.clear();
-}
-
 Status LockSet::Release(ClusterClient& client) {
   if (keys_.empty()) return Status::OK();
   std::vector<Command> commands;
-  ReleaseWith(commands);
+  for (const std::string& key : keys_) commands.push_back(ReleaseCommand(key, token_));
+  keys_.clear();
   Result<std::vector<Reply>> got = client.Run(commands);
   return got.ok() ? Status::OK() : got.status();
 }

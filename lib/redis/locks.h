@@ -47,9 +47,7 @@ class LockSet {
   // for the commands still to send. IOError otherwise.
   Status Check() const;
 
-  // Gives back the locks still held (a lapsed one another holder took is left alone), appending
-  // the commands to `commands` to be sent with others, or sending them itself.
-  void ReleaseWith(std::vector<Command>& commands);
+  // Gives back the locks still held (a lapsed one another holder took is left alone).
   Status Release(ClusterClient& client);
 
   bool held() const { return !keys_.empty(); }

@@ -18,7 +18,7 @@ class RedisBulkLoader final : public BulkLoader {
 
   Status Add(const NewDocument& doc) override {
     if (done_) return Status::InvalidArgument("the bulk load has finished");
-    if (Status s = store_.CheckSignature(doc.signature); !s.ok()) return s;
+    if (Status s = store_.CheckSignature(doc); !s.ok()) return s;
     ++added_;
     const auto [it, fresh] = index_.try_emplace(doc.id, docs_.size());
     Stored stored{doc.id, doc.fingerprint, std::string(doc.metadata), doc.signature};

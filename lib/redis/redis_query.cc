@@ -27,10 +27,7 @@ Status ReadWith(ClusterClient& client, const Layout& layout, const std::string& 
                 const std::function<Status(std::span<const Reply>)>& before_replies,
                 std::unordered_map<DocumentId, Document>& records) {
   const std::size_t first = before.size();
-  for (const DocumentId id : ids) {
-    const std::string shard = layout.ShardKeyOf(id);
-    before.push_back({shard, {"HGET", shard, Layout::IdField(id)}});
-  }
+  for (const DocumentId id : ids) before.push_back(layout.ReadRecord(id));
   if (before.empty()) return Status::OK();
   Result<std::vector<Reply>> got = client.Run(before);
   if (!got.ok()) return got.status();
@@ -38,16 +35,10 @@ Status ReadWith(ClusterClient& client, const Layout& layout, const std::string& 
     if (Status s = before_replies(std::span(*got).first(first)); !s.ok()) return s;
   }
   for (std::size_t i = first; i < got->size(); ++i) {
-    const Reply& r = (*got)[i];
     const DocumentId id = ids[i - first];
-    if (r.type == Reply::Type::kError) return Status::IOError("Redis, a record: " + r.str);
-    if (r.type != Reply::Type::kString) continue;
-    Document doc;
-    if (!Layout::DecodeRecord(id, r.str, &doc)) {
-      return Status::Corruption(url + ": the record of document " + std::to_string(id) + " in " +
-                                layout.ShardKeyOf(id) + " is malformed");
-    }
-    records[id] = std::move(doc);
+    Result<std::optional<Document>> doc = layout.RecordOf(id, (*got)[i], url);
+    if (!doc.ok()) return doc.status();
+    if (*doc) records[id] = **std::move(doc);
   }
   return Status::OK();
 }
@@ -90,7 +81,7 @@ Result<std::vector<std::vector<Match>>> RedisStore::Run(ClusterClient& client,
     const Fingerprint q = queries[qi].fingerprint;
     for (std::size_t t = 0; t < tables; ++t) {
       const Reply& r = (*ranges)[qi * tables + t];
-      if (r.type == Reply::Type::kError) return Status::IOError("Redis, a table's range: " + r.str);
+      if (r.type == Reply::Type::kError) return ReplyError(r, "a table's range");
       const std::uint64_t bucket = layout_.BucketOf(t, q);
       for (const Reply& member : r.elements) {
         Fingerprint fp = 0;
@@ -100,7 +91,8 @@ Result<std::vector<std::vector<Match>>> RedisStore::Run(ClusterClient& client,
                                     " holds a member of " + std::to_string(member.str.size()) +
                                     " bytes");
         }
-        if (!WithinDistance(fp, q, matching.k) || p.FirstSharedTable(q, fp) != static_cast<int>(t)) {
+        if (!WithinDistance(fp, q, matching.distance) ||
+            p.FirstSharedTable(q, fp) != static_cast<int>(t)) {
           continue;
         }
         if (t == 0) {
@@ -111,7 +103,8 @@ Result<std::vector<std::vector<Match>>> RedisStore::Run(ClusterClient& client,
       }
     }
   }
-  // Round 2: table 0's entries of the fingerprints found elsewhere, and the records of the ids known.
+  // Round 2: table 0's entries of the fingerprints found elsewhere, and the records of the ids
+  // known.
   std::vector<Fingerprint> lookups;
   std::vector<Command> ids_of;
   for (const auto& [fp, waiting] : found.waiting) {
@@ -130,13 +123,14 @@ Result<std::vector<std::vector<Match>>> RedisStore::Run(ClusterClient& client,
       [&](std::span<const Reply> replies) {
         for (std::size_t i = 0; i < replies.size(); ++i) {
           if (replies[i].type == Reply::Type::kError) {
-            return Status::IOError("Redis, table 0's entries: " + replies[i].str);
+            return ReplyError(replies[i], "table 0's entries");
           }
           const std::uint64_t bucket = layout_.BucketOf(0, lookups[i]);
           for (const Reply& member : replies[i].elements) {
             Fingerprint fp = 0;
             DocumentId id = 0;
-            if (!layout_.DecodeMember(0, bucket, member.str, &fp, &id) || fp != lookups[i]) continue;
+            if (!layout_.DecodeMember(0, bucket, member.str, &fp, &id) || fp != lookups[i])
+              continue;
             for (const std::size_t qi : found.waiting[fp]) found.ids[qi].emplace(id, fp);
             if (wanted.insert(id).second) learnt.push_back(id);
           }
@@ -161,7 +155,8 @@ std::vector<std::vector<Match>> RedisStore::Confirm(
     const Fingerprint q = queries[qi].fingerprint;
     for (const auto& [id, by] : found[qi]) {
       const auto it = records.find(id);
-      if (it == records.end() || !WithinDistance(it->second.fingerprint, q, matching.k)) continue;
+      if (it == records.end() || !WithinDistance(it->second.fingerprint, q, matching.distance))
+        continue;
       const Document& doc = it->second;
       const std::optional<double> similarity =
           EstimateSimilarity(queries[qi].signature, doc.signature);

@@ -24,10 +24,6 @@ constexpr std::size_t kKeysPerRound = 512;
 // Keys of a table (or of the documents) whose memory Stats measures; beyond, it estimates.
 constexpr std::size_t kMemorySample = 1024;
 
-Status ReplyError(const Reply& r, const std::string& what) {
-  return Status::IOError("Redis, " + what + ": " + r.str);
-}
-
 }  // namespace
 
 Status ForEachReply(ClusterClient& client, const std::vector<std::string>& keys,
@@ -107,10 +103,7 @@ Result<RunSignatures> RedisStore::SignaturesOf(ClusterClient& client,
   for (std::size_t begin = 0; begin < ids.size(); begin += kKeysPerRound * 8) {
     const std::size_t end = std::min(ids.size(), begin + kKeysPerRound * 8);
     std::vector<Command> reads;
-    for (std::size_t i = begin; i < end; ++i) {
-      const std::string shard = layout_.ShardKeyOf(ids[i]);
-      reads.push_back({shard, {"HGET", shard, Layout::IdField(ids[i])}});
-    }
+    for (std::size_t i = begin; i < end; ++i) reads.push_back(layout_.ReadRecord(ids[i]));
     Result<std::vector<Reply>> got = client.Run(reads);
     if (!got.ok()) return got.status();
     for (std::size_t i = begin; i < end; ++i) {
@@ -193,8 +186,9 @@ Status RedisStore::Clusters(int k, const std::function<void(std::span<const Docu
                                    const RunSignatures& signatures) {
     std::vector<std::pair<DocumentId, DocumentId>> edges;
     for (const std::vector<TableEntry>& run : runs) {
-      AddClusterEdges(run, plan(), t, k, matching->min_similarity,
-                      [&]() -> const RunSignatures* { return &signatures; }, edges);
+      AddClusterEdges(
+          run, plan(), t, k, matching->min_similarity,
+          [&]() -> const RunSignatures* { return &signatures; }, edges);
     }
     for (const auto& [a, b] : edges) sets.Union(a, b);
   });
@@ -227,22 +221,13 @@ Status RedisStore::ForEachDocument(const std::function<void(const Document&)>& s
   for (std::size_t begin = 0; begin < ids.size(); begin += kKeysPerRound) {
     const std::size_t end = std::min(ids.size(), begin + kKeysPerRound);
     std::vector<Command> reads;
-    for (std::size_t i = begin; i < end; ++i) {
-      const std::string shard = layout_.ShardKeyOf(ids[i]);
-      reads.push_back({shard, {"HGET", shard, Layout::IdField(ids[i])}});
-    }
+    for (std::size_t i = begin; i < end; ++i) reads.push_back(layout_.ReadRecord(ids[i]));
     Result<std::vector<Reply>> got = (*client)->Run(reads);
     if (!got.ok()) return got.status();
     for (std::size_t i = begin; i < end; ++i) {
-      const Reply& r = (*got)[i - begin];
-      if (r.type == Reply::Type::kError) return ReplyError(r, "reading a record");
-      if (r.type != Reply::Type::kString) continue;  // removed since the ids were read
-      Document doc;
-      if (!Layout::DecodeRecord(ids[i], r.str, &doc)) {
-        return Status::Corruption(url_ + ": the record of document " + std::to_string(ids[i]) +
-                                  " is malformed");
-      }
-      sink(doc);
+      Result<std::optional<Document>> doc = layout_.RecordOf(ids[i], (*got)[i - begin], url_);
+      if (!doc.ok()) return doc.status();
+      if (*doc) sink(**doc);  // else removed since the ids were read
     }
     if (scan.progress) scan.progress(end, total);
   }

@@ -24,16 +24,13 @@ Status SplitUrl(const std::string& url, std::string& seed, std::string& name) {
   constexpr std::string_view kScheme = "redis://";
   const std::size_t slash = url.find('/', kScheme.size());
   if (!url.starts_with(kScheme) || slash == std::string::npos || slash == kScheme.size()) {
-    return Status::InvalidArgument("\"" + url + "\" is not a Redis store's address "
+    return Status::InvalidArgument("\"" + url +
+                                   "\" is not a Redis store's address "
                                    "(redis://HOST:PORT/NAME, e.g. redis://127.0.0.1:7000/crawl)");
   }
   seed = url.substr(kScheme.size(), slash - kScheme.size());
   name = url.substr(slash + 1);
   return Layout::CheckName(name).WithContext(url);
-}
-
-Status ReplyError(const Reply& r, const std::string& what) {
-  return Status::IOError("Redis, " + what + ": " + r.str);
 }
 
 // The least zset-max-listpack-entries of the cluster's masters.
@@ -114,7 +111,8 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& url, const StoreOpti
   if (Status s = Layout::Check(*plan, *params); !s.ok()) return s.WithContext(url);
   Result<Fingerprinter> fingerprinter = Fingerprinter::Create(params->recorded.fingerprint);
   if (!fingerprinter.ok()) return fingerprinter.status().WithContext(url);
-  return std::unique_ptr<Store>(new RedisStore(url, options, Layout(name, *std::move(plan), *params),
+  return std::unique_ptr<Store>(new RedisStore(url, options,
+                                               Layout(name, *std::move(plan), *params),
                                                *std::move(fingerprinter), *std::move(client)));
 }
 
@@ -198,26 +196,11 @@ Status RedisStore::CheckWritable() const {
   return Status::OK();
 }
 
-Result<RedisStore::Matching> RedisStore::MatchingFor(std::optional<int> distance,
-                                                     std::optional<double> min_similarity) const {
+Result<Matching> RedisStore::MatchingFor(std::optional<int> distance,
+                                         std::optional<double> min_similarity) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
-  const int k = distance.value_or(plan().distance());
-  if (k < 0 || k > plan().distance()) {
-    return Status::InvalidArgument("distance " + std::to_string(k) + " is outside 0.." +
-                                   std::to_string(plan().distance()) +
-                                   ", the distance this store was planned for");
-  }
-  const double t = min_similarity.value_or(layout_.params().recorded.min_similarity);
-  if (Status s = CheckMinSimilarity(t); !s.ok()) return s;
-  return Matching{k, t};
-}
-
-Status RedisStore::CheckSignature(const Signature& signature) const {
-  const std::size_t slots = static_cast<std::size_t>(fingerprinter_.options().signature_slots);
-  if (signature.empty() || signature.slots() == slots) return Status::OK();
-  return Status::InvalidArgument("a signature of " + std::to_string(signature.slots()) +
-                                 " slots, but the store's signatures have " +
-                                 std::to_string(slots));
+  return internal::MatchingFor(distance, min_similarity, plan().distance(),
+                               layout_.params().recorded.min_similarity);
 }
 
 Result<ClientPool::Lease> RedisStore::Client() const {
@@ -234,15 +217,9 @@ Result<std::vector<std::optional<Fingerprint>>> RedisStore::OldFingerprints(
     std::span<const NewDocument> docs, std::span<const Reply> replies) const {
   std::vector<std::optional<Fingerprint>> old(docs.size());
   for (std::size_t i = 0; i < docs.size(); ++i) {
-    const Reply& r = replies[i];
-    if (r.type == Reply::Type::kError) return ReplyError(r, "reading a record");
-    if (r.type != Reply::Type::kString) continue;
-    Document doc;
-    if (!Layout::DecodeRecord(docs[i].id, r.str, &doc)) {
-      return Status::Corruption(url_ + ": the record of document " + std::to_string(docs[i].id) +
-                                " in " + layout_.ShardKeyOf(docs[i].id) + " is malformed");
-    }
-    old[i] = doc.fingerprint;
+    Result<std::optional<Document>> doc = layout_.RecordOf(docs[i].id, replies[i], url_);
+    if (!doc.ok()) return doc.status();
+    if (*doc) old[i] = (*doc)->fingerprint;
   }
   return old;
 }
@@ -280,7 +257,8 @@ Status RedisStore::WriteHeld(ClusterClient& client, std::span<const NewDocument>
   Grouped entries("ZADD");
   for (const NewDocument& d : docs) {
     for (std::size_t t = 0; t < plan().table_count(); ++t) {
-      entries.Add(layout_.BucketKeyOf(t, d.fingerprint), {"0", layout_.Member(t, d.fingerprint, d.id)});
+      entries.Add(layout_.BucketKeyOf(t, d.fingerprint),
+                  {"0", layout_.Member(t, d.fingerprint, d.id)});
     }
   }
   Status s = client.RunAll(std::move(entries).Commands(), "adding table entries");
@@ -315,7 +293,7 @@ Status RedisStore::InsertBatch(std::span<const NewDocument> docs) { return Write
 Status RedisStore::Write(std::span<const NewDocument> docs, std::uint64_t* replaced) {
   if (Status s = CheckWritable(); !s.ok()) return s;
   for (const NewDocument& d : docs) {
-    if (Status s = CheckSignature(d.signature); !s.ok()) return s;
+    if (Status s = CheckSignature(d); !s.ok()) return s;
   }
   // A repeated id: the last one wins.
   std::unordered_map<DocumentId, std::size_t> last;
@@ -335,8 +313,7 @@ Status RedisStore::Write(std::span<const NewDocument> docs, std::uint64_t* repla
     for (const NewDocument& d : chunk) {
       keys.push_back(layout_.IdLockKey(d.id));
       keys.push_back(Layout::BucketLockKey(layout_.BucketKeyOf(0, d.fingerprint)));
-      const std::string shard = layout_.ShardKeyOf(d.id);
-      reads.push_back({shard, {"HGET", shard, Layout::IdField(d.id)}});
+      reads.push_back(layout_.ReadRecord(d.id));
     }
     LockSet locks;
     std::vector<Reply> replies;
@@ -347,9 +324,8 @@ Status RedisStore::Write(std::span<const NewDocument> docs, std::uint64_t* repla
       return old.status();
     }
     if (Status s = WriteHeld(**client, chunk, *old, locks); !s.ok()) return s;
-    if (replaced != nullptr) *replaced += std::count_if(old->begin(), old->end(), [](auto& f) {
-      return f.has_value();
-    });
+    if (replaced != nullptr)
+      *replaced += std::count_if(old->begin(), old->end(), [](auto& f) { return f.has_value(); });
   }
   return Status::OK();
 }
@@ -358,9 +334,7 @@ Status RedisStore::Remove(DocumentId id) {
   if (Status s = CheckWritable(); !s.ok()) return s;
   Result<ClientPool::Lease> client = Client();
   if (!client.ok()) return client.status();
-  const std::string shard = layout_.ShardKeyOf(id);
-  const std::string field = Layout::IdField(id);
-  const Command read{shard, {"HGET", shard, field}};
+  const Command read = layout_.ReadRecord(id);
   LockSet locks;
   std::vector<Reply> replies;
   if (Status s = locks.Acquire(**client, {layout_.IdLockKey(id)}, std::span(&read, 1), &replies);
@@ -374,7 +348,9 @@ Status RedisStore::Remove(DocumentId id) {
   if (s.ok() && !(*old)[0]) s = Status::NotFound("document " + std::to_string(id));
   // The record goes first: from then on no reader counts the entry, which goes last, confirmed
   // before the id lock is given back.
-  if (s.ok()) s = (*client)->RunAll(Command{shard, {"HDEL", shard, field}}, "removing a record");
+  if (s.ok())
+    s = (*client)->RunAll(Command{read.key, {"HDEL", read.key, Layout::IdField(id)}},
+                          "removing a record");
   if (s.ok()) s = Settle(**client);
   if (s.ok()) {
     const std::string key = layout_.BucketKeyOf(0, *(*old)[0]);
@@ -388,23 +364,18 @@ Status RedisStore::Remove(DocumentId id) {
 Result<Document> RedisStore::Get(DocumentId id) const {
   Result<ClientPool::Lease> client = Client();
   if (!client.ok()) return client.status();
-  const std::string shard = layout_.ShardKeyOf(id);
-  Result<Reply> got = (*client)->Run(Command{shard, {"HGET", shard, Layout::IdField(id)}});
+  Result<Reply> got = (*client)->Run(layout_.ReadRecord(id));
   if (!got.ok()) return got.status();
-  if (got->type == Reply::Type::kError) return ReplyError(*got, "reading a record");
-  if (got->type != Reply::Type::kString) return Status::NotFound("document " + std::to_string(id));
-  Document doc;
-  if (!Layout::DecodeRecord(id, got->str, &doc)) {
-    return Status::Corruption(url_ + ": the record of document " + std::to_string(id) + " in " +
-                              shard + " is malformed");
-  }
-  return doc;
+  Result<std::optional<Document>> doc = layout_.RecordOf(id, *got, url_);
+  if (!doc.ok()) return doc.status();
+  if (!*doc) return Status::NotFound("document " + std::to_string(id));
+  return **std::move(doc);
 }
 
 Result<CheckResult> RedisStore::CheckAndInsert(const NewDocument& doc, InsertPolicy policy,
                                                const QueryOptions& options) {
   if (Status s = CheckWritable(); !s.ok()) return s;
-  if (Status s = CheckSignature(doc.signature); !s.ok()) return s;
+  if (Status s = CheckSignature(doc); !s.ok()) return s;
   Result<Matching> matching = MatchingFor(options.distance, options.min_similarity);
   if (!matching.ok()) return matching.status();
   Result<ClientPool::Lease> client = Client();
@@ -415,14 +386,14 @@ Result<CheckResult> RedisStore::CheckAndInsert(const NewDocument& doc, InsertPol
   for (std::size_t t = 0; t < plan().table_count(); ++t) {
     keys.push_back(Layout::BucketLockKey(layout_.BucketKeyOf(t, doc.fingerprint)));
   }
-  const std::string shard = layout_.ShardKeyOf(doc.id);
-  const Command read{shard, {"HGET", shard, Layout::IdField(doc.id)}};
+  const Command read = layout_.ReadRecord(doc.id);
   LockSet locks;
   std::vector<Reply> replies;
   if (Status s = locks.Acquire(**client, std::move(keys), std::span(&read, 1), &replies); !s.ok()) {
     return s;
   }
-  Result<std::vector<std::optional<Fingerprint>>> old = OldFingerprints(std::span(&doc, 1), replies);
+  Result<std::vector<std::optional<Fingerprint>>> old =
+      OldFingerprints(std::span(&doc, 1), replies);
   const Sketch query{doc.fingerprint, doc.signature};
   Result<std::vector<std::vector<Match>>> found =
       old.ok() ? Run(**client, std::span(&query, 1), *matching) : old.status();
@@ -450,8 +421,9 @@ Status RedisStore::Flush() {
 
 Status RedisStore::Checkpoint(const std::string&) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
-  return Status::NotSupported(url_ + " lives in Redis, which keeps its own copies: use its "
-                                     "persistence (BGSAVE, append-only files) and replicas");
+  return Status::NotSupported(url_ +
+                              " lives in Redis, which keeps its own copies: use its "
+                              "persistence (BGSAVE, append-only files) and replicas");
 }
 
 }  // namespace fpstore::internal::redis

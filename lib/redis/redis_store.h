@@ -21,6 +21,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "format/recorded_options.h"
+#include "format/records.h"
 #include "fpstore/store.h"
 #include "plan/run_signatures.h"
 #include "plan/table_entry.h"
@@ -126,16 +128,14 @@ class RedisStore final : public Store {
   // For the bulk loader: InsertBatch, counting into *replaced (may be null) the documents that
   // were stored before; and the check of a signature's size.
   Status Write(std::span<const NewDocument> docs, std::uint64_t* replaced);
-  Status CheckSignature(const Signature& signature) const;
+  Status CheckSignature(const NewDocument& doc) const {
+    return internal::CheckSignature(doc, fingerprinter_.options().signature_slots);
+  }
 
   // For tests: the MOVED and ASK redirections the store's idle connections have followed.
   std::uint64_t TEST_Redirections() const { return pool_.Redirections(); }
 
  private:
-  struct Matching {
-    int k;
-    double min_similarity;
-  };
   Status CheckOpen() const;
   Status CheckWritable() const;
   Result<Matching> MatchingFor(std::optional<int> distance,
@@ -176,8 +176,8 @@ class RedisStore final : public Store {
   Result<RunSignatures> SignaturesOf(ClusterClient& client, std::vector<DocumentId> ids) const;
   // Calls visit(t, runs) with batches of table t's runs whose entries link within k, the
   // signatures of their documents read when any document is signed.
-  using RunBatchVisitor = std::function<void(std::size_t t, const std::vector<std::vector<TableEntry>>&,
-                                             const RunSignatures&)>;
+  using RunBatchVisitor = std::function<void(
+      std::size_t t, const std::vector<std::vector<TableEntry>>&, const RunSignatures&)>;
   Status ScanLinkedRuns(int k, const RunBatchVisitor& visit) const;
   // Verify (fix false) or Repair and Compact (fix true): docs/design.md, "The Redis backend".
   Status Tidy(bool fix, const ScanOptions& scan) const;

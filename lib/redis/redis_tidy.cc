@@ -101,27 +101,28 @@ Status Tidier::ReadTable(std::size_t t, const std::vector<std::uint64_t>& bucket
   keys.reserve(buckets.size());
   for (const std::uint64_t b : buckets) keys.push_back(layout_.BucketKey(t, b));
   std::size_t next = 0;
-  Status s = ForEachReply(client_, keys, {"ZRANGE", "0", "-1"}, [&](const std::string& key,
-                                                                    Reply& r) {
-    const std::uint64_t bucket = buckets[next++];
-    for (const Reply& member : r.elements) {
-      Fingerprint fp = 0;
-      DocumentId id = 0;
-      if (!layout_.DecodeMember(t, bucket, member.str, &fp, &id)) {
-        Note(malformed_count_, key + " holds a malformed member");
-        malformed_.push_back({key, {"ZREM", key, member.str}});
-      } else if (t != 0) {
-        present.insert(fp);
-        // Verify passes them by: they are allowed, and only Repair and Compact remove them.
-        if (fix_ && held_.count(fp) == 0) suspects.push_back({Suspect::Kind::kUnheld, t, fp, 0});
-      } else if (const auto it = records_.find(id); it != records_.end() && it->second == fp) {
-        entered.insert(id);
-      } else {
-        suspects.push_back({Suspect::Kind::kNoRecord, t, fp, id});
-      }
-    }
-    return Status::OK();
-  });
+  Status s =
+      ForEachReply(client_, keys, {"ZRANGE", "0", "-1"}, [&](const std::string& key, Reply& r) {
+        const std::uint64_t bucket = buckets[next++];
+        for (const Reply& member : r.elements) {
+          Fingerprint fp = 0;
+          DocumentId id = 0;
+          if (!layout_.DecodeMember(t, bucket, member.str, &fp, &id)) {
+            Note(malformed_count_, key + " holds a malformed member");
+            malformed_.push_back({key, {"ZREM", key, member.str}});
+          } else if (t != 0) {
+            present.insert(fp);
+            // Verify passes them by: they are allowed, and only Repair and Compact remove them.
+            if (fix_ && held_.count(fp) == 0)
+              suspects.push_back({Suspect::Kind::kUnheld, t, fp, 0});
+          } else if (const auto it = records_.find(id); it != records_.end() && it->second == fp) {
+            entered.insert(id);
+          } else {
+            suspects.push_back({Suspect::Kind::kNoRecord, t, fp, id});
+          }
+        }
+        return Status::OK();
+      });
   if (!s.ok()) return s;
   for (const auto& [id, fp] : records_) {
     if (t == 0 ? entered.count(id) == 0 : present.count(fp) == 0) {
@@ -142,8 +143,7 @@ Result<std::unordered_set<std::size_t>> Tidier::StillHeld(std::span<const Suspec
       Fingerprint fp = 0;
       DocumentId id = 0;
       if (layout_.DecodeMember(0, bucket, member.str, &fp, &id)) {
-        const std::string shard = layout_.ShardKeyOf(id);
-        reads.push_back({shard, {"HGET", shard, Layout::IdField(id)}});
+        reads.push_back(layout_.ReadRecord(id));
         record_of.emplace_back(i, id);
       }
     }
@@ -171,8 +171,7 @@ Status Tidier::Recheck(std::span<const Suspect> suspects) {
       reads.push_back(layout_.IdsOf(x.fingerprint));
     } else {
       keys.push_back(layout_.IdLockKey(x.id));
-      const std::string shard = layout_.ShardKeyOf(x.id);
-      reads.push_back({shard, {"HGET", shard, Layout::IdField(x.id)}});
+      reads.push_back(layout_.ReadRecord(x.id));
     }
   }
   LockSet locks;
@@ -238,9 +237,6 @@ Status RedisStore::Repair(const ScanOptions& scan) {
   return Tidy(true, scan);
 }
 
-Status RedisStore::Compact(const ScanOptions& scan) {
-  if (Status s = CheckWritable(); !s.ok()) return s;
-  return Tidy(true, scan);
-}
+Status RedisStore::Compact(const ScanOptions& scan) { return Repair(scan); }
 
 }  // namespace fpstore::internal::redis

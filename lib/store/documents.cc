@@ -18,16 +18,6 @@ Status Malformed(DocumentId id) {
 
 }  // namespace
 
-Status CheckSignature(const NewDocument& doc, int slots) {
-  if (doc.signature.empty() || doc.signature.slots() == static_cast<std::size_t>(slots)) {
-    return Status::OK();
-  }
-  return Status::InvalidArgument("document " + std::to_string(doc.id) + " has a signature of " +
-                                 std::to_string(doc.signature.slots()) +
-                                 " slots; this store's fingerprint options make " +
-                                 (slots == 0 ? std::string("none") : std::to_string(slots)));
-}
-
 Result<Document> Documents::Get(DocumentId id) const {
   std::string value;
   const rocksdb::Status rs = db_.Get(rocksdb::ReadOptions(), family_, Key8(id).view(), &value);

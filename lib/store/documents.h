@@ -20,9 +20,6 @@
 
 namespace fpstore::internal {
 
-// InvalidArgument unless `doc`'s signature is empty or has `slots` slots (the store's).
-Status CheckSignature(const NewDocument& doc, int slots);
-
 class Documents {
  public:
   Documents(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, rocksdb::ColumnFamilyHandle* meta)

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "format/families.h"
+#include "format/records.h"
 #include "store/bulk_load.h"
 #include "util/parallel.h"
 #include "util/rocks_status.h"
@@ -34,23 +35,10 @@ Status StoreImpl::WritesStopped() const {
   return staging_.failed() ? staging_.failure() : Status::OK();
 }
 
-Status StoreImpl::CheckDistance(int k) const {
+Result<Matching> StoreImpl::MatchingFor(std::optional<int> distance,
+                                        std::optional<double> min_similarity) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
-  if (k < 0 || k > plan_.distance()) {
-    return Status::InvalidArgument("distance " + std::to_string(k) + " is outside 0.." +
-                                   std::to_string(plan_.distance()) +
-                                   ", the distance this store was planned for");
-  }
-  return Status::OK();
-}
-
-Result<StoreImpl::Matching> StoreImpl::MatchingFor(std::optional<int> distance,
-                                                   std::optional<double> min_similarity) const {
-  const int k = distance.value_or(plan_.distance());
-  if (Status s = CheckDistance(k); !s.ok()) return s;
-  const double t = min_similarity.value_or(min_similarity_);
-  if (Status s = CheckMinSimilarity(t); !s.ok()) return s;
-  return Matching{k, t};
+  return internal::MatchingFor(distance, min_similarity, plan_.distance(), min_similarity_);
 }
 
 // ---- Writes ----
@@ -65,9 +53,7 @@ Status StoreImpl::LockForWrite(std::span<const DocumentId> ids, std::size_t stag
     locks.ids = ids_.Lock(ids);
     // Writers of ids that a merge is moving wait for it to end.
     if (!staging_.Merging(ids)) break;
-    locks.ids = {};
-    locks.readers.reset();
-    locks.writers.reset();
+    locks.Release();  // the room is not yet theirs
     if (Status s = staging_.WaitForMerge(); !s.ok()) return s;
   }
   locks.room = *std::move(room);

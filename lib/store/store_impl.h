@@ -98,12 +98,7 @@ class StoreImpl final : public Store {
 
   Status CheckOpen() const;
   Status CheckWritable() const;
-  Status CheckDistance(int k) const;
   // What a call's options mean for this store: its defaults filled in, each checked.
-  struct Matching {
-    int distance;
-    double min_similarity;
-  };
   Result<Matching> MatchingFor(std::optional<int> distance,
                                std::optional<double> min_similarity) const;
 
