@@ -16,6 +16,7 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -168,6 +169,28 @@ TEST(StoreTest, DocumentWithoutMetadata) {
   ASSERT_TRUE(matches.ok());
   ASSERT_EQ(matches->size(), 1u);
   EXPECT_EQ((*matches)[0].metadata, "");
+}
+
+// Regression: a store destroyed by a thread-local (or static) destructor, after the library's own
+// thread-locals were destroyed, used a freed per-thread list to close (heap corruption, which
+// AddressSanitizer reports here). Hosts keep stores in such objects.
+TEST(StoreTest, ClosesFromAThreadLocalDestructor) {
+  TempDir dir;
+  const std::string path = StoreAt(dir, "store");
+  std::thread([&path] {
+    // Constructed before the store's first call, so destroyed after whatever that call left.
+    thread_local std::unique_ptr<Store> held;
+    Result<std::unique_ptr<Store>> store = Store::Open(path, {});
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    held = *std::move(store);
+    ASSERT_TRUE(held->Insert(7, 0x1234).ok());
+    ASSERT_TRUE(held->Query(0x1234, 0).ok());
+  }).join();
+  Result<std::unique_ptr<Store>> reopened = Store::Open(path, {});
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  Result<Document> doc = (*reopened)->Get(7);
+  ASSERT_TRUE(doc.ok()) << doc.status().ToString();
+  EXPECT_EQ(doc->fingerprint, 0x1234u);
 }
 
 #if !FPSTORE_TEST_REDIS  // the embedded store's logs and merges

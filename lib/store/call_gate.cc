@@ -1,36 +1,34 @@
 #include "store/call_gate.h"
 
-#include <algorithm>
-#include <utility>
-#include <vector>
-
 namespace fpstore::internal {
 
 namespace {
 
-// The gates the calling thread is inside, each with how many of its calls: a short list, as calls
-// nest only through sinks.
-thread_local std::vector<std::pair<const CallGate*, int>> t_inside;
+// The calling thread's innermost ticket, of any gate; the others through Ticket::outer_. A plain
+// pointer: nothing to destroy when the thread or the process exits.
+thread_local CallGate::Ticket* t_innermost = nullptr;
 
 }  // namespace
 
-int& CallGate::Depth() {
-  for (auto& [gate, depth] : t_inside) {
-    if (gate == this) return depth;
-  }
-  return t_inside.emplace_back(this, 0).second;
+CallGate::Ticket::Ticket(CallGate& gate, bool nested)
+    : gate_(gate), nested_(nested), outer_(t_innermost) {
+  t_innermost = this;
+}
+
+CallGate::Ticket::~Ticket() {
+  t_innermost = outer_;  // tickets are locals of nested calls: the last taken goes first
+  gate_.Leave();
 }
 
 CallGate::Ticket CallGate::Enter() {
-  int& depth = Depth();
-  if (depth > 0) {
-    // Inside already: the outer call holds the count above zero, so Hold cannot have succeeded.
-    in_flight_.fetch_add(1);
-    ++depth;
-    return Ticket(*this, /*nested=*/true);
+  for (const Ticket* t = t_innermost; t != nullptr; t = t->outer_) {
+    if (&t->gate_ == this) {
+      // Inside already: the outer call holds the count above zero, so Hold cannot have succeeded.
+      in_flight_.fetch_add(1);
+      return Ticket(*this, /*nested=*/true);
+    }
   }
   WaitAndEnter();
-  ++Depth();
   return Ticket(*this, /*nested=*/false);
 }
 
@@ -45,19 +43,13 @@ void CallGate::WaitAndEnter() {
     // sides sees the other.
     in_flight_.fetch_add(1);
     if (!held_.load()) return;
-    Leave(false);
+    Leave();
     MutexLock lock(mu_);
     while (held_.load()) changed_.Wait(mu_);
   }
 }
 
-void CallGate::Leave(bool thread) {
-  if (thread) {
-    int& depth = Depth();
-    if (--depth == 0) {
-      std::erase_if(t_inside, [this](const auto& entry) { return entry.first == this; });
-    }
-  }
+void CallGate::Leave() {
   if (in_flight_.fetch_sub(1) == 1 && held_.load()) {
     MutexLock lock(mu_);
     changed_.NotifyAll();

@@ -21,20 +21,24 @@ namespace fpstore::internal {
 class CallGate {
  public:
   // One call's place inside the gate, on the thread that took it, given back on destruction.
-  // Neither copied nor moved: its thread's count must fall where it rose.
+  // Neither copied nor moved: a thread's tickets, of any gates, form a stack on that thread's
+  // stack, innermost first, so that a thread finds the gates it is inside without any
+  // thread-local state that thread or process exit destroys (a store destroyed by a static or
+  // thread-local destructor still enters its gate to close).
   class Ticket {
    public:
     Ticket(const Ticket&) = delete;
     Ticket& operator=(const Ticket&) = delete;
-    ~Ticket() { gate_.Leave(/*thread=*/true); }
+    ~Ticket();
     // Whether this thread was inside the gate already when it took the ticket.
     bool nested() const { return nested_; }
 
    private:
     friend class CallGate;
-    Ticket(CallGate& gate, bool nested) : gate_(gate), nested_(nested) {}
+    Ticket(CallGate& gate, bool nested);
     CallGate& gate_;
     const bool nested_;
+    Ticket* const outer_;  // the thread's innermost ticket before this one; null if none
   };
   // A bulk loader's place, which lives beyond the call that takes it and may end on any thread.
   class LoaderTicket {
@@ -42,7 +46,7 @@ class CallGate {
     LoaderTicket(LoaderTicket&& other) noexcept : gate_(other.gate_) { other.gate_ = nullptr; }
     LoaderTicket& operator=(LoaderTicket&&) = delete;
     ~LoaderTicket() {
-      if (gate_ != nullptr) gate_->Leave(/*thread=*/false);
+      if (gate_ != nullptr) gate_->Leave();
     }
 
    private:
@@ -64,9 +68,7 @@ class CallGate {
  private:
   // Waits while the gate is held, then counts a call in. REQUIRES: the thread is not inside.
   void WaitAndEnter() EXCLUDES(mu_);
-  void Leave(bool thread) EXCLUDES(mu_);
-  // How many calls of this gate the calling thread is inside.
-  int& Depth();
+  void Leave() EXCLUDES(mu_);
 
   std::atomic<int> in_flight_{0};
   std::atomic<bool> held_{false};
