@@ -129,8 +129,9 @@ Result<std::vector<std::vector<Match>>> RedisStore::Run(ClusterClient& client,
           for (const Reply& member : replies[i].elements) {
             Fingerprint fp = 0;
             DocumentId id = 0;
-            if (!layout_.DecodeMember(0, bucket, member.str, &fp, &id) || fp != lookups[i])
+            if (!layout_.DecodeMember(0, bucket, member.str, &fp, &id) || fp != lookups[i]) {
               continue;
+            }
             for (const std::size_t qi : found.waiting[fp]) found.ids[qi].emplace(id, fp);
             if (wanted.insert(id).second) learnt.push_back(id);
           }
@@ -155,8 +156,9 @@ std::vector<std::vector<Match>> RedisStore::Confirm(
     const Fingerprint q = queries[qi].fingerprint;
     for (const auto& [id, by] : found[qi]) {
       const auto it = records.find(id);
-      if (it == records.end() || !WithinDistance(it->second.fingerprint, q, matching.distance))
+      if (it == records.end() || !WithinDistance(it->second.fingerprint, q, matching.distance)) {
         continue;
+      }
       const Document& doc = it->second;
       const std::optional<double> similarity =
           EstimateSimilarity(queries[qi].signature, doc.signature);

@@ -324,8 +324,9 @@ Status RedisStore::Write(std::span<const NewDocument> docs, std::uint64_t* repla
       return old.status();
     }
     if (Status s = WriteHeld(**client, chunk, *old, locks); !s.ok()) return s;
-    if (replaced != nullptr)
+    if (replaced != nullptr) {
       *replaced += std::count_if(old->begin(), old->end(), [](auto& f) { return f.has_value(); });
+    }
   }
   return Status::OK();
 }
@@ -348,9 +349,10 @@ Status RedisStore::Remove(DocumentId id) {
   if (s.ok() && !(*old)[0]) s = Status::NotFound("document " + std::to_string(id));
   // The record goes first: from then on no reader counts the entry, which goes last, confirmed
   // before the id lock is given back.
-  if (s.ok())
+  if (s.ok()) {
     s = (*client)->RunAll(Command{read.key, {"HDEL", read.key, Layout::IdField(id)}},
                           "removing a record");
+  }
   if (s.ok()) s = Settle(**client);
   if (s.ok()) {
     const std::string key = layout_.BucketKeyOf(0, *(*old)[0]);
