@@ -124,11 +124,11 @@ TEST(CommandRegistryTest, ExceptionsBecomeExitStatusesInOnePlace) {
   EXPECT_EQ(o.err, "fake-admin: the argument ('many') for option '--count' is invalid\n" + hint);
 
   o = RunRegistry(tool, {"ok", "--cnt", "1"});
-  EXPECT_EQ(o.err, "fake-admin: unrecognised option '--cnt'\n" + hint);
+  EXPECT_EQ(o.err, "fake-admin: unrecognised option \"--cnt\"\n" + hint);
 
   o = RunRegistry(tool, {"frobnicate"});
   EXPECT_EQ(o.status, 2);
-  EXPECT_EQ(o.err, "fake-admin: unknown command 'frobnicate'\n" + hint);
+  EXPECT_EQ(o.err, "fake-admin: unknown command \"frobnicate\"\n" + hint);
 
   o = RunRegistry(tool, {});
   EXPECT_EQ(o.status, 2);

@@ -784,7 +784,7 @@ TEST(LoadUsageTest, Errors) {
        "--memory: \"99999999999999\" is not a whole number from 1 to 16,777,216"},
       {{"--db", "x", "--input", "y", "--blocks", "99999999999"},
        "--blocks: \"99999999999\" is not a whole number from 1 to 64"},
-      {{"--db", "x", "--input", "y", "stray"}, "unexpected argument 'stray'"},
+      {{"--db", "x", "--input", "y", "stray"}, "unexpected argument \"stray\""},
   };
   for (const auto& [args, message] : cases) {
     const ToolResult r = Load(args);

@@ -77,7 +77,9 @@ TEST(OptionTableTest, RejectsUnknownAbbreviatedRepeatedAndPositional) {
             "the argument ('x') for option '--window' is invalid");
   EXPECT_EQ(ParseError(table, {"--window"}),
             "the required argument for option '--window' is missing");
-  EXPECT_EQ(ParseError(table, {"stray"}), "unexpected argument 'stray'");
+  EXPECT_EQ(ParseError(table, {"stray"}), "unexpected argument \"stray\"");
+  EXPECT_EQ(ParseError(table, {std::string(3000, 's')}),
+            "unexpected argument \"" + std::string(40, 's') + "\"... (3000 bytes)");
 
   std::vector<std::string> words;
   table.AllowPositional(&words);
@@ -144,6 +146,31 @@ TEST(WholeNumberTest, TakesDigitsWithinTheRangeOnly) {
       EXPECT_EQ(std::string(e.what()),
                 "--batch-size: \"" + std::string(text) + "\" is not a whole number from 1 to 10");
     }
+  }
+}
+
+TEST(NumberTest, TakesDecimalNumbersAndQuotesAtMost40BytesOfTheRest) {
+  EXPECT_EQ(ParseNumber("n", "40"), 40.0);
+  EXPECT_EQ(ParseNumber("n", "2.5"), 2.5);
+  EXPECT_EQ(ParseNumber("n", "1e8"), 1e8);
+  EXPECT_EQ(ParseNumber("n", "+1e8"), 1e8);  // as Boost's lexical_cast read it
+  EXPECT_EQ(ParseNumber("n", "-5"), -5.0);   // the command checks the range
+  for (const char* text : {"", "x", "5x", " 5", "5 ", "1e", "+", "+-5", "0x5", "1e400"}) {
+    try {
+      ParseNumber("disk-budget", text);
+      ADD_FAILURE() << "\"" << text << "\" accepted";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "--disk-budget: \"" + std::string(text) + "\" is not a number");
+    }
+  }
+  // A value of any length: at most 40 bytes of it, as every message quotes input.
+  try {
+    ParseNumber("expected-documents", std::string(3000, '9') + "x");
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "--expected-documents: \"" + std::string(40, '9') +
+                                         "\"... (3001 bytes) is not a number");
   }
 }
 

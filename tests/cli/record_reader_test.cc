@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cli/command.h"
@@ -139,6 +140,76 @@ TEST_F(RecordReaderTest, JsonlIdsMustBeUnsigned64BitIntegers) {
             expected + "18446744073709551616");
   EXPECT_EQ(ErrorOf("{\"text\": \"t\", \"id\": 99999999999999999999 }\n"),
             expected + "99999999999999999999");
+}
+
+// A value of any length is quoted to at most 40 bytes (then its length), as
+// every message quotes input: a 3,000-digit id is not copied whole.
+TEST_F(RecordReaderTest, MessagesQuoteAtMost40BytesOfAnyValue) {
+  const std::string digits(3000, '1');
+  const std::string forty(40, '1');
+  std::string ones = "[1";
+  for (int i = 1; i < 1500; ++i) ones += ",1";
+  ones += "]";  // 3,001 bytes of JSON
+  const std::string bad_id =
+      "input:1: \"id\" must be an integer from 0 to 18446744073709551615 or a string of its "
+      "digits, got ";
+  const auto expect_short = [](const std::string& message) {
+    EXPECT_LT(message.size(), 200u) << message;
+    EXPECT_EQ(message.find(std::string(41, '1')), std::string::npos) << message;
+  };
+  const std::vector<std::pair<std::string, std::string>> jsonl = {
+      // Beyond 64 bits the DOM parser fails; the lazy one finds the id.
+      {"{\"id\": " + digits + ", \"text\": \"t\"}\n", bad_id + forty + "... (3000 bytes)"},
+      {"{\"text\": \"t\", \"id\": " + digits + "}\n", bad_id + forty + "... (3000 bytes)"},
+      {"{\"id\": \"" + digits + "\", \"text\": \"t\"}\n",
+       bad_id + "\"" + std::string(39, '1') + "... (3002 bytes)"},
+      {"{\"id\": " + ones + ", \"text\": \"t\"}\n",
+       bad_id + ones.substr(0, 40) + "... (3001 bytes)"},
+      {"{\"id\": 1, \"text\": " + ones + "}\n",
+       "input:1: \"text\" must be a string, got " + ones.substr(0, 40) + "... (3001 bytes)"},
+      {ones + "\n",
+       "input:1: expected a JSON object, got " + ones.substr(0, 40) + "... (3001 bytes)"},
+      {"{\"id\": 1, \"text\": \"t\", \"n\": " + digits + "}\n",
+       "input:1: invalid JSON: a number is malformed or does not fit in 64 bits"},
+  };
+  for (const auto& [content, message] : jsonl) {
+    const std::string error = ErrorOf(content);
+    EXPECT_EQ(error, message);
+    expect_short(error);
+  }
+  ReaderOptions long_key;
+  long_key.id_column = std::string(3000, '1');
+  EXPECT_EQ(ErrorOf("{\"id\": 1, \"text\": \"t\"}\n", long_key),
+            "input:1: missing \"" + forty + "\"... (3000 bytes) field");
+
+  const ReaderOptions tsv = Format(InputFormat::kTsv);
+  const std::vector<std::pair<std::string, std::string>> tsvs = {
+      {"1\t0x1\n" + digits + "\t0x2\n",
+       "input:2: id \"" + forty + "\"... (3000 bytes) does not fit in 64 bits"},
+      {"1\t" + digits + "\tmeta\n",
+       "input:1: hash \"" + forty + "\"... (3000 bytes) does not fit in 64 bits"},
+      {digits + "\n", "input:1: expected id<TAB>hash (or id and hash between spaces), found \"" +
+                          forty + "\"... (3000 bytes)"},
+  };
+  for (const auto& [content, message] : tsvs) {
+    const std::string error = ErrorOf(content, tsv);
+    EXPECT_EQ(error, message);
+    expect_short(error);
+  }
+  const std::string signature =
+      ErrorOf("id\thash\tsignature\tmeta\n1\t0x1\t" + digits + "\tm\n", tsv);
+  EXPECT_TRUE(signature.starts_with("input:2: signature \"" + forty + "\"... (3000 bytes) is not"))
+      << signature;
+  expect_short(signature);
+
+  for (const HashEncoding encoding :
+       {HashEncoding::kUnsigned, HashEncoding::kSigned, HashEncoding::kHex}) {
+    ReaderOptions hash = Format(InputFormat::kHash);
+    hash.hash_encoding = encoding;
+    const std::string error = ErrorOf(digits + "\n", hash);
+    EXPECT_TRUE(error.starts_with("input:1: hash \"" + forty + "\"... (3000 bytes) ")) << error;
+    expect_short(error);
+  }
 }
 
 TEST_F(RecordReaderTest, OtherBigNumbersAreInvalidJson) {

@@ -39,7 +39,7 @@ class CreateCommand final : public Command {
     store_.Define(table, {.plan = true,
                           .db_help = "The store to create: an absent or empty directory, or a "
                                      "NAME that the Redis Cluster holds no store under."});
-    table.Add(kStoreGroup, "disk-budget", po::value(&disk_budget_gb_)->value_name("GB"),
+    table.Add(kStoreGroup, "disk-budget", Number("disk-budget", &disk_budget_gb_)->value_name("GB"),
               "With --expected-documents: suggest only plans whose estimated size fits in GB "
               "gigabytes (of an embedded store: not for a store in Redis). "
               "e.g. --disk-budget 40");

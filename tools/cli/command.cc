@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "cli/options.h"
+#include "cli/parse.h"
 
 #ifndef FPSTORE_VERSION_STRING
 #error "the build defines FPSTORE_VERSION_STRING (tools/cli/CMakeLists.txt)"
@@ -100,7 +101,7 @@ std::unique_ptr<Command> CommandRegistry::Select(std::vector<std::string>* args)
       throw UsageError("no command given");
     }
     const Entry* entry = Find(args->front());
-    if (entry == nullptr) throw UsageError("unknown command '" + args->front() + "'");
+    if (entry == nullptr) throw UsageError("unknown command " + QuoteForMessage(args->front()));
     args->erase(args->begin());
     return entry->factory();
   }
@@ -144,7 +145,7 @@ std::string CommandRegistry::CommandHelp(Command& command) const {
 std::string CommandRegistry::Help(std::string_view command) const {
   if (!command.empty()) {
     const Entry* entry = Find(command);
-    if (entry == nullptr) throw UsageError("unknown command '" + std::string(command) + "'");
+    if (entry == nullptr) throw UsageError("unknown command " + QuoteForMessage(command));
     std::unique_ptr<Command> instance = entry->factory();
     return CommandHelp(*instance);
   }
@@ -252,7 +253,8 @@ int CommandRegistry::Run(std::vector<std::string> args, std::FILE* out, std::FIL
       if (std::optional<std::string> message = OptionOfAnotherMode(e.get_option_name(), *command)) {
         throw UsageError(*message);
       }
-      throw;
+      // Boost's message holds the whole word given; quote at most 40 bytes of it.
+      throw UsageError("unrecognised option " + QuoteForMessage(e.get_option_name()));
     }
     const int status = command->Run();
     if (std::fflush(out) != 0 || std::ferror(out)) {

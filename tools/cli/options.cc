@@ -61,6 +61,20 @@ double ParseFraction(std::string_view option, std::string_view text) {
   return value;
 }
 
+double ParseNumber(std::string_view option, std::string_view text) {
+  // As Boost's lexical_cast read these options before: a leading + is allowed.
+  std::string_view number = text;
+  if (number.starts_with('+') && !number.substr(1).starts_with('-')) number.remove_prefix(1);
+  double value = 0;
+  const char* end = number.data() + number.size();
+  const auto [stop, error] = std::from_chars(number.data(), end, value);
+  if (number.empty() || error != std::errc() || stop != end) {
+    throw UsageError("--" + std::string(option) + ": " + QuoteForMessage(text) +
+                     " is not a number");
+  }
+  return value;
+}
+
 void DefineMinSimilarity(OptionTable& table, std::string_view group, const std::string& what,
                          std::optional<double>* target) {
   table.Add(group, "min-similarity", Fraction("min-similarity", target)->value_name("S"),
@@ -135,7 +149,9 @@ po::variables_map OptionTable::Parse(std::vector<std::string> args) const {
   po::notify(vm);
 
   if (!positional.empty()) {
-    if (positional_ == nullptr) throw UsageError("unexpected argument '" + positional[0] + "'");
+    if (positional_ == nullptr) {
+      throw UsageError("unexpected argument " + QuoteForMessage(positional[0]));
+    }
     *positional_ = std::move(positional);
   }
   return vm;

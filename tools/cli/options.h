@@ -57,6 +57,17 @@ inline boost::program_options::typed_value<std::string>* Fraction(const char* op
       [=](const std::string& text) { *target = ParseFraction(option, text); });
 }
 
+// A number option's value: a decimal number with an optional sign, fraction and exponent
+// (e.g. 1e8, 40 or 2.5), stored in *target when the option is given; anything else is a usage
+// error naming the option and quoting at most 40 bytes of the value. The command checks the range.
+double ParseNumber(std::string_view option, std::string_view text);
+
+inline boost::program_options::typed_value<std::string>* Number(const char* option,
+                                                                double* target) {
+  return boost::program_options::value<std::string>()->notifier(
+      [=](const std::string& text) { *target = ParseNumber(option, text); });
+}
+
 // The largest --memory (megabytes: 16 TiB) and --threads any tool takes.
 inline constexpr int kMaxMemoryMb = 1 << 24;
 inline constexpr int kMaxThreads = 1024;

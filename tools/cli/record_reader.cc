@@ -241,10 +241,12 @@ class JsonlReader final : public LineRecordReader {
     return "missing " + QuoteForMessage(column) + " field";
   }
 
-  std::string BadId(std::string_view got) const {
+  // `json` is the id's JSON text: the message quotes at most 40 bytes of it,
+  // cut as JsonForMessage cuts (a raw id token may be thousands of digits).
+  std::string BadId(std::string json) const {
     return QuoteForMessage(id_column_) +
            " must be an integer from 0 to 18446744073709551615 or a string of its digits, got " +
-           std::string(got);
+           JsonForMessage(std::move(json));
   }
 
   std::uint64_t IdOf(simdjson::dom::element id) const {
@@ -264,7 +266,7 @@ class JsonlReader final : public LineRecordReader {
       default:
         break;
     }
-    Fail(BadId(JsonForMessage(id)));
+    Fail(BadId(simdjson::minify(id)));
   }
 
   // A message for a line simdjson rejects.
@@ -280,7 +282,7 @@ class JsonlReader final : public LineRecordReader {
     // case.
     if (std::optional<std::string> token = RawIdToken(line)) {
       if (token->find_first_not_of("0123456789") == std::string::npos && !ParseId(*token).ok()) {
-        return BadId(*token);
+        return BadId(*std::move(token));
       }
     }
     if (error == simdjson::NUMBER_ERROR || error == simdjson::NUMBER_OUT_OF_RANGE) {
@@ -314,8 +316,13 @@ class JsonlReader final : public LineRecordReader {
 
   // Compact JSON text for a message, cut short.
   static std::string JsonForMessage(simdjson::dom::element element) {
+    return JsonForMessage(simdjson::minify(element));
+  }
+
+  // JSON text (as minify writes it, or a raw token) for a message, cut to
+  // at most 40 bytes at a character boundary, then "... (N bytes)".
+  static std::string JsonForMessage(std::string json) {
     constexpr std::size_t kMaxBytes = 40;
-    std::string json = simdjson::minify(element);
     if (json.size() > kMaxBytes) {
       const std::size_t full = json.size();
       std::size_t cut = kMaxBytes;

@@ -69,7 +69,8 @@ void StoreFlags::Define(OptionTable& table, Config config) {
               "The largest Hamming distance the new store answers exactly: its planned "
               "distance, below --blocks. Checked against an existing store's when given. "
               "Default: 3. e.g. --distance 4");
-    table.Add(kStoreGroup, "expected-documents", po::value(&expected_value_)->value_name("N"),
+    table.Add(kStoreGroup, "expected-documents",
+              Number("expected-documents", &expected_value_)->value_name("N"),
               "About how many documents a new store will hold: its tables keep a key per "
               "group of fingerprints (in Redis, a sorted set per bucket), cut for N "
               "(docs/format.md). Default: 100 million. e.g. --expected-documents 1e8");
