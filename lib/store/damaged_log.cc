@@ -5,16 +5,22 @@
 
 #include "store/damaged_log.h"
 
+#include <fcntl.h>
 #include <rocksdb/wal_filter.h>
 #include <rocksdb/write_batch.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/crc.hpp>
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <string_view>
 #include <system_error>
+#include <tuple>
 #include <unordered_set>
 #include <utility>
 
@@ -138,24 +144,125 @@ bool StartsBatch(std::string_view data, std::size_t pos) {
   return record->type == kFirst || record->payload.size() >= kBatchHeaderBytes;
 }
 
-// Reads one log. `damaged` is set to the bytes [begin, end) of its first damage that intact
-// records follow, if any; the write batches after it, and all of them once `keep_all`, are added to
-// `dropped`.
-void ReadLog(std::string_view data, std::uint64_t log, bool keep_all,
-             std::optional<std::pair<std::uint64_t, std::uint64_t>>& damaged,
-             std::vector<LogRecord>& dropped) {
+// Whether some 512-byte sector's share of the bytes [begin, end) is all zeros: what a write cut
+// short leaves where the sectors it did not get to were (a preallocated or newly grown file reads
+// as zeros there).
+bool HasZeroSector(std::string_view data, std::size_t begin, std::size_t end) {
+  constexpr std::size_t kSectorBytes = 512;
+  for (std::size_t pos = begin; pos < end;) {
+    const std::size_t stop = std::min(end, (pos / kSectorBytes + 1) * kSectorBytes);
+    if (std::all_of(data.begin() + pos, data.begin() + stop, [](char c) { return c == 0; })) {
+      return true;
+    }
+    pos = stop;
+  }
+  return false;
+}
+
+// Whether the unreadable bytes from `begin` to the end of a log, which no intact batch follows, are
+// one whole record that fails its checksum: damage, where a crash leaves the log ending inside its
+// last record or zeros in it. A crash cuts a record's bytes short, never its header's: each record
+// is one write of its header and payload together.
+bool WholeButDamaged(std::string_view data, std::size_t begin) {
+  const std::size_t left_in_block = kBlockBytes - begin % kBlockBytes;
+  const std::size_t there = std::min(left_in_block, data.size() - begin);
+  if (there < kHeaderBytes) return false;  // a header cut short
+  const char* header = data.data() + begin;
+  const auto type = static_cast<unsigned char>(header[6]);
+  const bool recyclable = type >= kRecyclableFull && type <= kRecyclableLast;
+  const std::size_t header_bytes = recyclable ? kRecyclableHeaderBytes : kHeaderBytes;
+  if (there < header_bytes) return false;
+  const std::size_t length = static_cast<unsigned char>(header[4]) |
+                             (static_cast<std::size_t>(static_cast<unsigned char>(header[5])) << 8);
+  // No writer counts more bytes than its block has left: the length is damaged.
+  if (header_bytes + length > left_in_block) return true;
+  const std::uint32_t expected = Unmask(Little32(header));
+  if (header_bytes + length > there) {
+    // Cut short, unless the checksum holds over the bytes the log has: a whole record whose
+    // length is damaged (the checksum does not cover it).
+    return expected == Crc32c(data.substr(begin + 6, there - 6));
+  }
+  if (type == kZero && length == 0) return false;
+  if (expected == Crc32c(data.substr(begin + 6, header_bytes - 6 + length))) return false;
+  return !HasZeroSector(data, begin, begin + header_bytes + length);
+}
+
+// The batches that the damaged bytes [begin, end) of log `log` read as, unverified: the physical
+// records there by the lengths their headers give, whatever their checksums, the first continuing
+// `batch` when that holds the intact start of a batch.
+std::vector<LogRecord> ReadDamaged(std::string_view data, std::size_t begin, std::size_t end,
+                                   std::string batch, std::uint64_t log) {
+  std::vector<LogRecord> read;
+  const auto finish = [&] {
+    if (batch.size() >= kBatchHeaderBytes) {
+      read.push_back({log, Little64(batch.data()), batch, /*intact=*/false});
+    }
+    batch.clear();
+  };
+  for (std::size_t pos = begin; pos < end;) {
+    const std::size_t left_in_block = kBlockBytes - pos % kBlockBytes;
+    if (left_in_block < kHeaderBytes) {
+      pos += left_in_block;
+      continue;
+    }
+    const std::size_t there = std::min(left_in_block, end - pos);
+    if (there < kHeaderBytes) break;
+    const char* header = data.data() + pos;
+    const auto type = static_cast<unsigned char>(header[6]);
+    const bool recyclable = type >= kRecyclableFull && type <= kRecyclableLast;
+    const std::size_t header_bytes = recyclable ? kRecyclableHeaderBytes : kHeaderBytes;
+    if (there < header_bytes) break;
+    const std::size_t length =
+        static_cast<unsigned char>(header[4]) |
+        (static_cast<std::size_t>(static_cast<unsigned char>(header[5])) << 8);
+    if (type == kZero && length == 0) {  // zeros: the rest of the block is empty
+      pos += left_in_block;
+      continue;
+    }
+    const auto folded =
+        static_cast<unsigned char>(recyclable ? type - (kRecyclableFull - kFull) : type);
+    if (folded == kFull || folded == kFirst) finish();
+    const std::size_t taken = std::min(length, there - header_bytes);
+    batch.append(data.substr(pos + header_bytes, taken));
+    if (folded == kFull || folded == kLast || taken < length) finish();
+    if (taken < length) break;
+    pos += header_bytes + length;
+  }
+  finish();
+  return read;
+}
+
+// What reading one log found.
+struct LogScan {
+  // The bytes [begin, end) of its first damage, if any: unreadable bytes that an intact batch
+  // follows, or its last record whole but failing its checksum (last_record).
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> damaged;
+  bool last_record = false;
+};
+
+// Reads one log. The write batches from its first damage on, and all of them once `keep_all`,
+// are added to `dropped`, with what the damaged bytes read as.
+LogScan ReadLog(std::string_view data, std::uint64_t log, bool keep_all,
+                std::vector<LogRecord>& dropped) {
+  LogScan scan;
   std::size_t pos = 0;
   std::string batch;
   bool in_batch = false;
   bool keeping = keep_all;
   // Unreadable bytes [begin, end), until an intact batch after them shows they are not a cut-short
-  // tail.
+  // tail, and the intact start of the batch they cut into.
   std::optional<std::pair<std::size_t, std::size_t>> damage;
+  std::string cut_batch;
+  const auto keep_damaged = [&] {
+    std::vector<LogRecord> read = ReadDamaged(data, damage->first, damage->second, cut_batch, log);
+    std::move(read.begin(), read.end(), std::back_inserter(dropped));
+  };
   const auto emit = [&](std::string_view bytes) {
     if (bytes.size() < kBatchHeaderBytes) return false;
     if (damage) {  // an intact batch after damage: the damage was not a cut-short tail
-      if (!damaged && !keep_all) damaged = *damage;
+      if (!scan.damaged && !keep_all) scan.damaged = *damage;
       keeping = true;
+      keep_damaged();
       damage.reset();
     }
     if (keeping) dropped.push_back({log, Little64(bytes.data()), std::string(bytes)});
@@ -203,12 +310,111 @@ void ReadLog(std::string_view data, std::uint64_t log, bool keep_all,
       continue;
     }
     // Damage: resume at the next intact start of a batch, if any.
-    if (!damage) damage.emplace(pos, pos);
+    if (!damage) {
+      damage.emplace(pos, pos);
+      // The intact start of the batch that the unreadable record continues.
+      cut_batch = in_batch && !record ? batch : std::string();
+    }
     in_batch = false;
     ++pos;
     while (pos < data.size() && !StartsBatch(data, pos)) ++pos;
     damage->second = pos;
   }
+  // Unreadable bytes at the end: a write cut short, unless they are a whole record.
+  if (damage && WholeButDamaged(data, damage->first)) {
+    if (!scan.damaged && !keep_all) {
+      scan.damaged = *damage;
+      scan.last_record = true;
+    }
+    keep_damaged();
+  }
+  return scan;
+}
+
+// The changes to the documents family, whose id is `family`, of a write batch's bytes, as far as
+// they read (rocksdb::WriteBatch's representation; a batch read from damaged bytes may end in
+// nonsense): puts in `written`, deletions in `removed`.
+void CollectChanges(std::string_view batch, std::uint32_t family, std::vector<DocumentId>& written,
+                    std::vector<DocumentId>& removed) {
+  std::string_view in = batch.size() < kBatchHeaderBytes ? "" : batch.substr(kBatchHeaderBytes);
+  const auto varint = [&](std::uint32_t& value) {
+    value = 0;
+    for (int shift = 0; shift <= 28 && !in.empty(); shift += 7) {
+      const auto byte = static_cast<unsigned char>(in.front());
+      in.remove_prefix(1);
+      value |= static_cast<std::uint32_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) return true;
+    }
+    return false;
+  };
+  const auto slice = [&](std::string_view& out) {
+    std::uint32_t size = 0;
+    if (!varint(size) || size > in.size()) return false;
+    out = in.substr(0, size);
+    in.remove_prefix(size);
+    return true;
+  };
+  // RocksDB's tags (its db/dbformat.h): each is followed by a family id if it names one, then
+  // length-prefixed slices.
+  enum : unsigned char {
+    kDeletion = 0x0,
+    kValue = 0x1,
+    kMerge = 0x2,
+    kLogData = 0x3,
+    kFamilyDeletion = 0x4,
+    kFamilyValue = 0x5,
+    kFamilyMerge = 0x6,
+    kSingleDeletion = 0x7,
+    kFamilySingleDeletion = 0x8,
+    kNoop = 0xD,
+    kFamilyRangeDeletion = 0xE,
+    kRangeDeletion = 0xF,
+  };
+  while (!in.empty()) {
+    const auto tag = static_cast<unsigned char>(in.front());
+    in.remove_prefix(1);
+    std::uint32_t id = 0;
+    std::string_view key, value;
+    bool read = true;
+    switch (tag) {
+      case kFamilyValue:
+      case kFamilyMerge:
+      case kFamilyRangeDeletion:
+        read = varint(id) && slice(key) && slice(value);
+        break;
+      case kValue:
+      case kMerge:
+      case kRangeDeletion:
+        read = slice(key) && slice(value);
+        break;
+      case kFamilyDeletion:
+      case kFamilySingleDeletion:
+        read = varint(id) && slice(key);
+        break;
+      case kDeletion:
+      case kSingleDeletion:
+      case kLogData:
+        read = slice(key);
+        break;
+      case kNoop:
+        continue;
+      default:
+        read = false;
+    }
+    if (!read) return;
+    if (id != family || key.size() != 8) continue;
+    if (tag == kValue || tag == kFamilyValue) written.push_back(GetBigEndian64(key.data()));
+    if (tag == kDeletion || tag == kFamilyDeletion || tag == kSingleDeletion ||
+        tag == kFamilySingleDeletion) {
+      removed.push_back(GetBigEndian64(key.data()));
+    }
+  }
+}
+
+// Each document once, where it first appears: a document written twice is one lost write.
+void KeepFirst(std::vector<DocumentId>& ids) {
+  std::unordered_set<DocumentId> seen;
+  std::erase_if(ids, [&](DocumentId id) { return !seen.insert(id).second; });
 }
 
 }  // namespace
@@ -243,10 +449,15 @@ Result<std::optional<LogDamage>> FindLogDamage(const std::string& dir) {
       if (!fs::exists(path, exists_ec) && !exists_ec) continue;
       return s;
     }
-    std::optional<std::pair<std::uint64_t, std::uint64_t>> damaged;
     std::vector<LogRecord> dropped;
-    ReadLog(file.bytes(), number, damage.has_value(), damaged, dropped);
-    if (damaged && !damage) damage = LogDamage{path, damaged->first, damaged->second, {}, {}};
+    const LogScan scan = ReadLog(file.bytes(), number, damage.has_value(), dropped);
+    if (scan.damaged && !damage) {
+      damage.emplace();
+      damage->file = path;
+      damage->log = number;
+      std::tie(damage->begin, damage->end) = *scan.damaged;
+      damage->last_record = scan.last_record;
+    }
     if (damage) {
       damage->logs.push_back(path);
       std::move(dropped.begin(), dropped.end(), std::back_inserter(damage->dropped));
@@ -259,11 +470,17 @@ std::unique_ptr<rocksdb::WalFilter> NewReplayRecorder(ReplayedRecords& replayed)
   class Recorder final : public rocksdb::WalFilter {
    public:
     explicit Recorder(ReplayedRecords& replayed) : replayed_(replayed) {}
+    void ColumnFamilyLogNumberMap(const std::map<std::uint32_t, std::uint64_t>& family_logs,
+                                  const std::map<std::string, std::uint32_t>&) override {
+      replayed_.family_logs = family_logs;
+    }
     WalProcessingOption LogRecordFound(unsigned long long log_number, const std::string&,
                                        const rocksdb::WriteBatch& batch, rocksdb::WriteBatch*,
                                        bool*) override {
       const std::string& rep = batch.Data();
-      if (rep.size() >= kBatchHeaderBytes) replayed_.emplace(log_number, Little64(rep.data()));
+      if (rep.size() >= kBatchHeaderBytes) {
+        replayed_.records.emplace(log_number, Little64(rep.data()));
+      }
       return WalProcessingOption::kContinueProcessing;
     }
     const char* Name() const override { return "fpstore.ReplayRecorder"; }
@@ -276,57 +493,42 @@ std::unique_ptr<rocksdb::WalFilter> NewReplayRecorder(ReplayedRecords& replayed)
 
 DroppedWrites DroppedAfter(const LogDamage& damage, const ReplayedRecords& replayed,
                            std::uint64_t latest, std::uint32_t documents_family) {
-  // Collects the documents family's puts and deletes; every other change is part of one of them.
-  class Collector final : public rocksdb::WriteBatch::Handler {
-   public:
-    Collector(std::uint32_t family, DroppedWrites& out) : family_(family), out_(out) {}
-    rocksdb::Status PutCF(std::uint32_t family, const rocksdb::Slice& key,
-                          const rocksdb::Slice&) override {
-      Note(family, key, out_.written);
-      return rocksdb::Status::OK();
-    }
-    rocksdb::Status DeleteCF(std::uint32_t family, const rocksdb::Slice& key) override {
-      Note(family, key, out_.removed);
-      return rocksdb::Status::OK();
-    }
-    rocksdb::Status SingleDeleteCF(std::uint32_t family, const rocksdb::Slice& key) override {
-      Note(family, key, out_.removed);
-      return rocksdb::Status::OK();
-    }
-    rocksdb::Status DeleteRangeCF(std::uint32_t, const rocksdb::Slice&,
-                                  const rocksdb::Slice&) override {
-      return rocksdb::Status::OK();
-    }
-    rocksdb::Status MergeCF(std::uint32_t, const rocksdb::Slice&, const rocksdb::Slice&) override {
-      return rocksdb::Status::OK();
-    }
-
-   private:
-    void Note(std::uint32_t family, const rocksdb::Slice& key, std::vector<DocumentId>& ids) {
-      if (family == family_ && key.size() == 8) ids.push_back(GetBigEndian64(key.data()));
-    }
-    std::uint32_t family_;
-    DroppedWrites& out_;
-  };
-
-  DroppedWrites dropped;
-  Collector collector(documents_family, dropped);
+  const auto family_log = replayed.family_logs.find(documents_family);
   const std::optional<std::uint64_t> first_log =
-      replayed.empty() ? std::nullopt : std::optional<std::uint64_t>(replayed.begin()->first);
+      replayed.records.empty() ? std::nullopt
+                               : std::optional<std::uint64_t>(replayed.records.begin()->first);
+  // Whether the replay would put a record's writes into the documents family.
+  const auto replays = [&](std::uint64_t log, std::uint64_t sequence) {
+    if (family_log != replayed.family_logs.end()) return log >= family_log->second;
+    if (first_log) return log >= *first_log;
+    return sequence > latest;
+  };
+  DroppedWrites dropped;
+  bool read_past = false;  // the replay read a record after the damage
+  std::optional<std::uint64_t> damaged_sequence;
   for (const LogRecord& record : damage.dropped) {
-    if (first_log) {
-      if (record.log < *first_log || replayed.count({record.log, record.sequence}) > 0) continue;
-    } else if (record.sequence <= latest) {
+    if (!record.intact && !damaged_sequence) damaged_sequence = record.sequence;
+    if (record.intact && replayed.records.count({record.log, record.sequence}) > 0) {
+      read_past = true;
       continue;
     }
-    ++dropped.records;
-    rocksdb::WriteBatch batch(record.batch);
-    batch.Iterate(&collector).PermitUncheckedError();  // a batch it cannot parse still counts
+    if (!replays(record.log, record.sequence)) continue;
+    if (record.intact) {
+      ++dropped.records;
+      CollectChanges(record.batch, documents_family, dropped.written, dropped.removed);
+    } else {
+      CollectChanges(record.batch, documents_family, dropped.damaged_written,
+                     dropped.damaged_removed);
+    }
   }
-  // Each document once, where it first appears: a document written twice is one lost write.
-  for (std::vector<DocumentId>* ids : {&dropped.written, &dropped.removed}) {
-    std::unordered_set<DocumentId> seen;
-    std::erase_if(*ids, [&](DocumentId id) { return !seen.insert(id).second; });
+  dropped.damaged = !read_past && replays(damage.log, damaged_sequence.value_or(latest + 1));
+  if (!dropped.damaged) {
+    dropped.damaged_written.clear();
+    dropped.damaged_removed.clear();
+  }
+  for (std::vector<DocumentId>* ids :
+       {&dropped.written, &dropped.removed, &dropped.damaged_written, &dropped.damaged_removed}) {
+    KeepFirst(*ids);
   }
   return dropped;
 }
@@ -341,16 +543,101 @@ std::string Describe(const LogDamage& damage, const DroppedWrites& dropped) {
     if (list.size() > kNamed) text += " and " + std::to_string(list.size() - kNamed) + " more";
     return text;
   };
+  const auto changes = [&](const std::vector<DocumentId>& written,
+                           const std::vector<DocumentId>& removed) {
+    std::string text = written.empty() ? "no inserts"
+                                       : std::string("inserts or replacements of document") +
+                                             (written.size() == 1 ? " " : "s ") + ids(written);
+    text += removed.empty() ? "; no removals" : "; removals of " + ids(removed);
+    return text;
+  };
   std::string text = damage.file + " is damaged at bytes " + std::to_string(damage.begin) + " to " +
-                     std::to_string(damage.end) + ": they and the " +
-                     std::to_string(dropped.records) + " intact log record" +
-                     (dropped.records == 1 ? "" : "s") +
-                     " after them cannot be replayed, with the acknowledged writes they hold (";
-  text += dropped.written.empty() ? "no inserts"
-                                  : "inserts or replacements of documents " + ids(dropped.written);
-  text +=
-      dropped.removed.empty() ? "; no removals)" : "; removals of " + ids(dropped.removed) + ")";
+                     std::to_string(damage.end);
+  if (damage.last_record) {
+    text +=
+        ", its last log record, whole but failing its checksum (a crash leaves a last record "
+        "cut short or zeroed, not whole)";
+  }
+  text += ": they ";
+  if (dropped.records > 0) {
+    text += "and the " + std::to_string(dropped.records) + " intact log record" +
+            (dropped.records == 1 ? "" : "s") +
+            " after them cannot be replayed, with the acknowledged writes they hold (" +
+            changes(dropped.written, dropped.removed) + ")";
+  } else {
+    text += "cannot be replayed";
+  }
+  if (dropped.damaged) {
+    if (dropped.damaged_written.empty() && dropped.damaged_removed.empty()) {
+      text += "; what the damaged bytes held cannot be read";
+    } else {
+      text += "; what the damaged bytes read as, unverified: " +
+              changes(dropped.damaged_written, dropped.damaged_removed);
+    }
+  }
   return text;
+}
+
+Result<std::string> KeepDropped(const std::string& lost, const LogDamage& damage,
+                                const DroppedWrites& dropped) {
+  const auto failed = [&](const std::string& what, const std::string& why) {
+    return Status::IOError("keeping what the open drops in " + lost + ": " + what + ": " + why);
+  };
+  // Durable before the open drops the writes.
+  const auto sync = [&](const std::string& path, int flags) -> Status {
+    const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+    if (fd < 0) return failed(path, std::strerror(errno));
+    const int synced = ::fsync(fd);
+    const int error = errno;
+    ::close(fd);
+    if (synced != 0) return failed(path, std::strerror(error));
+    return Status::OK();
+  };
+  std::error_code ec;
+  fs::create_directories(lost, ec);
+  if (ec) return failed(lost, ec.message());
+  for (const std::string& log : damage.logs) {
+    const fs::path copy = fs::path(lost) / fs::path(log).filename();
+    fs::copy_file(log, copy, fs::copy_options::overwrite_existing, ec);
+    if (ec) return failed("copying " + log, ec.message());
+    if (Status s = sync(copy.string(), O_RDONLY); !s.ok()) return s;
+  }
+
+  std::string text = "document\tchange\tread_from\n";
+  const auto add = [&](const std::vector<DocumentId>& ids, const char* change, const char* from) {
+    for (const DocumentId id : ids) text += std::to_string(id) + "\t" + change + "\t" + from + "\n";
+  };
+  add(dropped.damaged_written, "write", "damaged");
+  add(dropped.damaged_removed, "remove", "damaged");
+  add(dropped.written, "write", "intact");
+  add(dropped.removed, "remove", "intact");
+
+  char number[32];
+  std::snprintf(number, sizeof number, "%06llu", static_cast<unsigned long long>(damage.log));
+  std::string list;
+  int fd = -1;
+  for (int k = 1; fd < 0; ++k) {
+    list = (fs::path(lost) /
+            ("dropped-" + std::string(number) + (k == 1 ? "" : "-" + std::to_string(k)) + ".tsv"))
+               .string();
+    fd = ::open(list.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) return failed(list, std::strerror(errno));
+  }
+  std::string_view rest = text;
+  int error = 0;
+  while (!rest.empty() && error == 0) {
+    const ssize_t n = ::write(fd, rest.data(), rest.size());
+    if (n < 0 && errno != EINTR) error = errno;
+    if (n > 0) rest.remove_prefix(static_cast<std::size_t>(n));
+  }
+  if (error == 0 && ::fsync(fd) != 0) error = errno;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error != 0) {
+    fs::remove(list, ec);
+    return failed(list, std::strerror(error));
+  }
+  if (Status s = sync(lost, O_RDONLY | O_DIRECTORY); !s.ok()) return s;
+  return list;
 }
 
 }  // namespace fpstore::internal

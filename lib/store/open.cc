@@ -249,16 +249,16 @@ Status WriteMetadata(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta_family,
   return FromRocks(db.Write(sync, &batch), "creating");
 }
 
-// Whether a replay of the logs of the store at `path` would drop acknowledged writes that follow
-// damage in the middle of a log (store/damaged_log.h). Such an open is refused with Corruption
-// unless `options` ask to drop them; what is dropped is then returned in words, a writer's damaged
-// logs kept in lost/ first. Returns "" when nothing would be dropped.
+// Whether a replay of the logs of the store at `path` would drop acknowledged writes from damage in
+// a log on (store/damaged_log.h). Such an open is refused with Corruption unless `options` ask to
+// drop them; what is dropped is then returned in words, a writer's damaged logs and a list of every
+// dropped document kept in lost/ first. Returns "" when nothing would be dropped.
 Result<std::string> CheckLogs(const std::string& path, RocksConfig config,
                               const StoreOptions& options) {
   Result<std::optional<LogDamage>> damage = FindLogDamage(path);
   if (!damage.ok()) return damage.status().WithContext("reading the logs of " + path);
   if (!*damage) return std::string();
-  // Which of the records after the damage RocksDB's replay keeps: a read-only replay, which
+  // Which of the records from the damage on RocksDB's replay keeps: a read-only replay, which
   // changes nothing on disk, records what it reads.
   config.db.info_log = InfoLog::Discarding();
   ReplayedRecords replayed;
@@ -285,24 +285,22 @@ Result<std::string> CheckLogs(const std::string& path, RocksConfig config,
       DroppedAfter(**damage, replayed, db->GetLatestSequenceNumber(), handles[1]->GetID());
   for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h);
   db->Close().PermitUncheckedError();
-  if (dropped.records == 0) return std::string();
+  if (dropped.Empty()) return std::string();
   const std::string what = Describe(**damage, dropped);
   if (!options.drop_damaged_log) {
     return Status::Corruption(what + ". Nothing was changed. To open the store without them, set " +
                               "drop_damaged_log (fpstore-admin recover --db " + path + ")");
   }
-  if (options.read_only) return what + "; this read-only handle reads the store without them";
-  const fs::path lost = fs::path(path) / "lost";
-  std::error_code ec;
-  fs::create_directories(lost, ec);
-  for (const std::string& log : (*damage)->logs) {
-    if (ec) break;
-    fs::copy_file(log, lost / fs::path(log).filename(), fs::copy_options::overwrite_existing, ec);
+  const std::string lost = (fs::path(path) / "lost").string();
+  if (options.read_only) {
+    return what + "; this read-only handle reads the store without them, and writes no list of " +
+           "them, as it writes nothing (a writable open with drop_damaged_log, fpstore-admin " +
+           "recover, keeps the damaged logs and the list in " + lost + ")";
   }
-  if (ec)
-    return Status::IOError("keeping the damaged logs of " + path + " in " + lost.string() + ": " +
-                           ec.message());
-  return what + "; dropped, the damaged logs kept in " + lost.string();
+  Result<std::string> list = KeepDropped(lost, **damage, dropped);
+  if (!list.ok()) return list.status().WithContext(path);
+  return what + "; dropped, the damaged logs kept in " + lost +
+         ", every dropped document listed in " + *list;
 }
 
 // RocksDB (as of 7.8) moves a family's oldest needed log on only when the family's memtable is

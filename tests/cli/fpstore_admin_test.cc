@@ -766,10 +766,47 @@ TEST(AdminRecoverTest, DamagedLogIsRefusedUntilRecovered) {
   EXPECT_TRUE(Contains(r.out, "recovered " + db + ": ")) << r.out;
   EXPECT_TRUE(Contains(r.out, "inserts or replacements of documents ")) << r.out;
   EXPECT_TRUE(Contains(r.out, db + "/lost")) << r.out;
+  // Every dropped document is listed, the message naming the list.
+  const std::string list_prefix = "every dropped document listed in " + db + "/lost/dropped-";
+  ASSERT_TRUE(Contains(r.out, list_prefix)) << r.out;
+  const std::size_t at = r.out.find(db + "/lost/dropped-");
+  const std::string list = r.out.substr(at, r.out.find(".tsv", at) + 4 - at);
+  std::ifstream in(list);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line)) << list;
+  EXPECT_EQ(line, "document\tchange\tread_from");
+  int listed = 0;
+  while (std::getline(in, line)) ++listed;
+  EXPECT_GT(listed, 8) << "more than the message names";
   r = Admin({"verify", "--db", db});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   r = Admin({"recover", "--db", db});
   EXPECT_EQ(r.out, db + ": no damaged log; nothing dropped\n");
+}
+
+// A synced last record damaged while the writer was idle: whole, failing its checksum, which a
+// crash does not leave. Refused like damage in the middle; `recover` drops it and names its
+// document.
+TEST(AdminRecoverTest, DamagedLastRecordIsRefusedUntilRecovered) {
+  ScratchDir dir;
+  const std::string db = (dir.path() / "db").string();
+  fpstore::testing::InsertThenCrash(db, 40, 100);
+  const std::string log = fpstore::testing::TheLog(db);
+  {
+    std::fstream f(log, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(log) - 40));
+    f.write("\xff\xff\xff\xff\xff\xff\xff\xff", 8);
+    ASSERT_TRUE(f.good());
+  }
+  ToolResult r = Admin({"stats", "--db", db});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(Contains(r.err, ", its last log record, whole but failing its checksum")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "fpstore-admin recover --db " + db)) << r.err;
+  r = Admin({"recover", "--db", db});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "unverified: inserts or replacements of document 39;")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "listed in " + db + "/lost/dropped-")) << r.out;
+  EXPECT_EQ(DocumentsOf(db), 39);
 }
 
 TEST(AdminCheckpointTest, CopyOpensAsAStoreOfItsOwn) {
