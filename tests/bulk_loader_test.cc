@@ -108,41 +108,6 @@ TEST(BulkLoaderTest, LoadsAnEmptyStoreExactly) {
   }
 }
 
-// Table 0, the last table of a load into an empty store, writes the halves
-// of its ops side by side (here from 64 ops on, a load's from 1Mi): two
-// files, split between prefixes, whose entries and lone bits Verify checks
-// against the documents, and answers as exact as before.
-TEST(BulkLoaderTest, LastTableWrittenInHalvesLoadsExactly) {
-  const std::uint64_t seed = TestSeed(13);
-  const std::vector<IdFingerprint> docs = WithCrowds(Corpus(seed, 3000), seed + 5);
-  internal::SetSplitLastTableAboveForTesting(64);
-  struct Restore {
-    ~Restore() { internal::SetSplitLastTableAboveForTesting(0); }
-  } restore;
-  TempDir dir;
-  const std::string path = dir.Sub("store");
-  {
-    std::unique_ptr<Store> store = MustOpen(path);
-    ASSERT_NE(store, nullptr);
-    Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader({});
-    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
-    for (const IdFingerprint& d : docs) {
-      ASSERT_TRUE((*loader)->Add(d.id, d.fingerprint, MetadataFor(d.id)).ok());
-    }
-    ASSERT_TRUE((*loader)->Finish().ok());
-    EXPECT_TRUE(store->Verify().ok());
-    ExpectMatchesBruteForce(*store, docs, seed, "after a load with table 0 in halves");
-    ASSERT_TRUE(store->Close().ok());
-  }
-  std::size_t table0_files = 0;
-  testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
-    rocksdb::ColumnFamilyMetaData meta;
-    db.GetColumnFamilyMetaData(family("table-000"), &meta);
-    table0_files = meta.file_count;
-  });
-  EXPECT_EQ(table0_files, 2u);
-}
-
 // Progress comes from the table threads, one call at a time, never goes
 // back, and ends at its total; an exception from it fails the load cleanly.
 TEST(BulkLoaderTest, ProgressFromTableThreadsEndsAtTheTotal) {

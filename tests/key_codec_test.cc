@@ -74,19 +74,5 @@ TEST(KeyCodecTest, StagingMarksRoundTripAndOthersAreRefused) {
   }
 }
 
-TEST(KeyCodecTest, LoneBitsTakeAByteForEightTables) {
-  EXPECT_EQ(AllLoneBits(20), (LoneBits{1} << 20) - 1);
-  EXPECT_EQ(AllLoneBits(32), ~LoneBits{0});
-  EXPECT_EQ(AllLoneBits(40), ~LoneBits{0});
-  for (std::size_t tables : {1, 4, 8, 9, 20, 32, 35}) {
-    const LoneBits bits = AllLoneBits(tables) & 0xa5a5a5a5u;
-    const std::string value = EncodeLoneBits(bits, tables);
-    EXPECT_EQ(value.size(), (std::min<std::size_t>(tables, 32) + 7) / 8);
-    EXPECT_EQ(DecodeLoneBits(value), bits);
-  }
-  EXPECT_EQ(DecodeLoneBits(""), 0u);
-  EXPECT_EQ(DecodeLoneBits(std::string("\x01\x00\x00\x00\xff", 5)), 1u);  // past 4 bytes: ignored
-}
-
 }  // namespace
 }  // namespace fpstore::internal

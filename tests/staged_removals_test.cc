@@ -236,9 +236,10 @@ class Tracked {
 
 // ---- Replacements and removals of merged documents ----
 
-// How the documents first reach the tables: a merge of inserts, or a bulk
-// load into the empty store (which gives them lone bits, so that queries
-// skip tables on the strength of fingerprints that are leaving).
+// How the documents first reach the tables: a merge of inserts (files of
+// operands), or a bulk load into the empty store (whole groups, one file a
+// table, where queries skip tables on the strength of fingerprints that are
+// leaving).
 enum class Base { kMerged, kBulkLoaded };
 
 class StagedRemovalsTest : public ::testing::TestWithParam<Base> {};
@@ -599,18 +600,14 @@ TEST_F(StagedRemovalsSharedTest, ManySharedFingerprintsLeaveInOneMerge) {
   }
 }
 
-// ---- Lone bits ----
+// ---- Tables skipped ----
 
-// A rewrite of the lone bits (Compact's, or the store's own in the
-// background) while a removal is pending: the leaving version is still in
-// the tables, where a query still meets it, so its bits and its
-// neighbours' must count it. Had the rewrite passed it by as gone, its own
-// bits would say it is alone in every table, and a query that meets it
-// would skip the tables where a neighbour is to be found. The rewrite
-// scans in memory, or (no memory for that) table by table.
-class StagedRemovalsLoneBitsTest : public ::testing::TestWithParam<bool> {};
-
-TEST_P(StagedRemovalsLoneBitsTest, BitsRewrittenWhileARemovalIsPending) {
+// A compaction while a removal is pending: the leaving version is still in
+// the tables, where a query still meets it, so the member filters of the
+// compacted files must count it. Had they passed it by as gone, they would
+// show its prefix alone, and a query that meets it would skip the tables
+// where a neighbour is to be found.
+TEST(StagedRemovalsSkipTest, CompactedWhileARemovalIsPending) {
   const std::uint64_t seed = TestSeed(809);
   Random rnd(seed);
   TempDir dir;
@@ -629,9 +626,8 @@ TEST_P(StagedRemovalsLoneBitsTest, BitsRewrittenWhileARemovalIsPending) {
 
   const Fingerprint y = rnd.Next();
   ScanOptions scan;
-  if (GetParam()) scan.memory_bytes = 0;
   bool wrote = false;
-  // Called after Compact's merge, before the rewrite takes its snapshot.
+  // Called after Compact's merge, before it compacts.
   scan.progress = [&](std::uint64_t, std::uint64_t) {
     if (wrote) return;
     wrote = true;
@@ -643,9 +639,8 @@ TEST_P(StagedRemovalsLoneBitsTest, BitsRewrittenWhileARemovalIsPending) {
   t.Record(1, y);
   Result<StoreStats> stats = t.store().Stats();
   ASSERT_TRUE(stats.ok());
-  EXPECT_TRUE(stats->internals.lone_bits_used);
   EXPECT_EQ(stats->staged_documents, 1u);
-  // Verify checks every bit that is set against the tables.
+  // Verify checks the filters of every shared prefix against the tables.
   const Status verified = t.store().Verify();
   EXPECT_TRUE(verified.ok()) << verified.ToString();
 
@@ -654,15 +649,10 @@ TEST_P(StagedRemovalsLoneBitsTest, BitsRewrittenWhileARemovalIsPending) {
   std::vector<DocumentId> ids;
   for (const Match& m : *found) ids.push_back(m.id);
   EXPECT_EQ(ids, std::vector<DocumentId>{2}) << "F, at " << HammingDistance(x, f);
-  ASSERT_NO_FATAL_FAILURE(t.ExpectExact("bits rewritten, X leaving"));
+  ASSERT_NO_FATAL_FAILURE(t.ExpectExact("compacted, X leaving"));
   ASSERT_NO_FATAL_FAILURE(t.Flush());
   ASSERT_NO_FATAL_FAILURE(t.ExpectExact("X gone"));
 }
-
-INSTANTIATE_TEST_SUITE_P(Scans, StagedRemovalsLoneBitsTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? "Streamed" : "InMemory";
-                         });
 
 // ---- Bulk loads over pending removals ----
 

@@ -113,11 +113,6 @@ struct StoreStats {
   struct Internals {
     int format_version = 0;  // the on-disk format
     int group_bits = 0;      // where the tables cut their groups
-    // Fingerprints that entered the tables since the lone bits, which let
-    // queries skip tables, were last written (docs/design.md, "Hits that
-    // skip tables"), and whether queries use the bits.
-    std::uint64_t recent_fingerprints = 0;
-    bool lone_bits_used = false;
   };
   Internals internals;
 };

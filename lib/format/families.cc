@@ -1,7 +1,6 @@
 #include "format/families.h"
 
 #include <rocksdb/cache.h>
-#include <rocksdb/compaction_filter.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/merge_operator.h>
 #include <rocksdb/slice_transform.h>
@@ -14,8 +13,8 @@
 
 #include "format/groups.h"
 #include "format/member_filter.h"
-#include "format/records.h"
 #include "platform/info_log.h"
+#include "util/big_endian.h"
 
 namespace fpstore::internal {
 
@@ -93,7 +92,7 @@ rocksdb::ColumnFamilyOptions PackedTableOptions(const std::shared_ptr<rocksdb::C
   return cf;
 }
 
-// Families that queries seldom read but every merge adds files to: their
+// A family that queries seldom read but every merge adds a file to: its
 // compactions lag the tables', and RocksDB's default triggers (20, 36 level-0
 // files) would stall all writes.
 void AllowManyLevelZeroFiles(rocksdb::ColumnFamilyOptions& cf) {
@@ -113,41 +112,6 @@ rocksdb::ColumnFamilyOptions KeyedFamilyOptions(const std::shared_ptr<rocksdb::C
   cf.write_buffer_size = memtable_bytes;
   return cf;
 }
-
-// Drops the recent family's entries from before the store's recent epoch (format/records.h), so
-// that a rewrite of the lone bits need not delete them one by one. They sort first, so the first
-// one met skips the rest unread. A key it cannot read stays, for Verify to report.
-class RecentEpochFilter final : public rocksdb::CompactionFilter {
- public:
-  explicit RecentEpochFilter(std::shared_ptr<const std::atomic<std::uint64_t>> epoch)
-      : epoch_(std::move(epoch)) {}
-  Decision FilterV2(int, const rocksdb::Slice& key, ValueType, const rocksdb::Slice&,
-                    std::string*, std::string* skip_until) const override {
-    const std::optional<RecentEntry> entry = DecodeRecentKey(key.ToStringView());
-    const std::uint64_t current = epoch_->load(std::memory_order_acquire);
-    if (!entry.has_value() || entry->epoch >= current) return Decision::kKeep;
-    skip_until->assign(RecentEpochStart(current).view());
-    return Decision::kRemoveAndSkipUntil;
-  }
-  const char* Name() const override { return "fpstore.RecentEpochFilter"; }
-
- private:
-  const std::shared_ptr<const std::atomic<std::uint64_t>> epoch_;
-};
-
-class RecentEpochFilterFactory final : public rocksdb::CompactionFilterFactory {
- public:
-  explicit RecentEpochFilterFactory(std::shared_ptr<const std::atomic<std::uint64_t>> epoch)
-      : epoch_(std::move(epoch)) {}
-  std::unique_ptr<rocksdb::CompactionFilter> CreateCompactionFilter(
-      const rocksdb::CompactionFilter::Context&) override {
-    return std::make_unique<RecentEpochFilter>(epoch_);
-  }
-  const char* Name() const override { return "fpstore.RecentEpochFilterFactory"; }
-
- private:
-  const std::shared_ptr<const std::atomic<std::uint64_t>> epoch_;
-};
 
 rocksdb::ColumnFamilyOptions MetadataFamilyOptions() {
   rocksdb::ColumnFamilyOptions cf;
@@ -189,11 +153,11 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
   // Each memtable gets its share of the budget and flushes on its own size (on
   // a shared budget the manager would keep flushing the oldest, nearly empty
   // one). Inserts reach the tables by ingestion: documents get a quarter,
-  // staging an eighth, the others half between them.
+  // staging an eighth, the tables half between them.
   const auto share = [&](std::size_t parts) {
     return std::max<std::size_t>(std::size_t{4} << 20, options.write_buffer_bytes / parts);
   };
-  const std::size_t memtable_bytes = share(2 * (plan.table_count() + 2));
+  const std::size_t memtable_bytes = share(2 * plan.table_count());
   const std::size_t documents_memtable_bytes = share(4);
   const std::size_t staging_memtable_bytes = share(8);
 
@@ -219,19 +183,6 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
                                                     plan.table(t).prefix_bits(), memtable_bytes));
   }
 
-  // Fingerprints that came after the lone bits, by epoch: read on open only, from the store's.
-  rocksdb::ColumnFamilyOptions recent = KeyedFamilyOptions(nullptr, memtable_bytes);
-  AllowManyLevelZeroFiles(recent);
-  config.recent_epoch = std::make_shared<std::atomic<std::uint64_t>>(0);
-  recent.compaction_filter_factory =
-      std::make_shared<RecentEpochFilterFactory>(config.recent_epoch);
-  config.families.emplace_back(kRecentFamily, recent);
-
-  // Lone bits: a lookup per hit, mostly of absent keys; written whole, by a
-  // bulk load into an empty store or a rewrite of the bits.
-  rocksdb::ColumnFamilyOptions crowded = KeyedFamilyOptions(cache, memtable_bytes);
-  crowded.level_compaction_dynamic_level_bytes = true;
-  config.families.emplace_back(kCrowdedFamily, crowded);
   return config;
 }
 

@@ -7,7 +7,6 @@
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,13 +18,11 @@
 namespace fpstore::internal {
 
 // The on-disk format this build reads and writes (docs/format.md).
-inline constexpr int kFormatVersion = 12;
+inline constexpr int kFormatVersion = 13;
 
 // Column family names and metadata keys, fixed by the on-disk format.
 inline constexpr char kDocumentsFamily[] = "documents";
 inline constexpr char kStagingFamily[] = "staging";
-inline constexpr char kRecentFamily[] = "recent";
-inline constexpr char kCrowdedFamily[] = "crowded";
 inline constexpr char kFormatVersionKey[] = "fpstore.format_version";
 inline constexpr char kPlanKey[] = "fpstore.plan";
 inline constexpr char kGroupBitsKey[] = "fpstore.group_bits";
@@ -33,19 +30,15 @@ inline constexpr char kFingerprintKey[] = "fpstore.fingerprint";
 inline constexpr char kMinSimilarityKey[] = "fpstore.min_similarity";
 inline constexpr char kSignedKey[] = "fpstore.signed";
 inline constexpr char kDocumentCountKey[] = "fpstore.document_count";
-inline constexpr char kRecentEpochKey[] = "fpstore.recent_epoch";
 // Table t's family: "table-000" and up.
 std::string TableFamilyName(std::size_t table);
 
 struct RocksConfig {
   rocksdb::DBOptions db;
-  // In order: metadata (default), documents, staging, tables, recent, crowded.
+  // In order: metadata (default), documents, staging, tables.
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   // The block cache every family shares (null for inspection).
   std::shared_ptr<rocksdb::Cache> block_cache;
-  // The store's recent epoch as far as compactions may know it: the recent family's compaction
-  // filter drops the entries of earlier epochs. 0, dropping nothing, until the store sets it.
-  std::shared_ptr<std::atomic<std::uint64_t>> recent_epoch;
 };
 
 // `group_bits`: as the store records it (format/groups.h).

@@ -7,12 +7,48 @@
 #include <cstdint>
 #include <optional>
 
-#include "format/blocked_bloom.h"
 #include "util/rocks_status.h"
 
 namespace fpstore::internal {
 
 namespace {
+
+// A blocked Bloom filter's math: all of a key's probes fall in one 512-bit block, one cache line.
+// The files' filters hold it (docs/format.md), so it must not change.
+namespace blocked_bloom {
+
+inline constexpr std::size_t kBlockBytes = 64;
+inline constexpr int kProbes = 6;
+
+// Blocks for `keys` at `bits_per_key`, at least one.
+inline std::size_t BlocksFor(std::size_t keys, std::size_t bits_per_key) {
+  return std::max<std::size_t>(1, (keys * bits_per_key + 8 * kBlockBytes - 1) / (8 * kBlockBytes));
+}
+
+// The key's block, from the hash's high half.
+inline std::size_t BlockOf(std::uint64_t hash, std::size_t blocks) {
+  return static_cast<std::size_t>(((hash >> 32) * blocks) >> 32);
+}
+
+// The odd constants whose products with a key's hash give its probes: the
+// second set marks a key in the same block as a member of a second set (the
+// crowded prefixes), at no further cache miss.
+inline constexpr std::uint64_t kKeyProbes = 0x9e3779b97f4a7c15ULL;
+inline constexpr std::uint64_t kSecondSetProbes = 0xc2b2ae3d27d4eb4fULL;
+
+// Calls probe(bit) for the key's bits in its block, 0 to 511, until it
+// returns false; false if it did. The bits are 9-bit slices of the hash times
+// an odd constant (`set`), cheaper than a second finalizer.
+template <typename Probe>
+bool ForEachProbe(std::uint64_t hash, Probe&& probe, std::uint64_t set = kKeyProbes) {
+  const std::uint64_t slices = (hash * set) >> 10;
+  for (int i = 0; i < kProbes; ++i) {
+    if (!probe(static_cast<unsigned>((slices >> (9 * i)) & 511))) return false;
+  }
+  return true;
+}
+
+}  // namespace blocked_bloom
 
 // splitmix64's finalizer of x plus the golden ratio, so that 0 does not hash to 0.
 std::uint64_t Mix(std::uint64_t x) {
@@ -31,7 +67,9 @@ constexpr std::size_t kIndexEntryBytes = 8 + 8 + 4;
 
 // Builds the property from the file's entries in key order; closing chunks at
 // kChunkPrefixes bounds the buffer. Removed members count like added ones: a
-// read that passes a file by must not miss a removal.
+// read that passes a file by must not miss a removal. A prefix is crowded when
+// the file's entries of its group, all versions and operands together, hold
+// more than one distinct member with it.
 class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
  public:
   MemberFilterCollector(const GroupLayout& layout, int prefix_bits)
@@ -47,32 +85,21 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
       malformed_ = true;
       return rocksdb::Status::OK();
     }
-    // Chunks end between groups (a group's versions kept for snapshots
-    // come one after another), so that their ranges do not overlap.
-    if (!prefixes_.empty() && group != last_group_ && prefixes_.size() >= kChunkPrefixes) {
-      CloseChunk();
-    }
-    const std::size_t before = prefixes_.size();
+    // A group's versions kept for snapshots come one after another.
+    if (group != group_) AddGroup();
+    group_ = group;
     // The members' order is Verify's to check: the filter needs their bits.
     if (!ForEachMemberOf(layout_, value.ToStringView(), type == rocksdb::kEntryMerge,
-                         [&](Fingerprint member) {
-                           const Fingerprint prefix = (group | member) & prefix_mask_;
-                           if (prefixes_.size() == before || prefixes_.back() != prefix) {
-                             prefixes_.push_back(prefix);
-                           }
-                         })) {
+                         [&](Fingerprint member) { members_.push_back(member); })) {
       malformed_ = true;
-      return rocksdb::Status::OK();
     }
-    if (prefixes_.size() == before) return rocksdb::Status::OK();
-    if (before == 0) first_group_ = group;
-    last_group_ = group;
     return rocksdb::Status::OK();
   }
 
   // RocksDB may call this twice; the filters are built once.
   rocksdb::Status Finish(rocksdb::UserCollectedProperties* properties) override {
     if (malformed_) return rocksdb::Status::OK();  // no property: may hold anything
+    AddGroup();
     if (!prefixes_.empty()) CloseChunk();
     std::string value(kCountBytes, '\0');
     PutBigEndianBytes(value.data(), index_.size() / kIndexEntryBytes, kCountBytes);
@@ -91,6 +118,30 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
  private:
   static constexpr std::size_t kChunkPrefixes = std::size_t{1} << 16;
 
+  // Adds the prefixes of group_'s members gathered so far. Chunks end between groups, so that
+  // their ranges do not overlap.
+  void AddGroup() {
+    if (members_.empty()) return;
+    if (prefixes_.size() >= kChunkPrefixes) CloseChunk();
+    // One entry's members are ascending; versions and operands of a group together may not be.
+    if (!std::is_sorted(members_.begin(), members_.end())) {
+      std::sort(members_.begin(), members_.end());
+    }
+    if (prefixes_.empty()) first_group_ = group_;
+    last_group_ = group_;
+    const std::size_t before = prefixes_.size();
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      if (i > 0 && members_[i] == members_[i - 1]) continue;
+      const Fingerprint prefix = (group_ | members_[i]) & prefix_mask_;
+      if (prefixes_.size() > before && prefixes_.back().prefix == prefix) {
+        prefixes_.back().crowded = true;
+      } else {
+        prefixes_.push_back({prefix, false});
+      }
+    }
+    members_.clear();
+  }
+
   void CloseChunk() {
     MemberFilter::Build(prefixes_, filters_);
     const std::size_t at = index_.size();
@@ -103,7 +154,9 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
 
   const GroupLayout layout_;
   const Fingerprint prefix_mask_;
-  std::vector<Fingerprint> prefixes_;  // of the open chunk
+  Fingerprint group_ = 0;              // of members_
+  std::vector<Fingerprint> members_;   // the member bits of group_'s entries so far
+  std::vector<MemberFilter::Prefix> prefixes_;  // of the open chunk
   Fingerprint first_group_ = 0, last_group_ = 0;
   std::string index_, filters_;  // of the closed chunks
   bool malformed_ = false;
@@ -133,18 +186,23 @@ const std::string* MemberFilterProperty(const rocksdb::TableProperties& file) {
 
 Fingerprint PrefixMask(int prefix_bits) { return ~Fingerprint{0} << (64 - prefix_bits); }
 
-void MemberFilter::Build(std::span<const Fingerprint> prefixes, std::string& out) {
-  const std::size_t blocks = blocked_bloom::BlocksFor(prefixes.size(), kBitsPerPrefix);
+void MemberFilter::Build(std::span<const Prefix> prefixes, std::string& out) {
+  // A crowded prefix sets twice the bits: sized for them, the filter passes as few falsely.
+  std::size_t keys = prefixes.size();
+  for (const Prefix& p : prefixes) keys += p.crowded;
+  const std::size_t blocks = blocked_bloom::BlocksFor(keys, kBitsPerPrefix);
   const std::size_t at = out.size();
   out.resize(at + blocks * kBlockBytes);
   char* const bits = out.data() + at;
-  for (Fingerprint prefix : prefixes) {
-    const std::uint64_t h = Mix(prefix);
+  for (const Prefix& p : prefixes) {
+    const std::uint64_t h = Mix(p.prefix);
     char* block = bits + kBlockBytes * blocked_bloom::BlockOf(h, blocks);
-    blocked_bloom::ForEachProbe(h, [&](unsigned bit) {
+    auto set = [&](unsigned bit) {
       block[bit / 8] = static_cast<char>(block[bit / 8] | (1 << (bit % 8)));
       return true;
-    });
+    };
+    blocked_bloom::ForEachProbe(h, set);
+    if (p.crowded) blocked_bloom::ForEachProbe(h, set, blocked_bloom::kSecondSetProbes);
   }
 }
 
@@ -157,6 +215,12 @@ const char* MemberFilter::BlockFor(std::string_view bits, std::uint64_t hash) {
 bool MemberFilter::BlockPasses(const char* block, std::uint64_t hash) {
   return blocked_bloom::ForEachProbe(
       hash, [&](unsigned bit) { return (block[bit / 8] & (1 << (bit % 8))) != 0; });
+}
+
+bool MemberFilter::BlockSaysCrowded(const char* block, std::uint64_t hash) {
+  return blocked_bloom::ForEachProbe(
+      hash, [&](unsigned bit) { return (block[bit / 8] & (1 << (bit % 8))) != 0; },
+      blocked_bloom::kSecondSetProbes);
 }
 
 std::optional<FileMemberFilter> FileMemberFilter::Parse(std::string_view value, bool thorough) {

@@ -4,7 +4,11 @@
 //
 // A file's properties hold Bloom filters of the p-bit prefixes its entries add,
 // remove or hold, per chunk of groups, built by a collector for every file
-// RocksDB writes, so a file and its filters are never apart.
+// RocksDB writes, so a file and its filters are never apart. The same filters
+// mark the prefixes that more than one distinct member of the file has
+// ("crowded"): where one file alone holds a prefix and it is not crowded there,
+// a probe that has already found a fingerprint with that prefix has nothing
+// left to find (docs/design.md, "Hits that skip tables").
 
 #ifndef FPSTORE_LIB_FORMAT_MEMBER_FILTER_H_
 #define FPSTORE_LIB_FORMAT_MEMBER_FILTER_H_
@@ -34,17 +38,23 @@ namespace fpstore::internal {
 inline constexpr char kMemberFilterProperty[] = "fpstore.members";
 
 // A blocked Bloom filter of prefixes: about 10 bits a prefix, six of them
-// set in one 64-byte block.
+// set in one 64-byte block; six more in the same block for a crowded one.
 class MemberFilter {
  public:
+  struct Prefix {
+    Fingerprint prefix;
+    bool crowded;  // more than one distinct member has it
+  };
   // Appends the filter of `prefixes` to `out`.
-  static void Build(std::span<const Fingerprint> prefixes, std::string& out);
+  static void Build(std::span<const Prefix> prefixes, std::string& out);
   // A probe for `prefix` is BlockPasses(BlockFor(bits, Hash(prefix)), hash), in
   // steps, for callers that fetch many filters' blocks for one prefix before
   // testing any.
   static std::uint64_t Hash(Fingerprint prefix);
   static const char* BlockFor(std::string_view bits, std::uint64_t hash);
   static bool BlockPasses(const char* block, std::uint64_t hash);
+  // For a block that passes: false only if no two distinct members have the prefix.
+  static bool BlockSaysCrowded(const char* block, std::uint64_t hash);
 };
 
 // A view of one file's filter property (docs/format.md, "Member filters"):

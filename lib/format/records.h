@@ -1,12 +1,9 @@
-// Keys and values of the documents, staging, crowded and recent families
-// (docs/format.md), big-endian so that bytewise order is numeric order.
+// Keys and values of the documents and staging families (docs/format.md),
+// big-endian so that bytewise order is numeric order.
 
 #ifndef FPSTORE_LIB_FORMAT_RECORDS_H_
 #define FPSTORE_LIB_FORMAT_RECORDS_H_
 
-#include <algorithm>
-#include <array>
-#include <compare>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -101,63 +98,6 @@ inline bool DecodeStagingMark(std::string_view value, StagingMark* mark) {
     default:
       return false;
   }
-}
-
-// A crowded-family value: bit t set if, when written, no other fingerprint had
-// this one's prefix in table t (store/recent_prefixes.h). Byte i holds tables
-// 8i to 8i + 7, table 8i in its lowest bit; an empty value has no bits set.
-using LoneBits = std::uint32_t;
-// Lone bits name only a plan's first 32 tables.
-inline constexpr std::size_t kMaxLoneBitTables = 32;
-
-inline LoneBits AllLoneBits(std::size_t tables) {
-  return tables >= 32 ? ~LoneBits{0} : (LoneBits{1} << tables) - 1;
-}
-
-inline std::string EncodeLoneBits(LoneBits bits, std::size_t tables) {
-  std::string value((std::min<std::size_t>(tables, 32) + 7) / 8, '\0');
-  for (std::size_t i = 0; i < value.size(); ++i) value[i] = static_cast<char>(bits >> (8 * i));
-  return value;
-}
-
-// Bytes beyond the fourth, which no build writes, are ignored.
-inline LoneBits DecodeLoneBits(std::string_view value) {
-  LoneBits bits = 0;
-  for (std::size_t i = 0; i < value.size() && i < 4; ++i) {
-    bits |= LoneBits{static_cast<unsigned char>(value[i])} << (8 * i);
-  }
-  return bits;
-}
-
-// A recent-family key: the epoch of the rewrites of the lone bits in which the fingerprint was
-// merged, then the fingerprint, both big-endian (16 bytes); the value is empty. An entry counts
-// only from the store's recent epoch on (kRecentEpochKey): a rewrite raises that epoch instead of
-// deleting each entry it took in, and the entries it retired sort before RecentEpochStart of the
-// new epoch, where compactions skip them whole (format/families.cc).
-class RecentKey {
- public:
-  RecentKey(std::uint64_t epoch, Fingerprint fp) {
-    PutBigEndian64(bytes_, epoch);
-    PutBigEndian64(bytes_ + 8, fp);
-  }
-  std::string_view view() const { return {bytes_, sizeof bytes_}; }
-
- private:
-  char bytes_[16];
-};
-
-// The first key of `epoch`: every entry of an earlier one sorts before it.
-inline Key8 RecentEpochStart(std::uint64_t epoch) { return Key8(epoch); }
-
-struct RecentEntry {
-  std::uint64_t epoch;
-  Fingerprint fingerprint;
-};
-
-// Nothing if `key` is not 16 bytes.
-inline std::optional<RecentEntry> DecodeRecentKey(std::string_view key) {
-  if (key.size() != 16) return std::nullopt;
-  return RecentEntry{GetBigEndian64(key.data()), GetBigEndian64(key.data() + 8)};
 }
 
 // A staged document: its staged version, and the one leaving the tables.

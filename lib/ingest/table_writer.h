@@ -3,10 +3,6 @@
 // document, one removed per version leaving) sorted in memory, spilled past
 // their budget, and written as groups (format/groups.h), tables on threads.
 //
-// A load into an empty store also marks which documents share a prefix with
-// another fingerprint, and writes table 0 last, with the crowded family's
-// lone bits beside it (docs/format.md, "Lone bits").
-//
 // Thread safety: one Write at a time per writer.
 
 #ifndef FPSTORE_LIB_INGEST_TABLE_WRITER_H_
@@ -15,7 +11,6 @@
 #include <rocksdb/db.h>
 #include <rocksdb/table_properties.h>
 
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <span>
@@ -48,7 +43,6 @@ class TableWriter {
     const PermutationPlan* plan;
     std::span<rocksdb::ColumnFamilyHandle* const> tables;
     std::span<const GroupLayout> layouts;
-    rocksdb::ColumnFamilyHandle* crowded;
   };
 
   struct Options {
@@ -57,14 +51,10 @@ class TableWriter {
     // Threads that sort and write; 0: one per core.
     int threads = 0;
     SstUse use = SstUse::kLoad;
-    // A load into an empty store: write the lone bits (crowded family).
-    bool lone_bits = false;
     // Called after each table, from the writing threads, possibly concurrently.
     std::function<Status()> table_done;
-    // One more task, taken after table 0, which with lone bits writes last.
-    std::function<Status()> beside_table0;
-    // With lone bits, table 0 writes two halves at once from this many ops.
-    std::size_t split_above = std::size_t{1} << 20;
+    // One more task, run on the same threads after the tables are taken.
+    std::function<Status()> beside_tables;
   };
 
   struct Output {

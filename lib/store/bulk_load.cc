@@ -88,8 +88,7 @@ class InIdOrder {
 
 struct BulkLoaderImpl::Matched {
   BulkLoadStats stats;
-  // A load into an empty store writes the lone bits; later ones add their fingerprints to the
-  // recent ones instead.
+  // Into an empty store there is nothing to match.
   bool into_empty = true;
   std::string documents_path, changes_path;
   std::uint64_t changes = 0;
@@ -97,7 +96,6 @@ struct BulkLoaderImpl::Matched {
   // Versions that leave the tables, and the marks the load takes over.
   std::vector<IdFingerprint> leaving;
   std::optional<SstSink> marks;
-  std::vector<Fingerprint> recent;
 };
 
 Status BulkLoaderImpl::Add(const NewDocument& doc) {
@@ -148,10 +146,8 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   PhaseClock phases;
   SortSpill(buffer_);
   phases.Lap("sorted");
-  // No writes, merges or lone-bit rewrites (a running one ends first) until the ingestion: the
-  // versions matched must stay current.
+  // No writes or merges until the ingestion: the versions matched must stay current.
   StoreLocks& locks = *store_.locks;
-  MutexLock rewrite(locks.rewrite);
   MergeTurnLock merge(locks.merge, MergeTurnLock::kAhead);
   WriterLock writers(locks.writers);
   // After a failed merge its documents stay staged in an index of their own, whose removals this
@@ -169,8 +165,7 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   }
   if (!files.args.empty()) {
     store_.ingestion->FlushBefore(files);
-    WriterLock readers(locks.readers);
-    if (Status s = store_.ingestion->IngestHoldingReaders(files); !s.ok()) return s;
+    if (Status s = store_.ingestion->Ingest(files); !s.ok()) return s;
   }
   phases.Lap("ingested");
   rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, store_.db->GetDBOptions().info_log.get(),
@@ -243,7 +238,6 @@ Status BulkLoaderImpl::Match(Matched& m) {
     if (old_in_tables) m.leaving.push_back({doc.id, old});
     Change{doc.id, doc.fp, old, old_in_tables}.Write(changes);
     ++m.changes;
-    if (!m.into_empty) m.recent.push_back(doc.fp);
   }
   if (Status s = changes.Close(); !s.ok()) return s;
   if (Status s = documents.Close(); !s.ok()) return s;
@@ -269,13 +263,7 @@ Status BulkLoaderImpl::WriteFiles(Matched& m, TableWriter::Output& out) {
     if (Status s = count.Merge(kDocumentCountKey, rocksdb::Slice(delta, 8)); !s.ok()) return s;
     if (Status s = count.FinishInto(out.args); !s.ok()) return s;
   }
-  if (Status s =
-          store_.skip_hints->AddRecent(std::move(m.recent), dir_.Path("recent.sst"), out.args);
-      !s.ok()) {
-    return s;
-  }
-  // The documents' file is written beside table 0, which with lone bits waits for the other tables
-  // and leaves a core to spare.
+  // The documents' file is written on the tables' threads, once they are all taken.
   rocksdb::IngestExternalFileArg documents_arg;
   auto write_documents = [&]() -> Status {
     SstSink sink(db, store_.documents->family(), dir_.Path("documents.sst"));
@@ -301,9 +289,7 @@ Status BulkLoaderImpl::WriteFiles(Matched& m, TableWriter::Output& out) {
   TableWriter::Options options;
   options.memory_bytes = options_.memory_bytes;
   options.threads = options_.threads;
-  options.lone_bits = m.into_empty;
-  options.split_above = SplitLastTableAbove();
-  options.beside_table0 = write_documents;
+  options.beside_tables = write_documents;
   options.table_done = [&] {
     std::lock_guard lock(progress_mu);
     done += m.changes;

@@ -1,6 +1,6 @@
 // The store's BulkLoader (include/fpstore/bulk_loader.h): documents are buffered and spilled sorted
 // by id (ingest/spills.h); Finish matches them against the versions they replace, writes their
-// table changes and ingests everything at once. Writers wait throughout Finish, readers only for
+// table changes and ingests everything at once. Writers wait throughout Finish; readers go on,
 // the ingestion.
 
 #ifndef FPSTORE_LIB_STORE_BULK_LOAD_H_
@@ -19,7 +19,6 @@
 #include "store/documents.h"
 #include "store/ingestion.h"
 #include "store/locks.h"
-#include "store/skip_hints.h"
 #include "store/staging.h"
 
 namespace fpstore::internal {
@@ -30,7 +29,6 @@ class BulkLoaderImpl final : public BulkLoader {
     rocksdb::DB* db;
     const Documents* documents;
     const Staging* staging;
-    SkipHints* skip_hints;
     Ingestion* ingestion;
     StoreLocks* locks;
     int signature_slots;  // the store's; a document's signature has these or none

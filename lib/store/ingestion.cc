@@ -48,30 +48,19 @@ Result<std::vector<bool>> Ingestion::OldKeysLeaving(std::vector<IdFingerprint> l
   return old_keys_leaving;
 }
 
-Status Ingestion::IngestBesideReaders(const TableWriter::Output& files) {
+Status Ingestion::Ingest(const TableWriter::Output& files) {
+  // Filters first: a query that sees the files must have theirs.
+  TableFilters& filters = tables_.filters();
+  filters.AddPending(files);
   Status s;
   {
-    WriterLock writers(locks_.writers);
-    // Filters first: a query that sees the files must have theirs.
-    TableFilters& filters = tables_.filters();
-    filters.AddPending(*files.properties);
-    struct EndPending {
-      TableFilters& filters;
-      ~EndPending() { filters.EndPending(); }
-    } end_pending{filters};
-    // While a snapshot lives, RocksDB gives each file a sequence number above it; with none, a
-    // file for an empty table would go in at 0, seen by queries whose snapshot still has its marks.
+    // While a snapshot lives, RocksDB gives each file a sequence number above it; with none, a file
+    // for an empty table would go in at 0, seen by queries whose snapshot still has its marks.
     rocksdb::ManagedSnapshot pinned(&db_);
     s = guard_.Ingest(db_, files.args, "ingesting into the tables");
   }
+  filters.EndPending(files, s.ok());
   if (s.ok()) AfterIngestion();
-  if (!s.ok()) Publish(files, s);
-  return s;
-}
-
-Status Ingestion::IngestHoldingReaders(const TableWriter::Output& files) {
-  const Status s = guard_.Ingest(db_, files.args, "ingesting into the tables");
-  Publish(files, s);
   return s;
 }
 
@@ -91,15 +80,6 @@ void Ingestion::FlushBefore(const TableWriter::Output& files) const {
   rocksdb::FlushOptions flush;
   flush.allow_write_stall = true;
   if (!families.empty()) db_.Flush(flush, families).PermitUncheckedError();
-}
-
-void Ingestion::Publish(const TableWriter::Output& files, const Status& ingested) const {
-  if (ingested.ok() && files.properties) return tables_.filters().AddIngested(*files.properties);
-  std::vector<std::uint32_t> families;
-  for (const rocksdb::IngestExternalFileArg& arg : files.args) {
-    families.push_back(arg.column_family->GetID());
-  }
-  tables_.filters().Refresh(std::move(families));
 }
 
 }  // namespace fpstore::internal

@@ -1,20 +1,16 @@
 // Store-wide locks, always taken in this order (a thread holding one takes only those below it):
 //
-//   1. check    CheckAndInsert's look-then-write: of two near-duplicates offered at once, the
-//               second sees the first.
-//   2. rewrite  one lone-bits rewrite at a time, and no bulk load meanwhile (a load into an empty
-//               store writes bits of its own, which the rewrite would overwrite); none ends while
-//               Verify takes its snapshot and pins the recent family at it.
-//   3. merge    one merge or bulk load at a time (MergeTurn).
-//   4. writers  shared by every write; exclusive while a bulk load matches and ingests its
-//               documents and while a merge ingests, so the stored versions they read stay current.
-//   5. readers  shared by every read and write; exclusive while a bulk load ingests (RocksDB
-//               installs files family by family) and while a merge sets aside or retires a staging
-//               index, so a reader sees every family and the staging indexes in one state.
-//   6. ids      a writer's documents (id_locks.h).
+//   1. merge    one merge or bulk load at a time (MergeTurn).
+//   2. writers  shared by every write, from before it adds to the staging index until its batch is
+//               written; alone while a merge sets its staging index aside and while it ingests,
+//               and while a bulk load matches and ingests its documents, so that the stored
+//               versions they read stay current and no writer is half-way through.
+//   3. keys     a writer's document ids, and CheckAndInsert's near keys (key_locks.h).
 //
-// Then the components' own locks, taken last and held briefly: Staging's, the staging index's, the
-// member filters' (table_filters.h), the log sync's, the read pool's.
+// Readers take none: a query takes its snapshot with the staging indexes that go with it
+// (Staging::ReadAt), and the member filters of every file it can see are published before the
+// file is ingested. Then the components' own locks, taken last and held briefly: Staging's, the
+// staging index's, the member filters', the log sync's, the read pool's.
 
 #ifndef FPSTORE_LIB_STORE_LOCKS_H_
 #define FPSTORE_LIB_STORE_LOCKS_H_
@@ -25,7 +21,7 @@
 
 namespace fpstore::internal {
 
-// The merge lock. LockAhead callers (a bulk load, a lone-bits rewrite, Flush) go before the
+// The merge lock. LockAhead callers (a bulk load, Flush) go before the
 // background merger, which under steady inserts retakes it back to back and would starve them.
 class CAPABILITY("merge turn") MergeTurn {
  public:
@@ -66,11 +62,8 @@ class SCOPED_CAPABILITY MergeTurnLock {
 };
 
 struct StoreLocks {
-  Mutex check ACQUIRED_BEFORE(rewrite);
-  Mutex rewrite ACQUIRED_BEFORE(merge);
   MergeTurn merge ACQUIRED_BEFORE(writers);
-  SharedMutex writers ACQUIRED_BEFORE(readers);
-  SharedMutex readers;
+  SharedMutex writers;
 };
 
 }  // namespace fpstore::internal

@@ -29,11 +29,11 @@ Status Merger::MergeNow() {
 }
 
 Status Merger::Merge() {
-  // Made before the lock, so that queries do not wait while the new index's pages fault in.
+  // Made before the lock, so that writers do not wait while the new index's pages fault in.
   std::shared_ptr<StagingIndex> next = staging_.NextIndex();
   Result<std::vector<DocumentId>> ids = std::vector<DocumentId>();
   {
-    WriterLock readers(locks_.readers);
+    WriterLock writers(locks_.writers);
     ids = staging_.BeginMerge(std::move(next));
   }
   if (!ids.ok()) return ids.status();
@@ -66,28 +66,22 @@ Status Merger::Merge() {
       s = WriteFiles(docs, *dir, files);
     }
   }
-  const bool ingests = s.ok() && !files.args.empty();
-  if (ingests) ingestion_.FlushBefore(files);
-  if (ingests && files.properties) s = ingestion_.IngestBesideReaders(files);
-  {
-    WriterLock readers(locks_.readers);
-    // Without filters read ahead, queries wait for the ingestion and the reread.
-    if (ingests && !files.properties) s = ingestion_.IngestHoldingReaders(files);
-    staging_.EndMerge(s);
+  if (s.ok() && !files.args.empty()) {
+    ingestion_.FlushBefore(files);
+    WriterLock writers(locks_.writers);
+    s = ingestion_.Ingest(files);
   }
-  if (s.ok()) skip_hints_.MergeEnded();
-  staging_.Recycle();
+  // The tables hold the merged documents at every snapshot from the ingestion on; readers that
+  // took the index with an older one keep it.
+  staging_.EndMerge(s);
   return s;
 }
 
 Status Merger::WriteFiles(std::span<const StagedDocument> staged, const ScratchDir& dir,
                           TableWriter::Output& out) {
   SstSink marks(db_, staging_.family(), dir.Path("staging.sst"));
-  std::vector<Fingerprint> recent;
-  recent.reserve(staged.size());
   std::vector<IdFingerprint> leaving;
   for (const StagedDocument& doc : staged) {
-    if (!doc.removal) recent.push_back(doc.fingerprint);
     if (doc.leaving) leaving.push_back({doc.id, *doc.leaving});
     if (Status s = marks.Delete(Key8(doc.id).view()); !s.ok()) return s;
   }
@@ -96,10 +90,6 @@ Status Merger::WriteFiles(std::span<const StagedDocument> staged, const ScratchD
       ingestion_.OldKeysLeaving(std::move(leaving), changes);
   if (!old_keys_leaving.ok()) return old_keys_leaving.status();
   if (Status s = marks.FinishInto(out.args); !s.ok()) return s;
-  if (Status s = skip_hints_.AddRecent(std::move(recent), dir.Path("recent.sst"), out.args);
-      !s.ok()) {
-    return s;
-  }
   TableWriter::Options options;
   options.memory_bytes = memory_bytes_;
   options.use = SstUse::kMerge;

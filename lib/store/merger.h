@@ -1,5 +1,5 @@
 // Merges (docs/design.md, "The life of an insert"): staged documents move into the tables in one
-// ingestion per batch (table changes, mark deletions, recent fingerprints), in the background once
+// ingestion per batch (table changes and mark deletions), in the background once
 // the staging index is full, and on Flush.
 //
 // Thread safety: thread-safe.
@@ -20,7 +20,6 @@
 #include "ingest/table_writer.h"
 #include "store/ingestion.h"
 #include "store/locks.h"
-#include "store/skip_hints.h"
 #include "store/staging.h"
 
 namespace fpstore::internal {
@@ -28,12 +27,11 @@ namespace fpstore::internal {
 class Merger {
  public:
   // `memory_bytes`: the budget of a merge's sorts.
-  Merger(rocksdb::DB& db, Staging& staging, Ingestion& ingestion, SkipHints& skip_hints,
-         StoreLocks& locks, std::string store_path, std::size_t memory_bytes)
+  Merger(rocksdb::DB& db, Staging& staging, Ingestion& ingestion, StoreLocks& locks,
+         std::string store_path, std::size_t memory_bytes)
       : db_(db),
         staging_(staging),
         ingestion_(ingestion),
-        skip_hints_(skip_hints),
         locks_(locks),
         store_path_(std::move(store_path)),
         memory_bytes_(memory_bytes) {}
@@ -56,7 +54,6 @@ class Merger {
   rocksdb::DB& db_;
   Staging& staging_;
   Ingestion& ingestion_;
-  SkipHints& skip_hints_;
   StoreLocks& locks_;
   const std::string store_path_;
   const std::size_t memory_bytes_;

@@ -327,8 +327,6 @@ Families FamiliesOf(std::vector<rocksdb::ColumnFamilyHandle*> handles, std::size
   f.documents = handles[1];
   f.staging = handles[2];
   f.tables.assign(handles.begin() + 3, handles.begin() + 3 + tables);
-  f.recent = handles[3 + tables];
-  f.crowded = handles[4 + tables];
   f.all = std::move(handles);
   return f;
 }
@@ -396,7 +394,7 @@ Result<std::unique_ptr<StoreImpl>> StoreImpl::Open(const std::string& path,
   std::unique_ptr<StoreImpl> store(new StoreImpl(
       path, options, *plan, *std::move(fingerprinter), meta->recorded.min_similarity,
       meta->group_bits, *std::move(db), FamiliesOf(std::move(handles), plan->table_count()),
-      std::move(filters), config.recent_epoch, std::move(env), std::move(background_errors),
+      std::move(filters), std::move(env), std::move(background_errors),
       std::move(held_deletions)));
   store->writer_key_ = reservation.Keep();
   store->dropped_at_open_ = *std::move(dropped);
@@ -415,9 +413,7 @@ Result<std::unique_ptr<StoreImpl>> StoreImpl::Open(const std::string& path,
 StoreImpl::StoreImpl(std::string path, StoreOptions options, PermutationPlan plan,
                      Fingerprinter fingerprinter, double min_similarity, int group_bits,
                      std::unique_ptr<rocksdb::DB> db, Families families,
-                     std::shared_ptr<TableFilters> filters,
-                     std::shared_ptr<std::atomic<std::uint64_t>> recent_epoch,
-                     std::unique_ptr<rocksdb::Env> env,
+                     std::shared_ptr<TableFilters> filters, std::unique_ptr<rocksdb::Env> env,
                      std::shared_ptr<const BackgroundErrors> background_errors,
                      std::shared_ptr<HeldDeletions> held_deletions)
     : freed_memory_(options.release_memory_on_close),
@@ -431,29 +427,23 @@ StoreImpl::StoreImpl(std::string path, StoreOptions options, PermutationPlan pla
       families_(std::move(families)),
       background_errors_(std::move(background_errors)),
       ingest_guard_(*background_errors_, std::move(held_deletions)),
+      near_plan_(*PermutationPlan::Create(plan_.distance() + 1, plan_.distance())),
       log_sync_([this] { return FromRocks(db_->SyncWAL(), "syncing " + path_); }),
       documents_(*db_, families_.documents, families_.meta),
       tables_(*db_, plan_, group_bits, families_.tables, std::move(filters)),
       staging_(*db_, families_.staging, plan_.distance(), options_.staged_documents,
                !options_.read_only),
-      scanner_(*db_, tables_, staging_, documents_, locks_, closing_),
-      skip_hints_(*db_, plan_, families_.crowded, families_.recent, families_.meta,
-                  std::move(recent_epoch), locks_, scanner_, ingest_guard_, path_, closing_),
-      ingestion_(*db_, tables_, families_.crowded, ingest_guard_, locks_),
-      merger_(*db_, staging_, ingestion_, skip_hints_, locks_, path_, options_.write_buffer_bytes),
-      queries_(tables_, staging_, skip_hints_, documents_, read_pool_),
-      verifier_(*db_, tables_, staging_, documents_, skip_hints_, scanner_,
-                {families_.recent, families_.crowded, families_.all}, path_) {}
+      scanner_(*db_, tables_, staging_, documents_, closing_),
+      ingestion_(*db_, tables_, ingest_guard_),
+      merger_(*db_, staging_, ingestion_, locks_, path_, options_.write_buffer_bytes),
+      queries_(tables_, staging_, documents_, read_pool_),
+      verifier_(*db_, tables_, staging_, documents_, scanner_, families_.all, path_) {}
 
 Status StoreImpl::Start() {
   tables_.filters().Attach(db_.get(), families_.tables);
   if (Status s = documents_.LoadSigned(); !s.ok()) return s;
   if (Status s = staging_.Load(); !s.ok()) return s;
-  if (Status s = skip_hints_.Load(); !s.ok()) return s;
-  if (!options_.read_only) {
-    merger_.Start();
-    skip_hints_.StartRewrites([this] { return documents_.Estimate(); });
-  }
+  if (!options_.read_only) merger_.Start();
   return Status::OK();
 }
 
@@ -463,7 +453,6 @@ Status StoreImpl::Close() {
   closing_ = true;
   closing_.notify_all();
   merger_.Stop();
-  skip_hints_.StopRewrites();
   Status result;
   if (!options_.read_only && options_.durability == Durability::kNoSync) {
     result = FromRocks(db_->SyncWAL(), "closing " + path_);

@@ -13,13 +13,14 @@ namespace fpstore::internal {
 
 Result<std::vector<std::vector<Match>>> QueryRunner::Run(std::span<const Sketch> queries, int k,
                                                          double min_similarity,
-                                                         const rocksdb::Snapshot* snapshot) const {
+                                                         const Staging::ReadPoint& at) const {
+  const rocksdb::Snapshot* const snapshot = at.snapshot();
   std::vector<Fingerprint> fingerprint_list;
   fingerprint_list.reserve(queries.size());
   for (const Sketch& q : queries) fingerprint_list.push_back(q.fingerprint);
   const std::span<const Fingerprint> fingerprints = fingerprint_list;
-  // One filter view, taken after the snapshot: merges publish their files' filters before ingesting
-  // and bulk loads hold readers off, so the view covers every file the snapshot shows.
+  // One filter view, taken after the snapshot: merges and bulk loads publish their files' filters
+  // before they ingest them, so the view covers every file the snapshot shows.
   const TableFilters::View filters = tables_.filters().Current();
   Hits hits(fingerprints.size());
   auto hit_count = [&] {
@@ -30,38 +31,25 @@ Result<std::vector<std::vector<Match>>> QueryRunner::Run(std::span<const Sketch>
   // Tables in turn on this thread while blocks come from memory. Once a table's probes wait on the
   // device and find something (likely shared by other tables), the rest go in parallel
   // (read_pool.h); a wait that found nothing was most likely a filter's false positive.
-  std::vector<LoneBits> skip(fingerprints.size(), 0);
-  std::vector<std::size_t> marked(fingerprints.size(), 0);  // hits[i] seen by MarkSkippable
   std::size_t found = 0;
   auto start = std::chrono::steady_clock::now();
   for (std::size_t t = 0; t < plan_.table_count(); ++t) {
-    if (Status s = ProbeTable(t, filters, snapshot, fingerprints, k, skip, hits); !s.ok()) return s;
+    if (Status s = ProbeTable(t, filters, snapshot, fingerprints, k, hits, hits); !s.ok()) return s;
     const auto end = std::chrono::steady_clock::now();
     const std::size_t found_before = std::exchange(found, hit_count());
-    if (found == found_before || t + 1 == plan_.table_count()) {
-      start = end;
-      continue;
-    }
-    const bool hand_off = ProbesWaitedOnDevice(end - start, fingerprints.size());
-    // The new hits' lone bits may spare the tables still to come.
-    if (skip_hints_.usable() && t + 1 < kMaxLoneBitTables) {
-      if (Status s = MarkSkippable(t, snapshot, fingerprints, hits, marked, skip); !s.ok()) {
-        return s;
-      }
-      for (std::size_t i = 0; i < hits.size(); ++i) marked[i] = hits[i].size();
-    }
-    if (hand_off) {
-      Status s = ProbeTablesInParallel(t + 1, filters, snapshot, fingerprints, k, skip, hits);
+    if (found != found_before && t + 1 < plan_.table_count() &&
+        ProbesWaitedOnDevice(end - start, fingerprints.size())) {
+      Status s = ProbeTablesInParallel(t + 1, filters, snapshot, fingerprints, k, hits);
       if (!s.ok()) return s;
       break;
     }
-    start = std::chrono::steady_clock::now();  // the bits' reads are not the next table's
+    start = end;
   }
   std::unique_ptr<rocksdb::Iterator> table0;
   for (std::vector<Hit>& h : hits) {
     if (Status s = ResolveIds(h, snapshot, table0); !s.ok()) return s;
   }
-  Result<std::vector<Staging::Candidate>> staged = staging_.Within(fingerprints, k, snapshot);
+  Result<std::vector<Staging::Candidate>> staged = staging_.Within(fingerprints, k, at);
   if (!staged.ok()) return staged.status();
   for (const Staging::Candidate& c : *staged) {
     hits[c.query].push_back({c.id, c.fingerprint, c.distance});
@@ -79,12 +67,11 @@ Result<std::vector<std::vector<Match>>> QueryRunner::Run(std::span<const Sketch>
 
 Status QueryRunner::ProbeTable(std::size_t t, const TableFilters::View& filters,
                                const rocksdb::Snapshot* snapshot,
-                               std::span<const Fingerprint> fingerprints, int k,
-                               std::span<const LoneBits> skip, Hits& hits) const {
+                               std::span<const Fingerprint> fingerprints, int k, const Hits& known,
+                               Hits& hits) const {
   const TableMemberFilter& filter = *(*filters)[t];
-  auto skipped = [&](std::size_t i) { return t < kMaxLoneBitTables && (skip[i] >> t & 1) != 0; };
   if (fingerprints.size() == 1) {
-    return skipped(0) ? Status::OK() : ProbeGroup(t, filter, snapshot, fingerprints[0], k, hits[0]);
+    return ProbeGroup(t, filter, snapshot, fingerprints[0], k, known[0], hits[0]);
   }
   // A batch's probes in key order read the table forward.
   const TablePermutation& perm = plan_.table(t);
@@ -94,27 +81,41 @@ Status QueryRunner::ProbeTable(std::size_t t, const TableFilters::View& filters,
     return perm.Apply(fingerprints[a]) < perm.Apply(fingerprints[b]);
   });
   for (std::size_t i : order) {
-    if (skipped(i)) continue;
-    if (Status s = ProbeGroup(t, filter, snapshot, fingerprints[i], k, hits[i]); !s.ok()) return s;
+    Status s = ProbeGroup(t, filter, snapshot, fingerprints[i], k, known[i], hits[i]);
+    if (!s.ok()) return s;
   }
   return Status::OK();
 }
 
 Status QueryRunner::ProbeGroup(std::size_t t, const TableMemberFilter& filter,
                                const rocksdb::Snapshot* snapshot, Fingerprint query, int k,
-                               std::vector<Hit>& hits) const {
+                               const std::vector<Hit>& known, std::vector<Hit>& hits) const {
   const TablePermutation& perm = plan_.table(t);
   const Fingerprint permuted_query = perm.Apply(query);
+  const Fingerprint prefix = permuted_query & perm.prefix_mask();
+  // A fingerprint found in an earlier table is in this one too (every table holds every
+  // fingerprint at the snapshot); if it has the query's prefix here and the filters show no other
+  // with it, it is all the group would give for the prefix, and it is reported once already.
+  const bool shares_a_hit = std::any_of(known.begin(), known.end(), [&](const Hit& h) {
+    return (perm.Apply(h.fingerprint) & perm.prefix_mask()) == prefix;
+  });
   // Most probes find nothing, which the member filters tell without a read. The prefix lies in one
   // group (group bits <= prefix bits).
-  if (!filter.MayContain(permuted_query)) return Status::OK();
+  switch (filter.Lookup(permuted_query, /*count=*/shares_a_hit)) {
+    case PrefixMembers::kNone:
+      return Status::OK();
+    case PrefixMembers::kAtMostOne:
+      if (shares_a_hit) return Status::OK();
+      break;
+    case PrefixMembers::kMaybeMany:
+      break;
+  }
   rocksdb::PinnableSlice read;
   Result<bool> found = tables_.ReadGroup(t, filter, snapshot, permuted_query, read);
   if (!found.ok()) return found.status();
   if (!*found) return Status::OK();
   const GroupLayout& layout = tables_.layout(t);
   const std::string_view value = read.ToStringView();
-  const Fingerprint prefix = permuted_query & perm.prefix_mask();
   const Fingerprint group = layout.GroupOf(permuted_query);
   const std::optional<std::size_t> first = FirstMemberAtLeast(layout, group, value, prefix);
   if (!first) {
@@ -139,40 +140,23 @@ Status QueryRunner::ProbeGroup(std::size_t t, const TableMemberFilter& filter,
   return Status::OK();
 }
 
-Status QueryRunner::MarkSkippable(std::size_t t, const rocksdb::Snapshot* snapshot,
-                                  std::span<const Fingerprint> fingerprints, const Hits& hits,
-                                  std::span<const std::size_t> from,
-                                  std::span<LoneBits> skip) const {
-  for (std::size_t i = 0; i < fingerprints.size(); ++i) {
-    if (hits[i].size() == from[i]) continue;
-    std::vector<Fingerprint> fresh;
-    for (std::size_t j = from[i]; j < hits[i].size(); ++j) fresh.push_back(hits[i][j].fingerprint);
-    Result<std::vector<LoneBits>> bits = skip_hints_.Read(fresh, snapshot);
-    if (!bits.ok()) return bits.status();
-    for (std::size_t j = 0; j < fresh.size(); ++j) {
-      skip[i] |= skip_hints_.Skippable(fingerprints[i], fresh[j], (*bits)[j], t);
-    }
-  }
-  return Status::OK();
-}
-
 Status QueryRunner::ProbeTablesInParallel(std::size_t first, const TableFilters::View& filters,
                                           const rocksdb::Snapshot* snapshot,
                                           std::span<const Fingerprint> fingerprints, int k,
-                                          std::span<const LoneBits> skip, Hits& hits) const {
+                                          Hits& hits) const {
   const std::size_t count = plan_.table_count() - first;
   std::vector<Hits> found(count, Hits(fingerprints.size()));
   std::vector<Status> statuses(count);
   // Task 0, taken first by the calling thread, warms the records found so far, overlapping their
-  // device reads (table 0 for ids, then records) with the probes.
+  // device reads (table 0 for ids, then records) with the probes. Every task only reads `hits`.
   read_pool_.Run(count + 1, [&](std::size_t task) {
     // Pool tasks must not throw: out of memory fails a probe, and only skips warming.
     try {
       if (task == 0) {
         WarmRecordsOf(hits, snapshot);
       } else {
-        statuses[task - 1] =
-            ProbeTable(first + task - 1, filters, snapshot, fingerprints, k, skip, found[task - 1]);
+        statuses[task - 1] = ProbeTable(first + task - 1, filters, snapshot, fingerprints, k, hits,
+                                        found[task - 1]);
       }
     } catch (const std::exception& e) {
       if (task > 0) {

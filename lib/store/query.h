@@ -1,7 +1,7 @@
 // Queries (docs/design.md, "The life of a query"): in each table, the group holding the query's
-// prefix is read if the member filters allow, skipping tables where a found document is alone with
-// the prefix (skip_hints.h); hits in tables without ids resolve through table 0, and staged
-// documents within k are added. All at one snapshot.
+// prefix is read if the member filters allow, skipping tables where the filters show that a
+// document already found is alone with the prefix; hits in tables without ids resolve through
+// table 0, and staged documents within k are added. All at one snapshot.
 //
 // Thread safety: thread-safe.
 
@@ -19,7 +19,6 @@
 #include "fpstore/status.h"
 #include "store/documents.h"
 #include "store/read_pool.h"
-#include "store/skip_hints.h"
 #include "store/staging.h"
 #include "store/tables.h"
 
@@ -27,22 +26,20 @@ namespace fpstore::internal {
 
 class QueryRunner {
  public:
-  QueryRunner(const Tables& tables, const Staging& staging, const SkipHints& skip_hints,
-              const Documents& documents, ReadPool& read_pool)
+  QueryRunner(const Tables& tables, const Staging& staging, const Documents& documents,
+              ReadPool& read_pool)
       : tables_(tables),
         plan_(tables.plan()),
         staging_(staging),
-        skip_hints_(skip_hints),
         documents_(documents),
         read_pool_(read_pool) {}
 
-  // Every document within k of each of `queries` at `snapshot` whose estimated similarity to it is
-  // at least `min_similarity` (or which either lacks a signature for), each once, nearest first
-  // (ties by id). REQUIRES: the reader gate held shared from before the snapshot until this
-  // returns.
+  // Every document within k of each of `queries` at `at` whose estimated similarity to it is at
+  // least `min_similarity` (or which either lacks a signature for), each once, nearest first (ties
+  // by id).
   Result<std::vector<std::vector<Match>>> Run(std::span<const Sketch> queries, int k,
                                               double min_similarity,
-                                              const rocksdb::Snapshot* snapshot) const;
+                                              const Staging::ReadPoint& at) const;
 
  private:
   // A candidate found in one table, before its record is read.
@@ -55,24 +52,22 @@ class QueryRunner {
   };
   using Hits = std::vector<std::vector<Hit>>;  // per query
 
-  // Adds to hits[i] the hits of fingerprints[i] in table t, unless skip[i] has bit t.
+  // Adds to hits[i] the hits of fingerprints[i] in table t; known[i]: its hits in earlier tables
+  // (may be hits[i] itself).
   Status ProbeTable(std::size_t t, const TableFilters::View& filters,
                     const rocksdb::Snapshot* snapshot, std::span<const Fingerprint> fingerprints,
-                    int k, std::span<const LoneBits> skip, Hits& hits) const;
-  // `query`'s hits in table t: a document is a hit only in the first table it shares with it.
+                    int k, const Hits& known, Hits& hits) const;
+  // `query`'s hits in table t: a document is a hit only in the first table it shares with it. The
+  // group is not read where `known` holds a fingerprint with the query's prefix that the filters
+  // show alone with it: only that fingerprint is there.
   Status ProbeGroup(std::size_t t, const TableMemberFilter& filter,
                     const rocksdb::Snapshot* snapshot, Fingerprint query, int k,
-                    std::vector<Hit>& hits) const;
+                    const std::vector<Hit>& known, std::vector<Hit>& hits) const;
   // ProbeTable for the tables from `first` on in parallel on the read pool, while the caller warms
   // the records of the hits so far. REQUIRES: first > 0.
   Status ProbeTablesInParallel(std::size_t first, const TableFilters::View& filters,
                                const rocksdb::Snapshot* snapshot,
-                               std::span<const Fingerprint> fingerprints, int k,
-                               std::span<const LoneBits> skip, Hits& hits) const;
-  // Adds to skip[i] the tables after t where query i's hits from `from[i]` on leave nothing new.
-  Status MarkSkippable(std::size_t t, const rocksdb::Snapshot* snapshot,
-                       std::span<const Fingerprint> fingerprints, const Hits& hits,
-                       std::span<const std::size_t> from, std::span<LoneBits> skip) const;
+                               std::span<const Fingerprint> fingerprints, int k, Hits& hits) const;
   // Replaces each hit by fingerprint with one per document table 0 holds with it at `snapshot`,
   // read through `table0` (made if null).
   Status ResolveIds(std::vector<Hit>& hits, const rocksdb::Snapshot* snapshot,
@@ -88,7 +83,6 @@ class QueryRunner {
   const Tables& tables_;
   const PermutationPlan& plan_;
   const Staging& staging_;
-  const SkipHints& skip_hints_;
   const Documents& documents_;
   ReadPool& read_pool_;
 };

@@ -62,7 +62,7 @@ class LeavingVersions {
 class TableRunReader {
  public:
   TableRunReader(const Tables& tables, std::size_t t, const rocksdb::Snapshot* snapshot,
-                 const LeavingVersions& leaving, bool every_run, std::size_t waiting_limit,
+                 const LeavingVersions& leaving, std::size_t waiting_limit,
                  const Scanner::RunVisitor& visit_run)
       : tables_(tables),
         plan_(tables.plan()),
@@ -71,7 +71,6 @@ class TableRunReader {
         snapshot_(snapshot),
         leaving_(leaving),
         with_ids_(t == 0),
-        every_run_(with_ids_ || every_run),
         waiting_limit_(waiting_limit),
         visit_run_(visit_run) {}
 
@@ -94,7 +93,7 @@ class TableRunReader {
  private:
   Status EndRun() {
     Status s;
-    if (run_.size() >= 2) s = every_run_ ? (visit_run_(t_, run_), Status::OK()) : WaitForIds();
+    if (run_.size() >= 2) s = with_ids_ ? (visit_run_(t_, run_), Status::OK()) : WaitForIds();
     run_.clear();
     by_fingerprint_.clear();
     return s;
@@ -195,7 +194,6 @@ class TableRunReader {
   const rocksdb::Snapshot* const snapshot_;
   const LeavingVersions& leaving_;
   const bool with_ids_;
-  const bool every_run_;
   const std::size_t waiting_limit_;
   const Scanner::RunVisitor& visit_run_;
   std::unique_ptr<rocksdb::Iterator> table0_;
@@ -211,24 +209,19 @@ class TableRunReader {
 }  // namespace
 
 const rocksdb::Snapshot* Scanner::WholeSnapshot(TableFilters::View* filters) const {
-  ReaderLock readers(locks_.readers);
-  // Filters after the snapshot: merges publish theirs before ingesting, so the view covers it.
+  // Filters after the snapshot: ingestions publish theirs first, so the view covers it.
   const rocksdb::Snapshot* snapshot = db_.GetSnapshot();
   if (filters != nullptr) *filters = tables_.filters().Current();
   return snapshot;
 }
 
 Status Scanner::ScanRunsAt(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
-                           const RunVisitor& visit_run, Runs runs, Versions versions) const {
+                           const RunVisitor& visit_run) const {
   Result<std::vector<StagedDocument>> staged = staging_.Documents(snapshot);
   if (!staged.ok()) return staged.status();
-  // With no version leaving, every table entry is read.
-  if (versions == Versions::kAlsoLeaving) {
-    for (StagedDocument& doc : *staged) doc.leaving.reset();
-  }
   Result<bool> done = ScanRunsInMemory(scan, snapshot, *staged, visit_run);
   if (!done.ok() || *done) return done.status();
-  return ScanRunsFromTables(scan, snapshot, *staged, visit_run, runs);
+  return ScanRunsFromTables(scan, snapshot, *staged, visit_run);
 }
 
 // Cheaper than iterating every table: documents read once, each table sorted in memory.
@@ -325,7 +318,7 @@ Result<std::optional<std::vector<IdFingerprint>>> Scanner::ReadAllDocuments(
 
 Status Scanner::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
                                    std::span<const StagedDocument> staged,
-                                   const RunVisitor& visit_run, Runs runs) const {
+                                   const RunVisitor& visit_run) const {
   ProgressMeter progress(scan.progress,
                          (documents_.Estimate() + staged.size()) * plan_.table_count());
   const LeavingVersions leaving(staged);
@@ -343,8 +336,7 @@ Status Scanner::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Snaps
     }
     std::sort(staged_entries.begin(), staged_entries.end());
     auto next_staged = staged_entries.begin();
-    TableRunReader reader(tables_, t, snapshot, leaving, runs == Runs::kEvery, waiting_limit,
-                          visit_run);
+    TableRunReader reader(tables_, t, snapshot, leaving, waiting_limit, visit_run);
     std::unique_ptr<rocksdb::Iterator> it(tables_.NewIterator(t, ScanReadOptions(snapshot)));
     TableEntryCursor entries(*it, tables_.layout(t), TableFamilyName(t));
     std::uint64_t unreported = 0;
@@ -420,8 +412,7 @@ Status Scanner::FindAll(int k, double min_similarity,
         if (!read.ok() && failed.ok()) failed = read;
         if (!failed.ok()) return;
         for (const NearPair& p : pairs) sink(p);
-      },
-      Runs::kLinkedWithIds);
+      });
   return s.ok() ? failed : s;
 }
 
@@ -454,8 +445,7 @@ Status Scanner::Clusters(int k, double min_similarity,
         std::lock_guard lock(sets_mu);
         if (read_failed && failed.ok()) failed = signatures->status();
         for (auto [a, b] : edges) sets.Union(a, b);
-      },
-      Runs::kLinkedWithIds);
+      });
   if (!s.ok()) return s;
   if (!failed.ok()) return failed;
   sets.ForEachSet(sink);

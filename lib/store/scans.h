@@ -1,6 +1,6 @@
 // Whole-store scans (docs/design.md, "Whole-store scans"): FindAll, Clusters and ForEachDocument,
-// each at one snapshot, and the runs of entries sharing a table's prefix that FindAll, Clusters and
-// lone-bit rewrites read, sorted in memory if the store fits the budget, else in key order.
+// each at one snapshot, reading the runs of entries sharing a table's prefix, sorted in memory if
+// the store fits the budget, else in key order.
 //
 // Thread safety: thread-safe. A scan holds no lock after taking its snapshot, so its callbacks may
 // write to the store.
@@ -19,7 +19,6 @@
 #include "fpstore/store.h"
 #include "plan/table_entry.h"
 #include "store/documents.h"
-#include "store/locks.h"
 #include "store/staging.h"
 #include "store/tables.h"
 
@@ -28,32 +27,22 @@ namespace fpstore::internal {
 class Scanner {
  public:
   Scanner(rocksdb::DB& db, const Tables& tables, const Staging& staging, const Documents& documents,
-          StoreLocks& locks, const std::atomic<bool>& closing)
+          const std::atomic<bool>& closing)
       : db_(db),
         tables_(tables),
         plan_(tables.plan()),
         staging_(staging),
         documents_(documents),
-        locks_(locks),
         closing_(closing) {}
 
-  // A snapshot of the tables, staging marks and documents in one state (never inside a bulk load's
-  // ingestion); with `filters`, the member filters covering it. The caller releases it.
-  const rocksdb::Snapshot* WholeSnapshot(TableFilters::View* filters = nullptr) const
-      EXCLUDES(locks_.readers);
+  // A snapshot of the tables, staging marks and documents in one state; with `filters`, the member
+  // filters covering it. The caller releases it.
+  const rocksdb::Snapshot* WholeSnapshot(TableFilters::View* filters = nullptr) const;
 
   // Sees a run of 2+ entries sharing `table`'s prefix, in order; each table's runs on one thread.
-  using RunVisitor = std::function<void(std::size_t table, std::span<const TableEntry> run)>;
   // In a table without ids, a key-order scan visits only entries within the plan's distance of
-  // another, with ids, or every run with id 0. A scan in memory visits every run, with ids.
-  enum class Runs { kLinkedWithIds, kEvery };
-  // kAlsoLeaving also sees versions in the tables whose removal is staged, as lone bits count them.
-  enum class Versions { kCurrent, kAlsoLeaving };
-
-  // Every table's runs at `snapshot` (showing all tables in one state), on several threads.
-  Status ScanRunsAt(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
-                    const RunVisitor& visit_run, Runs runs,
-                    Versions versions = Versions::kCurrent) const;
+  // another, with ids; a scan in memory visits every run, with ids.
+  using RunVisitor = std::function<void(std::size_t table, std::span<const TableEntry> run)>;
 
   // Pairs and clusters within k, confirmed by similarity (store.h); the records are read to
   // confirm them only when some document was written with a signature (Documents::AnySigned).
@@ -66,6 +55,9 @@ class Scanner {
                          const ScanOptions& scan) const;
 
  private:
+  // Every table's runs at `snapshot` (showing all tables in one state), on several threads.
+  Status ScanRunsAt(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
+                    const RunVisitor& visit_run) const;
   // ScanRunsAt with the documents read once and each table sorted in memory; false, having visited
   // nothing, if that needs more than scan.memory_bytes.
   Result<bool> ScanRunsInMemory(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
@@ -73,8 +65,8 @@ class Scanner {
                                 const RunVisitor& visit_run) const;
   // ScanRunsAt reading each table in key order, merging in the staged documents.
   Status ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
-                            std::span<const StagedDocument> staged, const RunVisitor& visit_run,
-                            Runs runs) const;
+                            std::span<const StagedDocument> staged,
+                            const RunVisitor& visit_run) const;
   // Every document at `snapshot`: table 0's members, unpermuted, read on `threads` threads, and
   // `staged`; none once more than `limit`.
   Result<std::optional<std::vector<IdFingerprint>>> ReadAllDocuments(
@@ -86,7 +78,6 @@ class Scanner {
   const PermutationPlan& plan_;
   const Staging& staging_;
   const Documents& documents_;
-  StoreLocks& locks_;
   const std::atomic<bool>& closing_;
 };
 

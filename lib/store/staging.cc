@@ -85,10 +85,21 @@ Result<std::vector<StagedDocument>> Staging::Documents(const rocksdb::Snapshot* 
   return staged;
 }
 
+Staging::ReadPoint Staging::ReadAt() const {
+  ReadPoint at;
+  MutexLock lock(mu_);
+  rocksdb::DB* const db = &db_;
+  at.snapshot_.reset(db_.GetSnapshot(), [db](const rocksdb::Snapshot* s) { db->ReleaseSnapshot(s); });
+  at.current_ = current_;
+  at.merging_ = merging_;
+  return at;
+}
+
 Result<std::vector<Staging::Candidate>> Staging::Within(std::span<const Fingerprint> queries, int k,
-                                                        const rocksdb::Snapshot* snapshot) const {
+                                                        const ReadPoint& at) const {
+  const rocksdb::Snapshot* const snapshot = at.snapshot();
   std::vector<Candidate> candidates;
-  for (const StagingIndex* index : {merging(), static_cast<const StagingIndex*>(&current())}) {
+  for (const StagingIndex* index : {at.merging_.get(), at.current_.get()}) {
     if (index == nullptr || index->size() == 0) continue;
     for (std::size_t i = 0; i < queries.size(); ++i) {
       index->ForEachWithin(queries[i], k, [&](DocumentId id, Fingerprint fp, int d) {
@@ -108,10 +119,10 @@ Result<std::vector<Staging::Candidate>> Staging::Within(std::span<const Fingerpr
   Result<std::vector<StagingMark>> marks = Marks(snapshot, ids);
   if (!marks.ok()) return marks.status();
   std::vector<Candidate> current;
-  std::size_t at = 0;
+  std::size_t i = 0;
   for (const Candidate& c : candidates) {
-    while (ids[at] != c.id) ++at;
-    if ((*marks)[at].staged != c.fingerprint) continue;
+    while (ids[i] != c.id) ++i;
+    if ((*marks)[i].staged != c.fingerprint) continue;
     if (!current.empty() && current.back().id == c.id && current.back().query == c.query) {
       continue;
     }
@@ -171,11 +182,11 @@ Result<Staging::Room> Staging::Reserve(std::size_t entries) {
 }
 
 bool Staging::Merging(std::span<const DocumentId> ids) const {
-  if (merging() == nullptr) return false;
-  const std::vector<DocumentId>& merging = merging_ids();
-  return std::any_of(ids.begin(), ids.end(), [&](DocumentId id) {
-    return std::binary_search(merging.begin(), merging.end(), id);
-  });
+  MutexLock lock(mu_);
+  for (DocumentId id : ids) {
+    if (std::binary_search(merging_ids_.begin(), merging_ids_.end(), id)) return true;
+  }
+  return false;
 }
 
 Status Staging::WaitForMerge() {
@@ -211,10 +222,19 @@ bool Staging::WaitUntilDue() {
 }
 
 std::shared_ptr<StagingIndex> Staging::NextIndex() {
-  MutexLock lock(mu_);
-  if (current_->size() == 0) return nullptr;
-  if (spare_ != nullptr) return std::move(spare_);
-  return std::make_shared<StagingIndex>(distance_, room());
+  std::shared_ptr<StagingIndex> index;
+  {
+    MutexLock lock(mu_);
+    if (current_->size() == 0) return nullptr;
+    // Readers take indexes only from current_ and merging_: once no view holds the retired one,
+    // none will.
+    if (retired_ != nullptr && retired_.use_count() == 1) index = std::move(retired_);
+  }
+  if (index == nullptr) return std::make_shared<StagingIndex>(distance_, room());
+  // The last view's release happens before this: its reads before the entries are cleared.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  index->Clear();
+  return index;
 }
 
 Result<std::vector<DocumentId>> Staging::BeginMerge(std::shared_ptr<StagingIndex> next) {
@@ -246,18 +266,6 @@ void Staging::EndMerge(const Status& merged) {
     }
   }
   cv_.NotifyAll();
-}
-
-void Staging::Recycle() {
-  std::shared_ptr<StagingIndex> index;
-  {
-    MutexLock lock(mu_);
-    index = std::move(retired_);
-  }
-  if (index == nullptr) return;
-  index->Clear();
-  MutexLock lock(mu_);
-  spare_ = std::move(index);
 }
 
 void Staging::Stop() {

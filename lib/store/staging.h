@@ -3,12 +3,13 @@
 //
 // Writers reserve index room before taking the store's locks (Reserve) and add entries before their
 // write reaches RocksDB (Add), so a reader whose snapshot holds a write finds them. A merge sets
-// the index aside (BeginMerge) while writers go on into a fresh one, and retires it once its
-// documents are in the tables (EndMerge), both under the reader gate held alone: a reader holding
-// it shared sees one set of indexes.
+// the index aside (BeginMerge, under the writers' lock held alone, so that no writer is between
+// its Add and its write) while writers go on into a fresh one, and retires it once its documents
+// are in the tables (EndMerge). A reader takes its snapshot and the indexes together (ReadAt), so
+// that an index retired after the snapshot stays in its view.
 //
-// Thread safety: thread-safe. The store's reader gate (locks.h) orders the indexes' changes against
-// readers: callers say which they hold.
+// Thread safety: thread-safe. The store's writers' lock (locks.h) orders writers against a merge's
+// BeginMerge: the calls for writers say what they need held.
 
 #ifndef FPSTORE_LIB_STORE_STAGING_H_
 #define FPSTORE_LIB_STORE_STAGING_H_
@@ -58,17 +59,30 @@ class Staging {
 
   // ---- Queries ----
 
+  // A snapshot of the store, with the indexes that hold every document staged at it.
+  class ReadPoint {
+   public:
+    const rocksdb::Snapshot* snapshot() const { return snapshot_.get(); }
+
+   private:
+    friend class Staging;
+    std::shared_ptr<const rocksdb::Snapshot> snapshot_;
+    std::shared_ptr<const StagingIndex> current_, merging_;
+  };
+  // Takes a snapshot and the indexes at once: a merge's ingestion comes before it retires its
+  // index, so the indexes taken with a snapshot hold what the snapshot shows staged.
+  ReadPoint ReadAt() const EXCLUDES(mu_);
+
   struct Candidate {
     std::size_t query;  // index into the queries
     DocumentId id;
     Fingerprint fingerprint;
     int distance;
   };
-  // The staged documents within k of each of `queries` at `snapshot`, once per query (the marks
-  // weed out superseded entries).
-  // REQUIRES: the reader gate held shared since before `snapshot` was taken.
+  // The staged documents within k of each of `queries` at `at`, once per query (the marks weed out
+  // superseded entries).
   Result<std::vector<Candidate>> Within(std::span<const Fingerprint> queries, int k,
-                                        const rocksdb::Snapshot* snapshot) const;
+                                        const ReadPoint& at) const;
 
   // ---- Writers ----
 
@@ -84,12 +98,12 @@ class Staging {
   // pays for it. Once made, a load and a test; IOError, and nothing changed, if memory runs out.
   Status MakeRoom() EXCLUDES(mu_, room_mu_);
 
-  // The calls below to Add, for writers, REQUIRE the reader gate held shared from before their
-  // mark's write until it is done.
+  // The calls below to Add, for writers, REQUIRE the writers' lock held, shared, from before their
+  // mark's write until it is done (or alone, for a bulk load).
 
   // Whether a merge is moving any of `ids` (sorted) into the tables: their writers must wait for it
   // (WaitForMerge), as it copies their staged versions.
-  bool Merging(std::span<const DocumentId> ids) const;
+  bool Merging(std::span<const DocumentId> ids) const EXCLUDES(mu_);
   // Waits until no merge runs; the failure of one that did, if any.
   Status WaitForMerge() EXCLUDES(mu_);
   // Whether `id` may have a mark: `stored` is staged, or, with none stored, its removal is. Cheap
@@ -108,17 +122,16 @@ class Staging {
 
   // Waits until a merge is due, a second at most; true if it is.
   bool WaitUntilDue() EXCLUDES(mu_);
-  // The index for writers while a merge runs: the last one merged, emptied, if any (a new one's
-  // pages must fault in), else a new one. Made before the gate is taken; null if nothing is staged.
+  // The index for writers while a merge runs: the last one merged, emptied, if no reader's view
+  // holds it any more (a new one's pages must fault in), else a new one. Made before any lock is
+  // taken; null if nothing is staged.
   std::shared_ptr<StagingIndex> NextIndex() EXCLUDES(mu_);
   // Sets the staged index aside for a merge, `next` taking new entries; returns its ids ascending
-  // (none if `next` is null), or an earlier merge's failure. REQUIRES: the reader gate held alone.
+  // (none if `next` is null), or an earlier merge's failure. REQUIRES: the writers' lock held alone.
   Result<std::vector<DocumentId>> BeginMerge(std::shared_ptr<StagingIndex> next) EXCLUDES(mu_);
   // Retires the merge's index if `merged` is OK, else keeps it (its documents stay staged and
-  // found) and records the failure. REQUIRES: the reader gate held alone.
+  // found) and records the failure. REQUIRES: the merge's files ingested, if `merged` is OK.
   void EndMerge(const Status& merged) EXCLUDES(mu_);
-  // Empties the retired index for NextIndex, without locks: no reader holds it any more.
-  void Recycle() EXCLUDES(mu_);
   // Wakes and refuses waiters: the store is closing.
   void Stop() EXCLUDES(mu_);
 
@@ -126,13 +139,9 @@ class Staging {
   friend Room;
   void GiveBack(std::size_t entries) EXCLUDES(mu_);
   std::size_t room() const { return 2 * merge_at_; }
-  // The indexes and merging ids change with both the reader gate (held alone) and mu_ held, so
-  // either lets a thread read them; the analysis knows only mu_. REQUIRES: the reader gate held.
+  // The current index changes with both the writers' lock (held alone) and mu_ held, so either
+  // lets a thread read it; the analysis knows only mu_. REQUIRES: the writers' lock held.
   StagingIndex& current() const NO_THREAD_SAFETY_ANALYSIS { return *current_; }
-  const StagingIndex* merging() const NO_THREAD_SAFETY_ANALYSIS { return merging_.get(); }
-  const std::vector<DocumentId>& merging_ids() const NO_THREAD_SAFETY_ANALYSIS {
-    return merging_ids_;
-  }
 
   rocksdb::DB& db_;
   rocksdb::ColumnFamilyHandle* const family_;
@@ -146,11 +155,11 @@ class Staging {
   mutable Mutex mu_;
   CondVar cv_;  // room, a merge's end, and a merge that is due
   std::shared_ptr<StagingIndex> current_ GUARDED_BY(mu_);
-  // A running merge's index and its ids; then the last one merged, kept for reuse.
+  // A running merge's index and its ids (kept after a failed merge, whose documents stay staged).
   std::shared_ptr<StagingIndex> merging_ GUARDED_BY(mu_);
   std::vector<DocumentId> merging_ids_ GUARDED_BY(mu_);
+  // The last one merged, for NextIndex to reuse.
   std::shared_ptr<StagingIndex> retired_ GUARDED_BY(mu_);
-  std::shared_ptr<StagingIndex> spare_ GUARDED_BY(mu_);
   std::size_t reserved_ GUARDED_BY(mu_) = 0;      // entries writers hold room for
   std::size_t room_waiters_ GUARDED_BY(mu_) = 0;  // writers waiting for room
   Status failure_ GUARDED_BY(mu_);

@@ -44,13 +44,16 @@ Result<Matching> StoreImpl::MatchingFor(std::optional<int> distance,
 // ---- Writes ----
 
 Status StoreImpl::LockForWrite(std::span<const DocumentId> ids, std::size_t staged,
-                               WriteLocks& locks) {
+                               WriteLocks& locks, std::span<const LockKey> near) {
   Result<Staging::Room> room = staging_.Reserve(staged);
   if (!room.ok()) return room.status();
+  std::vector<LockKey> keys(ids.begin(), ids.end());
+  keys.insert(keys.end(), near.begin(), near.end());
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   while (true) {
     locks.writers.emplace(locks_.writers);
-    locks.readers.emplace(locks_.readers);
-    locks.ids = ids_.Lock(ids);
+    locks.keys = keys_.Lock(keys);
     // Writers of ids that a merge is moving wait for it to end.
     if (!staging_.Merging(ids)) break;
     locks.Release();  // the room is not yet theirs
@@ -205,17 +208,16 @@ Result<CheckResult> StoreImpl::CheckAndInsert(const NewDocument& doc, InsertPoli
   if (!matching.ok()) return matching.status();
   if (Status s = CheckSignature(doc, fingerprinter_.options().signature_slots); !s.ok()) return s;
   const DocumentId id = doc.id;
-  // Made before the check lock, which would hold every other CheckAndInsert meanwhile.
-  if (Status s = staging_.MakeRoom(); !s.ok()) return s;
   CheckResult result;
   {
-    MutexLock check(locks_.check);
+    // Near-duplicates share a near key: of two offered at once, one waits for the other's write.
+    const std::vector<LockKey> near = NearKeys(near_plan_, doc.fingerprint);
     WriteLocks locks;
-    if (Status s = LockForWrite(std::span(&id, 1), 1, locks); !s.ok()) return s;
-    rocksdb::ManagedSnapshot snapshot(db_.get());
+    if (Status s = LockForWrite(std::span(&id, 1), 1, locks, near); !s.ok()) return s;
     const Sketch query{doc.fingerprint, doc.signature};
-    Result<std::vector<std::vector<Match>>> matches = queries_.Run(
-        std::span(&query, 1), matching->distance, matching->min_similarity, snapshot.snapshot());
+    Result<std::vector<std::vector<Match>>> matches =
+        queries_.Run(std::span(&query, 1), matching->distance, matching->min_similarity,
+                     staging_.ReadAt());
     if (!matches.ok()) return matches.status();
     result.matches = std::move((*matches)[0]);
     std::erase_if(result.matches, [id](const Match& m) { return m.id == id; });
@@ -250,11 +252,9 @@ Result<std::vector<std::vector<Match>>> StoreImpl::QueryBatch(std::span<const Sk
                                                               const QueryOptions& options) const {
   Result<Matching> matching = MatchingFor(options.distance, options.min_similarity);
   if (!matching.ok()) return matching.status();
-  ReaderLock readers(const_cast<SharedMutex&>(locks_.readers));
   // One snapshot for every table, the staging marks and the documents: a document being replaced is
   // seen either before or after, never half-way.
-  rocksdb::ManagedSnapshot snapshot(db_.get());
-  return queries_.Run(queries, matching->distance, matching->min_similarity, snapshot.snapshot());
+  return queries_.Run(queries, matching->distance, matching->min_similarity, staging_.ReadAt());
 }
 
 Status StoreImpl::FindAll(int k, const std::function<void(const NearPair&)>& sink,
@@ -307,8 +307,6 @@ Result<StoreStats> StoreImpl::Stats() const {
   stats.dropped_at_open = dropped_at_open_;
   stats.internals.format_version = kFormatVersion;
   stats.internals.group_bits = tables_.group_bits();
-  stats.internals.recent_fingerprints = skip_hints_.recent_count();
-  stats.internals.lone_bits_used = skip_hints_.usable();
   return stats;
 }
 
@@ -331,7 +329,6 @@ Result<std::unique_ptr<BulkLoader>> StoreImpl::NewBulkLoader(const BulkLoadOptio
   const BulkLoaderImpl::Context context{db_.get(),
                                         &documents_,
                                         &staging_,
-                                        &skip_hints_,
                                         &ingestion_,
                                         &locks_,
                                         fingerprinter_.options().signature_slots};
@@ -348,8 +345,6 @@ Status StoreImpl::Compact(const ScanOptions& scan) {
   if (Status s = Flush(); !s.ok()) return s;
   const std::size_t total = families_.all.size();
   if (scan.progress) scan.progress(0, total);
-  // Rewrite first: it clears the recent family, which is then compacted too.
-  if (Status s = skip_hints_.Rewrite(scan, /*in_background=*/false); !s.ok()) return s;
   // One pool thread per compaction; unless told, no more at once than the background threads, as
   // each needs disk room for the family it rewrites.
   const int threads =

@@ -18,7 +18,7 @@
 #include "fpstore/store.h"
 #include "platform/freed_memory.h"
 #include "store/documents.h"
-#include "store/id_locks.h"
+#include "store/key_locks.h"
 #include "store/ingestion.h"
 #include "store/locks.h"
 #include "store/log_sync.h"
@@ -26,7 +26,6 @@
 #include "store/query.h"
 #include "store/read_pool.h"
 #include "store/scans.h"
-#include "store/skip_hints.h"
 #include "store/staging.h"
 #include "store/tables.h"
 #include "store/verify.h"
@@ -39,8 +38,6 @@ struct Families {
   rocksdb::ColumnFamilyHandle* documents;
   rocksdb::ColumnFamilyHandle* staging;
   std::vector<rocksdb::ColumnFamilyHandle*> tables;
-  rocksdb::ColumnFamilyHandle* recent;
-  rocksdb::ColumnFamilyHandle* crowded;
   // All of them, as RocksDB's open listed them.
   std::vector<rocksdb::ColumnFamilyHandle*> all;
 };
@@ -88,9 +85,7 @@ class StoreImpl final : public Store {
   StoreImpl(std::string path, StoreOptions options, PermutationPlan plan,
             Fingerprinter fingerprinter, double min_similarity, int group_bits,
             std::unique_ptr<rocksdb::DB> db, Families families,
-            std::shared_ptr<TableFilters> filters,
-            std::shared_ptr<std::atomic<std::uint64_t>> recent_epoch,
-            std::unique_ptr<rocksdb::Env> env,
+            std::shared_ptr<TableFilters> filters, std::unique_ptr<rocksdb::Env> env,
             std::shared_ptr<const BackgroundErrors> background_errors,
             std::shared_ptr<HeldDeletions> held_deletions);
   // Loads the components from the families; starts a writable store's background work.
@@ -102,23 +97,22 @@ class StoreImpl final : public Store {
   Result<Matching> MatchingFor(std::optional<int> distance,
                                std::optional<double> min_similarity) const;
 
-  // A write's locks: staging room, writers' and readers' locks shared, ids; released room last.
+  // A write's locks: staging room, the writers' lock shared, its keys; released room last.
   struct WriteLocks {
     Staging::Room room;
     std::optional<ReaderLock> writers;
-    std::optional<ReaderLock> readers;
-    IdLocks::Held ids;
+    KeyLocks::Held keys;
 
     void Release() {
-      ids = {};
-      readers.reset();
+      keys = {};
       writers.reset();
       room = {};
     }
   };
-  // Locks a write to `ids` (sorted, unique) that stages up to `staged` entries, waiting for staging
-  // room and for any merge moving one of the ids.
-  Status LockForWrite(std::span<const DocumentId> ids, std::size_t staged, WriteLocks& locks);
+  // Locks a write to `ids` (sorted, unique) that stages up to `staged` entries, with `near` keys
+  // besides (CheckAndInsert's), waiting for staging room and for any merge moving one of the ids.
+  Status LockForWrite(std::span<const DocumentId> ids, std::size_t staged, WriteLocks& locks,
+                      std::span<const LockKey> near = {});
 
   // An id's versions: the stored one, if any, whether it is staged, and the fingerprint of one
   // still in the tables until the next merge takes it out.
@@ -158,19 +152,20 @@ class StoreImpl final : public Store {
   const std::shared_ptr<const BackgroundErrors> background_errors_;
   const IngestGuard ingest_guard_;
 
-  // Set by Close: scans and rewrites still running stop early.
+  // Set by Close: scans still running stop early.
   std::atomic<bool> closing_{false};
   bool closed_ = false;
 
   StoreLocks locks_;
-  IdLocks ids_;
+  KeyLocks keys_;
+  // The staging index's plan, (k + 1, k): whose prefixes are CheckAndInsert's near keys.
+  const PermutationPlan near_plan_;
   LogSync log_sync_;
   ReadPool read_pool_{kReadThreads};
   Documents documents_;
   Tables tables_;
   Staging staging_;
   Scanner scanner_;
-  SkipHints skip_hints_;
   Ingestion ingestion_;
   Merger merger_;
   QueryRunner queries_;

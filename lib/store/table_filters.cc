@@ -102,31 +102,36 @@ std::shared_ptr<const TableMemberFilter> TableMemberFilter::PassingAll() {
   return filter;
 }
 
-bool TableMemberFilter::MayContain(Fingerprint permuted) const {
+PrefixMembers TableMemberFilter::Lookup(Fingerprint permuted, bool count) const {
   const Fingerprint group = layout_.GroupOf(permuted);
   const std::uint64_t hash = MemberFilter::Hash(permuted & prefix_mask_);
   // Prefetch the files' blocks before testing any: a table may have many files, and their cache
   // misses then overlap.
   constexpr std::size_t kAhead = 16;
   std::array<const char*, kAhead> blocks;
+  const char* passed = nullptr;  // the one file's block that passed so far
   for (std::size_t first = 0; first < files_.size(); first += kAhead) {
     std::size_t fetched = 0;
     for (std::size_t i = first; i < std::min(files_.size(), first + kAhead); ++i) {
       const File& f = files_[i];
-      if (!f.filter) return true;
+      if (!f.filter) return PrefixMembers::kMaybeMany;
       const auto after = std::upper_bound(f.first_groups.begin(), f.first_groups.end(), group);
       if (after == f.first_groups.begin()) continue;
       const char* block = f.filter->BlockIn(after - f.first_groups.begin() - 1, group, hash);
-      if (block == FileMemberFilter::kUnchecked) return true;
+      if (block == FileMemberFilter::kUnchecked) return PrefixMembers::kMaybeMany;
       if (block == nullptr) continue;
       __builtin_prefetch(block);
       blocks[fetched++] = block;
     }
     for (std::size_t i = 0; i < fetched; ++i) {
-      if (MemberFilter::BlockPasses(blocks[i], hash)) return true;
+      if (!MemberFilter::BlockPasses(blocks[i], hash)) continue;
+      if (!count || passed != nullptr) return PrefixMembers::kMaybeMany;
+      passed = blocks[i];
     }
   }
-  return false;
+  if (passed == nullptr) return PrefixMembers::kNone;
+  return MemberFilter::BlockSaysCrowded(passed, hash) ? PrefixMembers::kMaybeMany
+                                                      : PrefixMembers::kAtMostOne;
 }
 
 TableFilters::TableFilters(const PermutationPlan& plan, int group_bits,
@@ -151,38 +156,56 @@ void TableFilters::Refresh(std::vector<std::uint32_t> family_ids) {
   RefreshLocked(std::move(family_ids));
 }
 
-void TableFilters::AddIngested(Ingested ingested) {
-  MutexLock lock(mu_);
-  PublishWithLocked(ingested);
+namespace {
+
+std::vector<std::uint32_t> FamiliesOf(const TableWriter::Output& files) {
+  std::vector<std::uint32_t> ids;
+  for (const rocksdb::IngestExternalFileArg& arg : files.args) {
+    ids.push_back(arg.column_family->GetID());
+  }
+  return ids;
 }
 
-void TableFilters::AddPending(Ingested ingested) {
+}  // namespace
+
+void TableFilters::AddPending(const TableWriter::Output& files) {
   MutexLock lock(mu_);
-  pending_.assign(ingested.begin(), ingested.end());
-  PublishWithLocked(ingested);
+  if (files.properties) {
+    pending_ = *files.properties;
+  } else {
+    pending_unread_ = FamiliesOf(files);
+  }
+  PublishWithLocked(pending_, pending_unread_);
 }
 
-void TableFilters::EndPending() {
+void TableFilters::EndPending(const TableWriter::Output& files, bool ingested) {
   MutexLock lock(mu_);
   pending_.clear();
+  pending_unread_.clear();
+  if (!ingested || !files.properties) RefreshLocked(FamiliesOf(files));
 }
 
 std::vector<std::shared_ptr<const rocksdb::TableProperties>> TableFilters::FilesOf(
-    Ingested ingested, std::size_t t) const {
-  std::vector<std::shared_ptr<const rocksdb::TableProperties>> files;
-  for (const WrittenFile& file : ingested) {
-    if (file.family_id == tables_[t]->GetID()) files.push_back(file.properties);
+    std::span<const WrittenFile> files, std::size_t t) const {
+  std::vector<std::shared_ptr<const rocksdb::TableProperties>> found;
+  for (const WrittenFile& file : files) {
+    if (file.family_id == tables_[t]->GetID()) found.push_back(file.properties);
   }
-  return files;
+  return found;
 }
 
-void TableFilters::PublishWithLocked(Ingested ingested) {
-  if (db_ == nullptr || ingested.empty()) return;
+void TableFilters::PublishWithLocked(std::span<const WrittenFile> files,
+                                     std::span<const std::uint32_t> passing) {
+  if (db_ == nullptr || (files.empty() && passing.empty())) return;
   const View old = current_.load();
   auto next = std::make_shared<std::vector<std::shared_ptr<const TableMemberFilter>>>(*old);
   for (std::size_t t = 0; t < tables_.size(); ++t) {
     if ((*next)[t] == nullptr) continue;
-    const auto added = FilesOf(ingested, t);
+    if (std::find(passing.begin(), passing.end(), tables_[t]->GetID()) != passing.end()) {
+      (*next)[t] = TableMemberFilter::PassingAll();
+      continue;
+    }
+    const auto added = FilesOf(files, t);
     if (!added.empty()) (*next)[t] = (*next)[t]->With(added, &charges_);
   }
   current_.store(std::move(next));
@@ -200,7 +223,11 @@ void TableFilters::RefreshLocked(std::optional<std::vector<std::uint32_t>> ids) 
     const int prefix_bits = plan_.table(t).prefix_bits();
     Result<std::shared_ptr<const TableMemberFilter>> read = TableMemberFilter::Read(
         *db_, tables_[t], TableGroupLayout(plan_, t, group_bits_), prefix_bits, &charges_);
-    if (read.ok()) {
+    if (std::find(pending_unread_.begin(), pending_unread_.end(), tables_[t]->GetID()) !=
+        pending_unread_.end()) {
+      // Files are being ingested whose filters were not read ahead.
+      (*next)[t] = TableMemberFilter::PassingAll();
+    } else if (read.ok()) {
       (*next)[t] = *std::move(read);
       // Files being ingested, which the family may not list yet.
       if (const auto pending = FilesOf(pending_, t); !pending.empty()) {

@@ -61,6 +61,9 @@ class FileCharges {
       GUARDED_BY(mu_);
 };
 
+// What a table's filters say of the distinct members with a prefix.
+enum class PrefixMembers { kNone, kAtMostOne, kMaybeMany };
+
 // The filters of one packed table's live files.
 class TableMemberFilter {
  public:
@@ -77,8 +80,13 @@ class TableMemberFilter {
   std::shared_ptr<const TableMemberFilter> With(
       std::span<const std::shared_ptr<const rocksdb::TableProperties>> added,
       FileCharges* charges) const;
-  // False only if no file's members have `permuted`'s p-bit prefix.
-  bool MayContain(Fingerprint permuted) const;
+  // kNone only if no file's members have `permuted`'s p-bit prefix. With `count`, kAtMostOne only
+  // if one file alone may have it and at most one distinct member there does; without, kMaybeMany
+  // for any prefix that may be held.
+  PrefixMembers Lookup(Fingerprint permuted, bool count) const;
+  bool MayContain(Fingerprint permuted) const {
+    return Lookup(permuted, /*count=*/false) != PrefixMembers::kNone;
+  }
   // The table's files when the filters were read, and added since.
   std::size_t files() const { return properties_.size() + added_.size(); }
 
@@ -117,19 +125,16 @@ class TableFilters {
   // before an ingestion cannot publish after the ingestion's own.
   void Refresh(std::vector<std::uint32_t> family_ids);
 
-  // An ingestion's files, with properties read from the files before it (ingest/table_writer.h):
-  // read from the tables after it, they would be read while readers wait.
-  using Ingested = std::span<const WrittenFile>;
-  // After `ingested` went in, before queries resume: adds its files' filters. Files that
-  // compactions replaced meanwhile may stay until the next refresh: their filters cover what the
-  // new ones hold.
-  void AddIngested(Ingested ingested);
-  // Before an ingestion queries do not wait for: adds `ingested`'s filters, kept in every view
+  // Before an ingestion, which queries do not wait for: adds the filters of `files`
+  // (files.properties, read from the files before it: ingest/table_writer.h), kept in every view
   // until EndPending, compaction refreshes included (else one that read the family's files before
-  // the ingestion would drop them). Filters of files never ingested only cost reads.
-  void AddPending(Ingested ingested);
-  // After that ingestion, whether it succeeded or not.
-  void EndPending();
+  // the ingestion would drop them). Where they could not be read ahead, the tables `files` go into
+  // pass every probe until then. Filters of files never ingested only cost reads.
+  void AddPending(const TableWriter::Output& files);
+  // After that ingestion: if it failed, or its filters were not read ahead, its tables are read
+  // anew. Files that compactions replaced meanwhile may stay until the next refresh: their filters
+  // cover what the new ones hold.
+  void EndPending(const TableWriter::Output& files, bool ingested);
 
   // One filter for each table: a consistent view for one query.
   using View = std::shared_ptr<const std::vector<std::shared_ptr<const TableMemberFilter>>>;
@@ -142,12 +147,12 @@ class TableFilters {
  private:
   // Reads anew the tables of the families with these ids, or every table if `ids` is none.
   void RefreshLocked(std::optional<std::vector<std::uint32_t>> ids) REQUIRES(mu_);
-  // The current filters plus `ingested`'s files.
-  void PublishWithLocked(Ingested ingested) REQUIRES(mu_);
-  // Table t's files among `ingested`.
-  std::vector<std::shared_ptr<const rocksdb::TableProperties>> FilesOf(Ingested ingested,
-                                                                       std::size_t t) const
-      REQUIRES(mu_);
+  // The current filters plus `files`, or passing every probe in the tables of `passing`.
+  void PublishWithLocked(std::span<const WrittenFile> files,
+                         std::span<const std::uint32_t> passing) REQUIRES(mu_);
+  // Table t's files among `files`.
+  std::vector<std::shared_ptr<const rocksdb::TableProperties>> FilesOf(
+      std::span<const WrittenFile> files, std::size_t t) const REQUIRES(mu_);
 
   const PermutationPlan plan_;
   const int group_bits_;
@@ -156,6 +161,7 @@ class TableFilters {
   rocksdb::DB* db_ GUARDED_BY(mu_) = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> tables_ GUARDED_BY(mu_);
   std::vector<WrittenFile> pending_ GUARDED_BY(mu_);
+  std::vector<std::uint32_t> pending_unread_ GUARDED_BY(mu_);  // families of pending files unread
   std::atomic<View> current_;
 };
 

@@ -28,35 +28,10 @@ Status DuringMerge();
 void SetAfterIngestionForTesting(std::function<void()> hook);
 void AfterIngestion();
 
-// Called by a lone-bits rewrite once it has found the crowded fingerprints, right before it writes
-// them, holding no lock that merges or writers take; `closing` is the flag Close sets.
-void SetBeforeLoneBitsRewriteForTesting(std::function<void(const std::atomic<bool>&)> hook);
-void BeforeLoneBitsRewrite(const std::atomic<bool>& closing);
-
-// Called by Verify once it has taken its snapshot, before it reads anything, holding no lock.
-void SetAfterVerifySnapshotForTesting(std::function<void()> hook);
-void AfterVerifySnapshot();
-
 // Called by Staging::MakeRoom right before it makes the staging index's room; it may throw
 // std::bad_alloc, as making the room can.
 void SetBeforeStagingRoomForTesting(std::function<void()> hook);
 void BeforeStagingRoom();
-
-// Recent fingerprints that trigger a background lone-bits rewrite: the larger of half the recent
-// prefixes' limit and an eighth of the store's `documents` (a rewrite reads the whole store). 0
-// restores the default; UINT64_MAX turns rewrites off.
-std::uint64_t LoneBitsRewriteThreshold(std::uint64_t documents);
-void SetLoneBitsRewriteThresholdForTesting(std::uint64_t threshold);
-
-// Recent fingerprints a store's RecentPrefixes hold before they fill; 0 restores the default, for
-// stores opened after.
-std::uint64_t RecentPrefixesLimit();
-void SetRecentPrefixesLimitForTesting(std::uint64_t limit);
-
-// A bulk load writes the halves of its last table side by side when it holds more than this many
-// ops in memory; 0 restores the default.
-std::size_t SplitLastTableAbove();
-void SetSplitLastTableAboveForTesting(std::size_t ops);
 
 // The interval after a reopen (reopening_store.h) before another may follow it, doubling with each
 // that follows closely; negative restores the default.

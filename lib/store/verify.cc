@@ -50,15 +50,13 @@ class Verifier::Verification {
         plan_(v.tables_.plan()),
         tables_(v.tables_.plan().table_count()),
         scan_(scan),
-        snapshot_(&v.db_, TakeSnapshot()),
+        snapshot_(&v.db_, v.scanner_.WholeSnapshot(&filters_)),
         actual_sum_(tables_, 0),
         actual_count_(tables_, 0) {}
 
   Status Run() {
-    AfterVerifySnapshot();
     if (Status s = ReadStaging(); !s.ok()) return s;
     if (Status s = ReadDocuments(); !s.ok()) return s;
-    if (Status s = ReadLoneBits(); !s.ok()) return s;
     ProgressMeter progress(scan_.progress, documents_ + ids_.cardinality() * tables_);
     progress.Add(documents_);
     Status s = ForEachInParallel(tables_, scan_.threads,
@@ -83,18 +81,6 @@ class Verifier::Verification {
     if (problems_.size() < kMaxProblems) problems_.push_back(std::move(what));
   }
   const rocksdb::Snapshot* snapshot() const { return snapshot_.snapshot(); }
-
-  // The snapshot, and an iterator over the recent family at it, with no rewrite of the lone bits
-  // ending between them: a compaction may drop the entries a rewrite retires even under a
-  // snapshot from before it, which would still count them recent.
-  const rocksdb::Snapshot* TakeSnapshot() {
-    const rocksdb::Snapshot* at = nullptr;
-    v_.skip_hints_.WithNoRewriteEnding([&] {
-      at = v_.scanner_.WholeSnapshot(&filters_);
-      recent_entries_.reset(v_.db_.NewIterator(ScanReadOptions(at), v_.families_.recent));
-    });
-    return at;
-  }
 
   Status ReadStaging() {
     Result<std::vector<StagedDocument>> staged = v_.staging_.Documents(snapshot());
@@ -154,35 +140,8 @@ class Verifier::Verification {
     return Status::OK();
   }
 
-  // Reads the recent fingerprints (exempt from the lone-bit check); checks the crowded entries.
-  Status ReadLoneBits() {
-    Result<std::uint64_t> epoch = v_.skip_hints_.RecentEpoch(snapshot());
-    if (!epoch.ok()) return epoch.status();
-    std::unique_ptr<rocksdb::Iterator> it = std::move(recent_entries_);
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      Result<RecentEntry> entry = SkipHints::DecodeRecentEntry(it->key(), it->value());
-      if (!entry.ok()) {
-        Problem(entry.status().message());
-      } else if (entry->epoch >= *epoch) {  // else taken in by a rewrite
-        recent_.push_back(entry->fingerprint);
-      }
-    }
-    if (!it->status().ok()) return FromRocks(it->status(), "scanning the recent family");
-    it.reset(v_.db_.NewIterator(ScanReadOptions(snapshot()), v_.families_.crowded));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      if (it->key().size() != 8 || it->value().size() > 4) {
-        Problem(std::string(kCrowdedFamily) + ": malformed entry " + it->key().ToString(true));
-      } else if ((DecodeLoneBits(it->value().ToStringView()) & ~AllLoneBits(tables_)) != 0) {
-        Problem(std::string(kCrowdedFamily) + ": fingerprint " +
-                std::to_string(plan_.table(0).Invert(GetBigEndian64(it->key().data()))) +
-                " has lone bits for tables the plan does not have");
-      }
-    }
-    return FromRocks(it->status(), "scanning the crowded family");
-  }
-
   // Streams table t: count and sum (and table 0's distinct fingerprints), each member against its
-  // filters, and the lone bits of each shared prefix.
+  // filters, which must not show a prefix that several fingerprints share as held by one.
   Status ScanTable(std::size_t t, ProgressMeter& progress) {
     const TablePermutation& perm = plan_.table(t);
     const TableMemberFilter& filter = *(*filters_)[t];
@@ -207,10 +166,9 @@ class Verifier::Verification {
         Problem(TableFamilyName(t) + ": fingerprint " + std::to_string(fp) +
                 " is missing from its files' member filters");
       }
-      if (t >= kMaxLoneBitTables) continue;
       if (!sharing.empty() &&
           (perm.Apply(sharing.back()) & perm.prefix_mask()) != (e.permuted & perm.prefix_mask())) {
-        if (Status s = CheckLoneBits(t, sharing); !s.ok()) return s;
+        CheckShared(t, filter, sharing);
         sharing.clear();
       }
       if (sharing.empty() || sharing.back() != fp) sharing.push_back(fp);
@@ -219,25 +177,21 @@ class Verifier::Verification {
       if (!s.IsCorruption()) return s;
       Problem(s.message());
     }
-    return CheckLoneBits(t, sharing);
+    CheckShared(t, filter, sharing);
+    return Status::OK();
   }
 
-  // No fingerprint of `sharing` (one prefix of table t) may be marked alone there, unless one is
-  // recent: queries then trust no bit for the prefix.
-  Status CheckLoneBits(std::size_t t, const std::vector<Fingerprint>& sharing) {
-    if (sharing.size() < 2) return Status::OK();
-    for (Fingerprint fp : sharing) {
-      if (std::binary_search(recent_.begin(), recent_.end(), fp)) return Status::OK();
+  // The fingerprints of `sharing` have one prefix in table t: if several, its filters must not say
+  // that at most one has it, or queries would pass by the others.
+  void CheckShared(std::size_t t, const TableMemberFilter& filter,
+                   const std::vector<Fingerprint>& sharing) {
+    if (sharing.size() < 2) return;
+    const Fingerprint permuted = plan_.table(t).Apply(sharing.front());
+    if (filter.Lookup(permuted, /*count=*/true) == PrefixMembers::kAtMostOne) {
+      Problem(TableFamilyName(t) + ": the member filters show fingerprint " +
+              std::to_string(sharing.front()) + " alone with its prefix, which " +
+              std::to_string(sharing.size() - 1) + " more share");
     }
-    Result<std::vector<LoneBits>> bits = v_.skip_hints_.Read(sharing, snapshot());
-    if (!bits.ok()) return bits.status();
-    for (std::size_t i = 0; i < sharing.size(); ++i) {
-      if (((*bits)[i] >> t & 1) == 0) continue;
-      Problem(std::string(kCrowdedFamily) + ": fingerprint " + std::to_string(sharing[i]) +
-              " is marked alone with its prefix in " + TableFamilyName(t) +
-              ", where other fingerprints share it");
-    }
-    return Status::OK();
   }
 
   // Table 0 disagrees with the documents: names its orphans, duplicates, wrong and missing entries.
@@ -344,7 +298,6 @@ class Verifier::Verification {
   const std::size_t tables_;
   const ScanOptions& scan_;
   TableFilters::View filters_;
-  std::unique_ptr<rocksdb::Iterator> recent_entries_;  // taken with the snapshot, read first
   mutable rocksdb::ManagedSnapshot snapshot_;
   std::mutex mu_;
   std::vector<std::string> problems_;  // guarded by mu_
@@ -354,7 +307,6 @@ class Verifier::Verification {
   // The documents with table entries, and the sum of their table-0 hashes.
   Roaring64Map ids_;
   std::uint64_t expected_sum_ = 0;
-  std::vector<Fingerprint> recent_;
   std::vector<std::uint64_t> actual_sum_, actual_count_;  // per table, each its thread's
   // Table 0's distinct fingerprints, by its scan's thread.
   Fingerprint last0_ = 0;
@@ -368,7 +320,7 @@ class Verifier::Verification {
 // consistency pass that follows.
 Status Verifier::VerifyBlockChecksums() const {
   std::map<std::string, rocksdb::Options> options;  // by family name
-  for (rocksdb::ColumnFamilyHandle* family : families_.all) {
+  for (rocksdb::ColumnFamilyHandle* family : families_) {
     options.emplace(family->GetName(), db_.GetOptions(family));
   }
   std::vector<rocksdb::LiveFileMetaData> files;

@@ -1,5 +1,5 @@
 // Store::Verify: RocksDB's block checksums, then docs/format.md's invariants (tables vs documents
-// and staging marks, member filters vs members, lone bits vs tables, count vs documents), streamed;
+// and staging marks, member filters vs members, count vs documents), streamed;
 // see docs/design.md, "Where CRoaring earns its place".
 //
 // Thread safety: thread-safe; holds no lock after taking its snapshot.
@@ -15,7 +15,6 @@
 #include "fpstore/store.h"
 #include "store/documents.h"
 #include "store/scans.h"
-#include "store/skip_hints.h"
 #include "store/staging.h"
 #include "store/tables.h"
 
@@ -23,21 +22,16 @@ namespace fpstore::internal {
 
 class Verifier {
  public:
-  struct Families {
-    rocksdb::ColumnFamilyHandle* recent;
-    rocksdb::ColumnFamilyHandle* crowded;
-    std::vector<rocksdb::ColumnFamilyHandle*> all;  // for the block checksums of their files
-  };
+  // `families`: all of the store's, for the block checksums of their files.
   Verifier(rocksdb::DB& db, const Tables& tables, const Staging& staging,
-           const Documents& documents, const SkipHints& skip_hints, const Scanner& scanner,
-           Families families, std::string path)
+           const Documents& documents, const Scanner& scanner,
+           std::vector<rocksdb::ColumnFamilyHandle*> families, std::string path)
       : db_(db),
         tables_(tables),
         staging_(staging),
         documents_(documents),
-        skip_hints_(skip_hints),
         scanner_(scanner),
-        families_(families),
+        families_(std::move(families)),
         path_(std::move(path)) {}
 
   // OK, or Corruption describing the first problems found.
@@ -53,9 +47,8 @@ class Verifier {
   const Tables& tables_;
   const Staging& staging_;
   const Documents& documents_;
-  const SkipHints& skip_hints_;
   const Scanner& scanner_;
-  const Families families_;
+  const std::vector<rocksdb::ColumnFamilyHandle*> families_;
   const std::string path_;
 };
 

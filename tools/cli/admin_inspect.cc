@@ -198,7 +198,7 @@ class StatsCommand final : public Command {
  private:
   // What differs between the backends: a store in Redis counts bytes of the
   // cluster's memory (MEMORY USAGE of its keys), not of files; it cuts its
-  // tables into buckets, not groups; it stages nothing and has no lone bits.
+  // tables into buckets, not groups; it stages nothing.
   bool redis() const { return store_.in_redis(); }
 
   static double PerDocument(const StoreStats& stats) {
@@ -216,16 +216,12 @@ class StatsCommand final : public Command {
                 ",\"bytes\":" + std::to_string(stats.table_bytes[t]) + "}";
     }
     const StoreStats::Internals& in = stats.internals;
-    const std::string lone_bits =
-        redis() ? ""
-                : "\"recent_fingerprints\":" + std::to_string(in.recent_fingerprints) +
-                      ",\"lone_bits_used\":" + (in.lone_bits_used ? "true" : "false") + ",";
     std::fprintf(
         out(),
         "{\"path\":%s,\"backend\":\"%s\",\"format_version\":%d,\"%s\":%d,\"blocks\":%d,"
         "\"distance\":%d,\"fingerprint\":{\"text\":%s,\"version\":%d,\"window\":%d,"
         "\"weighting\":\"%s\",\"signature_slots\":%d,\"signature_window\":%d},"
-        "\"min_similarity\":%s,\"documents\":%llu,\"staged_documents\":%llu,%s\"%s\":%llu,"
+        "\"min_similarity\":%s,\"documents\":%llu,\"staged_documents\":%llu,\"%s\":%llu,"
         "\"bytes_per_document\":%s,\"tables\":[%s]}\n",
         JsonString(store_.db()).c_str(), redis() ? "redis" : "embedded", in.format_version,
         redis() ? "bucket_bits" : "group_bits", in.group_bits, stats.blocks, stats.distance,
@@ -233,7 +229,7 @@ class StatsCommand final : public Command {
         stats.fingerprint.window, std::string(WeightingName(stats.fingerprint.weighting)).c_str(),
         stats.fingerprint.signature_slots, stats.fingerprint.signature_window,
         Fixed(stats.min_similarity, 3).c_str(), static_cast<unsigned long long>(stats.documents),
-        static_cast<unsigned long long>(stats.staged_documents), lone_bits.c_str(),
+        static_cast<unsigned long long>(stats.staged_documents),
         redis() ? "redis_memory_bytes" : "bytes_on_disk",
         static_cast<unsigned long long>(stats.bytes_on_disk), Fixed(PerDocument(stats), 1).c_str(),
         tables.c_str());
@@ -274,10 +270,6 @@ class StatsCommand final : public Command {
     }
     std::fprintf(out(), "  format version:   %d\n", in.format_version);
     std::fprintf(out(), "  group bits:       %d\n", in.group_bits);
-    std::fprintf(out(), "  recent:           %s%s fingerprints since the lone bits (%s)\n",
-                 in.lone_bits_used ? "" : "at least ", WithCommas(in.recent_fingerprints).c_str(),
-                 in.lone_bits_used ? "rewritten in the background past a threshold, or by compact"
-                                   : "too many: queries use none until they are rewritten");
   }
 
   StoreFlags store_;

@@ -1,26 +1,30 @@
-#include "store/id_locks.h"
+#include "store/key_locks.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <iterator>
 #include <random>
 #include <thread>
 #include <vector>
+
+#include "fpstore/simhash.h"
 
 namespace fpstore::internal {
 namespace {
 
 using std::chrono::seconds;
 
-TEST(IdLocksTest, BatchesOfOtherIdsAreHeldAtOnce) {
-  IdLocks locks;
+TEST(KeyLocksTest, BatchesOfOtherIdsAreHeldAtOnce) {
+  KeyLocks locks;
   const std::vector<DocumentId> first = {1, 2, 3};
   const std::vector<DocumentId> second = {4, 5};
-  IdLocks::Held held = locks.Lock(first);
-  std::future<IdLocks::Held> other =
+  KeyLocks::Held held = locks.Lock(first);
+  std::future<KeyLocks::Held> other =
       std::async(std::launch::async, [&] { return locks.Lock(second); });
   const bool took = other.wait_for(seconds(30)) == std::future_status::ready;
   held = {};  // lets a wrongly waiting Lock end, so that the test fails instead of hanging
@@ -40,14 +44,14 @@ bool Eventually(F done) {
   return true;
 }
 
-TEST(IdLocksTest, ABatchWaitsForAnIdItSharesAndHoldsNoneMeanwhile) {
-  IdLocks locks;
+TEST(KeyLocksTest, ABatchWaitsForAnIdItSharesAndHoldsNoneMeanwhile) {
+  KeyLocks locks;
   const std::vector<DocumentId> first = {1, 2};
   const std::vector<DocumentId> second = {0, 2};  // 0 is free: it must not be taken alone
-  IdLocks::Held held = locks.Lock(first);
+  KeyLocks::Held held = locks.Lock(first);
   std::atomic<bool> took{false};
   std::thread waiter([&] {
-    IdLocks::Held h = locks.Lock(second);
+    KeyLocks::Held h = locks.Lock(second);
     took = true;
   });
   const bool waits = Eventually([&] { return locks.waiting_count() == 1; });
@@ -60,23 +64,23 @@ TEST(IdLocksTest, ABatchWaitsForAnIdItSharesAndHoldsNoneMeanwhile) {
   EXPECT_EQ(locks.held_count(), 0u);
 }
 
-TEST(IdLocksTest, ALaterBatchDoesNotTakeAnIdThatAnEarlierWaiterWants) {
-  IdLocks locks;
+TEST(KeyLocksTest, ALaterBatchDoesNotTakeAnIdThatAnEarlierWaiterWants) {
+  KeyLocks locks;
   const std::vector<DocumentId> one = {1};
   const std::vector<DocumentId> batch = {1, 2};
   const std::vector<DocumentId> two = {2};
-  IdLocks::Held held = locks.Lock(one);
+  KeyLocks::Held held = locks.Lock(one);
   std::atomic<int> order{0};
   int batch_took = 0;
   int two_took = 0;
   std::thread batch_writer([&] {
-    IdLocks::Held h = locks.Lock(batch);
+    KeyLocks::Held h = locks.Lock(batch);
     batch_took = ++order;
   });
   ASSERT_TRUE(Eventually([&] { return locks.waiting_count() == 1; }));
   // 2 is free, but the batch waiting before wants it.
   std::thread small_writer([&] {
-    IdLocks::Held h = locks.Lock(two);
+    KeyLocks::Held h = locks.Lock(two);
     two_took = ++order;
   });
   const bool waits = Eventually([&] { return locks.waiting_count() == 2 || order > 0; });
@@ -91,12 +95,12 @@ TEST(IdLocksTest, ALaterBatchDoesNotTakeAnIdThatAnEarlierWaiterWants) {
   EXPECT_EQ(locks.waiting_count(), 0u);
 }
 
-TEST(IdLocksTest, AHoldReleasesOnceWhenMovedOrAssignedOver) {
-  IdLocks locks;
+TEST(KeyLocksTest, AHoldReleasesOnceWhenMovedOrAssignedOver) {
+  KeyLocks locks;
   const std::vector<DocumentId> one = {1};
   const std::vector<DocumentId> two = {2};
-  IdLocks::Held a = locks.Lock(one);
-  IdLocks::Held b = std::move(a);
+  KeyLocks::Held a = locks.Lock(one);
+  KeyLocks::Held b = std::move(a);
   a = {};
   EXPECT_EQ(locks.held_count(), 1u);
   b = locks.Lock(two);  // takes 2, then lets 1 go
@@ -105,16 +109,16 @@ TEST(IdLocksTest, AHoldReleasesOnceWhenMovedOrAssignedOver) {
   EXPECT_EQ(locks.held_count(), 2u);
   b = std::move(a);
   EXPECT_EQ(locks.held_count(), 1u);
-  IdLocks::Held& same = b;
+  KeyLocks::Held& same = b;
   b = std::move(same);
   EXPECT_EQ(locks.held_count(), 1u) << "moving a hold onto itself let its ids go";
   b = {};
   EXPECT_EQ(locks.held_count(), 0u);
 }
 
-TEST(IdLocksTest, NoIdHasTwoHoldersUnderContention) {
+TEST(KeyLocksTest, NoIdHasTwoHoldersUnderContention) {
   constexpr int kIds = 48;
-  IdLocks locks;
+  KeyLocks locks;
   std::array<std::atomic<int>, kIds> holder;
   for (std::atomic<int>& h : holder) h = -1;
   std::atomic<int> clashes{0};
@@ -127,7 +131,7 @@ TEST(IdLocksTest, NoIdHasTwoHoldersUnderContention) {
         for (DocumentId id = 0; id < kIds; ++id) {
           if (rnd() % 8 == 0) ids.push_back(id);
         }
-        IdLocks::Held held = locks.Lock(ids);
+        KeyLocks::Held held = locks.Lock(ids);
         for (DocumentId id : ids) {
           int none = -1;
           if (!holder[id].compare_exchange_strong(none, t)) ++clashes;
@@ -140,6 +144,36 @@ TEST(IdLocksTest, NoIdHasTwoHoldersUnderContention) {
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(clashes, 0);
   EXPECT_EQ(locks.held_count(), 0u);
+}
+
+// Two fingerprints within the plan's distance share a near key, whatever bits they differ in, so
+// two CheckAndInserts of near-duplicates take turns; fingerprints far apart seldom share one.
+TEST(NearKeysTest, FingerprintsWithinTheDistanceShareOne) {
+  std::mt19937_64 rnd(77);
+  for (int k = 0; k <= 6; ++k) {
+    const PermutationPlan plan = *PermutationPlan::Create(k + 1, k);
+    int far_sharing = 0;
+    for (int i = 0; i < 2000; ++i) {
+      const Fingerprint a = rnd();
+      Fingerprint b = a;
+      for (int flips = static_cast<int>(rnd() % (k + 1)); flips > 0; --flips) {
+        b ^= Fingerprint{1} << (rnd() % 64);
+      }
+      ASSERT_LE(HammingDistance(a, b), k);
+      const std::vector<LockKey> ka = NearKeys(plan, a), kb = NearKeys(plan, b);
+      std::vector<LockKey> shared;
+      std::set_intersection(ka.begin(), ka.end(), kb.begin(), kb.end(),
+                            std::back_inserter(shared));
+      ASSERT_FALSE(shared.empty()) << "k=" << k << " " << a << " " << b;
+      const std::vector<LockKey> kc = NearKeys(plan, rnd());
+      shared.clear();
+      std::set_intersection(ka.begin(), ka.end(), kc.begin(), kc.end(),
+                            std::back_inserter(shared));
+      far_sharing += !shared.empty();
+    }
+    // Prefixes of 64 / (k + 1) bits: at k = 6, 9 bits, 7 keys a side, about 10% of pairs.
+    EXPECT_LT(far_sharing, 2000 / 5) << "k=" << k;
+  }
 }
 
 }  // namespace
