@@ -29,8 +29,8 @@
 #include "fpstore/permutation.h"
 #include "fpstore/store.h"
 #include "ingest/sst_sink.h"
-#include "store/staging_index.h"
-#include "store/store_impl.h"
+#include "read/staging_index.h"
+#include "open/store_impl.h"
 
 namespace {
 

@@ -42,8 +42,8 @@
 #include "fpstore/store.h"
 #include "ingest/group_writer.h"
 #include "ingest/sst_sink.h"
-#include "store/store_impl.h"
-#include "store/table_filters.h"
+#include "open/store_impl.h"
+#include "read/table_filters.h"
 
 namespace {
 

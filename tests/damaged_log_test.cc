@@ -3,7 +3,7 @@
 // the damaged log in lost/ and says what it dropped. A log cut short at its end, as a crash leaves
 // it, opens as before.
 
-#include "store/damaged_log.h"
+#include "faults/damaged_log.h"
 
 #include <gtest/gtest.h>
 #include <rocksdb/comparator.h>

@@ -16,7 +16,7 @@
 #include "brute_force.h"
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
-#include "store/test_hooks.h"
+#include "util/test_hooks.h"
 #include "store_checks.h"
 #include "temp_dir.h"
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "fpstore/store.h"
-#include "store/test_hooks.h"
+#include "util/test_hooks.h"
 #include "temp_dir.h"
 
 namespace fpstore {

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "fpstore/store.h"
-#include "platform/info_log.h"
-#include "store/test_hooks.h"
+#include "faults/info_log.h"
+#include "util/test_hooks.h"
 #include "temp_dir.h"
 
 namespace fpstore {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <mutex>
 
-#include "store/test_hooks.h"
+#include "util/test_hooks.h"
 
 namespace fpstore::testing {
 

@@ -1,7 +1,7 @@
 # cmake -DLIB=<lib/> -P include_layers.cmake
 # lib/'s folders are layers and includes flow one way: a file includes only
 # its own folder and the folders listed before it.
-set(layers util platform fingerprint plan format ingest redis store api)
+set(layers util platform faults fingerprint plan format ingest read write scan open redis store api)
 file(GLOB_RECURSE files RELATIVE ${LIB} ${LIB}/*.h ${LIB}/*.cc)
 foreach(file IN LISTS files)
   string(REGEX MATCH "^[a-z_]+" folder "${file}")

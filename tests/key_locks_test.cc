@@ -1,4 +1,4 @@
-#include "store/key_locks.h"
+#include "write/key_locks.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The pool that reads a query's tables side by side once the query waits on
 // the device (lib/store/read_pool.h), and queries that take that path.
 
-#include "store/read_pool.h"
+#include "read/read_pool.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

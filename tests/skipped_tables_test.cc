@@ -24,7 +24,7 @@
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
 #include "raw_store.h"
-#include "store/read_pool.h"
+#include "read/read_pool.h"
 #include "store_checks.h"
 #include "temp_dir.h"
 

@@ -30,7 +30,7 @@
 #include "fpstore/store.h"
 #include "held_merge.h"
 #include "raw_store.h"
-#include "store/store_impl.h"
+#include "open/store_impl.h"
 #include "store_checks.h"
 #include "temp_dir.h"
 

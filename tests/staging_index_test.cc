@@ -1,4 +1,4 @@
-#include "store/staging_index.h"
+#include "read/staging_index.h"
 
 #include <gtest/gtest.h>
 

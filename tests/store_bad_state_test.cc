@@ -22,7 +22,7 @@
 #include "format/families.h"
 #include "fpstore/store.h"
 #include "raw_store.h"
-#include "store/store_impl.h"
+#include "open/store_impl.h"
 #include "store_checks.h"
 #include "temp_dir.h"
 

@@ -16,7 +16,7 @@
 
 #include "brute_force.h"
 #include "fpstore/store.h"
-#include "store/store_impl.h"
+#include "open/store_impl.h"
 #include "store_location.h"
 
 namespace fpstore::testing {

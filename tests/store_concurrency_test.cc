@@ -36,7 +36,7 @@
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
 #include "held_merge.h"
-#include "store/test_hooks.h"
+#include "util/test_hooks.h"
 #include "temp_dir.h"
 
 namespace fpstore {

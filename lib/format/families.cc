@@ -13,7 +13,7 @@
 
 #include "format/groups.h"
 #include "format/member_filter.h"
-#include "platform/info_log.h"
+#include "faults/info_log.h"
 #include "util/big_endian.h"
 
 namespace fpstore::internal {

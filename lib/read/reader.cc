@@ -1,0 +1,318 @@
+#include "read/reader.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <optional>
+#include <utility>
+
+#include "format/families.h"
+#include "format/groups.h"
+
+namespace fpstore::internal {
+
+Reader::Reader(OpenedStore opened)
+    : freed_memory_(opened.options.release_memory_on_close),
+      path_(std::move(opened.path)),
+      options_(std::move(opened.options)),
+      plan_(std::move(opened.plan)),
+      fingerprinter_(std::move(opened.fingerprinter)),
+      min_similarity_(opened.min_similarity),
+      env_(std::move(opened.env)),
+      db_(std::move(opened.db)),
+      families_(std::move(opened.families)),
+      documents_(*db_, families_.documents, families_.meta),
+      tables_(*db_, plan_, opened.group_bits, families_.tables, std::move(opened.filters)),
+      staging_(*db_, families_.staging, plan_.distance(), options_.staged_documents,
+               !options_.read_only) {}
+
+Status Reader::CheckOpen() const {
+  return closed_ ? Status::InvalidArgument("the store " + path_ + " is closed") : Status::OK();
+}
+
+Result<Matching> Reader::MatchingFor(std::optional<int> distance,
+                                     std::optional<double> min_similarity) const {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  return internal::MatchingFor(distance, min_similarity, plan_.distance(), min_similarity_);
+}
+
+Result<Document> Reader::Get(DocumentId id) const {
+  if (Status s = CheckOpen(); !s.ok()) return s;
+  return documents_.Get(id);
+}
+
+Result<std::vector<Match>> Reader::Query(const Sketch& query, const QueryOptions& options) const {
+  Result<std::vector<std::vector<Match>>> batch = QueryBatch(std::span(&query, 1), options);
+  if (!batch.ok()) return batch.status();
+  return std::move((*batch)[0]);
+}
+
+Result<std::vector<std::vector<Match>>> Reader::QueryBatch(std::span<const Sketch> queries,
+                                                           const QueryOptions& options) const {
+  Result<Matching> matching = MatchingFor(options.distance, options.min_similarity);
+  if (!matching.ok()) return matching.status();
+  // One snapshot for every table, the staging marks and the documents: a document being replaced is
+  // seen either before or after, never half-way.
+  return Run(queries, matching->distance, matching->min_similarity, staging_.ReadAt());
+}
+
+Result<std::vector<std::vector<Match>>> Reader::Run(std::span<const Sketch> queries, int k,
+                                                         double min_similarity,
+                                                         const Staging::ReadPoint& at) const {
+  const rocksdb::Snapshot* const snapshot = at.snapshot();
+  std::vector<Fingerprint> fingerprint_list;
+  fingerprint_list.reserve(queries.size());
+  for (const Sketch& q : queries) fingerprint_list.push_back(q.fingerprint);
+  const std::span<const Fingerprint> fingerprints = fingerprint_list;
+  // One filter view, taken after the snapshot: merges and bulk loads publish their files' filters
+  // before they ingest them, so the view covers every file the snapshot shows.
+  const TableFilters::View filters = tables_.filters().Current();
+  Hits hits(fingerprints.size());
+  auto hit_count = [&] {
+    std::size_t n = 0;
+    for (const std::vector<Hit>& h : hits) n += h.size();
+    return n;
+  };
+  // Tables in turn on this thread while blocks come from memory. Once a table's probes wait on the
+  // device and find something (likely shared by other tables), the rest go in parallel
+  // (read_pool.h); a wait that found nothing was most likely a filter's false positive.
+  std::size_t found = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (std::size_t t = 0; t < plan_.table_count(); ++t) {
+    if (Status s = ProbeTable(t, filters, snapshot, fingerprints, k, hits, hits); !s.ok()) return s;
+    const auto end = std::chrono::steady_clock::now();
+    const std::size_t found_before = std::exchange(found, hit_count());
+    if (found != found_before && t + 1 < plan_.table_count() &&
+        ProbesWaitedOnDevice(end - start, fingerprints.size())) {
+      Status s = ProbeTablesInParallel(t + 1, filters, snapshot, fingerprints, k, hits);
+      if (!s.ok()) return s;
+      break;
+    }
+    start = end;
+  }
+  std::unique_ptr<rocksdb::Iterator> table0;
+  for (std::vector<Hit>& h : hits) {
+    if (Status s = ResolveIds(h, snapshot, table0); !s.ok()) return s;
+  }
+  Result<std::vector<Staging::Candidate>> staged = staging_.Within(fingerprints, k, at);
+  if (!staged.ok()) return staged.status();
+  for (const Staging::Candidate& c : *staged) {
+    hits[c.query].push_back({c.id, c.fingerprint, c.distance});
+  }
+  std::vector<std::vector<Match>> results;
+  results.reserve(hits.size());
+  for (std::size_t q = 0; q < hits.size(); ++q) {
+    Result<std::vector<Match>> matches =
+        ToMatches(std::move(hits[q]), snapshot, queries[q].signature, min_similarity);
+    if (!matches.ok()) return matches.status();
+    results.push_back(*std::move(matches));
+  }
+  return results;
+}
+
+Status Reader::ProbeTable(std::size_t t, const TableFilters::View& filters,
+                               const rocksdb::Snapshot* snapshot,
+                               std::span<const Fingerprint> fingerprints, int k, const Hits& known,
+                               Hits& hits) const {
+  const TableMemberFilter& filter = *(*filters)[t];
+  if (fingerprints.size() == 1) {
+    return ProbeGroup(t, filter, snapshot, fingerprints[0], k, known[0], hits[0]);
+  }
+  // A batch's probes in key order read the table forward.
+  const TablePermutation& perm = plan_.table(t);
+  std::vector<std::size_t> order(fingerprints.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return perm.Apply(fingerprints[a]) < perm.Apply(fingerprints[b]);
+  });
+  for (std::size_t i : order) {
+    Status s = ProbeGroup(t, filter, snapshot, fingerprints[i], k, known[i], hits[i]);
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+Status Reader::ProbeGroup(std::size_t t, const TableMemberFilter& filter,
+                               const rocksdb::Snapshot* snapshot, Fingerprint query, int k,
+                               const std::vector<Hit>& known, std::vector<Hit>& hits) const {
+  const TablePermutation& perm = plan_.table(t);
+  const Fingerprint permuted_query = perm.Apply(query);
+  const Fingerprint prefix = permuted_query & perm.prefix_mask();
+  // A fingerprint found in an earlier table is in this one too (every table holds every
+  // fingerprint at the snapshot); if it has the query's prefix here and the filters show no other
+  // with it, it is all the group would give for the prefix, and it is reported once already.
+  const bool shares_a_hit = std::any_of(known.begin(), known.end(), [&](const Hit& h) {
+    return (perm.Apply(h.fingerprint) & perm.prefix_mask()) == prefix;
+  });
+  // Most probes find nothing, which the member filters tell without a read. The prefix lies in one
+  // group (group bits <= prefix bits).
+  switch (filter.Lookup(permuted_query, /*count=*/shares_a_hit)) {
+    case PrefixMembers::kNone:
+      return Status::OK();
+    case PrefixMembers::kAtMostOne:
+      if (shares_a_hit) return Status::OK();
+      break;
+    case PrefixMembers::kMaybeMany:
+      break;
+  }
+  rocksdb::PinnableSlice read;
+  Result<bool> found = tables_.ReadGroup(t, filter, snapshot, permuted_query, read);
+  if (!found.ok()) return found.status();
+  if (!*found) return Status::OK();
+  const GroupLayout& layout = tables_.layout(t);
+  const std::string_view value = read.ToStringView();
+  const Fingerprint group = layout.GroupOf(permuted_query);
+  const std::optional<std::size_t> first = FirstMemberAtLeast(layout, group, value, prefix);
+  if (!first) {
+    return Status::Corruption(TableFamilyName(t) + " holds a malformed group of fingerprint " +
+                              std::to_string(query));
+  }
+  const std::size_t width = layout.member_bytes();
+  for (std::size_t i = *first; i < value.size() / width; ++i) {
+    const char* member = value.data() + i * width;
+    const Fingerprint permuted = layout.MemberAt(group, member);
+    if ((permuted & perm.prefix_mask()) != prefix) break;
+    const int d = HammingDistance(permuted, permuted_query);
+    if (d > k) continue;
+    const Fingerprint fp = perm.Invert(permuted);
+    if (plan_.FirstSharedTable(query, fp) != static_cast<int>(t)) continue;
+    if (layout.keeps_ids()) {
+      hits.push_back({layout.IdAt(member), fp, d, /*by_fingerprint=*/false});
+    } else {
+      hits.push_back({0, fp, d, /*by_fingerprint=*/true});
+    }
+  }
+  return Status::OK();
+}
+
+Status Reader::ProbeTablesInParallel(std::size_t first, const TableFilters::View& filters,
+                                          const rocksdb::Snapshot* snapshot,
+                                          std::span<const Fingerprint> fingerprints, int k,
+                                          Hits& hits) const {
+  const std::size_t count = plan_.table_count() - first;
+  std::vector<Hits> found(count, Hits(fingerprints.size()));
+  std::vector<Status> statuses(count);
+  // Task 0, taken first by the calling thread, warms the records found so far, overlapping their
+  // device reads (table 0 for ids, then records) with the probes. Every task only reads `hits`.
+  read_pool_.Run(count + 1, [&](std::size_t task) {
+    // Pool tasks must not throw: out of memory fails a probe, and only skips warming.
+    try {
+      if (task == 0) {
+        WarmRecordsOf(hits, snapshot);
+      } else {
+        statuses[task - 1] = ProbeTable(first + task - 1, filters, snapshot, fingerprints, k, hits,
+                                        found[task - 1]);
+      }
+    } catch (const std::exception& e) {
+      if (task > 0) {
+        statuses[task - 1] = Status::IOError(std::string("reading the tables: ") + e.what());
+      }
+    }
+  });
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!statuses[i].ok()) return statuses[i];
+    for (std::size_t q = 0; q < fingerprints.size(); ++q) {
+      hits[q].insert(hits[q].end(), found[i][q].begin(), found[i][q].end());
+    }
+  }
+  return Status::OK();
+}
+
+Status Reader::ResolveIds(std::vector<Hit>& hits, const rocksdb::Snapshot* snapshot,
+                               std::unique_ptr<rocksdb::Iterator>& table0) const {
+  if (std::none_of(hits.begin(), hits.end(), [](const Hit& h) { return h.by_fingerprint; })) {
+    return Status::OK();
+  }
+  if (table0 == nullptr) {
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snapshot;
+    table0.reset(tables_.NewIterator(0, ro));
+  }
+  std::vector<Hit> resolved;
+  resolved.reserve(hits.size());
+  for (const Hit& h : hits) {
+    if (!h.by_fingerprint) {
+      resolved.push_back(h);
+      continue;
+    }
+    const std::size_t before = resolved.size();
+    Status s = tables_.ForEachIdOf(*table0, h.fingerprint, [&](DocumentId id) {
+      resolved.push_back({id, h.fingerprint, h.distance, false});
+      return true;
+    });
+    if (!s.ok()) return s;
+    if (resolved.size() == before) {
+      return Status::Corruption("a table holds fingerprint " + std::to_string(h.fingerprint) +
+                                ", which no document in " + TableFamilyName(0) + " has");
+    }
+  }
+  hits = std::move(resolved);
+  return Status::OK();
+}
+
+void Reader::WarmRecordsOf(const Hits& hits, const rocksdb::Snapshot* snapshot) const {
+  std::vector<DocumentId> ids;
+  std::unique_ptr<rocksdb::Iterator> table0;
+  for (std::vector<Hit> resolved : hits) {
+    if (!ResolveIds(resolved, snapshot, table0).ok()) return;
+    for (const Hit& h : resolved) ids.push_back(h.id);
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  (void)documents_.Read(snapshot, ids, /*whole=*/false, [](std::size_t, const Document&) {});
+}
+
+Result<std::vector<Match>> Reader::ToMatches(std::vector<Hit> hits,
+                                                  const rocksdb::Snapshot* snapshot,
+                                                  const Signature& signature,
+                                                  double min_similarity) const {
+  std::vector<DocumentId> ids;
+  for (const Hit& h : hits) ids.push_back(h.id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<std::optional<Document>> records(ids.size());
+  Status s = documents_.Read(snapshot, ids, /*whole=*/true,
+                             [&](std::size_t i, const Document& doc) { records[i] = doc; });
+  if (!s.ok()) return s;
+  std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) {
+    return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;
+  });
+  // Hits whose record is gone or has moved on: versions still in the tables whose removal is
+  // staged, or else corruption.
+  std::vector<std::pair<const Hit*, bool>> stale;  // with whether it has a record
+  std::vector<Match> matches;
+  matches.reserve(hits.size());
+  std::optional<DocumentId> last;  // the last hit's id counted or refused
+  for (const Hit& h : hits) {
+    const std::optional<Document>& record =
+        records[std::lower_bound(ids.begin(), ids.end(), h.id) - ids.begin()];
+    if (!record || record->fingerprint != h.fingerprint) {
+      stale.emplace_back(&h, record.has_value());
+      continue;
+    }
+    // A version found both in the tables and staged counts once (its hits are adjacent).
+    if (std::exchange(last, h.id) == h.id) continue;
+    const std::optional<double> similarity = EstimateSimilarity(signature, record->signature);
+    if (similarity && *similarity < min_similarity) continue;  // not confirmed
+    matches.push_back({h.id, h.fingerprint, h.distance, record->metadata, similarity});
+  }
+  if (stale.empty()) return matches;
+  std::vector<DocumentId> stale_ids;
+  for (const auto& [h, has_record] : stale) stale_ids.push_back(h->id);
+  std::sort(stale_ids.begin(), stale_ids.end());
+  stale_ids.erase(std::unique(stale_ids.begin(), stale_ids.end()), stale_ids.end());
+  Result<std::vector<StagingMark>> marks = staging_.Marks(snapshot, stale_ids);
+  if (!marks.ok()) return marks.status();
+  for (const auto& [h, has_record] : stale) {
+    const std::size_t at =
+        std::lower_bound(stale_ids.begin(), stale_ids.end(), h->id) - stale_ids.begin();
+    if ((*marks)[at].leaving != h->fingerprint) {
+      return Status::Corruption(
+          "table entry for document " + std::to_string(h->id) +
+          (has_record ? " disagrees with its document record" : " has no document record"));
+    }
+  }
+  return matches;
+}
+
+}  // namespace fpstore::internal

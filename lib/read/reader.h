@@ -1,0 +1,146 @@
+// The embedded store's reads (docs/design.md, "The life of a query"): Get, Query and QueryBatch,
+// over the components that hold what a read sees: the tables with their member filters
+// (tables.h), the staged documents (staging.h) and the documents' records (format/documents.h).
+// Writer (write/writer.h) adds the writes, StoreImpl (open/store_impl.h) opening, closing, scans
+// and checks.
+//
+// A query probes, in each table, the group holding the query's prefix if the member filters allow,
+// skipping the tables where the filters show that a document already found is alone with the
+// prefix; hits in tables without ids resolve through table 0, staged documents within k are added,
+// and each is confirmed by its signature. All at one snapshot, without a store lock.
+//
+// Thread safety: thread-safe.
+
+#ifndef FPSTORE_LIB_READ_READER_H_
+#define FPSTORE_LIB_READ_READER_H_
+
+#include <rocksdb/db.h>
+#include <rocksdb/env.h>
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "format/documents.h"
+#include "format/recorded_options.h"
+#include "fpstore/store.h"
+#include "platform/freed_memory.h"
+#include "read/read_pool.h"
+#include "read/staging.h"
+#include "read/tables.h"
+
+namespace fpstore::internal {
+
+// An open store's column families, in docs/format.md's order; destroyed by Close.
+struct Families {
+  rocksdb::ColumnFamilyHandle* meta;
+  rocksdb::ColumnFamilyHandle* documents;
+  rocksdb::ColumnFamilyHandle* staging;
+  std::vector<rocksdb::ColumnFamilyHandle*> tables;
+  // All of them, as RocksDB's open listed them.
+  std::vector<rocksdb::ColumnFamilyHandle*> all;
+};
+
+// What an open store is made of: what it records, and RocksDB opened on it (open/open.cc).
+struct OpenedStore {
+  std::string path;
+  StoreOptions options;
+  PermutationPlan plan;
+  Fingerprinter fingerprinter;
+  double min_similarity;  // recorded at creation
+  int group_bits;
+  // The Env RocksDB was opened with, if the store's own (a writable store's: faults/ingest_guard.h).
+  std::unique_ptr<rocksdb::Env> env;
+  std::unique_ptr<rocksdb::DB> db;
+  Families families;
+  std::shared_ptr<TableFilters> filters;  // attached to the tables' families as they opened
+};
+
+class Reader : public Store {
+ public:
+  const PermutationPlan& plan() const override { return plan_; }
+  const Fingerprinter& fingerprinter() const override { return fingerprinter_; }
+  using Store::Query;
+  using Store::QueryBatch;
+  Result<Document> Get(DocumentId id) const override;
+  Result<std::vector<Match>> Query(const Sketch& query, const QueryOptions& options) const override;
+  Result<std::vector<std::vector<Match>>> QueryBatch(std::span<const Sketch> queries,
+                                                     const QueryOptions& options) const override;
+
+ protected:
+  explicit Reader(OpenedStore opened);
+
+  Status CheckOpen() const;
+  // What a call's options mean for this store: its defaults filled in, each checked.
+  Result<Matching> MatchingFor(std::optional<int> distance,
+                               std::optional<double> min_similarity) const;
+  // Every document within k of each of `queries` at `at` whose estimated similarity to it is at
+  // least `min_similarity` (or which either lacks a signature for), each once, nearest first (ties
+  // by id).
+  Result<std::vector<std::vector<Match>>> Run(std::span<const Sketch> queries, int k,
+                                              double min_similarity,
+                                              const Staging::ReadPoint& at) const;
+
+  // First, so destroyed last (platform/freed_memory.h).
+  FreedMemoryReturn freed_memory_;
+  const std::string path_;
+  const StoreOptions options_;
+  const PermutationPlan plan_;
+  const Fingerprinter fingerprinter_;
+  const double min_similarity_;
+  // Before db_, which uses it until it is closed.
+  const std::unique_ptr<rocksdb::Env> env_;
+  std::unique_ptr<rocksdb::DB> db_;
+  Families families_;
+  bool closed_ = false;  // set by Close
+  Documents documents_;
+  Tables tables_;
+  Staging staging_;
+
+ private:
+  // A candidate found in one table, before its record is read.
+  struct Hit {
+    DocumentId id;
+    Fingerprint fingerprint;
+    int distance;
+    // Found in a table without ids: its documents are still to be read.
+    bool by_fingerprint = false;
+  };
+  using Hits = std::vector<std::vector<Hit>>;  // per query
+
+  // Adds to hits[i] the hits of fingerprints[i] in table t; known[i]: its hits in earlier tables
+  // (may be hits[i] itself).
+  Status ProbeTable(std::size_t t, const TableFilters::View& filters,
+                    const rocksdb::Snapshot* snapshot, std::span<const Fingerprint> fingerprints,
+                    int k, const Hits& known, Hits& hits) const;
+  // `query`'s hits in table t: a document is a hit only in the first table it shares with it. The
+  // group is not read where `known` holds a fingerprint with the query's prefix that the filters
+  // show alone with it: only that fingerprint is there.
+  Status ProbeGroup(std::size_t t, const TableMemberFilter& filter,
+                    const rocksdb::Snapshot* snapshot, Fingerprint query, int k,
+                    const std::vector<Hit>& known, std::vector<Hit>& hits) const;
+  // ProbeTable for the tables from `first` on in parallel on the read pool, while the caller warms
+  // the records of the hits so far. REQUIRES: first > 0.
+  Status ProbeTablesInParallel(std::size_t first, const TableFilters::View& filters,
+                               const rocksdb::Snapshot* snapshot,
+                               std::span<const Fingerprint> fingerprints, int k, Hits& hits) const;
+  // Replaces each hit by fingerprint with one per document table 0 holds with it at `snapshot`,
+  // read through `table0` (made if null).
+  Status ResolveIds(std::vector<Hit>& hits, const rocksdb::Snapshot* snapshot,
+                    std::unique_ptr<rocksdb::Iterator>& table0) const;
+  // Reads the hits' records into the block cache; ToMatches reports failures.
+  void WarmRecordsOf(const Hits& hits, const rocksdb::Snapshot* snapshot) const;
+  // The matches of `hits`, their records read at `snapshot`, nearest first, each document once;
+  // hits of versions whose removal is staged dropped, and those whose similarity to `signature` is
+  // below `min_similarity`.
+  Result<std::vector<Match>> ToMatches(std::vector<Hit> hits, const rocksdb::Snapshot* snapshot,
+                                       const Signature& signature, double min_similarity) const;
+
+  mutable ReadPool read_pool_{kReadThreads};
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_READ_READER_H_

@@ -1,0 +1,172 @@
+// The documents written since the last merge (docs/design.md, "Inserts are staged"): their marks in
+// the staging family, and the in-memory index of their fingerprints (staging_index.h).
+//
+// Writers reserve index room before taking the store's locks (Reserve) and add entries before their
+// write reaches RocksDB (Add), so a reader whose snapshot holds a write finds them. A merge sets
+// the index aside (BeginMerge, under the writers' lock held alone, so that no writer is between
+// its Add and its write) while writers go on into a fresh one, and retires it once its documents
+// are in the tables (EndMerge). A reader takes its snapshot and the indexes together (ReadAt), so
+// that an index retired after the snapshot stays in its view.
+//
+// Thread safety: thread-safe. The store's writers' lock (locks.h) orders writers against a merge's
+// BeginMerge: the calls for writers say what they need held.
+
+#ifndef FPSTORE_LIB_READ_STAGING_H_
+#define FPSTORE_LIB_READ_STAGING_H_
+
+#include <rocksdb/db.h>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "format/records.h"
+#include "fpstore/permutation.h"
+#include "fpstore/status.h"
+#include "read/staging_index.h"
+#include "util/holding.h"
+#include "util/mutex.h"
+
+namespace fpstore::internal {
+
+class Staging {
+ public:
+  // `merge_at`: staged entries that make a merge due. A writable store keeps room for twice as
+  // many, so that inserts go on while a merge runs.
+  Staging(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int distance, std::size_t merge_at,
+          bool writable);
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+
+  rocksdb::ColumnFamilyHandle* family() const { return family_; }
+
+  // Rebuilds the index from the family's marks, at open.
+  Status Load() EXCLUDES(mu_);
+
+  // ---- The family ----
+
+  // The marks of `ids` (sorted) at `snapshot` (null: the latest state), in
+  // one batched read; an id without one gets an empty mark.
+  Result<std::vector<StagingMark>> Marks(const rocksdb::Snapshot* snapshot,
+                                         std::span<const DocumentId> ids) const;
+  // Every staged document at `snapshot`, by id; with `ids` (sorted, not
+  // empty), only those from ids.front() to ids.back().
+  Result<std::vector<StagedDocument>> Documents(const rocksdb::Snapshot* snapshot,
+                                                std::span<const DocumentId> ids = {}) const;
+
+  // ---- Queries ----
+
+  // A snapshot of the store, with the indexes that hold every document staged at it.
+  class ReadPoint {
+   public:
+    const rocksdb::Snapshot* snapshot() const { return snapshot_.get(); }
+
+   private:
+    friend class Staging;
+    std::shared_ptr<const rocksdb::Snapshot> snapshot_;
+    std::shared_ptr<const StagingIndex> current_, merging_;
+  };
+  // Takes a snapshot and the indexes at once: a merge's ingestion comes before it retires its
+  // index, so the indexes taken with a snapshot hold what the snapshot shows staged.
+  ReadPoint ReadAt() const EXCLUDES(mu_);
+
+  struct Candidate {
+    std::size_t query;  // index into the queries
+    DocumentId id;
+    Fingerprint fingerprint;
+    int distance;
+  };
+  // The staged documents within k of each of `queries` at `at`, once per query (the marks weed out
+  // superseded entries).
+  Result<std::vector<Candidate>> Within(std::span<const Fingerprint> queries, int k,
+                                        const ReadPoint& at) const;
+
+  // ---- Writers ----
+
+  // Index room for a writer's entries, held from before its locks until its entries are in, so that
+  // writers together never make the index grow (rehashing under its lock).
+  using Room = Holding<Staging, std::size_t>;
+  // Waits until the index has room for `entries` more, then holds it; a batch too large goes alone
+  // once fewer than merge_at are staged, and may grow the index. Fails if a merge failed. Makes the
+  // room first if it is not made yet (MakeRoom).
+  Result<Room> Reserve(std::size_t entries) EXCLUDES(mu_, room_mu_);
+  // A store opened with nothing staged makes the index's room (util/zeroed_mapping.h) at its first
+  // write, which calls this before any lock of the store: a store opened only to load or read never
+  // pays for it. Once made, a load and a test; IOError, and nothing changed, if memory runs out.
+  Status MakeRoom() EXCLUDES(mu_, room_mu_);
+
+  // The calls below to Add, for writers, REQUIRE the writers' lock held, shared, from before their
+  // mark's write until it is done (or alone, for a bulk load).
+
+  // Whether a merge is moving any of `ids` (sorted) into the tables: their writers must wait for it
+  // (WaitForMerge), as it copies their staged versions.
+  bool Merging(std::span<const DocumentId> ids) const EXCLUDES(mu_);
+  // Waits until no merge runs; the failure of one that did, if any.
+  Status WaitForMerge() EXCLUDES(mu_);
+  // Whether `id` may have a mark: `stored` is staged, or, with none stored, its removal is. Cheap
+  // when it has none. Also for a bulk load, which holds the merge lock instead of the gate.
+  bool MayHaveMark(DocumentId id, std::optional<Fingerprint> stored) const;
+  // Adds entries or a removal, before the write of their marks reaches RocksDB.
+  void Add(std::span<const StagingIndex::Entry> entries);
+  void AddRemoval(DocumentId id);
+
+  // A merge's failure: writes and loads stop until the store reopens; what is staged stays found.
+  Status failure() const EXCLUDES(mu_);
+  // Whether a merge failed, without the lock.
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+
+  // ---- The merger ----
+
+  // Waits until a merge is due, a second at most; true if it is.
+  bool WaitUntilDue() EXCLUDES(mu_);
+  // The index for writers while a merge runs: the last one merged, emptied, if no reader's view
+  // holds it any more (a new one's pages must fault in), else a new one. Made before any lock is
+  // taken; null if nothing is staged.
+  std::shared_ptr<StagingIndex> NextIndex() EXCLUDES(mu_);
+  // Sets the staged index aside for a merge, `next` taking new entries; returns its ids ascending
+  // (none if `next` is null), or an earlier merge's failure. REQUIRES: the writers' lock held alone.
+  Result<std::vector<DocumentId>> BeginMerge(std::shared_ptr<StagingIndex> next) EXCLUDES(mu_);
+  // Retires the merge's index if `merged` is OK, else keeps it (its documents stay staged and
+  // found) and records the failure. REQUIRES: the merge's files ingested, if `merged` is OK.
+  void EndMerge(const Status& merged) EXCLUDES(mu_);
+  // Wakes and refuses waiters: the store is closing.
+  void Stop() EXCLUDES(mu_);
+
+ private:
+  friend Room;
+  void GiveBack(std::size_t entries) EXCLUDES(mu_);
+  std::size_t room() const { return 2 * merge_at_; }
+  // The current index changes with both the writers' lock (held alone) and mu_ held, so either
+  // lets a thread read it; the analysis knows only mu_. REQUIRES: the writers' lock held.
+  StagingIndex& current() const NO_THREAD_SAFETY_ANALYSIS { return *current_; }
+
+  rocksdb::DB& db_;
+  rocksdb::ColumnFamilyHandle* const family_;
+  const int distance_;
+  const std::size_t merge_at_;
+  const bool writable_;
+  // Whether the current index has its room; false from Load until MakeRoom makes it.
+  std::atomic<bool> room_made_{true};
+  Mutex room_mu_ ACQUIRED_BEFORE(mu_);  // one MakeRoom at a time
+
+  mutable Mutex mu_;
+  CondVar cv_;  // room, a merge's end, and a merge that is due
+  std::shared_ptr<StagingIndex> current_ GUARDED_BY(mu_);
+  // A running merge's index and its ids (kept after a failed merge, whose documents stay staged).
+  std::shared_ptr<StagingIndex> merging_ GUARDED_BY(mu_);
+  std::vector<DocumentId> merging_ids_ GUARDED_BY(mu_);
+  // The last one merged, for NextIndex to reuse.
+  std::shared_ptr<StagingIndex> retired_ GUARDED_BY(mu_);
+  std::size_t reserved_ GUARDED_BY(mu_) = 0;      // entries writers hold room for
+  std::size_t room_waiters_ GUARDED_BY(mu_) = 0;  // writers waiting for room
+  Status failure_ GUARDED_BY(mu_);
+  std::atomic<bool> failed_{false};  // failure_ is set
+  bool stopping_ GUARDED_BY(mu_) = false;
+};
+
+}  // namespace fpstore::internal
+
+#endif  // FPSTORE_LIB_READ_STAGING_H_
