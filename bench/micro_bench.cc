@@ -29,7 +29,7 @@
 #include "fpstore/permutation.h"
 #include "fpstore/store.h"
 #include "ingest/sst_sink.h"
-#include "read/staging_index.h"
+#include "read/staging.h"
 #include "open/store_impl.h"
 
 namespace {

@@ -43,7 +43,7 @@
 #include "ingest/group_writer.h"
 #include "ingest/sst_sink.h"
 #include "open/store_impl.h"
-#include "read/table_filters.h"
+#include "read/tables.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "read/staging_index.h"
+#include "read/staging.h"
 
 #include <gtest/gtest.h>
 

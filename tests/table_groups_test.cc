@@ -25,7 +25,7 @@
 #include "ingest/group_writer.h"
 #include "ingest/sst_sink.h"
 #include "open/store_impl.h"
-#include "read/table_filters.h"
+#include "read/tables.h"
 #include "temp_dir.h"
 
 namespace fpstore::internal {

@@ -4,6 +4,11 @@
 // from it on. FindLogDamage reads the logs as RocksDB writes them (docs/reliability.md, "A damaged
 // log") and finds damage that intact records follow, and a last record that is whole but fails its
 // checksum, neither of which a crash leaves.
+//
+// RocksDB behaviour covered: kPointInTimeRecovery drops every record from the first it cannot
+// read, without an error (RocksDbBehaviour.PointInTimeRecoveryDropsWritesAfterMidLogDamageSilently,
+// ...DropsADamagedLastRecordSilently). kAbsoluteConsistency would refuse a crash's torn tail too.
+// Retire when: RocksDB can stop at a torn tail and refuse damage before it, naming what it holds.
 
 #ifndef FPSTORE_LIB_FAULTS_DAMAGED_LOG_H_
 #define FPSTORE_LIB_FAULTS_DAMAGED_LOG_H_

@@ -9,6 +9,10 @@
 // those that no version names. The same guard refuses to ingest into a stopped store
 // (background_errors.h).
 //
+// RocksDB behaviour covered: RocksDbBehaviour.FailedManifestSyncOfIngestionDeletesTheFileTheManifestNames
+// (tests/rocksdb_behaviour_test.cc). Retire when: a failed ingestion leaves the files a MANIFEST
+// record may name, or RocksDB rolls the record back.
+//
 // Thread safety: thread-safe.
 
 #ifndef FPSTORE_LIB_FAULTS_INGEST_GUARD_H_

@@ -3,7 +3,8 @@
 // RocksDB behaviour covered: RocksDB 7.8 can resume a handle by itself once the cause of a hard
 // background error is gone, but the resumed handle still counts itself stopped: its flushes return
 // before they are done, and an ingestion takes table file number 0 (an assertion in Debian's build,
-// a table file written over in one without; tests/rocksdb_behaviour_test.cc pins both). fpstore
+// a table file written over in one without; RocksDbBehaviour.FlushOfADbResumedAfterAHard... and
+// RocksDbBehaviourDeathTest.IngestionIntoADbResumedAfterAHard... pin both). fpstore
 // turns that resumption off (background_errors.h), so a store that met a hard error (a full disk,
 // a failing device) stops writing for good; this handle closes it and opens it again at the next
 // write, so that writes go on once the cause is gone without the host reopening anything

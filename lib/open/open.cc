@@ -16,6 +16,7 @@
 #include "format/recorded_options.h"
 #include "faults/info_log.h"
 #include "faults/damaged_log.h"
+#include "faults/rocks_open.h"
 #include "open/store_impl.h"
 #include "util/test_hooks.h"
 #include "open/writer_claim.h"
@@ -35,59 +36,13 @@ struct Metadata {
   int group_bits = 0;
 };
 
-// The write-ahead logs in the directory of the store at `path`, by number.
-std::set<std::string> LogFiles(const std::string& path) {
-  std::set<std::string> logs;
-  std::error_code ec;
-  for (const fs::directory_entry& entry : fs::directory_iterator(path, ec)) {
-    if (entry.path().extension() == ".log") logs.insert(entry.path().filename().string());
-  }
-  return logs;
-}
-
-// RocksDB's read-only open of `path`, beside a writer that may flush, compact and merge meanwhile.
-// The open reads the manifest, then opens the files it lists and replays the logs it finds. What
-// the writer deletes in between makes it fail naming a file, or worse, succeed without the writes
-// of a log the writer deleted once every family had flushed them, some of those flushes after
-// the manifest was read: the handle would see some families without writes that others show. So
-// an open that fails naming a vanished file, and one during which a log that was there before it
-// began was deleted, are tried again with the store as it is then, for up to about two seconds.
-rocksdb::Status OpenForReadOnly(const RocksConfig& config, const std::string& path,
-                                std::vector<rocksdb::ColumnFamilyHandle*>* handles,
-                                rocksdb::DB** db) {
-  rocksdb::Status rs;
-  for (int attempt = 0;; ++attempt) {
-    handles->clear();
-    const std::set<std::string> logs_before = LogFiles(path);
-    rs = rocksdb::DB::OpenForReadOnly(config.db, path, config.families, handles, db);
-    const bool vanished = !rs.ok() &&
-                          rs.ToString().find("No such file or directory") != std::string::npos &&
-                          fs::exists(fs::path(path) / "CURRENT");
-    bool log_deleted = false;
-    if (rs.ok()) {
-      const std::set<std::string> logs_after = LogFiles(path);
-      log_deleted = !std::includes(logs_after.begin(), logs_after.end(), logs_before.begin(),
-                                   logs_before.end());
-    }
-    if (log_deleted) {
-      for (rocksdb::ColumnFamilyHandle* h : *handles) (*db)->DestroyColumnFamilyHandle(h);
-      delete *db;
-      *db = nullptr;
-      handles->clear();
-      rs = rocksdb::Status::Busy("the writer deleted logs during every attempt to open it");
-    }
-    if ((!vanished && !log_deleted) || attempt == 200) return rs;
-    std::this_thread::sleep_for(std::chrono::milliseconds(attempt < 10 ? 1 : 10));
-  }
-}
-
 // Reads the metadata of the store at `path`: read-only, so nothing on disk changes whatever the
 // directory holds, and the metadata's family alone, so the others' options do not matter.
 Result<Metadata> ReadMetadata(const std::string& path) {
   RocksConfig config = MakeInspectionConfig({rocksdb::kDefaultColumnFamilyName});
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status rs = OpenForReadOnly(config, path, &handles, &raw);
+  rocksdb::Status rs = OpenForReadOnly(config.db, config.families, path, &handles, &raw);
   if (!rs.ok()) return FromRocks(rs, "opening " + path);
   std::unique_ptr<rocksdb::DB> db(raw);
   auto get = [&](const char* key, std::string& value) {
@@ -168,7 +123,7 @@ Result<std::unique_ptr<rocksdb::DB>> OpenDatabase(
   rocksdb::DB* raw = nullptr;
   rocksdb::Status rs;
   if (read_only) {
-    rs = OpenForReadOnly(config, path, &handles, &raw);
+    rs = OpenForReadOnly(config.db, config.families, path, &handles, &raw);
   } else if (exists) {
     rs = rocksdb::DB::Open(config.db, path, config.families, &handles, &raw);
   } else {
@@ -232,7 +187,7 @@ Result<std::string> CheckLogs(const std::string& path, RocksConfig config,
   config.db.wal_filter = recorder.get();
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  if (rocksdb::Status rs = OpenForReadOnly(config, path, &handles, &raw); !rs.ok()) {
+  if (rocksdb::Status rs = OpenForReadOnly(config.db, config.families, path, &handles, &raw); !rs.ok()) {
     if (!rs.IsCorruption()) return FromRocks(rs, "opening " + path);
     // RocksDB refuses to stop its replay at the damage when files written after it (a flush, a
     // merge's ingestion) hold later writes: no open can drop the damaged writes alone. The
@@ -269,23 +224,6 @@ Result<std::string> CheckLogs(const std::string& path, RocksConfig config,
          ", every dropped document listed in " + *list;
 }
 
-// RocksDB (as of 7.8) moves a family's oldest needed log on only when the family's memtable is
-// switched, so each writable open that writes nothing would leave its new, empty log behind for
-// good. Removes the empty logs older than the one the just-opened `db` writes to: they hold
-// nothing to replay, and only the current log is ever appended to. Best effort; a reader that
-// listed one retries its open (OpenForReadOnly).
-void RemoveEmptyOldLogs(rocksdb::DB& db, const std::string& path) {
-  std::unique_ptr<rocksdb::LogFile> current;
-  if (!db.GetCurrentWalFile(&current).ok() || !current) return;
-  std::error_code ec;
-  for (const fs::directory_entry& entry : fs::directory_iterator(path, ec)) {
-    const std::optional<std::uint64_t> number = LogNumberOf(entry.path().filename().string());
-    std::error_code size_ec;
-    if (number && *number < current->LogNumber() && entry.file_size(size_ec) == 0 && !size_ec) {
-      fs::remove(entry.path(), size_ec);
-    }
-  }
-}
 
 Families FamiliesOf(std::vector<rocksdb::ColumnFamilyHandle*> handles, std::size_t tables) {
   Families f;

@@ -116,7 +116,7 @@ Status Reader::ProbeTable(std::size_t t, const TableFilters::View& filters,
                                Hits& hits) const {
   const TableMemberFilter& filter = *(*filters)[t];
   if (fingerprints.size() == 1) {
-    return ProbeGroup(t, filter, snapshot, fingerprints[0], k, known[0], hits[0]);
+    return tables_.Probe(t, filter, snapshot, fingerprints[0], k, known[0], hits[0]);
   }
   // A batch's probes in key order read the table forward.
   const TablePermutation& perm = plan_.table(t);
@@ -126,64 +126,12 @@ Status Reader::ProbeTable(std::size_t t, const TableFilters::View& filters,
     return perm.Apply(fingerprints[a]) < perm.Apply(fingerprints[b]);
   });
   for (std::size_t i : order) {
-    Status s = ProbeGroup(t, filter, snapshot, fingerprints[i], k, known[i], hits[i]);
+    Status s = tables_.Probe(t, filter, snapshot, fingerprints[i], k, known[i], hits[i]);
     if (!s.ok()) return s;
   }
   return Status::OK();
 }
 
-Status Reader::ProbeGroup(std::size_t t, const TableMemberFilter& filter,
-                               const rocksdb::Snapshot* snapshot, Fingerprint query, int k,
-                               const std::vector<Hit>& known, std::vector<Hit>& hits) const {
-  const TablePermutation& perm = plan_.table(t);
-  const Fingerprint permuted_query = perm.Apply(query);
-  const Fingerprint prefix = permuted_query & perm.prefix_mask();
-  // A fingerprint found in an earlier table is in this one too (every table holds every
-  // fingerprint at the snapshot); if it has the query's prefix here and the filters show no other
-  // with it, it is all the group would give for the prefix, and it is reported once already.
-  const bool shares_a_hit = std::any_of(known.begin(), known.end(), [&](const Hit& h) {
-    return (perm.Apply(h.fingerprint) & perm.prefix_mask()) == prefix;
-  });
-  // Most probes find nothing, which the member filters tell without a read. The prefix lies in one
-  // group (group bits <= prefix bits).
-  switch (filter.Lookup(permuted_query, /*count=*/shares_a_hit)) {
-    case PrefixMembers::kNone:
-      return Status::OK();
-    case PrefixMembers::kAtMostOne:
-      if (shares_a_hit) return Status::OK();
-      break;
-    case PrefixMembers::kMaybeMany:
-      break;
-  }
-  rocksdb::PinnableSlice read;
-  Result<bool> found = tables_.ReadGroup(t, filter, snapshot, permuted_query, read);
-  if (!found.ok()) return found.status();
-  if (!*found) return Status::OK();
-  const GroupLayout& layout = tables_.layout(t);
-  const std::string_view value = read.ToStringView();
-  const Fingerprint group = layout.GroupOf(permuted_query);
-  const std::optional<std::size_t> first = FirstMemberAtLeast(layout, group, value, prefix);
-  if (!first) {
-    return Status::Corruption(TableFamilyName(t) + " holds a malformed group of fingerprint " +
-                              std::to_string(query));
-  }
-  const std::size_t width = layout.member_bytes();
-  for (std::size_t i = *first; i < value.size() / width; ++i) {
-    const char* member = value.data() + i * width;
-    const Fingerprint permuted = layout.MemberAt(group, member);
-    if ((permuted & perm.prefix_mask()) != prefix) break;
-    const int d = HammingDistance(permuted, permuted_query);
-    if (d > k) continue;
-    const Fingerprint fp = perm.Invert(permuted);
-    if (plan_.FirstSharedTable(query, fp) != static_cast<int>(t)) continue;
-    if (layout.keeps_ids()) {
-      hits.push_back({layout.IdAt(member), fp, d, /*by_fingerprint=*/false});
-    } else {
-      hits.push_back({0, fp, d, /*by_fingerprint=*/true});
-    }
-  }
-  return Status::OK();
-}
 
 Status Reader::ProbeTablesInParallel(std::size_t first, const TableFilters::View& filters,
                                           const rocksdb::Snapshot* snapshot,

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "format/documents.h"
+#include "format/records.h"
 #include "format/recorded_options.h"
 #include "fpstore/store.h"
 #include "platform/freed_memory.h"
@@ -100,14 +100,7 @@ class Reader : public Store {
   Staging staging_;
 
  private:
-  // A candidate found in one table, before its record is read.
-  struct Hit {
-    DocumentId id;
-    Fingerprint fingerprint;
-    int distance;
-    // Found in a table without ids: its documents are still to be read.
-    bool by_fingerprint = false;
-  };
+  using Hit = Tables::Hit;
   using Hits = std::vector<std::vector<Hit>>;  // per query
 
   // Adds to hits[i] the hits of fingerprints[i] in table t; known[i]: its hits in earlier tables
@@ -115,12 +108,6 @@ class Reader : public Store {
   Status ProbeTable(std::size_t t, const TableFilters::View& filters,
                     const rocksdb::Snapshot* snapshot, std::span<const Fingerprint> fingerprints,
                     int k, const Hits& known, Hits& hits) const;
-  // `query`'s hits in table t: a document is a hit only in the first table it shares with it. The
-  // group is not read where `known` holds a fingerprint with the query's prefix that the filters
-  // show alone with it: only that fingerprint is there.
-  Status ProbeGroup(std::size_t t, const TableMemberFilter& filter,
-                    const rocksdb::Snapshot* snapshot, Fingerprint query, int k,
-                    const std::vector<Hit>& known, std::vector<Hit>& hits) const;
   // ProbeTable for the tables from `first` on in parallel on the read pool, while the caller warms
   // the records of the hits so far. REQUIRES: first > 0.
   Status ProbeTablesInParallel(std::size_t first, const TableFilters::View& filters,

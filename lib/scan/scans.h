@@ -18,7 +18,7 @@
 
 #include "fpstore/store.h"
 #include "plan/table_entry.h"
-#include "format/documents.h"
+#include "format/records.h"
 #include "read/staging.h"
 #include "read/tables.h"
 

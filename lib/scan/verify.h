@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "fpstore/store.h"
-#include "format/documents.h"
+#include "format/records.h"
 #include "scan/scans.h"
 #include "read/staging.h"
 #include "read/tables.h"

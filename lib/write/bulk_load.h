@@ -16,7 +16,7 @@
 #include "ingest/spills.h"
 #include "ingest/table_writer.h"
 #include "plan/table_entry.h"
-#include "format/documents.h"
+#include "format/records.h"
 #include "write/ingestion.h"
 #include "write/locks.h"
 #include "read/staging.h"

@@ -1,11 +1,10 @@
-#include "format/documents.h"
+#include "format/records.h"
 
+#include <array>
 #include <memory>
 #include <string>
 
 #include "format/families.h"
-#include "format/records.h"
-#include "util/multi_get.h"
 #include "util/rocks_status.h"
 
 namespace fpstore::internal {
@@ -17,6 +16,33 @@ Status Malformed(DocumentId id) {
 }
 
 }  // namespace
+
+Status MultiGet(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family,
+                       const rocksdb::Snapshot* snapshot, std::span<const std::uint64_t> keys,
+                       const std::function<Status(std::size_t, std::string_view)>& found) {
+  std::vector<std::array<char, 8>> bytes(keys.size());
+  std::vector<rocksdb::Slice> slices;
+  slices.reserve(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    PutBigEndian64(bytes[i].data(), keys[i]);
+    slices.emplace_back(bytes[i].data(), 8);
+  }
+  std::vector<rocksdb::PinnableSlice> values(keys.size());
+  std::vector<rocksdb::Status> statuses(keys.size());
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  db.MultiGet(ro, family, slices.size(), slices.data(), values.data(), statuses.data(),
+              /*sorted_input=*/true);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (statuses[i].IsNotFound()) continue;
+    if (!statuses[i].ok()) {
+      return FromRocks(statuses[i],
+                       "reading " + family->GetName() + " key " + std::to_string(keys[i]));
+    }
+    if (Status s = found(i, values[i].ToStringView()); !s.ok()) return s;
+  }
+  return Status::OK();
+}
 
 Result<Document> Documents::Get(DocumentId id) const {
   std::string value;
