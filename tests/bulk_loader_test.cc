@@ -19,9 +19,9 @@
 #include "brute_force.h"
 #include "fpstore/store.h"
 #include "raw_store.h"
-#include "util/test_hooks.h"
 #include "store_checks.h"
 #include "temp_dir.h"
+#include "util/test_hooks.h"
 
 namespace fpstore {
 namespace {

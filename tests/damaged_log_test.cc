@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "corrupt_file.h"
 #include "crashed_store.h"
 #include "dir_snapshot.h"
 #include "fpstore/store.h"
@@ -39,17 +40,6 @@ using testing::TempDir;
 using testing::CrashFingerprintOf;
 using testing::InsertThenCrash;
 using testing::TheLog;
-
-void FlipBytes(const std::string& file, std::uintmax_t at, int count) {
-  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-  std::string bytes(count, '\0');
-  f.seekg(static_cast<std::streamoff>(at));
-  f.read(bytes.data(), count);
-  for (char& b : bytes) b = static_cast<char>(b ^ 0x5a);
-  f.seekp(static_cast<std::streamoff>(at));
-  f.write(bytes.data(), count);
-  ASSERT_TRUE(f.good());
-}
 
 std::set<DocumentId> StoredIds(Store& store, int inserted) {
   std::set<DocumentId> ids;
@@ -77,7 +67,7 @@ TEST_P(DamagedLogTest, IsRefusedThenDroppedOnRequest) {
   constexpr int kInserted = 40;
   InsertThenCrash(path, kInserted, GetParam());
   const std::string log = TheLog(path);
-  FlipBytes(log, fs::file_size(log) / 2, 16);
+  ASSERT_TRUE(testing::FlipBytes(log, fs::file_size(log) / 2, 16));
   const FileMap before = SnapshotFiles(path);
 
   // Refused, by a writer and by a reader, naming the log and what it would drop.
@@ -215,7 +205,7 @@ TEST_P(DamagedLastRecordTest, IsRefusedThenDroppedOnRequest) {
   const std::uintmax_t size = fs::file_size(log);
   const auto last = RecordsOf(log).back();
   ASSERT_EQ(last.second, size);
-  FlipBytes(log, size - 40, 8);
+  ASSERT_TRUE(testing::FlipBytes(log, size - 40, 8));
   const FileMap before = SnapshotFiles(path);
 
   const std::string damage = log + " is damaged at bytes " + std::to_string(last.first) + " to " +
@@ -278,7 +268,8 @@ TEST(DamagedLogTest, DamagedLengthOfTheLastRecordIsRefused) {
   const std::string path = dir.path() + "/db";
   InsertThenCrash(path, 40, 100);
   const std::string log = TheLog(path);
-  FlipBytes(log, RecordsOf(log).back().first + 5, 1);  // the length's high byte
+  ASSERT_TRUE(
+      testing::FlipBytes(log, RecordsOf(log).back().first + 5, 1));  // the length's high byte
   const Status s = Store::Open(path, StoreOptions{}).status();
   ASSERT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_NE(s.message().find("inserts or replacements of document 39"), std::string::npos)
@@ -324,7 +315,7 @@ TEST(DamagedLogTest, EveryDroppedDocumentIsListedInLost) {
   const auto records = RecordsOf(log);
   ASSERT_EQ(records.size(), std::size_t{kInserted} + 1);  // the metadata's record, then each insert
   const auto damaged = records[30];                       // document 29's
-  FlipBytes(log, damaged.second - 20, 8);
+  ASSERT_TRUE(testing::FlipBytes(log, damaged.second - 20, 8));
 
   StoreOptions options;
   options.drop_damaged_log = true;
@@ -353,7 +344,7 @@ TEST(DamagedLogTest, DamageThatLaterFilesDependOnIsRefusedEvenWhenDropping) {
   constexpr int kInserted = 40;
   InsertThenCrash(path, kInserted, 100, /*staged_documents=*/8);
   const std::string log = testing::LargestLog(path);
-  FlipBytes(log, fs::file_size(log) / 2, 16);
+  ASSERT_TRUE(testing::FlipBytes(log, fs::file_size(log) / 2, 16));
   const FileMap before = SnapshotFiles(path);
   for (const bool drop : {false, true}) {
     StoreOptions options;
@@ -385,8 +376,8 @@ TEST(DamagedLogTest, DamageInAnObsoleteLogDropsNothing) {
     }
     ASSERT_FALSE(fs::exists(log));
     fs::copy_file(copy, log);
-    FlipBytes(log, last_record ? fs::file_size(log) - 40 : fs::file_size(log) / 2,
-              last_record ? 8 : 16);
+    ASSERT_TRUE(testing::FlipBytes(
+        log, last_record ? fs::file_size(log) - 40 : fs::file_size(log) / 2, last_record ? 8 : 16));
     Result<std::unique_ptr<Store>> store = Store::Open(path, StoreOptions{});
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     EXPECT_EQ((*store)->Stats()->dropped_at_open, "");

@@ -16,9 +16,9 @@
 #include "brute_force.h"
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
-#include "util/test_hooks.h"
 #include "store_checks.h"
 #include "temp_dir.h"
+#include "util/test_hooks.h"
 
 namespace fpstore {
 namespace {

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "fpstore/store.h"
-#include "util/test_hooks.h"
 #include "temp_dir.h"
+#include "util/test_hooks.h"
 
 namespace fpstore {
 namespace {

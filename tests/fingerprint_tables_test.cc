@@ -17,8 +17,8 @@
 #include "format/records.h"
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
-#include "raw_store.h"
 #include "open/store_impl.h"
+#include "raw_store.h"
 #include "store_checks.h"
 #include "temp_dir.h"
 

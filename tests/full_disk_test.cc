@@ -9,20 +9,20 @@
 
 #include <atomic>
 #include <chrono>
-#include <functional>
-#include <thread>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
-#include "fpstore/store.h"
 #include "faults/info_log.h"
-#include "util/test_hooks.h"
+#include "fpstore/store.h"
 #include "temp_dir.h"
+#include "util/test_hooks.h"
 
 namespace fpstore {
 namespace {
@@ -239,8 +239,7 @@ TEST_F(FullDiskTest, ReopensWaitForNoCallThatCannotEndFirst) {
   // Beside the loader, the reopen is not tried: it would hold every call back for as long.
   const Status beside_loader = store->Insert(2001, 8);
   EXPECT_FALSE(beside_loader.ok());
-  EXPECT_NE(beside_loader.message().find("from being opened again"),
-            std::string::npos)
+  EXPECT_NE(beside_loader.message().find("from being opened again"), std::string::npos)
       << beside_loader.ToString();
   EXPECT_FALSE(loader->Finish().ok());  // the stopped store refuses its ingestion
   loader.reset();

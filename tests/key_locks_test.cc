@@ -162,13 +162,11 @@ TEST(NearKeysTest, FingerprintsWithinTheDistanceShareOne) {
       ASSERT_LE(HammingDistance(a, b), k);
       const std::vector<LockKey> ka = NearKeys(plan, a), kb = NearKeys(plan, b);
       std::vector<LockKey> shared;
-      std::set_intersection(ka.begin(), ka.end(), kb.begin(), kb.end(),
-                            std::back_inserter(shared));
+      std::set_intersection(ka.begin(), ka.end(), kb.begin(), kb.end(), std::back_inserter(shared));
       ASSERT_FALSE(shared.empty()) << "k=" << k << " " << a << " " << b;
       const std::vector<LockKey> kc = NearKeys(plan, rnd());
       shared.clear();
-      std::set_intersection(ka.begin(), ka.end(), kc.begin(), kc.end(),
-                            std::back_inserter(shared));
+      std::set_intersection(ka.begin(), ka.end(), kc.begin(), kc.end(), std::back_inserter(shared));
       far_sharing += !shared.empty();
     }
     // Prefixes of 64 / (k + 1) bits: at k = 6, 9 bits, 7 keys a side, about 10% of pairs.

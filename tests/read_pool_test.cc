@@ -1,8 +1,6 @@
 // The pool that reads a query's tables side by side once the query waits on
 // the device (lib/store/read_pool.h), and queries that take that path.
 
-#include "read/read_pool.h"
-
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -17,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "read/reader.h"
 #include "store_checks.h"
 #include "temp_dir.h"
 

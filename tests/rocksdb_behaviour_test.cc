@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "corrupt_file.h"
 #include "temp_dir.h"
 
 namespace fpstore {
@@ -60,17 +61,6 @@ std::vector<fs::path> FilesIn(const std::string& dir, const std::string& suffix)
   }
   std::sort(files.begin(), files.end());
   return files;
-}
-
-void FlipBytes(const fs::path& file, std::uintmax_t at, int count) {
-  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-  std::string bytes(count, '\0');
-  f.seekg(static_cast<std::streamoff>(at));
-  f.read(bytes.data(), count);
-  for (char& b : bytes) b = static_cast<char>(b ^ 0x5a);
-  f.seekp(static_cast<std::streamoff>(at));
-  f.write(bytes.data(), count);
-  ASSERT_TRUE(f.good());
 }
 
 // A DB and its families' handles, closed when it dies.
@@ -413,7 +403,7 @@ TEST_F(RocksDbBehaviour, EachWritableOpenWithoutWritesLeavesAnEmptyLog) {
 TEST_F(RocksDbBehaviour, PointInTimeRecoveryDropsWritesAfterMidLogDamageSilently) {
   fs::path log;
   ASSERT_NO_FATAL_FAILURE(WriteIntoOneLog(log));
-  FlipBytes(log, fs::file_size(log) / 2, 16);
+  ASSERT_TRUE(testing::FlipBytes(log, fs::file_size(log) / 2, 16));
   rocksdb::Status s;
   const std::vector<int> found = KeysAfterReopen(s);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -433,7 +423,8 @@ TEST_F(RocksDbBehaviour, PointInTimeRecoveryDropsWritesAfterMidLogDamageSilently
 TEST_F(RocksDbBehaviour, PointInTimeRecoveryDropsADamagedLastRecordSilently) {
   fs::path log;
   ASSERT_NO_FATAL_FAILURE(WriteIntoOneLog(log));
-  FlipBytes(log, fs::file_size(log) - 20, 4);  // inside the last write's value
+  ASSERT_TRUE(
+      testing::FlipBytes(log, fs::file_size(log) - 20, 4));  // inside the last write's value
   rocksdb::Status s;
   const std::vector<int> found = KeysAfterReopen(s);
   ASSERT_TRUE(s.ok()) << s.ToString();

@@ -24,7 +24,7 @@
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
 #include "raw_store.h"
-#include "read/read_pool.h"
+#include "read/reader.h"
 #include "store_checks.h"
 #include "temp_dir.h"
 
@@ -208,8 +208,8 @@ TEST(SkippedTablesTest, ALoneHitReadsOneGroupAndACrowdedOneMore) {
   EXPECT_EQ(GroupBytesRead(*store, rnd.Next()), 0u);  // a miss: the filters tell
   std::size_t lone_read_one = 0;
   for (std::size_t i = 1; i < 21; ++i) {
-    lone_read_one += GroupBytesRead(*store, docs[i].fingerprint) ==
-                     table0_group_bytes(docs[i].fingerprint);
+    lone_read_one +=
+        GroupBytesRead(*store, docs[i].fingerprint) == table0_group_bytes(docs[i].fingerprint);
   }
   // A lone prefix reads as crowded where a filter errs, about 1% a table.
   EXPECT_GE(lone_read_one, 16u) << "of 20 lone hits";

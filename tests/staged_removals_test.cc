@@ -29,8 +29,8 @@
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
 #include "held_merge.h"
-#include "raw_store.h"
 #include "open/store_impl.h"
+#include "raw_store.h"
 #include "store_checks.h"
 #include "temp_dir.h"
 

@@ -1,5 +1,3 @@
-#include "read/staging.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,6 +5,8 @@
 #include <set>
 #include <tuple>
 #include <vector>
+
+#include "read/staging.h"
 
 namespace fpstore::internal {
 namespace {

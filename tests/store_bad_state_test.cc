@@ -21,8 +21,8 @@
 #include "dir_snapshot.h"
 #include "format/families.h"
 #include "fpstore/store.h"
-#include "raw_store.h"
 #include "open/store_impl.h"
+#include "raw_store.h"
 #include "store_checks.h"
 #include "temp_dir.h"
 
@@ -433,12 +433,13 @@ TEST(StoreBadStateTest, NewerFormatVersionIsNotSupported) {
 }
 
 // A store records where its groups are cut: a store whose record is
-// missing or not a number of bits from 1 to 64 is refused, as it was.
+// missing or not a number of bits from 1 to 56 (no store writes more: a
+// member keeps a byte at least) is refused, as it was.
 TEST(StoreBadStateTest, UnreadableGroupBitsAreCorruption) {
   TempDir dir;
   const std::string path = dir.Sub("store");
   ASSERT_NO_FATAL_FAILURE(CreateStore(path, 100));
-  for (const char* bad : {"", "0", "65", "16x", "-3"}) {
+  for (const char* bad : {"", "0", "57", "64", "65", "16x", "-3"}) {
     ASSERT_NO_FATAL_FAILURE(SetMetadataRecord(path, "fpstore.group_bits", bad));
     const FileMap before = SnapshotFiles(path);
     Result<std::unique_ptr<Store>> store = OpenWith(path, {});

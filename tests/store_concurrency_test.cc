@@ -36,8 +36,8 @@
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
 #include "held_merge.h"
-#include "util/test_hooks.h"
 #include "temp_dir.h"
+#include "util/test_hooks.h"
 
 namespace fpstore {
 namespace {

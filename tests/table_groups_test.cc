@@ -55,7 +55,7 @@ TEST(GroupLayoutTest, KeysAndMembersRoundTripInFingerprintOrder) {
   for (int p : {1, 7, 16, 20, 25, 33, 64}) {
     for (int bits : {16, 20, 64}) {
       const GroupLayout layout(p, bits);
-      const int g = std::min(p, bits);
+      const int g = std::min({p, bits, 63});
       EXPECT_EQ(layout.group_bits(), g);
       EXPECT_EQ(layout.key_bytes(), static_cast<std::size_t>((g + 7) / 8));
       EXPECT_EQ(layout.member_bytes(), static_cast<std::size_t>((64 - g + 7) / 8));
@@ -127,6 +127,57 @@ TEST(GroupLayoutTest, MalformedKeysAndValuesAreRefused) {
   std::string too_many = operand;
   too_many[3] = 4;  // four adds in room for three members
   EXPECT_FALSE(DecodeGroupOperand(layout, too_many, decoded));
+}
+
+// Decoders given arbitrary bytes, for every group width asked for up to the whole 64 bits (a plan's
+// prefix may be 64 bits; a store refuses to record more than 56, and a layout cuts at most 63),
+// answer or refuse, and never shift a word by its full width nor divide by a member of no bytes
+// (the build's UBSan would stop the test).
+TEST(GroupLayoutTest, AnyBytesAtAnyWidthDecodeOrAreRefused) {
+  Random rnd(TestSeed(67));
+  for (int bits = 1; bits <= 64; ++bits) {
+    for (GroupLayout::Ids ids : {GroupLayout::Ids::kNone, GroupLayout::Ids::kKept}) {
+      const GroupLayout layout(64, bits, ids);
+      const GroupMergeOperator op(layout);
+      for (int round = 0; round < 20; ++round) {
+        std::string bytes(rnd.Uniform(4 * (layout.member_bytes() + 1) + 8), '\0');
+        for (char& c : bytes) c = static_cast<char>(rnd.Next());
+        std::vector<Fingerprint> members;
+        std::vector<IdMember> id_members;
+        GroupChange change;
+        IdGroupChange id_change;
+        Fingerprint group = 0;
+        (void)layout.DecodeKey(bytes.substr(0, layout.key_bytes()), &group);
+        if (ids == GroupLayout::Ids::kKept) {
+          (void)DecodeGroupValue(layout, bytes, id_members);
+          (void)DecodeGroupOperand(layout, bytes, id_change);
+        } else {
+          (void)DecodeGroupValue(layout, bytes, members);
+          (void)DecodeGroupOperand(layout, bytes, change);
+        }
+        (void)FirstMemberAtLeast(layout, layout.GroupOf(rnd.Next()), bytes, rnd.Next());
+        (void)ForEachMemberOf(layout, bytes, round % 2 == 0, [](Fingerprint) {});
+        std::string out;
+        const rocksdb::Slice existing(bytes);
+        rocksdb::Slice kept;
+        const std::vector<rocksdb::Slice> operands{rocksdb::Slice(bytes)};
+        rocksdb::MergeOperator::MergeOperationOutput merged(out, kept);
+        (void)op.FullMergeV2(
+            rocksdb::MergeOperator::MergeOperationInput("k", &existing, operands, nullptr),
+            &merged);
+      }
+      // What is encoded at this width reads back.
+      if (ids == GroupLayout::Ids::kNone) {
+        std::vector<Fingerprint> members;
+        for (int i = 0; i < 5; ++i) members.push_back(layout.MemberBits(rnd.Next()));
+        std::sort(members.begin(), members.end());
+        members.erase(std::unique(members.begin(), members.end()), members.end());
+        std::vector<Fingerprint> decoded;
+        ASSERT_TRUE(DecodeGroupValue(layout, EncodeGroupValue(layout, members), decoded)) << bits;
+        EXPECT_EQ(decoded, members) << bits;
+      }
+    }
+  }
 }
 
 TEST(GroupLayoutTest, MembersWithIdsRoundTripInBitsThenIdOrder) {

@@ -8,7 +8,8 @@
 // ingestion takes file number 0 (an assertion in Debian's build, a table file written over in
 // one without). So the listener turns that recovery off, and ingestions ask here first.
 //
-// RocksDB behaviour covered: RocksDbBehaviour.FlushOfADbResumedAfterAHardErrorReturnsBeforeItIsDone,
+// RocksDB behaviour covered:
+// RocksDbBehaviour.FlushOfADbResumedAfterAHardErrorReturnsBeforeItIsDone,
 // RocksDbBehaviourDeathTest.IngestionIntoADbResumedAfterAHardErrorTakesFileNumberZero and
 // RocksDbBehaviour.HardBackgroundErrorStopsWritesUntilTheDbIsReopened. Retire when: a resumed
 // handle flushes and ingests like a fresh one; with RocksDB's own recovery on, the reopening

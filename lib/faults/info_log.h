@@ -4,7 +4,8 @@
 // abort the host process. Here a line that cannot be written is dropped and
 // counted, and the count is written with the next line that can be.
 //
-// RocksDB behaviour covered: RocksDbBehaviourDeathTest.DefaultInfoLogAbortsOnTheLineAfterAFailedWrite
+// RocksDB behaviour covered:
+// RocksDbBehaviourDeathTest.DefaultInfoLogAbortsOnTheLineAfterAFailedWrite
 // (tests/rocksdb_behaviour_test.cc). Retire when: RocksDB's logger survives a failed write; then
 // this stays only if its count of dropped lines is worth keeping.
 //

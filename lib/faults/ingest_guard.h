@@ -9,7 +9,8 @@
 // those that no version names. The same guard refuses to ingest into a stopped store
 // (background_errors.h).
 //
-// RocksDB behaviour covered: RocksDbBehaviour.FailedManifestSyncOfIngestionDeletesTheFileTheManifestNames
+// RocksDB behaviour covered:
+// RocksDbBehaviour.FailedManifestSyncOfIngestionDeletesTheFileTheManifestNames
 // (tests/rocksdb_behaviour_test.cc). Retire when: a failed ingestion leaves the files a MANIFEST
 // record may name, or RocksDB rolls the record back.
 //
@@ -26,8 +27,8 @@
 #include <string_view>
 #include <vector>
 
-#include "fpstore/status.h"
 #include "faults/background_errors.h"
+#include "fpstore/status.h"
 #include "util/mutex.h"
 
 namespace fpstore::internal {

@@ -16,8 +16,8 @@ thread_local CallGate::Ticket* t_innermost = nullptr;
 
 // How long a reopen waits for the calls in flight to end.
 constexpr std::chrono::milliseconds kWaitForCalls{2000};
-// The longest interval between reopens, in first intervals (ReopenInterval); reopens that follow one
-// another closer than that count as following closely.
+// The longest interval between reopens, in first intervals (ReopenInterval); reopens that follow
+// one another closer than that count as following closely.
 constexpr int kLongestInterval = 64;
 
 // The interval before a reopen may follow the last, after `close_reopens` that followed one
@@ -206,8 +206,7 @@ Status ReopeningStore::ReopenIfStopped() {
   close_reopens_ = close ? close_reopens_ + 1 : 1;
   last_reopen_ = now;
   if (!held) {
-    return Refusal().WithContext("calls that went on for " +
-                                 std::to_string(kWaitForCalls.count()) +
+    return Refusal().WithContext("calls that went on for " + std::to_string(kWaitForCalls.count()) +
                                  " ms kept the store from being opened again");
   }
   return refused_;
@@ -313,8 +312,7 @@ Status ReopeningStore::FindAll(int k, const std::function<void(const NearPair&)>
   return ThroughLong([&](Store& store) { return store.FindAll(k, sink, scan); });
 }
 
-Status ReopeningStore::Clusters(int k,
-                                const std::function<void(std::span<const DocumentId>)>& sink,
+Status ReopeningStore::Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
                                 const ScanOptions& scan) const {
   return ThroughLong([&](Store& store) { return store.Clusters(k, sink, scan); });
 }

@@ -25,14 +25,13 @@
 #ifndef FPSTORE_LIB_FAULTS_REOPENING_STORE_H_
 #define FPSTORE_LIB_FAULTS_REOPENING_STORE_H_
 
-#include <atomic>
-#include <chrono>
-#include <memory>
-#include <string>
-
 #include <rocksdb/env.h>
 
+#include <atomic>
+#include <chrono>
 #include <functional>
+#include <memory>
+#include <string>
 
 #include "fpstore/store.h"
 #include "util/mutex.h"
@@ -105,7 +104,6 @@ class CallGate {
   Mutex mu_;
   CondVar changed_;  // in_flight_ or held_ changed while someone waits
 };
-
 
 // What a ReopeningStore opens: a store, and how to ask it why it stopped writing.
 struct ReopenableStore {

@@ -21,8 +21,9 @@ namespace fpstore::internal {
 // began was deleted, are tried again with the store as it is then, for up to about two seconds.
 //
 // RocksDB behaviour covered: a read-only open reads the MANIFEST, then lists and replays the logs,
-// with no lock against a writer (RocksDbBehaviour.ReadOnlyOpenMissesWritesOfALogDeletedWhileItOpens).
-// Retire when: RocksDB's read-only open sees one consistent state beside a writer.
+// with no lock against a writer
+// (RocksDbBehaviour.ReadOnlyOpenMissesWritesOfALogDeletedWhileItOpens). Retire when: RocksDB's
+// read-only open sees one consistent state beside a writer.
 rocksdb::Status OpenForReadOnly(const rocksdb::DBOptions& options,
                                 const std::vector<rocksdb::ColumnFamilyDescriptor>& families,
                                 const std::string& path,

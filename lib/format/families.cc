@@ -11,9 +11,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "faults/info_log.h"
 #include "format/groups.h"
 #include "format/member_filter.h"
-#include "faults/info_log.h"
 #include "util/big_endian.h"
 
 namespace fpstore::internal {

@@ -39,7 +39,7 @@ namespace fpstore::internal {
 int GroupBitsFor(std::uint64_t expected_documents) {
   constexpr std::uint64_t kMaxMembers = 256;
   int bits = 16;
-  while (bits < 56 && expected_documents > (kMaxMembers << bits)) ++bits;
+  while (bits < kMaxGroupBits && expected_documents > (kMaxMembers << bits)) ++bits;
   return bits;
 }
 
@@ -51,7 +51,7 @@ Fingerprint BitsOf(const IdMember& member) { return member.bits; }
 // The member bits at `at`, as one 8-byte load where `end` leaves room: folds
 // and decodes read every member, and bytewise loads would dominate them.
 Fingerprint LoadBits(const GroupLayout& layout, const char* at, const char* end) {
-  const std::size_t width = layout.bits_bytes();
+  const std::size_t width = layout.bits_bytes();  // 1 to 7 (GroupLayout): no shift by 64
   if (end - at < 8) return GetBigEndianBytes(at, width);
   std::uint64_t word;
   std::memcpy(&word, at, 8);

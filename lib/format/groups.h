@@ -23,8 +23,13 @@
 
 namespace fpstore::internal {
 
+// The most group bits a store is cut at: a member keeps at least a byte of its
+// fingerprint. A store that records more is corrupt.
+inline constexpr int kMaxGroupBits = 56;
+
 // Where a store created for `expected_documents` cuts its groups (the prefix,
-// if shorter): 16 bits, plus one per doubling past 256 fingerprints a group.
+// if shorter): 16 bits, plus one per doubling past 256 fingerprints a group,
+// at most kMaxGroupBits.
 int GroupBitsFor(std::uint64_t expected_documents);
 
 // A member of a group that keeps ids (table 0), ordered by (bits, id).
@@ -42,10 +47,11 @@ class GroupLayout {
  public:
   enum class Ids { kNone, kKept };
 
-  // G = min(prefix_bits, group_bits), so that a probe reads one group.
+  // G = min(prefix_bits, group_bits), so that a probe reads one group, and at most 63, so that a
+  // member keeps a byte (a group of 63 bits holds at most two fingerprints).
   // REQUIRES: 1 <= prefix_bits <= 64, 1 <= group_bits
   GroupLayout(int prefix_bits, int group_bits, Ids ids = Ids::kNone)
-      : group_bits_(std::min(prefix_bits, group_bits)),
+      : group_bits_(std::min({prefix_bits, group_bits, 63})),
         key_bytes_((group_bits_ + 7) / 8),
         bits_bytes_((64 - group_bits_ + 7) / 8),
         id_bytes_(ids == Ids::kKept ? 8 : 0) {}
@@ -61,7 +67,7 @@ class GroupLayout {
 
   // The first fingerprint of `permuted`'s group.
   Fingerprint GroupOf(Fingerprint permuted) const {
-    return group_bits_ == 64 ? permuted : permuted & ~(~Fingerprint{0} >> group_bits_);
+    return permuted & ~(~Fingerprint{0} >> group_bits_);
   }
   // Only the first key_bytes() bytes are used.
   Key KeyOf(Fingerprint permuted) const {
@@ -74,7 +80,7 @@ class GroupLayout {
   bool DecodeKey(std::string_view key, Fingerprint* group) const;
 
   Fingerprint MemberBits(Fingerprint permuted) const {
-    return group_bits_ == 64 ? 0 : permuted & (~Fingerprint{0} >> group_bits_);
+    return permuted & (~Fingerprint{0} >> group_bits_);
   }
   // The permuted fingerprint of the member at `in`, in `group`.
   Fingerprint MemberAt(Fingerprint group, const char* in) const {

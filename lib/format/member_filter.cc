@@ -154,8 +154,8 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
 
   const GroupLayout layout_;
   const Fingerprint prefix_mask_;
-  Fingerprint group_ = 0;              // of members_
-  std::vector<Fingerprint> members_;   // the member bits of group_'s entries so far
+  Fingerprint group_ = 0;                       // of members_
+  std::vector<Fingerprint> members_;            // the member bits of group_'s entries so far
   std::vector<MemberFilter::Prefix> prefixes_;  // of the open chunk
   Fingerprint first_group_ = 0, last_group_ = 0;
   std::string index_, filters_;  // of the closed chunks

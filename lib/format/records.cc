@@ -18,8 +18,8 @@ Status Malformed(DocumentId id) {
 }  // namespace
 
 Status MultiGet(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family,
-                       const rocksdb::Snapshot* snapshot, std::span<const std::uint64_t> keys,
-                       const std::function<Status(std::size_t, std::string_view)>& found) {
+                const rocksdb::Snapshot* snapshot, std::span<const std::uint64_t> keys,
+                const std::function<Status(std::size_t, std::string_view)>& found) {
   std::vector<std::array<char, 8>> bytes(keys.size());
   std::vector<rocksdb::Slice> slices;
   slices.reserve(keys.size());

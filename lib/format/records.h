@@ -27,7 +27,6 @@
 
 namespace fpstore::internal {
 
-
 // InvalidArgument unless `doc`'s signature is empty or has `slots` slots (the store's).
 inline Status CheckSignature(const NewDocument& doc, int slots) {
   if (doc.signature.empty() || doc.signature.slots() == static_cast<std::size_t>(slots)) {
@@ -119,14 +118,12 @@ struct StagedDocument {
   bool removal = false;  // nothing staged: the document was removed
 };
 
-
 // Looks up `keys` (ascending) in `family` at `snapshot` (null: the latest
 // state), so that RocksDB reads each block once for all its keys; calls
 // found(i, value) for each key present, in order, until it fails.
 Status MultiGet(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family,
                 const rocksdb::Snapshot* snapshot, std::span<const std::uint64_t> keys,
                 const std::function<Status(std::size_t, std::string_view)>& found);
-
 
 // The documents family, and the count of its documents. Thread-safe.
 class Documents {

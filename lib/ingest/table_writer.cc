@@ -250,11 +250,10 @@ Status TableWriter::Write(const Changes& changes, const std::vector<bool>& old_k
     }
     return options.table_done ? options.table_done() : Status::OK();
   };
-  Status s = ForEachInParallel(tables + (options.beside_tables ? 1 : 0), threads,
-                               [&](std::size_t i, int worker) {
-                                 return i == tables ? options.beside_tables()
-                                                    : write_table(i, worker);
-                               });
+  Status s = ForEachInParallel(
+      tables + (options.beside_tables ? 1 : 0), threads, [&](std::size_t i, int worker) {
+        return i == tables ? options.beside_tables() : write_table(i, worker);
+      });
   if (!s.ok()) return s;
   for (rocksdb::IngestExternalFileArg& arg : table_args) {
     if (!arg.external_files.empty()) out.args.push_back(std::move(arg));

@@ -12,15 +12,15 @@
 #include <thread>
 #include <utility>
 
+#include "faults/damaged_log.h"
+#include "faults/info_log.h"
+#include "faults/rocks_open.h"
 #include "format/families.h"
 #include "format/recorded_options.h"
-#include "faults/info_log.h"
-#include "faults/damaged_log.h"
-#include "faults/rocks_open.h"
 #include "open/store_impl.h"
-#include "util/test_hooks.h"
 #include "open/writer_claim.h"
 #include "util/rocks_status.h"
+#include "util/test_hooks.h"
 
 namespace fpstore {
 namespace internal {
@@ -68,7 +68,8 @@ Result<Metadata> ReadMetadata(const std::string& path) {
     result = Status::Corruption(path + ": unreadable plan record \"" + value + "\"");
   } else if (!get(kGroupBitsKey, value).ok()) {
     result = Status::Corruption(path + ": missing group bits record");
-  } else if (!ParseNumber(value, meta.group_bits) || meta.group_bits < 1 || meta.group_bits > 64) {
+  } else if (!ParseNumber(value, meta.group_bits) || meta.group_bits < 1 ||
+             meta.group_bits > kMaxGroupBits) {
     result = Status::Corruption(path + ": unreadable group bits record \"" + value + "\"");
   } else if (!get(kFingerprintKey, value).ok()) {
     result = Status::Corruption(path + ": missing fingerprint options record");
@@ -187,7 +188,8 @@ Result<std::string> CheckLogs(const std::string& path, RocksConfig config,
   config.db.wal_filter = recorder.get();
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  if (rocksdb::Status rs = OpenForReadOnly(config.db, config.families, path, &handles, &raw); !rs.ok()) {
+  if (rocksdb::Status rs = OpenForReadOnly(config.db, config.families, path, &handles, &raw);
+      !rs.ok()) {
     if (!rs.IsCorruption()) return FromRocks(rs, "opening " + path);
     // RocksDB refuses to stop its replay at the damage when files written after it (a flush, a
     // merge's ingestion) hold later writes: no open can drop the damaged writes alone. The
@@ -223,7 +225,6 @@ Result<std::string> CheckLogs(const std::string& path, RocksConfig config,
   return what + "; dropped, the damaged logs kept in " + lost +
          ", every dropped document listed in " + *list;
 }
-
 
 Families FamiliesOf(std::vector<rocksdb::ColumnFamilyHandle*> handles, std::size_t tables) {
   Families f;
@@ -321,8 +322,7 @@ Result<std::unique_ptr<StoreImpl>> StoreImpl::Open(const std::string& path,
   return store;
 }
 
-StoreImpl::StoreImpl(OpenedStore opened,
-                     std::shared_ptr<const BackgroundErrors> background_errors,
+StoreImpl::StoreImpl(OpenedStore opened, std::shared_ptr<const BackgroundErrors> background_errors,
                      std::shared_ptr<HeldDeletions> held)
     : Writer(std::move(opened), std::move(background_errors), std::move(held)),
       scanner_(*db_, tables_, staging_, documents_, closing_),

@@ -1,5 +1,5 @@
-// The store's whole-store calls (scans, checks, statistics, checkpoints, compaction), each handed to
-// the component that does it. Opening and closing are in open.cc.
+// The store's whole-store calls (scans, checks, statistics, checkpoints, compaction), each handed
+// to the component that does it. Opening and closing are in open.cc.
 
 #include "open/store_impl.h"
 
@@ -79,8 +79,6 @@ Status StoreImpl::Checkpoint(const std::string& dir) const {
   std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
   return FromRocks(checkpoint->CreateCheckpoint(dir), "writing checkpoint " + dir);
 }
-
-
 
 Status StoreImpl::Compact(const ScanOptions& scan) {
   if (Status s = Flush(); !s.ok()) return s;

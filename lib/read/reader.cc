@@ -1,9 +1,15 @@
 #include "read/reader.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <optional>
+#include <system_error>
 #include <utility>
 
 #include "format/families.h"
@@ -57,8 +63,8 @@ Result<std::vector<std::vector<Match>>> Reader::QueryBatch(std::span<const Sketc
 }
 
 Result<std::vector<std::vector<Match>>> Reader::Run(std::span<const Sketch> queries, int k,
-                                                         double min_similarity,
-                                                         const Staging::ReadPoint& at) const {
+                                                    double min_similarity,
+                                                    const Staging::ReadPoint& at) const {
   const rocksdb::Snapshot* const snapshot = at.snapshot();
   std::vector<Fingerprint> fingerprint_list;
   fingerprint_list.reserve(queries.size());
@@ -111,9 +117,9 @@ Result<std::vector<std::vector<Match>>> Reader::Run(std::span<const Sketch> quer
 }
 
 Status Reader::ProbeTable(std::size_t t, const TableFilters::View& filters,
-                               const rocksdb::Snapshot* snapshot,
-                               std::span<const Fingerprint> fingerprints, int k, const Hits& known,
-                               Hits& hits) const {
+                          const rocksdb::Snapshot* snapshot,
+                          std::span<const Fingerprint> fingerprints, int k, const Hits& known,
+                          Hits& hits) const {
   const TableMemberFilter& filter = *(*filters)[t];
   if (fingerprints.size() == 1) {
     return tables_.Probe(t, filter, snapshot, fingerprints[0], k, known[0], hits[0]);
@@ -132,11 +138,10 @@ Status Reader::ProbeTable(std::size_t t, const TableFilters::View& filters,
   return Status::OK();
 }
 
-
 Status Reader::ProbeTablesInParallel(std::size_t first, const TableFilters::View& filters,
-                                          const rocksdb::Snapshot* snapshot,
-                                          std::span<const Fingerprint> fingerprints, int k,
-                                          Hits& hits) const {
+                                     const rocksdb::Snapshot* snapshot,
+                                     std::span<const Fingerprint> fingerprints, int k,
+                                     Hits& hits) const {
   const std::size_t count = plan_.table_count() - first;
   std::vector<Hits> found(count, Hits(fingerprints.size()));
   std::vector<Status> statuses(count);
@@ -148,8 +153,8 @@ Status Reader::ProbeTablesInParallel(std::size_t first, const TableFilters::View
       if (task == 0) {
         WarmRecordsOf(hits, snapshot);
       } else {
-        statuses[task - 1] = ProbeTable(first + task - 1, filters, snapshot, fingerprints, k, hits,
-                                        found[task - 1]);
+        statuses[task - 1] =
+            ProbeTable(first + task - 1, filters, snapshot, fingerprints, k, hits, found[task - 1]);
       }
     } catch (const std::exception& e) {
       if (task > 0) {
@@ -167,7 +172,7 @@ Status Reader::ProbeTablesInParallel(std::size_t first, const TableFilters::View
 }
 
 Status Reader::ResolveIds(std::vector<Hit>& hits, const rocksdb::Snapshot* snapshot,
-                               std::unique_ptr<rocksdb::Iterator>& table0) const {
+                          std::unique_ptr<rocksdb::Iterator>& table0) const {
   if (std::none_of(hits.begin(), hits.end(), [](const Hit& h) { return h.by_fingerprint; })) {
     return Status::OK();
   }
@@ -211,9 +216,9 @@ void Reader::WarmRecordsOf(const Hits& hits, const rocksdb::Snapshot* snapshot) 
 }
 
 Result<std::vector<Match>> Reader::ToMatches(std::vector<Hit> hits,
-                                                  const rocksdb::Snapshot* snapshot,
-                                                  const Signature& signature,
-                                                  double min_similarity) const {
+                                             const rocksdb::Snapshot* snapshot,
+                                             const Signature& signature,
+                                             double min_similarity) const {
   std::vector<DocumentId> ids;
   for (const Hit& h : hits) ids.push_back(h.id);
   std::sort(ids.begin(), ids.end());
@@ -261,6 +266,91 @@ Result<std::vector<Match>> Reader::ToMatches(std::vector<Hit> hits,
     }
   }
   return matches;
+}
+
+// ---- The read pool ----
+
+namespace {
+
+constexpr std::chrono::nanoseconds kDefaultSlowProbeTime = std::chrono::microseconds(50);
+std::atomic<std::chrono::nanoseconds::rep> slow_probe_nanos{kDefaultSlowProbeTime.count()};
+
+// Whether the calling thread read from the device since it last asked;
+// true the first time, and where the kernel keeps no count.
+bool ReadFromDeviceSinceLastAsked() {
+  static const bool kernel_counts_reads = ::access("/proc/self/io", R_OK) == 0;
+  thread_local long last_blocks_read = -1;
+  rusage usage;
+  if (!kernel_counts_reads || getrusage(RUSAGE_THREAD, &usage) != 0) return true;
+  return std::exchange(last_blocks_read, usage.ru_inblock) != usage.ru_inblock;
+}
+
+}  // namespace
+
+bool ProbesWaitedOnDevice(std::chrono::nanoseconds took, std::size_t queries) {
+  const std::chrono::nanoseconds slow(slow_probe_nanos.load(std::memory_order_relaxed));
+  if (slow.count() == 0) return true;  // tests: every probe counts as slow
+  return took >= slow * static_cast<std::int64_t>(queries) && ReadFromDeviceSinceLastAsked();
+}
+
+void SetSlowProbeTimeForTesting(std::chrono::nanoseconds time) {
+  slow_probe_nanos.store((time.count() < 0 ? kDefaultSlowProbeTime : time).count(),
+                         std::memory_order_relaxed);
+}
+
+ReadPool::~ReadPool() {
+  std::vector<std::thread> threads;
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
+    threads.swap(threads_);
+  }
+  work_cv_.NotifyAll();
+  for (std::thread& t : threads) t.join();
+}
+
+std::size_t ReadPool::TakeTask(Job& job) {
+  const std::size_t i = job.next++;
+  if (job.next == job.count) jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
+  return i;
+}
+
+void ReadPool::Run(std::size_t count, const std::function<void(std::size_t)>& task) {
+  if (count == 0) return;
+  Job job{&task, count};
+  MutexLock lock(mu_);
+  try {
+    while (static_cast<int>(threads_.size()) < thread_count_) {
+      threads_.emplace_back([this] { WorkerLoop(); });
+    }
+  } catch (const std::system_error&) {
+    // Refused threads: the caller runs what the pool cannot.
+  }
+  jobs_.push_back(&job);
+  work_cv_.NotifyAll();
+  while (job.next < job.count) {
+    const std::size_t i = TakeTask(job);
+    mu_.Unlock();
+    task(i);
+    mu_.Lock();
+    ++job.done;
+  }
+  while (job.done != job.count) done_cv_.Wait(mu_);
+}
+
+void ReadPool::WorkerLoop() {
+  MutexLock lock(mu_);
+  while (true) {
+    while (!stopping_ && jobs_.empty()) work_cv_.Wait(mu_);
+    if (stopping_) return;
+    Job& job = *jobs_.front();
+    const std::size_t i = TakeTask(job);
+    mu_.Unlock();
+    (*job.task)(i);
+    mu_.Lock();
+    // The caller may return, and its job go, as soon as this is counted.
+    if (++job.done == job.count) done_cv_.NotifyAll();
+  }
 }
 
 }  // namespace fpstore::internal

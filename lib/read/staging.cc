@@ -14,7 +14,6 @@
 
 namespace fpstore::internal {
 
-
 namespace {
 constexpr std::size_t kMinBuckets = 1024;
 }  // namespace
@@ -137,7 +136,6 @@ std::vector<DocumentId> StagingIndex::SortedIds() const {
   return ids;
 }
 
-
 Staging::Staging(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int distance,
                  std::size_t merge_at, bool writable)
     : db_(db), family_(family), distance_(distance), merge_at_(merge_at), writable_(writable) {}
@@ -215,7 +213,8 @@ Staging::ReadPoint Staging::ReadAt() const {
   ReadPoint at;
   MutexLock lock(mu_);
   rocksdb::DB* const db = &db_;
-  at.snapshot_.reset(db_.GetSnapshot(), [db](const rocksdb::Snapshot* s) { db->ReleaseSnapshot(s); });
+  at.snapshot_.reset(db_.GetSnapshot(),
+                     [db](const rocksdb::Snapshot* s) { db->ReleaseSnapshot(s); });
   at.current_ = current_;
   at.merging_ = merging_;
   return at;

@@ -8,8 +8,8 @@
 // are in the tables (EndMerge). A reader takes its snapshot and the indexes together (ReadAt), so
 // that an index retired after the snapshot stays in its view.
 //
-// Thread safety: thread-safe. The store's writers' lock (write/locks.h) orders writers against a merge's
-// BeginMerge: the calls for writers say what they need held.
+// Thread safety: thread-safe. The store's writers' lock (write/locks.h) orders writers against a
+// merge's BeginMerge: the calls for writers say what they need held.
 
 #ifndef FPSTORE_LIB_READ_STAGING_H_
 #define FPSTORE_LIB_READ_STAGING_H_
@@ -170,7 +170,6 @@ class StagingIndex {
   std::atomic<std::size_t> size_{0};
 };
 
-
 class Staging {
  public:
   // `merge_at`: staged entries that make a merge due. A writable store keeps room for twice as
@@ -266,7 +265,8 @@ class Staging {
   // taken; null if nothing is staged.
   std::shared_ptr<StagingIndex> NextIndex() EXCLUDES(mu_);
   // Sets the staged index aside for a merge, `next` taking new entries; returns its ids ascending
-  // (none if `next` is null), or an earlier merge's failure. REQUIRES: the writers' lock held alone.
+  // (none if `next` is null), or an earlier merge's failure. REQUIRES: the writers' lock held
+  // alone.
   Result<std::vector<DocumentId>> BeginMerge(std::shared_ptr<StagingIndex> next) EXCLUDES(mu_);
   // Retires the merge's index if `merged` is OK, else keeps it (its documents stay staged and
   // found) and records the failure. REQUIRES: the merge's files ingested, if `merged` is OK.

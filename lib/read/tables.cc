@@ -11,7 +11,6 @@
 
 namespace fpstore::internal {
 
-
 namespace {
 
 class RefreshAfterCompactions final : public rocksdb::EventListener {
@@ -250,7 +249,6 @@ std::shared_ptr<rocksdb::EventListener> TableFilters::MakeListener(
     std::shared_ptr<TableFilters> filters) {
   return std::make_shared<RefreshAfterCompactions>(std::move(filters));
 }
-
 
 namespace {
 

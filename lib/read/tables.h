@@ -37,7 +37,6 @@
 
 namespace fpstore::internal {
 
-
 // Charges memory held outside a block cache (the filters live in the files' table properties) to
 // that cache while this lives, so the store keeps one budget. Charged in pieces spread over the
 // cache's shards: one large entry would overfill its shard.
@@ -158,8 +157,8 @@ class TableFilters {
   // Reads anew the tables of the families with these ids, or every table if `ids` is none.
   void RefreshLocked(std::optional<std::vector<std::uint32_t>> ids) REQUIRES(mu_);
   // The current filters plus `files`, or passing every probe in the tables of `passing`.
-  void PublishWithLocked(std::span<const WrittenFile> files,
-                         std::span<const std::uint32_t> passing) REQUIRES(mu_);
+  void PublishWithLocked(std::span<const WrittenFile> files, std::span<const std::uint32_t> passing)
+      REQUIRES(mu_);
   // Table t's files among `files`.
   std::vector<std::shared_ptr<const rocksdb::TableProperties>> FilesOf(
       std::span<const WrittenFile> files, std::size_t t) const REQUIRES(mu_);
@@ -174,7 +173,6 @@ class TableFilters {
   std::vector<std::uint32_t> pending_unread_ GUARDED_BY(mu_);  // families of pending files unread
   std::atomic<View> current_;
 };
-
 
 class Tables {
  public:

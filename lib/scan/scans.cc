@@ -392,9 +392,8 @@ Status Scanner::FindAll(int k, double min_similarity,
   Result<bool> any_signed = documents_.AnySigned(snapshot.snapshot());
   if (!any_signed.ok()) return any_signed.status();
   Status failed;  // the first failed read of signatures, under sink_mu
-  Status s = ScanRunsAt(
-      scan, snapshot.snapshot(),
-      [&](std::size_t t, std::span<const TableEntry> run) {
+  Status s =
+      ScanRunsAt(scan, snapshot.snapshot(), [&](std::size_t t, std::span<const TableEntry> run) {
         std::vector<NearPair> pairs;
         ForEachPairInRun(run, plan_, t, k, [&](const NearPair& p) { pairs.push_back(p); });
         if (pairs.empty()) return;
@@ -425,9 +424,8 @@ Status Scanner::Clusters(int k, double min_similarity,
   Result<bool> any_signed = documents_.AnySigned(snapshot.snapshot());
   if (!any_signed.ok()) return any_signed.status();
   Status failed;  // the first failed read of signatures, under sets_mu
-  Status s = ScanRunsAt(
-      scan, snapshot.snapshot(),
-      [&](std::size_t t, std::span<const TableEntry> run) {
+  Status s =
+      ScanRunsAt(scan, snapshot.snapshot(), [&](std::size_t t, std::span<const TableEntry> run) {
         std::vector<std::pair<DocumentId, DocumentId>> edges;
         std::optional<Result<RunSignatures>> signatures;  // read at the run's first link
         auto read = [&]() -> const RunSignatures* {

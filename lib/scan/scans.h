@@ -16,9 +16,9 @@
 #include <span>
 #include <vector>
 
+#include "format/records.h"
 #include "fpstore/store.h"
 #include "plan/table_entry.h"
-#include "format/records.h"
 #include "read/staging.h"
 #include "read/tables.h"
 

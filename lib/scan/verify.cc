@@ -13,9 +13,9 @@
 
 #include "format/families.h"
 #include "format/table_entries.h"
-#include "util/test_hooks.h"
 #include "util/parallel.h"
 #include "util/rocks_status.h"
+#include "util/test_hooks.h"
 
 // CRoaring before 0.3 (as in Debian 12) declares its C++ classes globally, later releases in
 // namespace roaring: this reaches them either way.

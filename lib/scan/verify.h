@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "fpstore/store.h"
 #include "format/records.h"
-#include "scan/scans.h"
+#include "fpstore/store.h"
 #include "read/staging.h"
 #include "read/tables.h"
+#include "scan/scans.h"
 
 namespace fpstore::internal {
 

@@ -2,12 +2,13 @@
 // Redis Cluster one (lib/redis/); a writable embedded store comes in the handle that opens it again
 // after a hard RocksDB error (lib/faults/reopening_store.h).
 
+#include "fpstore/store.h"
+
 #include <filesystem>
 #include <system_error>
 #include <utility>
 
 #include "faults/reopening_store.h"
-#include "fpstore/store.h"
 #include "open/store_impl.h"
 #include "redis/redis_store.h"
 
@@ -22,13 +23,14 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
   }
   return internal::ReopeningStore::Open(
       path, options,
-      [path](const StoreOptions& opened_with, std::shared_ptr<rocksdb::Logger> info_log)
-          -> Result<internal::ReopenableStore> {
+      [path](const StoreOptions& opened_with,
+             std::shared_ptr<rocksdb::Logger> info_log) -> Result<internal::ReopenableStore> {
         Result<std::unique_ptr<internal::StoreImpl>> store =
             internal::StoreImpl::Open(path, opened_with, std::move(info_log));
         if (!store.ok()) return store.status();
         const internal::StoreImpl* impl = store->get();
-        return internal::ReopenableStore{*std::move(store), [impl] { return impl->WritesStopped(); }};
+        return internal::ReopenableStore{*std::move(store),
+                                         [impl] { return impl->WritesStopped(); }};
       });
 }
 

@@ -8,9 +8,9 @@ namespace fpstore::internal {
 namespace {
 
 std::mutex hooks_mu;
-std::function<Status()> during_merge;        // guarded by hooks_mu
-std::function<void()> after_ingestion;       // guarded by hooks_mu
-std::function<void()> before_staging_room;   // guarded by hooks_mu
+std::function<Status()> during_merge;       // guarded by hooks_mu
+std::function<void()> after_ingestion;      // guarded by hooks_mu
+std::function<void()> before_staging_room;  // guarded by hooks_mu
 std::atomic<rocksdb::Env*> env_for_testing{nullptr};
 std::atomic<std::int64_t> reopen_interval_ms{-1};
 

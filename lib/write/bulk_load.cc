@@ -11,9 +11,9 @@
 
 #include "format/families.h"
 #include "format/records.h"
-#include "util/test_hooks.h"
 #include "util/record_file.h"
 #include "util/rocks_status.h"
+#include "util/test_hooks.h"
 
 namespace fpstore::internal {
 

@@ -11,15 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "format/records.h"
 #include "fpstore/bulk_loader.h"
 #include "ingest/scratch_dir.h"
 #include "ingest/spills.h"
 #include "ingest/table_writer.h"
 #include "plan/table_entry.h"
-#include "format/records.h"
+#include "read/staging.h"
 #include "write/ingestion.h"
 #include "write/locks.h"
-#include "read/staging.h"
 
 namespace fpstore::internal {
 

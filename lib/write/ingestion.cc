@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "util/test_hooks.h"
 #include "util/rocks_status.h"
+#include "util/test_hooks.h"
 
 namespace fpstore::internal {
 

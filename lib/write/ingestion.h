@@ -14,10 +14,10 @@
 #include <span>
 #include <vector>
 
+#include "faults/ingest_guard.h"
 #include "ingest/changes.h"
 #include "ingest/table_writer.h"
 #include "plan/table_entry.h"
-#include "faults/ingest_guard.h"
 #include "read/tables.h"
 
 namespace fpstore::internal {
@@ -46,7 +46,6 @@ class Ingestion {
   void FlushBefore(const TableWriter::Output& files) const;
 
  private:
-
   rocksdb::DB& db_;
   const Tables& tables_;
   const IngestGuard& guard_;

@@ -18,9 +18,9 @@
 #include "format/records.h"
 #include "ingest/scratch_dir.h"
 #include "ingest/table_writer.h"
+#include "read/staging.h"
 #include "write/ingestion.h"
 #include "write/locks.h"
-#include "read/staging.h"
 
 namespace fpstore::internal {
 

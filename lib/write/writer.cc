@@ -30,8 +30,8 @@ Status Writer::WritesStopped() const {
   return staging_.failed() ? staging_.failure() : Status::OK();
 }
 
-Status Writer::LockForWrite(std::span<const DocumentId> ids, std::size_t staged,
-                               WriteLocks& locks, std::span<const LockKey> near) {
+Status Writer::LockForWrite(std::span<const DocumentId> ids, std::size_t staged, WriteLocks& locks,
+                            std::span<const LockKey> near) {
   Result<Staging::Room> room = staging_.Reserve(staged);
   if (!room.ok()) return room.status();
   std::vector<LockKey> keys(ids.begin(), ids.end());
@@ -83,7 +83,7 @@ Result<std::vector<Writer::IdVersions>> Writer::CurrentVersions(
 }
 
 Status Writer::WriteInserts(std::span<const DocumentId> ids,
-                               std::span<const NewDocument* const> docs) {
+                            std::span<const NewDocument* const> docs) {
   Result<std::vector<IdVersions>> versions = CurrentVersions(ids);
   if (!versions.ok()) return versions.status();
   const std::vector<IdVersions>& old = *versions;
@@ -189,7 +189,7 @@ Status Writer::Remove(DocumentId id) {
 }
 
 Result<CheckResult> Writer::CheckAndInsert(const NewDocument& doc, InsertPolicy policy,
-                                              const QueryOptions& options) {
+                                           const QueryOptions& options) {
   if (Status s = CheckWritable(); !s.ok()) return s;
   Result<Matching> matching = MatchingFor(options.distance, options.min_similarity);
   if (!matching.ok()) return matching.status();
@@ -203,8 +203,7 @@ Result<CheckResult> Writer::CheckAndInsert(const NewDocument& doc, InsertPolicy 
     if (Status s = LockForWrite(std::span(&id, 1), 1, locks, near); !s.ok()) return s;
     const Sketch query{doc.fingerprint, doc.signature};
     Result<std::vector<std::vector<Match>>> matches =
-        Run(std::span(&query, 1), matching->distance, matching->min_similarity,
-                     staging_.ReadAt());
+        Run(std::span(&query, 1), matching->distance, matching->min_similarity, staging_.ReadAt());
     if (!matches.ok()) return matches.status();
     result.matches = std::move((*matches)[0]);
     std::erase_if(result.matches, [id](const Match& m) { return m.id == id; });
@@ -225,12 +224,9 @@ Result<std::unique_ptr<BulkLoader>> Writer::NewBulkLoader(const BulkLoadOptions&
   if (Status s = CheckWritable(); !s.ok()) return s;
   Result<ScratchDir> dir = ScratchDir::Make(path_, options.temp_dir);
   if (!dir.ok()) return dir.status();
-  const BulkLoaderImpl::Context context{db_.get(),
-                                        &documents_,
-                                        &staging_,
-                                        &ingestion_,
-                                        &locks_,
-                                        fingerprinter_.options().signature_slots};
+  const BulkLoaderImpl::Context context{db_.get(), &documents_,
+                                        &staging_, &ingestion_,
+                                        &locks_,   fingerprinter_.options().signature_slots};
   return std::unique_ptr<BulkLoader>(
       std::make_unique<BulkLoaderImpl>(context, options, *std::move(dir)));
 }
