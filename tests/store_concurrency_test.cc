@@ -12,6 +12,8 @@
 //   answers are those of some serial order.
 
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
+#include <rocksdb/metadata.h>
 
 #include <algorithm>
 #include <atomic>
@@ -33,9 +35,11 @@
 #include <vector>
 
 #include "brute_force.h"
+#include "format/families.h"
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
 #include "held_merge.h"
+#include "raw_store.h"
 #include "temp_dir.h"
 #include "util/test_hooks.h"
 
@@ -796,6 +800,134 @@ TEST(StoreIngestionTest, QueriesDuringMergesAreExact) {
   EXPECT_GT(queries.load(), 0u);
   Status verified = store.Verify();
   EXPECT_TRUE(verified.ok()) << verified.ToString();
+}
+
+// Queries run on two threads while bulk loads go in, each load replacing some documents, adding
+// others and bringing near-copies: every answer equals a brute-force scan of the documents before
+// the load or after it, never a mix (a load's files go in while new queries wait for them, and no
+// snapshot is pinned meanwhile).
+TEST(StoreIngestionTest, QueriesDuringBulkLoadsSeeEachLoadWholeOrNotAtAll) {
+  TempDir dir;
+  Result<std::unique_ptr<Store>> opened = Store::Open(dir.Sub("store"), MergedByFlushOptions());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Store& store = **opened;
+  constexpr int kRounds = 20;
+  constexpr int kReaders = 2;
+  Random rnd(TestSeed(33));
+  std::map<DocumentId, Fingerprint> stored;
+  // Set by this thread between rounds, read by the readers during them.
+  std::vector<IdFingerprint> before, after;
+  std::vector<Fingerprint> probes;
+  std::atomic<bool> loaded{false};
+  std::barrier round(kReaders + 1);
+  Failures failures;
+  std::atomic<std::uint64_t> queries{0};
+  std::vector<std::jthread> readers;
+  for (int r = 0; r < kReaders; ++r) {
+    readers.emplace_back([&, r] {
+      Random pick(TestSeed(50 + r));
+      for (int i = 0; i < kRounds; ++i) {
+        round.arrive_and_wait();  // the round's load is ready to go in
+        while (!loaded.load()) {
+          const Fingerprint q = probes[pick.Uniform(probes.size())];
+          Result<std::vector<Match>> found = store.Query(q, kDistance);
+          ++queries;
+          if (!found.ok()) {
+            failures.Add("Query: " + found.status().ToString());
+            continue;
+          }
+          std::vector<IdDistance> got;
+          for (const Match& m : *found) got.push_back({m.id, m.distance});
+          std::sort(got.begin(), got.end());
+          if (got != BruteForceQuery(before, q, kDistance) &&
+              got != BruteForceQuery(after, q, kDistance)) {
+            failures.Add("query " + std::to_string(q) + ": " + std::to_string(got.size()) +
+                         " matches, neither the state before the load nor after it");
+          }
+        }
+        round.arrive_and_wait();  // before the next round's load
+      }
+    });
+  }
+  for (int i = 0; i < kRounds; ++i) {
+    std::map<DocumentId, Fingerprint> next = stored;
+    std::vector<NewDocument> load;
+    for (int j = 0; j < 3000; ++j) {
+      // Replacements of stored documents, new ones, and near-copies of stored ones.
+      const DocumentId id = 1 + rnd.Uniform(8000);
+      const Fingerprint fp = stored.empty() || j % 3 != 0
+                                 ? rnd.Next()
+                                 : std::next(stored.begin(), rnd.Uniform(stored.size()))->second ^
+                                       (Fingerprint{1} << rnd.Uniform(64));
+      next[id] = fp;
+    }
+    for (const auto& [id, fp] : next) {
+      if (stored.count(id) == 0 || stored.at(id) != fp) load.push_back({id, fp, {}});
+    }
+    before.clear();
+    after.clear();
+    probes.clear();
+    for (const auto& [id, fp] : stored) before.push_back({id, fp});
+    for (const auto& [id, fp] : next) after.push_back({id, fp});
+    for (std::size_t j = 0; j < after.size(); j += 13) {
+      probes.push_back(after[j].fingerprint);
+      probes.push_back(after[j].fingerprint ^ (Fingerprint{1} << (j % 64)));
+    }
+    loaded = false;
+    round.arrive_and_wait();
+    // No ASSERT in this loop: the readers wait at the barrier.
+    Result<std::unique_ptr<BulkLoader>> loader = store.NewBulkLoader({});
+    if (!loader.ok()) {
+      failures.Add("NewBulkLoader: " + loader.status().ToString());
+    } else {
+      for (const NewDocument& d : load) {
+        if (Status s = (*loader)->Add(d); !s.ok()) failures.Add("Add: " + s.ToString());
+      }
+      if (Result<BulkLoadStats> st = (*loader)->Finish(); !st.ok()) {
+        failures.Add("Finish: " + st.status().ToString());
+      }
+    }
+    stored = std::move(next);
+    loaded = true;
+    round.arrive_and_wait();
+  }
+  readers.clear();
+  EXPECT_FALSE(failures.any()) << failures.Summary();
+  EXPECT_GT(queries.load(), 0u);
+  Status verified = store.Verify();
+  EXPECT_TRUE(verified.ok()) << verified.ToString();
+}
+
+// A load into an empty store with no reader at it: its table files go in at sequence number 0,
+// at the bottom of each table, so that RocksDB has no reason to rewrite them (it rewrites bottom
+// files whose sequence numbers no snapshot needs, to clear them).
+TEST(StoreIngestionTest, ALoadIntoAnEmptyStoreGoesInAtSequenceNumberZero) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  {
+    Result<std::unique_ptr<Store>> opened = Store::Open(path, MergedByFlushOptions());
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    Result<std::unique_ptr<BulkLoader>> loader = (*opened)->NewBulkLoader({});
+    ASSERT_TRUE(loader.ok());
+    Random rnd(TestSeed(34));
+    for (DocumentId id = 0; id < 5000; ++id) ASSERT_TRUE((*loader)->Add(id, rnd.Next(), "").ok());
+    ASSERT_TRUE((*loader)->Finish().ok());
+    ASSERT_TRUE((*opened)->Close().ok());
+  }
+  int files = 0;
+  testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
+    for (std::size_t t = 0; t < 20; ++t) {
+      rocksdb::ColumnFamilyMetaData meta;
+      db.GetColumnFamilyMetaData(family(internal::TableFamilyName(t)), &meta);
+      for (const rocksdb::LevelMetaData& level : meta.levels) {
+        for (const rocksdb::SstFileMetaData& file : level.files) {
+          ++files;
+          EXPECT_EQ(file.largest_seqno, 0u) << file.name << " of table " << t;
+        }
+      }
+    }
+  });
+  EXPECT_EQ(files, 20);
 }
 
 // ---- Writers while a merge runs ----

@@ -209,6 +209,16 @@ Result<std::vector<StagedDocument>> Staging::Documents(const rocksdb::Snapshot* 
   return staged;
 }
 
+const rocksdb::Snapshot* Staging::TakeSnapshot() const {
+  MutexLock lock(mu_);
+  return db_.GetSnapshot();
+}
+
+Status Staging::HoldingReadPoints(const std::function<Status()>& ingest) const {
+  MutexLock lock(mu_);
+  return ingest();
+}
+
 Staging::ReadPoint Staging::ReadAt() const {
   ReadPoint at;
   MutexLock lock(mu_);

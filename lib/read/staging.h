@@ -20,6 +20,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -210,6 +211,14 @@ class Staging {
   // Takes a snapshot and the indexes at once: a merge's ingestion comes before it retires its
   // index, so the indexes taken with a snapshot hold what the snapshot shows staged.
   ReadPoint ReadAt() const EXCLUDES(mu_);
+  // A snapshot alone, for a scan (which reads the marks, not the indexes); the caller releases it.
+  const rocksdb::Snapshot* TakeSnapshot() const EXCLUDES(mu_);
+  // Runs `ingest` while no snapshot is taken through ReadAt or TakeSnapshot (they wait): a bulk
+  // load's ingestion, which then needs no snapshot of its own to keep a reader from seeing its
+  // files half installed. Where no reader holds one either, RocksDB gives the files sequence number
+  // 0, and need not rewrite them later to clear it (a pinned snapshot made it rewrite a whole
+  // load's tables once the snapshot went). REQUIRES: `ingest` takes no snapshot through this.
+  Status HoldingReadPoints(const std::function<Status()>& ingest) const EXCLUDES(mu_);
 
   struct Candidate {
     std::size_t query;  // index into the queries

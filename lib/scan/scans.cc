@@ -210,7 +210,7 @@ class TableRunReader {
 
 const rocksdb::Snapshot* Scanner::WholeSnapshot(TableFilters::View* filters) const {
   // Filters after the snapshot: ingestions publish theirs first, so the view covers it.
-  const rocksdb::Snapshot* snapshot = db_.GetSnapshot();
+  const rocksdb::Snapshot* snapshot = staging_.TakeSnapshot();
   if (filters != nullptr) *filters = tables_.filters().Current();
   return snapshot;
 }

@@ -165,7 +165,8 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   }
   if (!files.args.empty()) {
     store_.ingestion->FlushBefore(files);
-    if (Status s = store_.ingestion->Ingest(files); !s.ok()) return s;
+    Status s = store_.ingestion->Ingest(files, Ingestion::Readers::kHoldingNewReaders);
+    if (!s.ok()) return s;
   }
   phases.Lap("ingested");
   rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, store_.db->GetDBOptions().info_log.get(),

@@ -48,16 +48,19 @@ Result<std::vector<bool>> Ingestion::OldKeysLeaving(std::vector<IdFingerprint> l
   return old_keys_leaving;
 }
 
-Status Ingestion::Ingest(const TableWriter::Output& files) {
+Status Ingestion::Ingest(const TableWriter::Output& files, Readers readers) {
   // Filters first: a query that sees the files must have theirs.
   TableFilters& filters = tables_.filters();
   filters.AddPending(files);
   Status s;
-  {
+  if (readers == Readers::kBesideReaders) {
     // While a snapshot lives, RocksDB gives each file a sequence number above it; with none, a file
     // for an empty table would go in at 0, seen by queries whose snapshot still has its marks.
     rocksdb::ManagedSnapshot pinned(&db_);
     s = guard_.Ingest(db_, files.args, "ingesting into the tables");
+  } else {
+    s = staging_.HoldingReadPoints(
+        [&] { return guard_.Ingest(db_, files.args, "ingesting into the tables"); });
   }
   filters.EndPending(files, s.ok());
   if (s.ok()) AfterIngestion();

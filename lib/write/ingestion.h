@@ -18,14 +18,15 @@
 #include "ingest/changes.h"
 #include "ingest/table_writer.h"
 #include "plan/table_entry.h"
+#include "read/staging.h"
 #include "read/tables.h"
 
 namespace fpstore::internal {
 
 class Ingestion {
  public:
-  Ingestion(rocksdb::DB& db, const Tables& tables, const IngestGuard& guard)
-      : db_(db), tables_(tables), guard_(guard) {}
+  Ingestion(rocksdb::DB& db, const Tables& tables, const Staging& staging, const IngestGuard& guard)
+      : db_(db), tables_(tables), staging_(staging), guard_(guard) {}
 
   // Where the table writer writes.
   TableWriter::Target target() const {
@@ -38,9 +39,14 @@ class Ingestion {
   Result<std::vector<bool>> OldKeysLeaving(std::vector<IdFingerprint> leaving,
                                            const Changes& changes) const;
 
-  // Ingests `files`: queries go on, each seeing all of the files or none. REQUIRES: the merge lock,
-  // and the writers' lock held alone.
-  Status Ingest(const TableWriter::Output& files);
+  // Ingests `files`, each reader seeing all of them or none. kBesideReaders (a merge's): queries go
+  // on, and a snapshot pinned meanwhile gives the files sequence numbers above every reader's.
+  // kHoldingNewReaders (a bulk load's): readers that start meanwhile wait (Staging::
+  // HoldingReadPoints) and nothing is pinned, so that the files of a load into empty tables take
+  // sequence number 0 where no reader holds a snapshot, and are not rewritten later to clear it.
+  // REQUIRES: the merge lock, and the writers' lock held alone.
+  enum class Readers { kBesideReaders, kHoldingNewReaders };
+  Status Ingest(const TableWriter::Output& files, Readers readers);
   // Call before the writers' lock: flushes the non-empty memtables of `files`' families, which
   // IngestExternalFiles would flush while others wait.
   void FlushBefore(const TableWriter::Output& files) const;
@@ -48,6 +54,7 @@ class Ingestion {
  private:
   rocksdb::DB& db_;
   const Tables& tables_;
+  const Staging& staging_;
   const IngestGuard& guard_;
 };
 

@@ -69,7 +69,7 @@ Status Merger::Merge() {
   if (s.ok() && !files.args.empty()) {
     ingestion_.FlushBefore(files);
     WriterLock writers(locks_.writers);
-    s = ingestion_.Ingest(files);
+    s = ingestion_.Ingest(files, Ingestion::Readers::kBesideReaders);
   }
   // The tables hold the merged documents at every snapshot from the ingestion on; readers that
   // took the index with an older one keep it.

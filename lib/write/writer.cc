@@ -16,7 +16,7 @@ Writer::Writer(OpenedStore opened, std::shared_ptr<const BackgroundErrors> backg
       ingest_guard_(*background_errors_, std::move(held)),
       near_plan_(*PermutationPlan::Create(plan_.distance() + 1, plan_.distance())),
       log_sync_([this] { return FromRocks(db_->SyncWAL(), "syncing " + path_); }),
-      ingestion_(*db_, tables_, ingest_guard_),
+      ingestion_(*db_, tables_, staging_, ingest_guard_),
       merger_(*db_, staging_, ingestion_, locks_, path_, options_.write_buffer_bytes) {}
 
 Status Writer::CheckWritable() const {
