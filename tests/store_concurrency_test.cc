@@ -708,12 +708,74 @@ TEST(StoreIngestionTest, QueriesRightAfterAMergesIngestionAreExact) {
   EXPECT_EQ(checked, 2);
 }
 
-// Queries run on two threads while each of 60 merges' files go in: every
-// answer is exact against the documents stored (new ones, replacements,
-// removals, all written before the merge and unchanged while it runs). Queries that
-// overlap an ingestion must leave their kept iterators, refreshed a table
-// at a time, for new ones at one snapshot (without, answers went wrong),
-// and see each merged document in the tables or staged, never both nor
+// Readers that query a store on kReaders threads while this thread changes it, round by round:
+// every answer during a round must equal a brute-force scan of one of the states the round allows.
+class ReadersBesideChanges {
+ public:
+  ReadersBesideChanges(const Store& store, int rounds, std::uint64_t seed) : store_(store) {
+    for (int r = 0; r < kReaders; ++r) {
+      readers_.emplace_back([this, rounds, seed, r] {
+        Random pick(TestSeed(seed + r));
+        for (int i = 0; i < rounds; ++i) {
+          round_.arrive_and_wait();  // the round's change is about to run
+          while (!changed_.load()) Check(probes_[pick.Uniform(probes_.size())]);
+          round_.arrive_and_wait();  // before the next round
+        }
+      });
+    }
+  }
+  ~ReadersBesideChanges() { readers_.clear(); }
+
+  // Between rounds, while the readers wait: what they probe, and the states an answer may equal.
+  void SetRound(std::vector<Fingerprint> probes, std::vector<std::vector<IdFingerprint>> states) {
+    probes_ = std::move(probes);
+    states_ = std::move(states);
+  }
+  // Runs one round: the readers query while `change` runs. `change` must not ASSERT: the readers
+  // wait at the barrier.
+  void Run(const std::function<void()>& change) {
+    changed_ = false;
+    round_.arrive_and_wait();
+    change();
+    changed_ = true;
+    round_.arrive_and_wait();
+  }
+  Failures& failures() { return failures_; }
+  std::uint64_t queries() const { return queries_.load(); }
+
+ private:
+  void Check(Fingerprint q) {
+    Result<std::vector<Match>> found = store_.Query(q, kDistance);
+    ++queries_;
+    if (!found.ok()) {
+      failures_.Add("Query: " + found.status().ToString());
+      return;
+    }
+    std::vector<IdDistance> got;
+    for (const Match& m : *found) got.push_back({m.id, m.distance});
+    std::sort(got.begin(), got.end());
+    for (const std::vector<IdFingerprint>& state : states_) {
+      if (got == BruteForceQuery(state, q, kDistance)) return;
+    }
+    failures_.Add("query " + std::to_string(q) + ": " + std::to_string(got.size()) +
+                  " matches, brute force of the first allowed state " +
+                  std::to_string(BruteForceQuery(states_[0], q, kDistance).size()));
+  }
+
+  const Store& store_;
+  // Set by the changing thread between rounds, read by the readers during them.
+  std::vector<Fingerprint> probes_;
+  std::vector<std::vector<IdFingerprint>> states_;
+  std::atomic<bool> changed_{false};
+  std::barrier<> round_{kReaders + 1};
+  Failures failures_;
+  std::atomic<std::uint64_t> queries_{0};
+  std::vector<std::jthread> readers_;  // last: joined before the rest goes
+};
+
+// Queries run on two threads while each of 60 merges' files go in: every answer is exact against
+// the documents stored (new ones, replacements, removals, all written before the merge and
+// unchanged while it runs), each merged document seen in the tables or staged, never both nor
 // neither.
 TEST(StoreIngestionTest, QueriesDuringMergesAreExact) {
   TempDir dir;
@@ -721,46 +783,12 @@ TEST(StoreIngestionTest, QueriesDuringMergesAreExact) {
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   Store& store = **opened;
   constexpr int kRounds = 60;
-  constexpr int kReaders = 2;
+  ReadersBesideChanges readers(store, kRounds, 40);
   Random rnd(TestSeed(31));
   // Ids drawn from a few thousand: after the first rounds most writes
   // replace, and the brute force stays cheap.
   constexpr DocumentId kIds = 6000;
   std::map<DocumentId, Fingerprint> stored;
-  // Set by this thread between rounds, read by the readers during them.
-  std::vector<IdFingerprint> docs;
-  std::vector<Fingerprint> probes;
-  std::atomic<bool> merged{false};
-  std::barrier round(kReaders + 1);
-  Failures failures;
-  std::atomic<std::uint64_t> queries{0};
-  std::vector<std::jthread> readers;
-  for (int r = 0; r < kReaders; ++r) {
-    readers.emplace_back([&, r] {
-      Random pick(TestSeed(40 + r));
-      for (int i = 0; i < kRounds; ++i) {
-        round.arrive_and_wait();  // the round's documents are stored
-        while (!merged.load()) {
-          const Fingerprint q = probes[pick.Uniform(probes.size())];
-          Result<std::vector<Match>> found = store.Query(q, kDistance);
-          ++queries;
-          if (!found.ok()) {
-            failures.Add("Query: " + found.status().ToString());
-            continue;
-          }
-          std::vector<IdDistance> got;
-          for (const Match& m : *found) got.push_back({m.id, m.distance});
-          std::sort(got.begin(), got.end());
-          if (got != BruteForceQuery(docs, q, kDistance)) {
-            failures.Add("query " + std::to_string(q) + ": " + std::to_string(got.size()) +
-                         " matches, brute force " +
-                         std::to_string(BruteForceQuery(docs, q, kDistance).size()));
-          }
-        }
-        round.arrive_and_wait();  // before the next round's writes
-      }
-    });
-  }
   for (int i = 0; i < kRounds; ++i) {
     std::vector<NewDocument> batch;
     std::set<DocumentId> in_batch;
@@ -774,7 +802,7 @@ TEST(StoreIngestionTest, QueriesDuringMergesAreExact) {
                                        (Fingerprint{1} << rnd.Uniform(64));
       batch.push_back({id, fp, {}});
     }
-    // No ASSERT in this loop: the readers wait at the barrier.
+    Failures& failures = readers.failures();
     if (Status s = store.InsertBatch(batch); !s.ok()) failures.Add("InsertBatch: " + s.ToString());
     for (const NewDocument& d : batch) stored[d.id] = d.fingerprint;
     for (int j = 0; j < 30; ++j) {
@@ -782,22 +810,20 @@ TEST(StoreIngestionTest, QueriesDuringMergesAreExact) {
       if (Status s = store.Remove(it->first); !s.ok()) failures.Add("Remove: " + s.ToString());
       stored.erase(it);
     }
-    docs.clear();
-    probes.clear();
+    std::vector<IdFingerprint> docs;
+    std::vector<Fingerprint> probes;
     for (const auto& [id, fp] : stored) docs.push_back({id, fp});
     for (std::size_t j = 0; j < docs.size(); j += 11) {
       probes.push_back(docs[j].fingerprint);
       probes.push_back(docs[j].fingerprint ^ (Fingerprint{1} << (j % 64)));
     }
-    merged = false;
-    round.arrive_and_wait();
-    if (Status s = store.Flush(); !s.ok()) failures.Add("Flush: " + s.ToString());
-    merged = true;
-    round.arrive_and_wait();
+    readers.SetRound(std::move(probes), {std::move(docs)});
+    readers.Run([&] {
+      if (Status s = store.Flush(); !s.ok()) failures.Add("Flush: " + s.ToString());
+    });
   }
-  readers.clear();
-  EXPECT_FALSE(failures.any()) << failures.Summary();
-  EXPECT_GT(queries.load(), 0u);
+  EXPECT_FALSE(readers.failures().any()) << readers.failures().Summary();
+  EXPECT_GT(readers.queries(), 0u);
   Status verified = store.Verify();
   EXPECT_TRUE(verified.ok()) << verified.ToString();
 }
@@ -812,46 +838,11 @@ TEST(StoreIngestionTest, QueriesDuringBulkLoadsSeeEachLoadWholeOrNotAtAll) {
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   Store& store = **opened;
   constexpr int kRounds = 20;
-  constexpr int kReaders = 2;
+  ReadersBesideChanges readers(store, kRounds, 50);
   Random rnd(TestSeed(33));
   std::map<DocumentId, Fingerprint> stored;
-  // Set by this thread between rounds, read by the readers during them.
-  std::vector<IdFingerprint> before, after;
-  std::vector<Fingerprint> probes;
-  std::atomic<bool> loaded{false};
-  std::barrier round(kReaders + 1);
-  Failures failures;
-  std::atomic<std::uint64_t> queries{0};
-  std::vector<std::jthread> readers;
-  for (int r = 0; r < kReaders; ++r) {
-    readers.emplace_back([&, r] {
-      Random pick(TestSeed(50 + r));
-      for (int i = 0; i < kRounds; ++i) {
-        round.arrive_and_wait();  // the round's load is ready to go in
-        while (!loaded.load()) {
-          const Fingerprint q = probes[pick.Uniform(probes.size())];
-          Result<std::vector<Match>> found = store.Query(q, kDistance);
-          ++queries;
-          if (!found.ok()) {
-            failures.Add("Query: " + found.status().ToString());
-            continue;
-          }
-          std::vector<IdDistance> got;
-          for (const Match& m : *found) got.push_back({m.id, m.distance});
-          std::sort(got.begin(), got.end());
-          if (got != BruteForceQuery(before, q, kDistance) &&
-              got != BruteForceQuery(after, q, kDistance)) {
-            failures.Add("query " + std::to_string(q) + ": " + std::to_string(got.size()) +
-                         " matches, neither the state before the load nor after it");
-          }
-        }
-        round.arrive_and_wait();  // before the next round's load
-      }
-    });
-  }
   for (int i = 0; i < kRounds; ++i) {
     std::map<DocumentId, Fingerprint> next = stored;
-    std::vector<NewDocument> load;
     for (int j = 0; j < 3000; ++j) {
       // Replacements of stored documents, new ones, and near-copies of stored ones.
       const DocumentId id = 1 + rnd.Uniform(8000);
@@ -861,39 +852,37 @@ TEST(StoreIngestionTest, QueriesDuringBulkLoadsSeeEachLoadWholeOrNotAtAll) {
                                        (Fingerprint{1} << rnd.Uniform(64));
       next[id] = fp;
     }
+    std::vector<NewDocument> load;
     for (const auto& [id, fp] : next) {
       if (stored.count(id) == 0 || stored.at(id) != fp) load.push_back({id, fp, {}});
     }
-    before.clear();
-    after.clear();
-    probes.clear();
+    std::vector<IdFingerprint> before, after;
+    std::vector<Fingerprint> probes;
     for (const auto& [id, fp] : stored) before.push_back({id, fp});
     for (const auto& [id, fp] : next) after.push_back({id, fp});
     for (std::size_t j = 0; j < after.size(); j += 13) {
       probes.push_back(after[j].fingerprint);
       probes.push_back(after[j].fingerprint ^ (Fingerprint{1} << (j % 64)));
     }
-    loaded = false;
-    round.arrive_and_wait();
-    // No ASSERT in this loop: the readers wait at the barrier.
-    Result<std::unique_ptr<BulkLoader>> loader = store.NewBulkLoader({});
-    if (!loader.ok()) {
-      failures.Add("NewBulkLoader: " + loader.status().ToString());
-    } else {
+    readers.SetRound(std::move(probes), {std::move(before), std::move(after)});
+    readers.Run([&] {
+      Failures& failures = readers.failures();
+      Result<std::unique_ptr<BulkLoader>> loader = store.NewBulkLoader({});
+      if (!loader.ok()) {
+        failures.Add("NewBulkLoader: " + loader.status().ToString());
+        return;
+      }
       for (const NewDocument& d : load) {
         if (Status s = (*loader)->Add(d); !s.ok()) failures.Add("Add: " + s.ToString());
       }
       if (Result<BulkLoadStats> st = (*loader)->Finish(); !st.ok()) {
         failures.Add("Finish: " + st.status().ToString());
       }
-    }
+    });
     stored = std::move(next);
-    loaded = true;
-    round.arrive_and_wait();
   }
-  readers.clear();
-  EXPECT_FALSE(failures.any()) << failures.Summary();
-  EXPECT_GT(queries.load(), 0u);
+  EXPECT_FALSE(readers.failures().any()) << readers.failures().Summary();
+  EXPECT_GT(readers.queries(), 0u);
   Status verified = store.Verify();
   EXPECT_TRUE(verified.ok()) << verified.ToString();
 }
