@@ -157,7 +157,7 @@ bool CheckDirectory(const std::filesystem::path& root, Deduplicator& dedup) {
 int Run(const std::string& store_path, const std::string& pages) {
   fpstore::Result<std::unique_ptr<fpstore::Store>> store = fpstore::Store::Open(store_path);
   if (!store.ok()) {
-    std::cerr << store_path << ": " << store.status().ToString() << "\n";
+    std::cerr << fpstore::HidePassword(store_path) << ": " << store.status().ToString() << "\n";
     return 1;
   }
   Deduplicator dedup(**store);

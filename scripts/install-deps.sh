@@ -8,7 +8,7 @@ packages=(
   libicu-dev libxxhash-dev libsimdjson-dev
   libgtest-dev libbenchmark-dev
   python3 python3-dev pybind11-dev python3-pytest python3-scrapy
-  redis-server redis-tools libhiredis-dev
+  redis-server redis-tools libhiredis-dev libssl-dev openssl
 )
 
 missing=()

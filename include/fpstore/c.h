@@ -130,11 +130,29 @@ FPSTORE_EXPORT void fpstore_options_set_drop_damaged_log(fpstore_options_t* opti
 FPSTORE_EXPORT void fpstore_options_set_min_similarity(fpstore_options_t* options,
                                                        double min_similarity);
 
+/* A store in Redis: the ACL user and the password (NUL-terminated; NULL
+ * for none) that fpstore signs in with on every connection to the cluster
+ * (StoreOptions::redis_user, redis_password), instead of in the URL. The
+ * options keep a copy. No error message holds the password. */
+FPSTORE_EXPORT void fpstore_options_set_redis_user(fpstore_options_t* options, const char* user);
+FPSTORE_EXPORT void fpstore_options_set_redis_password(fpstore_options_t* options,
+                                                       const char* password);
+
+/* A "rediss://" store's TLS files (NUL-terminated PEM paths; NULL for
+ * none): the CA certificates the nodes' certificates must chain to (NULL:
+ * the system's), and the client's certificate and key for a cluster that
+ * asks for one (StoreOptions::redis_tls_ca_file, redis_tls_cert_file,
+ * redis_tls_key_file). The options keep a copy. */
+FPSTORE_EXPORT void fpstore_options_set_redis_tls(fpstore_options_t* options, const char* ca_file,
+                                                  const char* cert_file, const char* key_file);
+
 /* ---- The store ---- */
 
 /* Opens the store at `path` (NUL-terminated): a directory, or
- * "redis://HOST:PORT/NAME" for the store NAME in the Redis Cluster that the
- * node at HOST:PORT belongs to. Sets *store to a new handle, which the
+ * "redis://[USER[:PASSWORD]@]HOST:PORT/NAME" for the store NAME in the Redis
+ * Cluster that the node at HOST:PORT belongs to (the credentials
+ * percent-encoded, or set in `options`; FPSTORE_INVALID_ARGUMENT names what
+ * the cluster refused). Sets *store to a new handle, which the
  * caller closes with fpstore_close. `options` may be NULL for the defaults,
  * and is not needed after the call. Errors as Store::Open: e.g.
  * FPSTORE_NOT_FOUND when there is no store at `path` and create_if_missing
@@ -149,6 +167,9 @@ FPSTORE_EXPORT int fpstore_open(const char* path, const fpstore_options_t* optio
  * embedded store open for writing. A store in Redis must not be open
  * anywhere meanwhile: nothing there can tell. */
 FPSTORE_EXPORT int fpstore_destroy(const char* path, char** errmsg);
+/* fpstore_destroy with the credentials of `options` (may be NULL). */
+FPSTORE_EXPORT int fpstore_destroy_with_options(const char* path, const fpstore_options_t* options,
+                                                char** errmsg);
 
 /* Flushes, closes and frees the handle, whatever the result; `store` must
  * not be used afterwards. NULL is ignored (FPSTORE_OK). */

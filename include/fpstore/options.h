@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "fpstore/fingerprinter.h"
 
@@ -85,6 +86,29 @@ struct StoreOptions {
   // logs into `lost/` in the store's directory, and says what it dropped in
   // the LOG and in StoreStats::dropped_at_open. Default: false.
   bool drop_damaged_log = false;
+
+  // ---- A store in Redis ----
+  // Who fpstore signs in as on every connection it opens to the cluster
+  // (AUTH): a user of Redis's ACLs and its password. An empty user is Redis's
+  // "default" user, the one `requirepass` sets the password of; nothing is
+  // sent when both are empty. The URL may carry them instead
+  // (redis://USER:PASSWORD@HOST:PORT/NAME); given both ways, they must be
+  // the same, or Open fails with InvalidArgument. No message, log line or
+  // stat of fpstore holds the password. Ignored by an embedded store.
+  // Default: empty.
+  std::string redis_user;
+  std::string redis_password;
+
+  // A "rediss://" URL speaks TLS to every node; its certificate must chain
+  // to a CA certificate of redis_tls_ca_file (PEM; empty: the system's) and
+  // name the node as the cluster announces it (a host name or an IP
+  // address). There is no switch to skip that check. redis_tls_cert_file
+  // and redis_tls_key_file (PEM): the client's certificate and key, for a
+  // cluster that asks for one (tls-auth-clients). Set with a "redis://" URL,
+  // any of them makes Open fail with InvalidArgument. Default: empty.
+  std::string redis_tls_ca_file;
+  std::string redis_tls_cert_file;
+  std::string redis_tls_key_file;
 
   // ---- Performance ----
 

@@ -129,15 +129,27 @@ FPSTORE_EXPORT double EstimateStoreBytes(const PermutationPlan& plan, std::uint6
 // Removes the store at `path` (a directory, or a "redis://" store's every
 // key) for good. NotFound if there is none; Busy if a process has an
 // embedded store open for writing. A store in Redis must not be open
-// anywhere meanwhile: nothing there can tell.
+// anywhere meanwhile: nothing there can tell. `options`: only a store in
+// Redis's credentials and TLS files (redis_*) are read.
+FPSTORE_EXPORT Status DestroyStore(const std::string& path, const StoreOptions& options);
 FPSTORE_EXPORT Status DestroyStore(const std::string& path);
+
+// `path` fit for a message or a log: the password of a Redis URL that holds
+// one (redis://USER:PASSWORD@HOST:PORT/NAME) replaced by ***; any other path
+// as it is. fpstore's own messages show paths so.
+FPSTORE_EXPORT std::string HidePassword(const std::string& path);
 
 class FPSTORE_EXPORT Store {
  public:
   // Opens the store at `path`, creating it if options allow. A path
   // "redis://HOST:PORT/NAME" names a store NAME in the Redis Cluster that
   // the node at HOST:PORT belongs to, which many processes on many hosts
-  // may read and write at once (docs/design.md, "The Redis backend"). Errors:
+  // may read and write at once (docs/design.md, "The Redis backend"); a
+  // cluster that asks for a password takes
+  // "redis://[USER[:PASSWORD]@]HOST:PORT/NAME" (percent-encoded) or
+  // options.redis_user and redis_password, and InvalidArgument says when it
+  // refuses them or the user may not run a command fpstore needs
+  // (docs/scale.md). Errors:
   // InvalidArgument when `path` holds something that is not an fpstore store,
   // or when options name a plan or fingerprint options other than the
   // store's; NotSupported for a store this build cannot read (written by

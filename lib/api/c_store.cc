@@ -140,6 +140,24 @@ void fpstore_options_set_min_similarity(fpstore_options_t* options, double min_s
   options->options.min_similarity = min_similarity;
 }
 
+void fpstore_options_set_redis_user(fpstore_options_t* options, const char* user) {
+  if (options == nullptr) return;
+  options->options.redis_user = user != nullptr ? user : "";
+}
+
+void fpstore_options_set_redis_password(fpstore_options_t* options, const char* password) {
+  if (options == nullptr) return;
+  options->options.redis_password = password != nullptr ? password : "";
+}
+
+void fpstore_options_set_redis_tls(fpstore_options_t* options, const char* ca_file,
+                                   const char* cert_file, const char* key_file) {
+  if (options == nullptr) return;
+  options->options.redis_tls_ca_file = ca_file != nullptr ? ca_file : "";
+  options->options.redis_tls_cert_file = cert_file != nullptr ? cert_file : "";
+  options->options.redis_tls_key_file = key_file != nullptr ? key_file : "";
+}
+
 int fpstore_open(const char* path, const fpstore_options_t* options, fpstore_t** store,
                  char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
@@ -160,9 +178,15 @@ int fpstore_open(const char* path, const fpstore_options_t* options, fpstore_t**
 }
 
 int fpstore_destroy(const char* path, char** errmsg) {
+  return fpstore_destroy_with_options(path, nullptr, errmsg);
+}
+
+int fpstore_destroy_with_options(const char* path, const fpstore_options_t* options,
+                                 char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
     if (path == nullptr) return Null("path");
-    return fpstore::DestroyStore(path);
+    return fpstore::DestroyStore(path,
+                                 options != nullptr ? options->options : fpstore::StoreOptions{});
   });
 }
 

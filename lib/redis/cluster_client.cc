@@ -1,8 +1,5 @@
 #include "redis/cluster_client.h"
 
-#include <hiredis/hiredis.h>
-#include <sys/time.h>
-
 #include <algorithm>
 #include <numeric>
 #include <thread>
@@ -36,76 +33,12 @@ std::uint16_t Crc16(std::string_view bytes) {
   return crc;
 }
 
-timeval ToTimeval(std::chrono::milliseconds ms) {
-  return timeval{static_cast<time_t>(ms.count() / 1000),
-                 static_cast<suseconds_t>((ms.count() % 1000) * 1000)};
-}
-
 // "host:port", split; false if malformed.
 bool SplitAddress(const std::string& address, std::string& host, int& port) {
   const std::size_t colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0) return false;
   host = address.substr(0, colon);
   return ParseNumber(std::string_view(address).substr(colon + 1), port) && port > 0 && port < 65536;
-}
-
-Reply Copy(const redisReply& r) {
-  Reply reply;
-  switch (r.type) {
-    case REDIS_REPLY_STRING:
-    case REDIS_REPLY_STATUS:
-    case REDIS_REPLY_ERROR:
-      reply.type = r.type == REDIS_REPLY_STRING   ? Reply::Type::kString
-                   : r.type == REDIS_REPLY_STATUS ? Reply::Type::kStatus
-                                                  : Reply::Type::kError;
-      reply.str.assign(r.str, r.len);
-      break;
-    case REDIS_REPLY_INTEGER:
-      reply.type = Reply::Type::kInteger;
-      reply.integer = r.integer;
-      break;
-    case REDIS_REPLY_ARRAY:
-      reply.type = Reply::Type::kArray;
-      reply.elements.reserve(r.elements);
-      for (std::size_t i = 0; i < r.elements; ++i) reply.elements.push_back(Copy(*r.element[i]));
-      break;
-    default:
-      reply.type = Reply::Type::kNil;
-  }
-  return reply;
-}
-
-// Appends `args` to the connection's output; false if hiredis could not.
-bool Append(redisContext* c, const std::vector<std::string>& args) {
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lengths;
-  argv.reserve(args.size());
-  lengths.reserve(args.size());
-  for (const std::string& a : args) {
-    argv.push_back(a.data());
-    lengths.push_back(a.size());
-  }
-  return redisAppendCommandArgv(c, static_cast<int>(args.size()), argv.data(), lengths.data()) ==
-         REDIS_OK;
-}
-
-// Sends what the connection holds; false if it broke. Every node's commands go out before any
-// reply is read, so a call waits for its slowest node, not for the sum of them.
-bool Flush(redisContext* c) {
-  int done = 0;
-  while (done == 0) {
-    if (redisBufferWrite(c, &done) != REDIS_OK) return false;
-  }
-  return true;
-}
-
-// The next reply on the connection; false if the connection broke or timed out.
-bool Read(redisContext* c, Reply& out) {
-  void* raw = nullptr;
-  if (redisGetReply(c, &raw) != REDIS_OK || raw == nullptr) return false;
-  out = Copy(*static_cast<redisReply*>(raw));
-  freeReplyObject(raw);
-  return true;
 }
 
 // A redirection's slot and address, from "MOVED 3999 127.0.0.1:7002" or "ASK ...".
@@ -135,6 +68,37 @@ Verdict Classify(const Reply& reply, int& slot, std::string& address) {
   return Verdict::kAnswer;
 }
 
+// Non-OK if the error reply `error` of the node at `address` says that it will not serve a client
+// with the credentials `who`: they are wrong, missing, or may not run the command. Redis does not
+// tell a wrong password from an unknown or disabled user, so neither can this.
+Status Refusal(const std::string& address, std::string_view error, const Credentials& who) {
+  const std::string user = who.user.empty() ? "default" : who.user;
+  const std::string at = "the Redis at " + address;
+  if (error.starts_with("NOAUTH")) {
+    return Status::InvalidArgument(
+        at +
+        " asks for a password (NOAUTH): give one in the URL "
+        "(redis://USER:PASSWORD@HOST:PORT/NAME) or in StoreOptions::redis_password; the "
+        "tools read it from FPSTORE_REDIS_PASSWORD or --redis-password-file");
+  }
+  if (error.starts_with("WRONGPASS") || error.starts_with("ERR invalid password")) {
+    if (who.user.empty()) {
+      return Status::InvalidArgument(at + " refused the password (WRONGPASS): wrong password");
+    }
+    return Status::InvalidArgument(at + " refused user '" + user +
+                                   "' (WRONGPASS): wrong password, or an unknown or disabled user");
+  }
+  if (error.starts_with("ERR AUTH") && error.find("without any password") != std::string::npos) {
+    return Status::InvalidArgument(at + " has no password for user '" + user +
+                                   "', but one was given");
+  }
+  if (error.starts_with("NOPERM")) {
+    return Status::InvalidArgument(at + " does not let user '" + user +
+                                   "' in: " + std::string(error));
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 std::uint16_t KeySlot(std::string_view key) {
@@ -147,14 +111,6 @@ std::uint16_t KeySlot(std::string_view key) {
   }
   return Crc16(key) & (kSlots - 1);
 }
-
-struct ClusterClient::Connection {
-  explicit Connection(redisContext* c) : context(c) {}
-  ~Connection() { redisFree(context); }
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
-  redisContext* const context;
-};
 
 ClusterClient::ClusterClient(std::vector<std::string> seeds, ClientOptions options)
     : seeds_(std::move(seeds)), options_(options) {}
@@ -181,21 +137,35 @@ Result<std::unique_ptr<ClusterClient>> ClusterClient::Connect(const std::vector<
   return client;
 }
 
-redisContext* ClusterClient::ConnectionTo(const std::string& address) {
-  if (auto it = connections_.find(address); it != connections_.end()) {
-    return it->second->context;
-  }
+Connection* ClusterClient::ConnectionTo(const std::string& address) {
+  if (auto it = connections_.find(address); it != connections_.end()) return it->second.get();
   std::string host;
   int port = 0;
   if (!SplitAddress(address, host, port)) return nullptr;
-  redisContext* c = redisConnectWithTimeout(host.c_str(), port, ToTimeval(options_.io_timeout));
-  if (c == nullptr) return nullptr;
-  if (c->err != 0 || redisSetTimeout(c, ToTimeval(options_.io_timeout)) != REDIS_OK) {
-    redisFree(c);
+  Result<std::unique_ptr<Connection>> c =
+      Connection::Open(host, port, options_.io_timeout, options_.tls.get());
+  if (!c.ok()) {
+    // A node that is down may come back; a certificate that fails will fail again.
+    if (c.status().IsInvalidArgument()) refused_ = c.status();
     return nullptr;
   }
-  connections_.emplace(address, std::make_unique<Connection>(c));
-  return c;
+  if (!SignIn(**c, address)) return nullptr;
+  return connections_.emplace(address, *std::move(c)).first->second.get();
+}
+
+bool ClusterClient::SignIn(Connection& c, const std::string& address) {
+  const Credentials& who = options_.credentials;
+  if (who.empty()) return true;
+  std::vector<std::string> auth = {"AUTH"};
+  if (!who.user.empty()) auth.push_back(who.user);
+  auth.push_back(who.password);
+  Reply reply;
+  c.Append(auth);
+  if (!c.Read(reply)) return false;
+  if (reply.type != Reply::Type::kError) return true;
+  refused_ = Refusal(address, reply.str, who);
+  if (refused_.ok()) refused_ = Status::IOError("the Redis at " + address + " refused AUTH");
+  return false;
 }
 
 void ClusterClient::Drop(const std::string& address) {
@@ -215,6 +185,7 @@ Status ClusterClient::ReadSlotMap() {
   }
   for (const std::string& address : candidates) {
     Result<Reply> got = RunOn(address, {"CLUSTER", "SLOTS"});
+    if (!refused_.ok()) return refused_;
     if (!got.ok()) {
       last_error = address + " did not answer";
       continue;
@@ -222,6 +193,7 @@ Status ClusterClient::ReadSlotMap() {
     const Reply& reply = *got;
     if (reply.type == Reply::Type::kError) {
       last_error = address + ": " + reply.str;
+      if (Status s = Refusal(address, reply.str, options_.credentials); !s.ok()) return s;
       if (reply.str.find("cluster support disabled") != std::string::npos) {
         return Status::InvalidArgument("the Redis at " + address + " is not in cluster mode");
       }
@@ -300,6 +272,7 @@ Result<std::vector<Reply>> ClusterClient::Run(std::span<const Command> commands)
       a.reread = false;
     }
     RunRound(pending, a);
+    if (!refused_.ok()) return refused_;
     if (a.next.empty()) return std::move(a.replies);
     if (std::chrono::steady_clock::now() >= deadline) {
       return Status::IOError("the Redis Cluster did not answer " + std::to_string(a.next.size()) +
@@ -330,27 +303,27 @@ void ClusterClient::RunRound(const std::vector<std::size_t>& pending, Attempt& a
     }
   }
   // Every node's commands first, then every node's replies.
-  std::map<std::string, redisContext*> sent_to;  // null: the send failed
+  std::map<std::string, Connection*> sent_to;  // null: the send failed
   // Whether each node was waited for before: a node is, once it may have run a command.
   std::map<std::string, bool> ran_before;
   for (const auto& [node, indexes] : by_node) {
     ran_before[node] = unwaited_.count(node) != 0;
-    redisContext* c = ConnectionTo(node);
-    bool sent = c != nullptr;
-    if (sent) unwaited_.insert(node);
-    for (std::size_t k = 0; sent && k < indexes.size(); ++k) {
-      const std::size_t i = indexes[k];
-      if (a.asked.count(i) != 0) sent = Append(c, {"ASKING"});
-      sent = sent && Append(c, a.commands[i].args);
+    Connection* c = ConnectionTo(node);
+    if (c != nullptr) {
+      unwaited_.insert(node);
+      for (const std::size_t i : indexes) {
+        if (a.asked.count(i) != 0) c->Append({"ASKING"});
+        c->Append(a.commands[i].args);
+      }
     }
-    sent_to[node] = sent && Flush(c) ? c : nullptr;
+    sent_to[node] = c != nullptr && c->Flush() ? c : nullptr;
   }
   for (const auto& [node, indexes] : by_node) {
     ReadReplies(node, sent_to[node], indexes, ran_before[node], a);
   }
 }
 
-void ClusterClient::ReadReplies(const std::string& node, redisContext* c,
+void ClusterClient::ReadReplies(const std::string& node, Connection* c,
                                 const std::vector<std::size_t>& indexes, bool ran_before,
                                 Attempt& a) {
   // The node is waited for if it ran a command: not if it only redirected or refused them
@@ -360,8 +333,8 @@ void ClusterClient::ReadReplies(const std::string& node, redisContext* c,
   for (; c != nullptr && k < indexes.size(); ++k) {
     const std::size_t i = indexes[k];
     Reply reply;
-    if (a.asked.count(i) != 0 && !Read(c, reply)) break;  // ASKING's +OK
-    if (!Read(c, reply)) break;
+    if (a.asked.count(i) != 0 && !c->Read(reply)) break;  // ASKING's +OK
+    if (!c->Read(reply)) break;
     a.asked.erase(i);
     int slot = 0;
     std::string address;
@@ -403,12 +376,13 @@ Status ClusterClient::WaitForReplicas(int replicas, std::chrono::milliseconds ti
     result = Status::IOError("the connection to the Redis at " + *lost.begin() +
                              " broke before a replica acknowledged the commands it ran");
   }
-  std::vector<std::pair<std::string, redisContext*>> asked;
+  std::vector<std::pair<std::string, Connection*>> asked;
   const std::vector<std::string> args = {"WAIT", std::to_string(replicas),
                                          std::to_string(timeout.count())};
   for (const std::string& node : nodes) {
-    redisContext* c = ConnectionTo(node);
-    if (c == nullptr || !Append(c, args) || !Flush(c)) {
+    Connection* c = ConnectionTo(node);
+    if (c != nullptr) c->Append(args);
+    if (c == nullptr || !c->Flush()) {
       Drop(node);
       if (result.ok()) result = Status::IOError("the Redis at " + node + " did not answer WAIT");
       continue;
@@ -419,9 +393,9 @@ Status ClusterClient::WaitForReplicas(int replicas, std::chrono::milliseconds ti
   for (const auto& [node, c] : asked) {
     Reply reply;
     // WAIT may take its whole timeout, beyond the connection's reply timeout.
-    redisSetTimeout(c, ToTimeval(timeout + options_.io_timeout));
-    const bool read = Read(c, reply);
-    redisSetTimeout(c, ToTimeval(options_.io_timeout));
+    c->SetTimeout(timeout + options_.io_timeout);
+    const bool read = c->Read(reply);
+    c->SetTimeout(options_.io_timeout);
     if (!read) {
       Drop(node);
       if (result.ok()) result = Status::IOError("the Redis at " + node + " did not answer WAIT");
@@ -469,10 +443,12 @@ Status ClusterClient::ScanKeys(const std::string& pattern,
 
 Result<Reply> ClusterClient::RunOn(const std::string& address,
                                    const std::vector<std::string>& args) {
-  redisContext* c = ConnectionTo(address);
+  Connection* c = ConnectionTo(address);
   Reply reply;
-  if (c == nullptr || !Append(c, args) || !Read(c, reply)) {
+  if (c != nullptr) c->Append(args);
+  if (c == nullptr || !c->Read(reply)) {
     Drop(address);
+    if (!refused_.ok()) return refused_;
     return Status::IOError("the Redis at " + address + " did not answer");
   }
   return reply;

@@ -1,4 +1,5 @@
-// A Redis Cluster client over hiredis, which has no cluster support of its own: it learns which
+// A Redis Cluster client over connections of its own (redis/connection.h: TCP or TLS, hiredis to
+// format and parse), as hiredis has no cluster support: it learns which
 // node serves each of the 16,384 hash slots (CLUSTER SLOTS), sends each command to the master of
 // its key's slot, pipelines the commands of one call per node, and follows the cluster's
 // redirections (MOVED after a slot moved for good, ASK while one is moving) and its failovers (a
@@ -27,8 +28,7 @@
 #include <vector>
 
 #include "fpstore/status.h"
-
-struct redisContext;
+#include "redis/connection.h"
 
 namespace fpstore::internal::redis {
 
@@ -37,15 +37,6 @@ constexpr int kSlots = 16384;
 // The hash slot of `key`: CRC16 (XModem) of its hash tag (the bytes between the first '{' and the
 // next '}', if that is not empty) or of the whole key, mod 16384, as Redis Cluster computes it.
 std::uint16_t KeySlot(std::string_view key);
-
-// A reply, copied out of hiredis's.
-struct Reply {
-  enum class Type { kString, kStatus, kInteger, kNil, kArray, kError };
-  Type type = Type::kNil;
-  std::string str;  // kString, kStatus, kError
-  long long integer = 0;
-  std::vector<Reply> elements;  // kArray
-};
 
 // IOError for an error reply `r` to what the caller was doing.
 inline Status ReplyError(const Reply& r, const std::string& what) {
@@ -58,7 +49,18 @@ struct Command {
   std::vector<std::string> args;
 };
 
+// Who the client signs in as on every connection it opens (AUTH): an ACL user (empty: Redis's
+// "default", the user of requirepass) and its password (nothing is sent when both are empty).
+struct Credentials {
+  std::string user;
+  std::string password;
+  bool empty() const { return user.empty() && password.empty(); }
+};
+
 struct ClientOptions {
+  Credentials credentials;
+  // TLS to every node, checked against this (shared by the clients of one store); null: plain TCP.
+  std::shared_ptr<const TlsContext> tls;
   // How long one call may take in all, retries included, before it fails with IOError.
   std::chrono::milliseconds deadline{15000};
   // Connecting to a node and waiting for one of its replies.
@@ -68,7 +70,8 @@ struct ClientOptions {
 class ClusterClient {
  public:
   // Connects to the node at `seed` ("host:port") and reads the slot map. IOError if no node
-  // answers, InvalidArgument if the address is malformed or the node is not in cluster mode.
+  // answers, InvalidArgument if the address is malformed, the node is not in cluster mode, or it
+  // refuses the credentials (or asks for some): the message says which, never the password.
   static Result<std::unique_ptr<ClusterClient>> Connect(const std::string& seed,
                                                         const ClientOptions& options = {});
   // The same from the first of `seeds` (not empty) that answers, so that a cluster whose seed
@@ -120,7 +123,6 @@ class ClusterClient {
   std::uint64_t redirections() const { return redirections_; }
 
  private:
-  struct Connection;
   ClusterClient(std::vector<std::string> seeds, ClientOptions options);
 
   // What one Run keeps from round to round.
@@ -136,12 +138,15 @@ class ClusterClient {
   void RunRound(const std::vector<std::size_t>& pending, Attempt& a);
   // Reads the replies of the commands `indexes` from `node`, sent over `c` (null: the send
   // failed); what was redirected, refused or not read goes to a.next.
-  void ReadReplies(const std::string& node, redisContext* c,
-                   const std::vector<std::size_t>& indexes, bool ran_before, Attempt& a);
+  void ReadReplies(const std::string& node, Connection* c, const std::vector<std::size_t>& indexes,
+                   bool ran_before, Attempt& a);
   // Reads the slot map from the first node that answers, among those known.
   Status ReadSlotMap();
-  // A connection to `address`, made if needed; null if it cannot be made.
-  redisContext* ConnectionTo(const std::string& address);
+  // A connection to `address`, made and signed in if needed; null if it cannot be made, and
+  // refused_ set if it never can (refused credentials, a certificate not verified).
+  Connection* ConnectionTo(const std::string& address);
+  // Signs in on the new connection `c` to `address`; false if the node refused (refused_ says why).
+  bool SignIn(Connection& c, const std::string& address);
   void Drop(const std::string& address);
 
   std::vector<std::string> seeds_;  // every node ever seen, to read the slot map from
@@ -153,6 +158,9 @@ class ClusterClient {
   std::set<std::string> unwaited_;
   std::set<std::string> lost_;
   std::uint64_t redirections_ = 0;
+  // Why a node refused this client's credentials (or asked for some), or TLS to it failed for
+  // good: no retry can mend it, so every call fails with it from then on.
+  Status refused_;
 };
 
 }  // namespace fpstore::internal::redis

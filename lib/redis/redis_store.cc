@@ -19,20 +19,6 @@ constexpr const char* kCreateScript =
     "if redis.call('exists', KEYS[1]) == 1 then return 0 end "
     "redis.call('hset', KEYS[1], unpack(ARGV)) return 1";
 
-// "HOST:PORT" and NAME of "redis://HOST:PORT/NAME".
-Status SplitUrl(const std::string& url, std::string& seed, std::string& name) {
-  constexpr std::string_view kScheme = "redis://";
-  const std::size_t slash = url.find('/', kScheme.size());
-  if (!url.starts_with(kScheme) || slash == std::string::npos || slash == kScheme.size()) {
-    return Status::InvalidArgument("\"" + url +
-                                   "\" is not a Redis store's address "
-                                   "(redis://HOST:PORT/NAME, e.g. redis://127.0.0.1:7000/crawl)");
-  }
-  seed = url.substr(kScheme.size(), slash - kScheme.size());
-  name = url.substr(slash + 1);
-  return Layout::CheckName(name).WithContext(url);
-}
-
 // The least zset-max-listpack-entries of the cluster's masters.
 Result<int> ListpackEntries(ClusterClient& client) {
   int least = 0;
@@ -96,14 +82,40 @@ Result<LayoutParams> LayoutFor(ClusterClient& client, const std::string& url,
 
 }  // namespace
 
-bool IsRedisPath(std::string_view path) { return path.starts_with("redis://"); }
+namespace {
 
-Result<std::unique_ptr<Store>> OpenStore(const std::string& url, const StoreOptions& options) {
-  std::string seed, name;
-  if (Status s = SplitUrl(url, seed, name); !s.ok()) return s;
-  Result<std::unique_ptr<ClusterClient>> client = ClusterClient::Connect(seed);
-  if (!client.ok()) return client.status().WithContext("opening " + url);
-  Result<LayoutParams> params = LayoutFor(**client, url, name, options);
+// A store's address, and a client of its cluster, signed in.
+struct Reached {
+  StoreAddress address;
+  std::unique_ptr<ClusterClient> client;
+};
+
+// The cluster `url` and `options` name, reached; errors name `doing` the URL.
+Result<Reached> Reach(const std::string& url, const StoreOptions& options,
+                      const std::string& doing) {
+  Result<StoreAddress> address = ReadStoreAddress(url, options);
+  if (!address.ok()) return address.status();
+  Result<std::unique_ptr<ClusterClient>> client =
+      ClusterClient::Connect(address->seed, address->client);
+  if (!client.ok()) return client.status().WithContext(doing + " " + address->shown);
+  return Reached{*std::move(address), *std::move(client)};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenStore(const std::string& given_url,
+                                         const StoreOptions& options) {
+  Result<Reached> reached = Reach(given_url, options, "opening");
+  if (!reached.ok()) return reached.status();
+  const StoreAddress& address = reached->address;
+  std::unique_ptr<ClusterClient>& client = reached->client;
+  const std::string& url = address.shown;
+  const std::string& name = address.name;
+  if (Status s = CheckPermissions(*client, Layout::LayoutKeyOf(name), !options.read_only, address);
+      !s.ok()) {
+    return s;
+  }
+  Result<LayoutParams> params = LayoutFor(*client, url, name, options);
   if (!params.ok()) return params.status();
   Result<PermutationPlan> plan =
       PermutationPlan::Create(params->recorded.blocks, params->recorded.distance);
@@ -111,29 +123,40 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& url, const StoreOpti
   if (Status s = Layout::Check(*plan, *params); !s.ok()) return s.WithContext(url);
   Result<Fingerprinter> fingerprinter = Fingerprinter::Create(params->recorded.fingerprint);
   if (!fingerprinter.ok()) return fingerprinter.status().WithContext(url);
-  return std::unique_ptr<Store>(new RedisStore(url, options,
+  return std::unique_ptr<Store>(new RedisStore(address, options,
                                                Layout(name, *std::move(plan), *params),
-                                               *std::move(fingerprinter), *std::move(client)));
+                                               *std::move(fingerprinter), std::move(client)));
 }
 
-Status DestroyStore(const std::string& url) {
-  std::string seed, name;
-  if (Status s = SplitUrl(url, seed, name); !s.ok()) return s;
-  Result<std::unique_ptr<ClusterClient>> client = ClusterClient::Connect(seed);
-  if (!client.ok()) return client.status().WithContext("destroying " + url);
+Status DestroyStore(const std::string& given_url, const StoreOptions& options) {
+  Result<Reached> reached = Reach(given_url, options, "destroying");
+  if (!reached.ok()) return reached.status();
+  const std::string& url = reached->address.shown;
+  const std::string& name = reached->address.name;
+  std::unique_ptr<ClusterClient>& client = reached->client;
   const std::string layout_key = Layout::LayoutKeyOf(name);
-  Result<Reply> exists = (*client)->Run(Command{layout_key, {"EXISTS", layout_key}});
+  Result<Reply> exists = client->Run(Command{layout_key, {"EXISTS", layout_key}});
   if (!exists.ok()) return exists.status();
   if (exists->type == Reply::Type::kError) return ReplyError(*exists, "EXISTS " + layout_key);
   if (exists->integer != 1) return Status::NotFound("no store at " + url);
-  Status s = (*client)->ScanKeys("fps:{" + name + ":*", [&](std::vector<std::string>& keys) {
+  Status s = client->ScanKeys("fps:{" + name + ":*", [&](std::vector<std::string>& keys) {
     std::vector<Command> unlinks;
     for (std::string& key : keys) unlinks.push_back({key, {"UNLINK", key}});
-    return (*client)->RunAll(unlinks, "removing keys");
+    return client->RunAll(unlinks, "removing keys");
   });
   if (!s.ok()) return s;
-  return (*client)->RunAll(Command{layout_key, {"UNLINK", layout_key}}, "removing the layout");
+  return client->RunAll(Command{layout_key, {"UNLINK", layout_key}}, "removing the layout");
 }
+
+namespace {
+
+StoreOptions WithoutCredentials(StoreOptions options) {
+  options.redis_user.clear();
+  options.redis_password.clear();
+  return options;
+}
+
+}  // namespace
 
 // ---- ClientPool ----
 
@@ -149,7 +172,7 @@ Result<ClientPool::Lease> ClientPool::Take() {
     }
     nodes = nodes_;
   }
-  Result<std::unique_ptr<ClusterClient>> client = ClusterClient::Connect(nodes);
+  Result<std::unique_ptr<ClusterClient>> client = ClusterClient::Connect(nodes, options_);
   if (!client.ok()) return client.status();
   return Lease(*this, *std::move(client));
 }
@@ -171,13 +194,13 @@ std::uint64_t ClientPool::Redirections() const {
 
 // ---- The store ----
 
-RedisStore::RedisStore(std::string url, const StoreOptions& options, Layout layout,
+RedisStore::RedisStore(const StoreAddress& address, const StoreOptions& options, Layout layout,
                        Fingerprinter fingerprinter, std::unique_ptr<ClusterClient> first)
-    : url_(std::move(url)),
-      options_(options),
+    : url_(address.shown),
+      options_(WithoutCredentials(options)),
       layout_(std::move(layout)),
       fingerprinter_(std::move(fingerprinter)),
-      pool_(url_.substr(8, url_.find('/', 8) - 8)) {
+      pool_(address.seed, address.client) {
   pool_.GiveBack(std::move(first));
 }
 

@@ -26,6 +26,7 @@
 #include "fpstore/store.h"
 #include "plan/run_signatures.h"
 #include "plan/table_entry.h"
+#include "redis/access.h"
 #include "redis/cluster_client.h"
 #include "redis/layout.h"
 #include "redis/locks.h"
@@ -36,21 +37,19 @@ namespace fpstore::internal::redis {
 // Documents written per pipelined round: bounds a call's memory and its locks.
 inline constexpr std::size_t kWriteChunk = 1000;
 
-// Whether `path` names a store in Redis ("redis://...").
-bool IsRedisPath(std::string_view path);
-
 // Opens or creates the store `url` names, as `options` say (StoreOptions' performance fields other
 // than durability do not apply).
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url, const StoreOptions& options);
 
 // Removes every key of the store `url` names, its layout record last. NotFound if there is none.
-Status DestroyStore(const std::string& url);
+Status DestroyStore(const std::string& url, const StoreOptions& options);
 
 // Connections to one cluster, one per caller at a time. Each call takes one with nothing sent
 // (ClusterClient::ForgetSent), so that its WaitForReplicas waits for its own commands only.
 class ClientPool {
  public:
-  explicit ClientPool(std::string seed) : nodes_{std::move(seed)} {}
+  ClientPool(std::string seed, ClientOptions options)
+      : options_(std::move(options)), nodes_{std::move(seed)} {}
 
   // A connection, given back to the pool when destroyed.
   class Lease {
@@ -75,6 +74,7 @@ class ClientPool {
   std::uint64_t Redirections() const EXCLUDES(mu_);
 
  private:
+  const ClientOptions options_;
   mutable Mutex mu_;
   std::vector<std::unique_ptr<ClusterClient>> idle_ GUARDED_BY(mu_);
   // The seed, then every node the connections given back have heard of: a new connection is made
@@ -97,7 +97,8 @@ Status ForEachRecord(ClusterClient& client, const std::string& url,
 
 class RedisStore final : public Store {
  public:
-  RedisStore(std::string url, const StoreOptions& options, Layout layout,
+  // `address`: the store's, as ReadStoreAddress read it; `first`, a client signed in to it.
+  RedisStore(const StoreAddress& address, const StoreOptions& options, Layout layout,
              Fingerprinter fingerprinter, std::unique_ptr<ClusterClient> first);
 
   Status Close() override;
@@ -182,8 +183,8 @@ class RedisStore final : public Store {
   // Verify (fix false) or Repair and Compact (fix true): docs/design.md, "The Redis backend".
   Status Tidy(bool fix, const ScanOptions& scan) const;
 
-  const std::string url_;
-  const StoreOptions options_;
+  const std::string url_;       // the URL with its password hidden, for messages
+  const StoreOptions options_;  // without the credentials, which only pool_ keeps
   const Layout layout_;
   const Fingerprinter fingerprinter_;
   mutable ClientPool pool_;

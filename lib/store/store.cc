@@ -34,12 +34,16 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
       });
 }
 
-Status DestroyStore(const std::string& path) {
-  if (internal::redis::IsRedisPath(path)) return internal::redis::DestroyStore(path);
+std::string HidePassword(const std::string& path) { return internal::redis::HidePassword(path); }
+
+Status DestroyStore(const std::string& path) { return DestroyStore(path, StoreOptions{}); }
+
+Status DestroyStore(const std::string& path, const StoreOptions& options) {
+  if (internal::redis::IsRedisPath(path)) return internal::redis::DestroyStore(path, options);
   // Opening it to write tells a store from anything else, and takes it from every other writer.
-  StoreOptions options;
-  options.create_if_missing = false;
-  Result<std::unique_ptr<Store>> store = Store::Open(path, options);
+  StoreOptions writer;
+  writer.create_if_missing = false;
+  Result<std::unique_ptr<Store>> store = Store::Open(path, writer);
   if (!store.ok()) return store.status();
   if (Status s = (*store)->Close(); !s.ok()) return s;
   store->reset();

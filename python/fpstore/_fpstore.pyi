@@ -46,7 +46,15 @@ class Fingerprinter:
 
 def estimate_similarity(a: bytes, b: bytes) -> Optional[float]: ...
 def hamming_distance(a: int, b: int) -> int: ...
-def destroy_store(path: str) -> None: ...
+def destroy_store(
+    path: str,
+    *,
+    redis_user: str = "",
+    redis_password: str = "",
+    redis_tls_ca_file: str = "",
+    redis_tls_cert_file: str = "",
+    redis_tls_key_file: str = "",
+) -> None: ...
 
 class Document:
     @property
@@ -159,6 +167,11 @@ class Store:
         block_cache_bytes: Optional[int] = None,
         write_buffer_bytes: Optional[int] = None,
         background_threads: Optional[int] = None,
+        redis_user: str = "",
+        redis_password: str = "",
+        redis_tls_ca_file: str = "",
+        redis_tls_cert_file: str = "",
+        redis_tls_key_file: str = "",
     ) -> Store: ...
     def close(self) -> None: ...
     @property

@@ -200,6 +200,19 @@ class Held {
 
 class PyBulkLoader;
 
+// StoreOptions with a store in Redis's credentials and TLS files.
+StoreOptions RedisAccess(const std::string& user, const std::string& password,
+                         const std::string& ca_file, const std::string& cert_file,
+                         const std::string& key_file) {
+  StoreOptions options;
+  options.redis_user = user;
+  options.redis_password = password;
+  options.redis_tls_ca_file = ca_file;
+  options.redis_tls_cert_file = cert_file;
+  options.redis_tls_key_file = key_file;
+  return options;
+}
+
 class PyStore {
  public:
   explicit PyStore(std::shared_ptr<StoreState> state) : state_(std::move(state)) {}
@@ -211,8 +224,11 @@ class PyStore {
       std::optional<double> min_similarity, std::optional<std::uint64_t> expected_documents,
       const std::string& durability, bool drop_damaged_log,
       std::optional<std::size_t> block_cache_bytes, std::optional<std::size_t> write_buffer_bytes,
-      std::optional<int> background_threads) {
-    StoreOptions options;
+      std::optional<int> background_threads, const std::string& redis_user,
+      const std::string& redis_password, const std::string& redis_tls_ca_file,
+      const std::string& redis_tls_cert_file, const std::string& redis_tls_key_file) {
+    StoreOptions options = RedisAccess(redis_user, redis_password, redis_tls_ca_file,
+                                       redis_tls_cert_file, redis_tls_key_file);
     options.create_if_missing = create;
     options.read_only = read_only;
     options.blocks = blocks;
@@ -222,7 +238,8 @@ class PyStore {
       // checks that one.
       FingerprintOptions fp;
       {
-        StoreOptions probe;
+        StoreOptions probe = RedisAccess(redis_user, redis_password, redis_tls_ca_file,
+                                         redis_tls_cert_file, redis_tls_key_file);
         probe.create_if_missing = false;
         probe.read_only = true;
         py::gil_scoped_release nogil;
@@ -254,7 +271,7 @@ class PyStore {
     if (write_buffer_bytes) options.write_buffer_bytes = *write_buffer_bytes;
     if (background_threads) options.background_threads = *background_threads;
     auto state = std::make_shared<StoreState>();
-    state->path = path;
+    state->path = HidePassword(path);
     {
       py::gil_scoped_release nogil;
       state->store = Value(Store::Open(path, options));
@@ -661,11 +678,17 @@ PYBIND11_MODULE(_fpstore, m) {
   m.def("hamming_distance", &HammingDistance, py::arg("a"), py::arg("b"));
   m.def(
       "destroy_store",
-      [](const std::string& path) {
+      [](const std::string& path, const std::string& redis_user, const std::string& redis_password,
+         const std::string& redis_tls_ca_file, const std::string& redis_tls_cert_file,
+         const std::string& redis_tls_key_file) {
+        const StoreOptions options = RedisAccess(redis_user, redis_password, redis_tls_ca_file,
+                                                 redis_tls_cert_file, redis_tls_key_file);
         py::gil_scoped_release nogil;
-        Check(DestroyStore(path));
+        Check(DestroyStore(path, options));
       },
-      py::arg("path"));
+      py::arg("path"), py::kw_only(), py::arg("redis_user") = "", py::arg("redis_password") = "",
+      py::arg("redis_tls_ca_file") = "", py::arg("redis_tls_cert_file") = "",
+      py::arg("redis_tls_key_file") = "");
 
   py::class_<Document>(m, "Document")
       .def_readonly("id", &Document::id)
@@ -774,7 +797,9 @@ PYBIND11_MODULE(_fpstore, m) {
                   py::arg("expected_documents") = py::none(), py::arg("durability") = "group",
                   py::arg("drop_damaged_log") = false, py::arg("block_cache_bytes") = py::none(),
                   py::arg("write_buffer_bytes") = py::none(),
-                  py::arg("background_threads") = py::none())
+                  py::arg("background_threads") = py::none(), py::arg("redis_user") = "",
+                  py::arg("redis_password") = "", py::arg("redis_tls_ca_file") = "",
+                  py::arg("redis_tls_cert_file") = "", py::arg("redis_tls_key_file") = "")
       .def("close", &PyStore::Close)
       .def_property_readonly("closed", &PyStore::closed)
       .def_property_readonly("path", &PyStore::path)

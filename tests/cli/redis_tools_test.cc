@@ -405,7 +405,8 @@ TEST_F(RedisToolsTest, AFailedFirstLoadLeavesNoStore) {
 
 TEST_F(RedisToolsTest, AddressesThatNameNoStoreFailWithOneClearLine) {
   const std::string not_an_address =
-      "\"redis://nohost\" is not a Redis store's address (redis://HOST:PORT/NAME, e.g. "
+      "\"redis://nohost\" is not a Redis store's address "
+      "(redis://[USER[:PASSWORD]@]HOST:PORT/NAME, e.g. "
       "redis://127.0.0.1:7000/crawl)\n";
   ToolResult r = Query({"--db", "redis://nohost", "--hash", "0x1"});
   EXPECT_EQ(r.exit_code, 2);
