@@ -57,7 +57,7 @@ class CreateCommand final : public Command {
       options.blocks = plan_->blocks();
       options.distance = plan_->distance();
       options.fingerprint = fingerprint;
-      std::unique_ptr<Store> store = ValueOrThrow(Store::Open(store_.db(), options));
+      std::unique_ptr<Store> store = ValueOrThrow(Store::Open(store_.path(), options));
       CloseStore(*store);
       std::fprintf(out(), "created %s\n", store_.db().c_str());
     }

@@ -131,9 +131,10 @@ class RepairCommand final : public CheckCommand {
            "does; an embedded store, whose writes are atomic, is verified.";
   }
   std::vector<Example> Examples() const override {
-    return {{"--db redis://10.0.0.5:7000/crawl",
+    return {{"--db redis://fps@10.0.0.5:7000/crawl --redis-password-file ~/.fpstore-redis",
              "After a crawler crashed mid-write or a Redis node failed over: remove the entries "
-             "of writes that never took effect and add those a failover lost."},
+             "of writes that never took effect and add those a failover lost, signed in as the "
+             "ACL user fps with the password in the file."},
             {"--db crawl.fps", "An embedded store: the same as verify."}};
   }
 
@@ -185,7 +186,7 @@ class RecoverCommand final : public Command {
     StoreOptions options = store_.Options();
     options.create_if_missing = false;
     options.drop_damaged_log = true;
-    std::unique_ptr<Store> store = ValueOrThrow(Store::Open(store_.db(), options));
+    std::unique_ptr<Store> store = ValueOrThrow(Store::Open(store_.path(), options));
     const std::string dropped = ValueOrThrow(store->Stats()).dropped_at_open;
     CloseStore(*store);
     if (dropped.empty()) {

@@ -1,9 +1,12 @@
 #include "cli/store_access.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
+#include "cli/line_reader.h"
 #include "cli/parse.h"
 #include "fpstore/permutation.h"
 
@@ -29,6 +32,27 @@ void ThrowIfError(const Status& status, std::string_view context) {
 
 // ---- Opening a store -------------------------------------------------------------
 
+namespace {
+
+// The first line of the file `path`, without its line end. Throws UsageError.
+std::string ReadPasswordFile(const std::string& path) {
+  std::string content;
+  try {
+    content = ReadWholeFile(path);
+  } catch (const RuntimeError& e) {
+    throw UsageError(std::string("--redis-password-file: ") + e.what());
+  }
+  content.resize(std::min(content.size(), content.find('\n')));
+  if (!content.empty() && content.back() == '\r') content.pop_back();
+  if (content.empty()) {
+    throw UsageError("--redis-password-file: " + QuoteForMessage(path) +
+                     " holds no password (its first line is empty)");
+  }
+  return content;
+}
+
+}  // namespace
+
 void DiscardCreatedStore(OpenedStore* opened) {
   if (!opened->created) return;
   if (opened->store != nullptr) (void)opened->store->Close();
@@ -36,7 +60,7 @@ void DiscardCreatedStore(OpenedStore* opened) {
   opened->created = false;
   if (InRedis(opened->path)) {
     // Only the library knows a Redis store's keys.
-    (void)DestroyStore(opened->path);
+    (void)DestroyStore(opened->path, opened->options);
     return;
   }
   std::error_code ec;
@@ -49,16 +73,36 @@ void DiscardCreatedStore(OpenedStore* opened) {
   }
 }
 
-bool InRedis(std::string_view db) { return db.starts_with("redis://"); }
+bool InRedis(std::string_view db) {
+  return db.starts_with("redis://") || db.starts_with("rediss://");
+}
 
 void StoreFlags::Define(OptionTable& table, Config config) {
   config_ = std::move(config);
   std::string db_help = config_.db_help.empty() ? "The store." : config_.db_help;
   db_help +=
-      " STORE is a directory, or redis://HOST:PORT/NAME for the store NAME in the Redis Cluster "
-      "that the node at HOST:PORT belongs to. e.g. --db crawl.fps, --db "
-      "redis://10.0.0.5:7000/crawl";
+      " STORE is a directory, or redis://[USER@]HOST:PORT/NAME for the store NAME in the Redis "
+      "Cluster that the node at HOST:PORT belongs to, signed in as the ACL user USER with the "
+      "password in --redis-password-file or $" +
+      std::string(kPasswordEnv) +
+      " (not on the command line, where ps shows it). e.g. --db crawl.fps, --db "
+      "redis://10.0.0.5:7000/crawl, --db redis://fps@10.0.0.5:7000/crawl";
   table.Add(config_.db_group, "db", po::value(&db_)->value_name("STORE"), std::move(db_help));
+  table.Add(config_.db_group, "redis-password-file", po::value(&password_file_)->value_name("FILE"),
+            "For a store in Redis: the password to sign in with, the first line of FILE (e.g. a "
+            "file only its owner may read). Default: $" +
+                std::string(kPasswordEnv) +
+                ", if set. e.g. --redis-password-file ~/.fpstore-redis");
+  table.Add(config_.db_group, "redis-tls-ca-file", po::value(&tls_.ca_file)->value_name("FILE"),
+            "For a rediss:// store (TLS): the CA certificates (PEM) that every node's certificate "
+            "must chain to; it must also name the node. Default: the system's. e.g. "
+            "--redis-tls-ca-file /etc/redis/ca.crt");
+  table.Add(config_.db_group, "redis-tls-cert-file", po::value(&tls_.cert_file)->value_name("FILE"),
+            "For a rediss:// store whose cluster asks clients for a certificate: this client's "
+            "(PEM), with --redis-tls-key-file. e.g. --redis-tls-cert-file client.crt");
+  table.Add(config_.db_group, "redis-tls-key-file", po::value(&tls_.key_file)->value_name("FILE"),
+            "The private key (PEM) of --redis-tls-cert-file. e.g. --redis-tls-key-file "
+            "client.key");
   if (config_.plan) {
     table.Add(kStoreGroup, "blocks", WholeNumber("blocks", &blocks_value_, 1, 64)->value_name("M"),
               "Blocks each fingerprint is cut into, for a new store (more blocks: more tables, "
@@ -98,6 +142,8 @@ void StoreFlags::Check(const po::variables_map& vm) {
   if (config_.db_required && db_.empty()) {
     throw UsageError("--db STORE is required (a directory, or redis://HOST:PORT/NAME)");
   }
+  shown_db_ = HidePassword(db_);
+  CheckPassword(vm);
   if (config_.plan) {
     if (vm.count("blocks") > 0) blocks_ = blocks_value_;
     if (vm.count("distance") > 0) distance_ = distance_value_;
@@ -139,7 +185,29 @@ StoreOptions StoreFlags::Options() const {
   }
   options.durability = durability_value_;
   options.min_similarity = min_similarity_;
+  options.redis_password = password_;
+  options.redis_tls_ca_file = tls_.ca_file;
+  options.redis_tls_cert_file = tls_.cert_file;
+  options.redis_tls_key_file = tls_.key_file;
   return options;
+}
+
+void StoreFlags::CheckPassword(const po::variables_map& vm) {
+  const bool in_url = shown_db_ != db_;
+  if (vm.count("redis-password-file") > 0) {
+    if (!in_redis()) {
+      throw UsageError("--redis-password-file: --db " + QuoteForMessage(shown_db_) +
+                       " is not a store in Redis");
+    }
+    if (in_url) {
+      throw UsageError("--redis-password-file: --db holds a password too; give it once");
+    }
+    password_ = ReadPasswordFile(password_file_);
+    return;
+  }
+  // The URL's password, when given, wins over the environment's, as redis-cli's -a does.
+  const char* env = std::getenv(kPasswordEnv);
+  if (in_redis() && !in_url && env != nullptr) password_ = env;
 }
 
 OpenedStore StoreFlags::Open(StoreAccess access, const FingerprintFlags* fingerprint) const {
@@ -148,6 +216,7 @@ OpenedStore StoreFlags::Open(StoreAccess access, const FingerprintFlags* fingerp
   const bool fingerprint_given = fingerprint != nullptr && fingerprint->given();
   OpenedStore opened;
   opened.path = db_;
+  opened.options = options;
 
   if (access == StoreAccess::kReadOnly) {
     options.read_only = true;
@@ -156,8 +225,8 @@ OpenedStore StoreFlags::Open(StoreAccess access, const FingerprintFlags* fingerp
       const FingerprintOptions& recorded = opened.store->fingerprinter().options();
       const FingerprintOptions asked = fingerprint->Apply(recorded);
       if (!(asked == recorded)) {
-        throw RuntimeError(db_ + " was created with fingerprint options \"" + recorded.ToString() +
-                           "\", not \"" + asked.ToString() +
+        throw RuntimeError(shown_db_ + " was created with fingerprint options \"" +
+                           recorded.ToString() + "\", not \"" + asked.ToString() +
                            "\" (leave out the fingerprint options --window, --weighting and "
                            "--signature-* to use the store's)");
       }

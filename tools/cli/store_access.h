@@ -69,9 +69,11 @@ struct OpenedStore {
   // The store did not exist before Open: DiscardCreatedStore may undo it.
   bool created = false;
 
-  // For DiscardCreatedStore: whether --db was an existing empty directory.
+  // For DiscardCreatedStore: whether --db was an existing empty directory;
+  // --db as given, and the options (credentials) to reach it with.
   bool was_empty_dir = false;
   std::string path;
+  StoreOptions options;
 };
 
 // Closes a store that StoreFlags::Open created and removes it again (its
@@ -85,6 +87,11 @@ void DiscardCreatedStore(OpenedStore* opened);
 // which Store::Open and DestroyStore tell from a directory by the same prefix.
 bool InRedis(std::string_view db);
 
+// The environment variable a store in Redis's password is read from, as
+// redis-cli reads REDISCLI_AUTH: a password on the command line shows in ps
+// to every user of the machine.
+inline constexpr const char* kPasswordEnv = "FPSTORE_REDIS_PASSWORD";
+
 // The --help group of the store options.
 inline constexpr std::string_view kStoreGroup = "Store";
 
@@ -92,6 +99,13 @@ inline constexpr std::string_view kStoreGroup = "Store";
 //   --blocks M, --distance K   the plan of a new store; checked against an
 //                              existing store's when given
 //   --durability MODE          sync, group (default) or none (options.h)
+//   --redis-password-file FILE a store in Redis's password, read from FILE;
+//                              else from the URL, else from the environment
+//                              variable FPSTORE_REDIS_PASSWORD (kPasswordEnv)
+//   --redis-tls-ca-file FILE   a rediss:// store's TLS files (options.h),
+//   --redis-tls-cert-file FILE with the -key-file
+//   --redis-tls-key-file FILE
+// A password is never printed: db() shows --db with it as ***.
 // --window and --weighting stay in FingerprintFlags; Open uses them.
 //
 // Tools whose --distance means something else (a query's distance) leave
@@ -113,11 +127,14 @@ class StoreFlags {
   // Throws UsageError: no --db (when required), an empty --db, an unknown
   // --durability, --blocks or --distance out of range, or both together
   // making no plan (PermutationPlan::Create's reason), a negative
-  // --expected-documents.
+  // --expected-documents, --redis-password-file with a --db that is no
+  // Redis URL or holds a password, or a file that cannot be read or is empty.
   void Check(const boost::program_options::variables_map& vm);
 
   bool given() const { return !db_.empty(); }
-  const std::string& db() const { return db_; }
+  // --db as it may be printed (a password as ***), and as given, to open.
+  const std::string& db() const { return shown_db_; }
+  const std::string& path() const { return db_; }
   bool in_redis() const { return InRedis(db_); }
 
   // The explicit plan options (unset when not given).
@@ -126,7 +143,8 @@ class StoreFlags {
   std::optional<double> expected_documents() const { return expected_documents_; }
 
   // StoreOptions with what the user gave: durability, the plan, the
-  // documents expected and the threshold when given.
+  // documents expected and the threshold when given, and the password of a
+  // store in Redis from --redis-password-file or the environment.
   StoreOptions Options() const;
 
   // Opens db() as `access` says. `fingerprint` (may be null): --window and
@@ -138,8 +156,17 @@ class StoreFlags {
   OpenedStore Open(StoreAccess access, const FingerprintFlags* fingerprint) const;
 
  private:
+  // Reads the password of --redis-password-file or the environment.
+  void CheckPassword(const boost::program_options::variables_map& vm);
+
   Config config_;
   std::string db_;
+  std::string shown_db_;
+  std::string password_file_;
+  std::string password_;  // from the file or the environment
+  struct {
+    std::string ca_file, cert_file, key_file;
+  } tls_;
   int blocks_value_ = 0;
   int distance_value_ = 0;
   std::optional<int> blocks_;
