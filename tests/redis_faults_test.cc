@@ -11,13 +11,12 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -40,6 +39,7 @@
 #include <vector>
 
 #include "brute_force.h"
+#include "cluster_nodes.h"
 #include "fpstore/store.h"
 #include "redis/cluster_client.h"
 #include "redis/redis_store.h"
@@ -91,30 +91,14 @@ int WaitExit(pid_t pid, Clock::duration limit) {
   return -1;
 }
 
+using testing::InfoField;
+using testing::WaitUntil;
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-// The value of `field` in an INFO reply ("field:value" lines); empty if absent.
-std::string InfoField(const std::string& info, const std::string& field) {
-  const std::size_t at = info.find(field + ":");
-  if (at == std::string::npos || (at > 0 && info[at - 1] != '\n')) return "";
-  const std::size_t begin = at + field.size() + 1;
-  return info.substr(begin, info.find_first_of("\r\n", begin) - begin);
-}
-
-// Polls `done` every 50 ms for up to `limit`; whether it came true.
-template <typename Predicate>
-bool WaitUntil(Clock::duration limit, Predicate done) {
-  const auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  return done();
 }
 
 // ---- A cluster of its own ----
@@ -130,10 +114,10 @@ class LoopbackCluster {
 
   ::testing::AssertionResult Start() {
     std::filesystem::create_directories(dir_);
-    const int code = WaitExit(Spawn({"/bin/bash", FPSTORE_REDIS_CLUSTER_SCRIPT, "start", dir_,
-                                     std::to_string(base_)},
-                                    dir_ + "/script.log"),
-                              seconds(90));
+    const int code = WaitExit(
+        Spawn({"/bin/bash", FPSTORE_REDIS_CLUSTER_SCRIPT, "start", dir_, std::to_string(base_)},
+              dir_ + "/script.log"),
+        seconds(90));
     if (code != 0) {
       return ::testing::AssertionFailure()
              << "redis-cluster.sh start failed: " << ReadFile(dir_ + "/script.log");
@@ -207,9 +191,8 @@ class LoopbackCluster {
   }
 
   pid_t Pid(const std::string& address) {
-    return static_cast<pid_t>(
-        std::stol("0" + ReadFile(dir_ + "/" + address.substr(address.rfind(':') + 1) +
-                                 "/redis.pid")));
+    return static_cast<pid_t>(std::stol(
+        "0" + ReadFile(dir_ + "/" + address.substr(address.rfind(':') + 1) + "/redis.pid")));
   }
 
   // SIGKILL, as a crash: nothing flushed, nothing said to the other nodes.
@@ -229,15 +212,38 @@ class LoopbackCluster {
   ::testing::AssertionResult Restart(const std::string& address) {
     const std::string port = address.substr(address.rfind(':') + 1);
     const std::string dir = dir_ + "/" + port;
-    const int code = WaitExit(
-        Spawn({"/usr/bin/env", "redis-server", "--port", port, "--bind", "127.0.0.1", "--dir", dir,
-               "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-               "--cluster-node-timeout", "2000", "--appendonly", "yes", "--appendfsync", "everysec",
-               "--save", "", "--zset-max-listpack-entries", "256", "--daemonize", "yes",
-               "--pidfile", dir + "/redis.pid", "--logfile", dir + "/redis.log"},
-              dir_ + "/script.log"),
-        seconds(30));
-    if (code != 0) return ::testing::AssertionFailure() << "redis-server " << port << " exited " << code;
+    const int code = WaitExit(Spawn({"/usr/bin/env",
+                                     "redis-server",
+                                     "--port",
+                                     port,
+                                     "--bind",
+                                     "127.0.0.1",
+                                     "--dir",
+                                     dir,
+                                     "--cluster-enabled",
+                                     "yes",
+                                     "--cluster-config-file",
+                                     "nodes.conf",
+                                     "--cluster-node-timeout",
+                                     "2000",
+                                     "--appendonly",
+                                     "yes",
+                                     "--appendfsync",
+                                     "everysec",
+                                     "--save",
+                                     "",
+                                     "--zset-max-listpack-entries",
+                                     "256",
+                                     "--daemonize",
+                                     "yes",
+                                     "--pidfile",
+                                     dir + "/redis.pid",
+                                     "--logfile",
+                                     dir + "/redis.log"},
+                                    dir_ + "/script.log"),
+                              seconds(30));
+    if (code != 0)
+      return ::testing::AssertionFailure() << "redis-server " << port << " exited " << code;
     return ::testing::AssertionSuccess();
   }
 
@@ -333,8 +339,8 @@ std::size_t CheckAnswers(const Store& store, const std::vector<Fingerprint>& que
       std::sort(expect.begin(), expect.end());
       if (found != expect) {
         if (first_error->empty()) {
-          *first_error = "query " + std::to_string(batch[i]) + ": " +
-                         testing::SortedDifference(expect, found);
+          *first_error =
+              "query " + std::to_string(batch[i]) + ": " + testing::SortedDifference(expect, found);
         }
         ++wrong;
       }
@@ -367,7 +373,6 @@ std::size_t CheckAnswers(const Store& store, const std::vector<Fingerprint>& que
          << partial.size() << " unacknowledged documents found in some tables only"
          << (partial.empty() ? "" : " (e.g. " + std::to_string(*partial.begin()) + ")");
 }
-
 
 // ---- A master killed under durable inserts ----
 
@@ -472,12 +477,15 @@ TEST(RedisFaultsTest, DurableInsertsSurviveAFailover) {
   ASSERT_TRUE(WaitUntil(seconds(30), [&] { return writers.acknowledged() >= 60; }));
   ASSERT_TRUE(cluster.Kill(victim));
   const auto killed = Clock::now();
-  ASSERT_TRUE(WaitUntil(seconds(30), [&] {
-    const std::vector<std::string> masters = cluster.SlotMasters(survivors[0]);
-    return masters.size() == 3 &&
-           std::find(masters.begin(), masters.end(), victim) == masters.end() &&
-           cluster.AllOk(survivors);
-  })) << "no replica took over from " << victim;
+  ASSERT_TRUE(
+      WaitUntil(seconds(30),
+                [&] {
+                  const std::vector<std::string> masters = cluster.SlotMasters(survivors[0]);
+                  return masters.size() == 3 &&
+                         std::find(masters.begin(), masters.end(), victim) == masters.end() &&
+                         cluster.AllOk(survivors);
+                }))
+      << "no replica took over from " << victim;
   const auto failed_over = Clock::now();
 
   // The seed is down: the idle handle's scan starts from a map that names it, and reads from
@@ -507,10 +515,13 @@ TEST(RedisFaultsTest, DurableInsertsSurviveAFailover) {
 
   // The killed node back, as a replica of its successor: durable writes to its slots need it.
   ASSERT_TRUE(cluster.Restart(victim));
-  ASSERT_TRUE(WaitUntil(seconds(30), [&] {
-    const std::string info = cluster.On(victim, {"INFO", "replication"});
-    return InfoField(info, "role") == "slave" && InfoField(info, "master_link_status") == "up";
-  })) << victim << " did not rejoin as a replica";
+  ASSERT_TRUE(WaitUntil(seconds(30),
+                        [&] {
+                          const std::string info = cluster.On(victim, {"INFO", "replication"});
+                          return InfoField(info, "role") == "slave" &&
+                                 InfoField(info, "master_link_status") == "up";
+                        }))
+      << victim << " did not rejoin as a replica";
   const auto recovered = Clock::now();
   const std::size_t before = writers.acknowledged();
   ASSERT_TRUE(WaitUntil(seconds(30), [&] { return writers.acknowledged() >= before + 40; }))
@@ -531,9 +542,11 @@ TEST(RedisFaultsTest, DurableInsertsSurviveAFailover) {
       ADD_FAILURE() << "a write after the recovery failed: " << w.status.ToString();
     }
   }
-  std::cout << "failover took " << std::chrono::duration_cast<milliseconds>(failed_over - killed).count()
+  std::cout << "failover took "
+            << std::chrono::duration_cast<milliseconds>(failed_over - killed).count()
             << " ms; writes " << writes.size() << ", unacknowledged " << failed << "\n";
-  for (const auto& [message, count] : errors) std::cout << "  " << count << " x " << message << "\n";
+  for (const auto& [message, count] : errors)
+    std::cout << "  " << count << " x " << message << "\n";
 
   // Acknowledged documents all there and found exactly, before any repair.
   std::string get_errors;
@@ -563,7 +576,6 @@ TEST(RedisFaultsTest, DurableInsertsSurviveAFailover) {
     EXPECT_TRUE(s.ok()) << s.ToString();
   }
 }
-
 
 // ---- Slots moved while queries run ----
 
@@ -649,7 +661,8 @@ std::vector<std::uint16_t> BusiestSlots(LoopbackCluster& cluster, const std::str
   for (const auto& [slot, n] : keys) by_count.emplace_back(-n, slot);
   std::sort(by_count.begin(), by_count.end());
   std::vector<std::uint16_t> slots;
-  for (std::size_t i = 0; i < by_count.size() && i < count; ++i) slots.push_back(by_count[i].second);
+  for (std::size_t i = 0; i < by_count.size() && i < count; ++i)
+    slots.push_back(by_count[i].second);
   return slots;
 }
 
@@ -720,12 +733,12 @@ TEST(RedisFaultsTest, QueriesStayExactWhileSlotsMove) {
   const std::uint64_t before_reshard = querier.redirections();
 
   // A thousand slots from one master to another, by redis-cli, while the queries run.
-  const int resharded = WaitExit(
-      Spawn({"/usr/bin/env", "redis-cli", "--cluster", "reshard", cluster.Address(0),
-             "--cluster-from", cluster.IdOf(masters[0]), "--cluster-to", cluster.IdOf(masters[1]),
-             "--cluster-slots", "1000", "--cluster-yes"},
-            cluster.dir() + "/reshard.log"),
-      seconds(120));
+  const int resharded =
+      WaitExit(Spawn({"/usr/bin/env", "redis-cli", "--cluster", "reshard", cluster.Address(0),
+                      "--cluster-from", cluster.IdOf(masters[0]), "--cluster-to",
+                      cluster.IdOf(masters[1]), "--cluster-slots", "1000", "--cluster-yes"},
+                     cluster.dir() + "/reshard.log"),
+               seconds(120));
   ASSERT_EQ(resharded, 0) << ReadFile(cluster.dir() + "/reshard.log");
   ASSERT_TRUE(querier.WaitBatches(3));
   const std::uint64_t after_reshard = querier.redirections();
@@ -747,8 +760,8 @@ TEST(RedisFaultsTest, QueriesStayExactWhileSlotsMove) {
   querier.Stop();
 
   std::cout << querier.batches() << " batches of 64 queries; redirections " << before_reshard
-            << " before the reshard, " << after_reshard - before_reshard << " across it, "
-            << asked << " while " << slots.size() << " slots were half moved\n";
+            << " before the reshard, " << after_reshard - before_reshard << " across it, " << asked
+            << " while " << slots.size() << " slots were half moved\n";
   EXPECT_EQ(querier.wrong(), 0u) << "the first: " << querier.first_error();
   Status verified = store->Verify();
   EXPECT_TRUE(verified.ok()) << verified.ToString();
@@ -779,8 +792,9 @@ int RacerMain(char** argv) {
   const int side = std::atoi(argv[3]), pairs = std::atoi(argv[4]);
   const std::uint64_t seed = std::strtoull(argv[5], nullptr, 10);
   const int fd = open(meeting.c_str(), O_RDWR);
-  void* shared = fd < 0 ? MAP_FAILED
-                        : mmap(nullptr, sizeof(Rendezvous), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* shared = fd < 0
+                     ? MAP_FAILED
+                     : mmap(nullptr, sizeof(Rendezvous), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (shared == MAP_FAILED) {
     std::printf("cannot map %s\n", meeting.c_str());
     return 1;
