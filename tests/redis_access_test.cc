@@ -570,10 +570,25 @@ TEST(SecuredPythonTest, SignsIn) {
   setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
   setenv("FPSTORE_SECURED_REDIS", plain_cluster->Address(0).c_str(), 1);
   setenv("FPSTORE_SECURED_REDIS_PASSWORD", kPassword, 1);
+  // A sanitized build's extension needs its runtime loaded first, as python.pytest does.
+  const std::string preload = FPSTORE_PYTHON_PRELOAD;
+  const char* asan_options = std::getenv("ASAN_OPTIONS");
+  const std::string kept_asan_options = asan_options != nullptr ? asan_options : "";
+  if (!preload.empty()) {
+    setenv("LD_PRELOAD", preload.c_str(), 1);
+    setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+  }
   const testing::ToolResult r = testing::RunTool(
       FPSTORE_PYTHON, {"-m", "pytest", "-q", "-p", "no:cacheprovider", FPSTORE_PYTHON_TEST});
-  unsetenv("FPSTORE_SECURED_REDIS");
-  unsetenv("FPSTORE_SECURED_REDIS_PASSWORD");
+  for (const char* name :
+       {"FPSTORE_SECURED_REDIS", "FPSTORE_SECURED_REDIS_PASSWORD", "LD_PRELOAD"}) {
+    unsetenv(name);
+  }
+  if (!preload.empty() && asan_options != nullptr) {
+    setenv("ASAN_OPTIONS", kept_asan_options.c_str(), 1);
+  } else if (!preload.empty()) {
+    unsetenv("ASAN_OPTIONS");
+  }
   EXPECT_EQ(r.exit_code, 0) << Said(r);
   EXPECT_EQ(r.out.find("skipped"), std::string::npos) << Said(r);
 }
