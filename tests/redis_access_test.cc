@@ -6,6 +6,7 @@
 //     what fpstore needs does the same;
 //   - a wrong password, a missing one, an unknown user and a command the user may not run each
 //     fail at Open with an error that says which;
+//   - near-duplicates offered at once through two handles: exactly one of each pair is stored;
 //   - connections opened after a MOVED or an ASK to a node not reached before sign in;
 // and on one of them: TLS that checks the nodes' certificates, the C API, the tools (password
 // from a file, the environment or the URL) and Python, a failover; no message that any of it
@@ -388,6 +389,39 @@ TEST_P(SecuredStoreTest, NamesTheCommandsAUserMayNotRun) {
   std::unique_ptr<Store> reader = MustOpen(cluster().Url(name, as_reader), options);
   ASSERT_NE(reader, nullptr);
   EXPECT_TRUE(reader->Query(Fingerprint{42}, 3).ok());
+}
+
+TEST_P(SecuredStoreTest, NearDuplicatesCheckedAtOnceTakeTurns) {
+  // Two handles, each with connections of its own, offer near-duplicates of the same pages.
+  const std::string url = cluster().Url(Made("e"), std::string(":") + kPassword + "@");
+  std::unique_ptr<Store> first = MustOpen(url, cluster().Options());
+  std::unique_ptr<Store> second = MustOpen(url, cluster().Options());
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  constexpr int kPages = 40;
+  std::vector<Result<CheckResult>> a, b;
+  auto offer = [&](Store& store, DocumentId base, Fingerprint flip,
+                   std::vector<Result<CheckResult>>& out) {
+    for (int i = 0; i < kPages; ++i) {
+      const Fingerprint page = 0x5851f42d4c957f2dULL * static_cast<Fingerprint>(i + 1);
+      out.push_back(store.CheckAndInsert(base + static_cast<DocumentId>(i), page ^ flip, "",
+                                         InsertPolicy::kIfNoMatch));
+    }
+  };
+  std::thread one([&] { offer(*first, 10'000, 0, a); });
+  std::thread two([&] { offer(*second, 20'000, 1, b); });
+  one.join();
+  two.join();
+  for (int i = 0; i < kPages; ++i) {
+    ASSERT_TRUE(a[i].ok()) << a[i].status().ToString();
+    ASSERT_TRUE(b[i].ok()) << b[i].status().ToString();
+    // Exactly one of each pair is stored; the other was told of it.
+    EXPECT_NE(a[i]->inserted, b[i]->inserted) << "page " << i;
+    const CheckResult& refused = a[i]->inserted ? *b[i] : *a[i];
+    ASSERT_EQ(refused.matches.size(), 1u) << "page " << i;
+    EXPECT_EQ(refused.matches[0].id,
+              static_cast<DocumentId>((a[i]->inserted ? 10'000 : 20'000) + i));
+  }
 }
 
 TEST_P(SecuredStoreTest, ConnectionsOpenedAfterMovedAndAskSignIn) {
