@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "faults/rocks_log.h"
 #include "fpstore/document.h"
 #include "fpstore/status.h"
 
@@ -30,16 +31,6 @@ class WalFilter;
 }  // namespace rocksdb
 
 namespace fpstore::internal {
-
-// One log record: a RocksDB write batch.
-struct LogRecord {
-  std::uint64_t log = 0;       // the number of the log that holds it
-  std::uint64_t sequence = 0;  // of its first key
-  std::string batch;           // the batch's bytes (rocksdb::WriteBatch's representation)
-  // False for a batch read from damaged bytes, as far as they read: its checksum fails, so its
-  // bytes, its sequence number included, may be wrong.
-  bool intact = true;
-};
 
 struct LogDamage {
   std::string file;         // the first damaged log, a path
