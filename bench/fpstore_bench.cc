@@ -450,12 +450,12 @@ std::unique_ptr<Store> OpenStore(const std::string& path, Durability durability)
   return Must(Store::Open(path, options), "open");
 }
 
-// A synthetic signature of the store's slot count for document `id`.
+// A synthetic signature of the store's size for document `id`.
 Signature SyntheticSignature(std::uint64_t id) {
   Random rnd(id * 0x9e3779b97f4a7c15ULL + 1);
-  std::string slots(static_cast<std::size_t>(FingerprintOptions{}.signature_slots), '\0');
-  for (char& s : slots) s = static_cast<char>(rnd.Next());
-  return *Signature::FromBytes(slots);
+  std::string bytes(static_cast<std::size_t>(FingerprintOptions{}.signature_bytes), '\0');
+  for (char& b : bytes) b = static_cast<char>(rnd.Next());
+  return *Signature::FromBytes(bytes);
 }
 
 // What confirmation costs: a store of the same documents, each with a

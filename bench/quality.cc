@@ -96,9 +96,9 @@ Config ParseOptions(int argc, char** argv) {
       "window", po::value(&c.fingerprint.window)->default_value(c.fingerprint.window),
       "fpstore: tokens per shingle of the fingerprint")(
       "weighting", po::value(&weighting)->default_value("tf"), "fpstore: tf or presence")(
-      "signature-slots",
-      po::value(&c.fingerprint.signature_slots)->default_value(c.fingerprint.signature_slots),
-      "fpstore: slots of the signature (0: none)")(
+      "signature-bytes",
+      po::value(&c.fingerprint.signature_bytes)->default_value(c.fingerprint.signature_bytes),
+      "fpstore: bytes of the signature (0: none)")(
       "signature-window",
       po::value(&c.fingerprint.signature_window)->default_value(c.fingerprint.signature_window),
       "fpstore: tokens per shingle of the signature")(
@@ -236,7 +236,7 @@ void RunStore(const Config& c, const std::vector<Document>& docs, Scorer* scorer
     Stopwatch watch;
     FingerprintOptions options;
     options.window = c.baseline_window;
-    options.signature_slots = 0;
+    options.signature_bytes = 0;
     const Result<Fingerprinter> fingerprinter = Fingerprinter::Create(options);
     if (!fingerprinter.ok()) Die("--baseline-window: " + fingerprinter.status().ToString());
     std::vector<Fingerprint> fps;

@@ -14,17 +14,18 @@
 //
 // Not a test: nothing passes or fails on speed. It stops if the two stores disagree on an answer.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
-#include <random>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <random>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "brute_force.h"
@@ -136,12 +137,12 @@ void Run(const Config& config) {
   // Queries: half near a stored document (hits), half random (misses).
   std::vector<Fingerprint> hits, misses;
   for (std::size_t i = 0; i < config.queries; ++i) {
-    hits.push_back(docs[rnd.Uniform(docs.size())].fingerprint ^ (Fingerprint{1} << rnd.Uniform(64)));
+    hits.push_back(docs[rnd.Uniform(docs.size())].fingerprint ^
+                   (Fingerprint{1} << rnd.Uniform(64)));
     misses.push_back(rnd.Next());
   }
   auto client = Must(internal::redis::ClusterClient::Connect(config.seed), "connecting");
-  const std::string url =
-      "redis://" + config.seed + "/bench-" + std::to_string(::getpid());
+  const std::string url = "redis://" + config.seed + "/bench-" + std::to_string(::getpid());
   std::filesystem::remove_all(config.dir);
   StoreOptions options;
   options.expected_documents = config.n;
@@ -164,8 +165,8 @@ void Run(const Config& config) {
   std::uint64_t redis_tables = 0, embedded_tables = 0;
   for (std::uint64_t b : rs.table_bytes) redis_tables += b;
   for (std::uint64_t b : es.table_bytes) embedded_tables += b;
-  table.Add("tables, bytes per fingerprint per table (disk; Redis memory)",
-            embedded_tables / per, redis_tables / per, 2);
+  table.Add("tables, bytes per fingerprint per table (disk; Redis memory)", embedded_tables / per,
+            redis_tables / per, 2);
   table.Add("whole store, bytes per fingerprint per table (disk; Redis used_memory)",
             es.bytes_on_disk / per, (UsedMemory(*client) - before) / per, 2);
 
@@ -179,8 +180,9 @@ void Run(const Config& config) {
     const double r = Rate(set->size(), [&](std::size_t i) {
       found_r += Must(redis->Query((*set)[i], 3), "query").size();
     });
-    if (found_e != found_r) Die("the stores found " + std::to_string(found_e) + " and " +
-                                std::to_string(found_r) + " matches for the same " + kind);
+    if (found_e != found_r)
+      Die("the stores found " + std::to_string(found_e) + " and " + std::to_string(found_r) +
+          " matches for the same " + kind);
     table.Add("queries, " + kind + ", one at a time, 1 thread (/s)", e, r);
     const std::span<const Fingerprint> all(*set);
     const double eb = Rate(all.size() / 1000, [&](std::size_t i) {
@@ -236,17 +238,19 @@ void Model(const Config& config) {
     internal::redis::Reply r =
         Must(client->RunOn(master, {"CONFIG", "GET", "zset-max-listpack-entries"}), "CONFIG GET");
     const int v = std::stoi(r.elements.at(1).str);
-    params.listpack_entries = params.listpack_entries == 0 ? v : std::min(params.listpack_entries, v);
+    params.listpack_entries =
+        params.listpack_entries == 0 ? v : std::min(params.listpack_entries, v);
   }
-  params.bucket_bits = Layout::ChooseBucketBits(plan, config.model_documents, params.listpack_entries);
+  params.bucket_bits =
+      Layout::ChooseBucketBits(plan, config.model_documents, params.listpack_entries);
   params.shard_bits = Layout::ChooseShardBits(config.model_documents);
   const Layout layout("model-" + std::to_string(::getpid()), plan, params);
   const int b = params.bucket_bits;
   const double mean = config.model_documents / std::ldexp(1.0, b);
   std::cout << "fpstore-redis-bench --model-documents " << config.model_documents << " --n "
             << config.n << ": bucket bits " << b << ", " << Fixed(mean, 1)
-            << " members a bucket on average, zset-max-listpack-entries "
-            << params.listpack_entries << "\n\n| table | members | bytes a member |\n|---|---|---|\n";
+            << " members a bucket on average, zset-max-listpack-entries " << params.listpack_entries
+            << "\n\n| table | members | bytes a member |\n|---|---|---|\n";
   Random rnd(config.random_seed);
   std::mt19937_64 engine(config.random_seed);
   std::poisson_distribution<int> members_of(mean);
@@ -280,13 +284,15 @@ void Model(const Config& config) {
   const double per_shard = config.model_documents / std::ldexp(1.0, params.shard_bits);
   std::poisson_distribution<int> records_of(per_shard);
   const std::string metadata(40, 'u');
-  for (const int slots : {params.recorded.fingerprint.signature_slots, 0}) {
+  for (const int signature_bytes : {params.recorded.fingerprint.signature_bytes, 0}) {
     const Signature signature =
-        Must(Signature::FromBytes(std::string(static_cast<std::size_t>(slots), 's')), "signature");
+        Must(Signature::FromBytes(std::string(static_cast<std::size_t>(signature_bytes), 's')),
+             "signature");
     const std::uint64_t before = UsedMemory(*client);
     std::uint64_t written = 0;
     std::vector<internal::redis::Command> commands;
-    for (std::uint64_t shard = slots == 0 ? 1u << 30 : 0; written < config.n / 4; ++shard) {
+    for (std::uint64_t shard = signature_bytes == 0 ? 1u << 30 : 0; written < config.n / 4;
+         ++shard) {
       const int count = records_of(engine);
       if (count == 0) continue;
       const std::string key = layout.ShardKey(shard);
@@ -304,15 +310,17 @@ void Model(const Config& config) {
     }
     Must(client->Run(commands), "HSET");
     const double bytes = static_cast<double>(UsedMemory(*client) - before) / written;
-    std::cout << "| documents, " << slots << "-slot signature, 40 bytes of metadata | " << written
-              << " | " << Fixed(bytes, 2) << " |\n";
+    std::cout << "| documents, " << signature_bytes << "-byte signature, 40 bytes of metadata | "
+              << written << " | " << Fixed(bytes, 2) << " |\n";
   }
-  Must(client->ScanKeys(layout.KeyPattern(), [&](std::vector<std::string>& keys) {
-    std::vector<internal::redis::Command> unlinks;
-    for (std::string& key : keys) unlinks.push_back({key, {"UNLINK", key}});
-    Result<std::vector<internal::redis::Reply>> done = client->Run(unlinks);
-    return done.ok() ? Status::OK() : done.status();
-  }), "cleaning up");
+  Must(client->ScanKeys(layout.KeyPattern(),
+                        [&](std::vector<std::string>& keys) {
+                          std::vector<internal::redis::Command> unlinks;
+                          for (std::string& key : keys) unlinks.push_back({key, {"UNLINK", key}});
+                          Result<std::vector<internal::redis::Reply>> done = client->Run(unlinks);
+                          return done.ok() ? Status::OK() : done.status();
+                        }),
+       "cleaning up");
 }
 
 }  // namespace
@@ -321,8 +329,8 @@ void Model(const Config& config) {
 int main(int argc, char** argv) {
   fpstore::bench::Config config;
   po::options_description desc("fpstore-redis-bench options");
-  desc.add_options()("help", "this text")(
-      "seed", po::value(&config.seed), "a node of the Redis Cluster, HOST:PORT")(
+  desc.add_options()("help", "this text")("seed", po::value(&config.seed),
+                                          "a node of the Redis Cluster, HOST:PORT")(
       "dir", po::value(&config.dir), "a directory for the embedded store (removed)")(
       "n", po::value(&config.n), "documents in each store (default 1,000,000)")(
       "queries", po::value(&config.queries), "queries of each kind (default 20,000)")(

@@ -685,7 +685,7 @@ static void TestFingerprinter(void) {
   size_t signature_len = 0;
   CHECK_OK(fpstore_fingerprinter_sketch(words, kQuick, strlen(kQuick), &fp, &signature,
                                         &signature_len, &errmsg));
-  CHECK(fp == 0x8212868318d29267ULL && signature != NULL && signature_len == 256);
+  CHECK(fp == 0x8212868318d29267ULL && signature != NULL && signature_len == 64);
   CHECK_OK(
       fpstore_fingerprinter_sketch(shingles, kQuick, strlen(kQuick), &fp, NULL, NULL, &errmsg));
   CHECK(fp == 0x75a5b714549a617aULL);
@@ -695,7 +695,7 @@ static void TestFingerprinter(void) {
                                         &errmsg));
   CHECK(fpstore_estimate_similarity(signature, signature_len, signature, signature_len) == 1.0);
   const double similarity = fpstore_estimate_similarity(signature, signature_len, other, other_len);
-  CHECK(similarity >= 0 && similarity < 0.5);
+  CHECK(similarity >= 0 && similarity < 0.75); /* not near-copies; coarse when low */
   CHECK(fpstore_estimate_similarity(NULL, 0, other, other_len) == -1);
   CHECK(fpstore_estimate_similarity(signature, 3, other, 3) == -1);
   fpstore_free(signature);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -25,7 +26,7 @@ namespace {
 using testing::StoreAt;
 using testing::TempDir;
 
-constexpr int kSlots = 256;
+constexpr int kBytes = 64;  // the default signature's
 
 struct Doc {
   DocumentId id;
@@ -33,25 +34,26 @@ struct Doc {
   Signature signature;
 };
 
-// Clusters of documents a few bits apart whose signatures share from 60% to
-// all of their slots with the cluster's; every seventh has no signature.
+// Clusters of documents a few bits apart whose signatures differ from the
+// cluster's in up to 200 of their 512 bits (an estimated similarity of 1
+// down to about 0.75); every seventh has no signature.
 std::vector<Doc> MakeCorpus(std::size_t clusters, std::size_t per_cluster, std::uint32_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<Doc> docs;
   DocumentId id = 1;
   for (std::size_t c = 0; c < clusters; ++c) {
     const Fingerprint base = rng();
-    std::string slots(kSlots, '\0');
-    for (char& s : slots) s = static_cast<char>(rng());
+    std::string bits(kBytes, '\0');
+    for (char& s : bits) s = static_cast<char>(rng());
     for (std::size_t m = 0; m < per_cluster; ++m, ++id) {
       Fingerprint fp = base;
       for (std::uint64_t flips = rng() % 4; flips > 0; --flips)
         fp ^= Fingerprint{1} << (rng() % 64);
-      std::string own = slots;
-      const std::size_t changed = rng() % (kSlots * 2 / 5);
+      std::string own = bits;
+      const std::size_t changed = rng() % 200;
       for (std::size_t i = 0; i < changed; ++i) {
-        const std::size_t at = rng() % kSlots;
-        own[at] = static_cast<char>(own[at] + 1 + rng() % 255);
+        const std::size_t at = rng() % (8 * kBytes);
+        own[at / 8] = static_cast<char>(own[at / 8] ^ (1 << (at % 8)));
       }
       Signature signature = id % 7 == 0 ? Signature() : *Signature::FromBytes(own);
       docs.push_back({id, fp, std::move(signature)});
@@ -201,7 +203,7 @@ TEST_F(ConfirmationTest, ClustersOfCopiesSplitByTheirSignatures) {
   // One fingerprint, two unrelated signatures and one document without: the
   // bare one joins everything, so all form one cluster; without it, two.
   std::unique_ptr<Store> store = *Store::Open(StoreAt(dir_, "s"));
-  std::string x(kSlots, 'x'), y(kSlots, 'y');
+  std::string x(kBytes, 'x'), y(kBytes, static_cast<char>(~'x'));  // every bit differs
   std::vector<NewDocument> docs = {{1, 42, "", *Signature::FromBytes(x)},
                                    {2, 42, "", *Signature::FromBytes(x)},
                                    {3, 42, "", *Signature::FromBytes(y)},
@@ -225,37 +227,39 @@ TEST_F(ConfirmationTest, ClustersOfCopiesSplitByTheirSignatures) {
 
 TEST_F(ConfirmationTest, CheckAndInsertCallsADuplicateOnlyWhatPasses) {
   std::unique_ptr<Store> store = *Store::Open(StoreAt(dir_, "s"));
-  std::string slots(kSlots, 'a');
-  ASSERT_TRUE(store->Insert({1, 0xff, "first", *Signature::FromBytes(slots)}).ok());
-  // One bit away but sharing half the slots: not a near-duplicate at 0.9.
-  std::string half = slots;
-  std::fill(half.begin(), half.begin() + kSlots / 2, 'b');
+  std::string bits(kBytes, 'a');
+  ASSERT_TRUE(store->Insert({1, 0xff, "first", *Signature::FromBytes(bits)}).ok());
+  // One bit away but 192 of the 512 bits differ: an estimated similarity of
+  // 1 - 128 ln(4) / 1024, about 0.83, not a near-duplicate at 0.9.
+  std::string half = bits;
+  for (std::size_t i = 0; i < 24; ++i) half[i] = static_cast<char>(~half[i]);
+  const double similarity = 1 - 128 * std::log(4.0) / 1024;
   const NewDocument unlike{2, 0xfe, "second", *Signature::FromBytes(half)};
   Result<CheckResult> r = store->CheckAndInsert(unlike, InsertPolicy::kIfNoMatch);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->inserted);
   EXPECT_TRUE(r->matches.empty());
-  // At 0.4 it would have been one.
+  // At 0.8 it would have been one.
   const NewDocument again{3, 0xfe, "third", *Signature::FromBytes(half)};
-  r = store->CheckAndInsert(again, InsertPolicy::kIfNoMatch, {std::nullopt, 0.4});
+  r = store->CheckAndInsert(again, InsertPolicy::kIfNoMatch, {std::nullopt, 0.8});
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->inserted);
-  ASSERT_EQ(r->matches.size(), 2u);  // document 2 exactly, document 1 at about 0.5
+  ASSERT_EQ(r->matches.size(), 2u);  // document 2 exactly, document 1 at about 0.83
   EXPECT_EQ(r->matches[0].id, 2u);
   EXPECT_EQ(r->matches[0].similarity, 1.0);
-  EXPECT_NEAR(*r->matches[1].similarity, 0.5, 0.01);
+  EXPECT_DOUBLE_EQ(*r->matches[1].similarity, similarity);
   EXPECT_EQ(store->Get(3).status().code(), Status::Code::kNotFound);
   // A bare fingerprint is matched by distance.
   r = store->CheckAndInsert(4, 0xfe, "fourth", InsertPolicy::kIfNoMatch);
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->inserted);
   EXPECT_EQ(r->matches.size(), 2u);
-  EXPECT_EQ(store->Get(1)->signature.bytes(), slots);
+  EXPECT_EQ(store->Get(1)->signature.bytes(), bits);
 }
 
 TEST_F(ConfirmationTest, SignaturesOfAnotherSizeAreRefusedAndChangeNothing) {
   std::unique_ptr<Store> store = *Store::Open(StoreAt(dir_, "s"));
-  const Signature small = *Signature::FromBytes(std::string(64, 's'));
+  const Signature small = *Signature::FromBytes(std::string(kBytes / 2, 's'));
   const NewDocument doc{1, 7, "", small};
   EXPECT_EQ(store->Insert(doc).code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(store->InsertBatch(std::vector<NewDocument>{{2, 7, ""}, doc}).code(),
@@ -267,9 +271,9 @@ TEST_F(ConfirmationTest, SignaturesOfAnotherSizeAreRefusedAndChangeNothing) {
   EXPECT_EQ(store->Stats()->documents, 0u);
   // A store made without signatures takes none.
   StoreOptions none;
-  none.fingerprint = FingerprintOptions{.signature_slots = 0};
+  none.fingerprint = FingerprintOptions{.signature_bytes = 0};
   std::unique_ptr<Store> bare = *Store::Open(StoreAt(dir_, "bare"), none);
-  EXPECT_EQ(bare->Insert({1, 7, "", *Signature::FromBytes(std::string(kSlots, 's'))}).code(),
+  EXPECT_EQ(bare->Insert({1, 7, "", *Signature::FromBytes(std::string(kBytes, 's'))}).code(),
             Status::Code::kInvalidArgument);
   EXPECT_TRUE(bare->Insert(1, 7).ok());
 }
@@ -284,9 +288,11 @@ TEST_F(ConfirmationTest, TheThresholdIsRecordedAtCreation) {
   }
   EXPECT_EQ(Store::Open(StoreAt(dir_, "s"))->get()->Stats()->min_similarity, 0.8);
   options.min_similarity = 0.9;
-  EXPECT_EQ(Store::Open(StoreAt(dir_, "s"), options).status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(Store::Open(StoreAt(dir_, "s"), options).status().code(),
+            Status::Code::kInvalidArgument);
   options.min_similarity = 1.5;
-  EXPECT_EQ(Store::Open(StoreAt(dir_, "new"), options).status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(Store::Open(StoreAt(dir_, "new"), options).status().code(),
+            Status::Code::kInvalidArgument);
   StoreOptions no_create;
   no_create.create_if_missing = false;
   EXPECT_TRUE(Store::Open(StoreAt(dir_, "new"), no_create).status().IsNotFound());
@@ -332,7 +338,7 @@ TEST_F(ConfirmationTest, TextsFindTheirNearCopiesAndNotPagesThatShareOnlyBoilerp
 
 #if !FPSTORE_TEST_REDIS  // the embedded store's records
 TEST_F(ConfirmationTest, TheSignedRecordIsWrittenWithTheFirstSignatureAndVerified) {
-  const Signature signature = *Signature::FromBytes(std::string(kSlots, 's'));
+  const Signature signature = *Signature::FromBytes(std::string(kBytes, 's'));
   // Bare fingerprints only: no record, and scans read no documents' records.
   {
     std::unique_ptr<Store> store = *Store::Open(StoreAt(dir_, "s"));

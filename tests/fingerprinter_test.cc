@@ -51,9 +51,9 @@ std::string ReplaceWord(std::string text, int n, const std::string& word) {
 
 TEST(FingerprintOptionsTest, TextFormRoundTrips) {
   FingerprintOptions defaults;
-  EXPECT_EQ(defaults.ToString(), "v1 window=1 weighting=tf signature=256 signature_window=5");
-  FingerprintOptions other{.version = 1, .window = 5, .weighting = FeatureWeighting::kPresence};
-  EXPECT_EQ(other.ToString(), "v1 window=5 weighting=presence signature=256 signature_window=5");
+  EXPECT_EQ(defaults.ToString(), "v2 window=1 weighting=tf signature=64 signature_window=5");
+  FingerprintOptions other{.version = 2, .window = 5, .weighting = FeatureWeighting::kPresence};
+  EXPECT_EQ(other.ToString(), "v2 window=5 weighting=presence signature=64 signature_window=5");
   for (const FingerprintOptions& o : {defaults, other}) {
     Result<FingerprintOptions> parsed = FingerprintOptions::Parse(o.ToString());
     ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
@@ -63,22 +63,27 @@ TEST(FingerprintOptionsTest, TextFormRoundTrips) {
 
 TEST(FingerprintOptionsTest, BadTextFormsAreRejected) {
   for (const char* text :
-       {"", "v1", "v1 window=3", "v1 window=x weighting=tf", "v1 window=3 weighting=idf",
-        "v1 window=3 weighting=tf extra=1", "v1 window=0 weighting=tf", "v1 window=65 weighting=tf",
-        "v1 window=3 window=3 weighting=tf", "v1 window=3  weighting=tf"}) {
+       {"", "v2", "v2 window=3", "v2 window=x weighting=tf", "v2 window=3 weighting=idf",
+        "v2 window=3 weighting=tf extra=1", "v2 window=0 weighting=tf", "v2 window=65 weighting=tf",
+        "v2 window=3 window=3 weighting=tf", "v2 window=3  weighting=tf"}) {
     Result<FingerprintOptions> parsed = FingerprintOptions::Parse(text);
     EXPECT_FALSE(parsed.ok()) << text;
     EXPECT_NE(parsed.status().message().find("fingerprint options"), std::string::npos)
         << parsed.status().ToString();
   }
   Result<FingerprintOptions> future =
-      FingerprintOptions::Parse("v2 window=3 weighting=tf signature=256 signature_window=5");
+      FingerprintOptions::Parse("v3 window=3 weighting=tf signature=64 signature_window=5");
   EXPECT_TRUE(future.status().IsNotSupported()) << future.status().ToString();
+  // Version 1's signatures kept a byte a slot: a store that recorded it is refused.
+  Result<FingerprintOptions> old =
+      FingerprintOptions::Parse("v1 window=1 weighting=tf signature=256 signature_window=5");
+  EXPECT_TRUE(old.status().IsNotSupported()) << old.status().ToString();
 }
 
 TEST(FingerprinterTest, CreateValidatesOptions) {
   EXPECT_TRUE(Fingerprinter::Create({.window = 0}).status().IsInvalidArgument());
-  EXPECT_TRUE(Fingerprinter::Create({.version = 2}).status().IsNotSupported());
+  EXPECT_TRUE(Fingerprinter::Create({.version = 1}).status().IsNotSupported());
+  EXPECT_TRUE(Fingerprinter::Create({.version = 3}).status().IsNotSupported());
   EXPECT_TRUE(Fingerprinter::Create({.window = 64}).ok());
 }
 

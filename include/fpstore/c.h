@@ -367,10 +367,10 @@ FPSTORE_EXPORT int fpstore_repair(fpstore_t* store, char** errmsg);
 typedef struct fpstore_fingerprinter_t fpstore_fingerprinter_t;
 
 /* A fingerprinter (thread-safe once made) with the options of fingerprinter.h: window (0: the
- * default, 1), weighting "tf" or "presence" (NULL: "tf"), signature_slots
- * (0: 256) and signature_window (0: 5). */
+ * default, 1), weighting "tf" or "presence" (NULL: "tf"), signature_bytes
+ * (0: 64; else 16, 32, 64, 128 or 256) and signature_window (0: 5). */
 FPSTORE_EXPORT int fpstore_fingerprinter_create(int window, const char* weighting,
-                                                int signature_slots, int signature_window,
+                                                int signature_bytes, int signature_window,
                                                 fpstore_fingerprinter_t** fingerprinter,
                                                 char** errmsg);
 /* A UTF-8 text's fingerprint and, if signature is not NULL, its

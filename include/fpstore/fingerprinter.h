@@ -40,11 +40,12 @@ enum class FeatureWeighting {
 };
 
 struct FPSTORE_EXPORT FingerprintOptions {
-  // The algorithm version. 1 is the only one so far: NFKC_Casefold, ICU
-  // word boundaries (letters, numbers, kana, ideographs), XXH3-64 with seed 0
-  // over the token's UTF-8 bytes, shingles hashed as the XXH3-64 of their
-  // token hashes. Default: 1.
-  int version = 1;
+  // The algorithm version. 2 is the only one this build knows: NFKC_Casefold,
+  // ICU word boundaries (letters, numbers, kana, ideographs), XXH3-64 with
+  // seed 0 over the token's UTF-8 bytes, shingles hashed as the XXH3-64 of
+  // their token hashes, and the signature of signature.h (version 1's kept a
+  // byte of each of its slots). Default: 2.
+  int version = 2;
 
   // Number of consecutive tokens per feature (shingle) of the fingerprint. 1
   // makes the features single words: near-copies land closest, and so do
@@ -56,18 +57,19 @@ struct FPSTORE_EXPORT FingerprintOptions {
 
   FeatureWeighting weighting = FeatureWeighting::kTermFrequency;
 
-  // Slots of the verification signature (signature.h), one byte each; 0
-  // makes none. More slots estimate similarity more closely and cost a byte
-  // a document each (docs/design.md, "Confirming candidates"). Default: 256.
-  // REQUIRES: 0, or Signature::kMinSlots to Signature::kMaxSlots.
-  int signature_slots = 256;
+  // Bytes of the verification signature (signature.h); 0 makes none. A
+  // larger one estimates similarity more closely and costs its bytes a
+  // document (docs/design.md, "Confirming candidates"). Default: 64.
+  // REQUIRES: 0, or a power of two from Signature::kMinBytes to
+  // Signature::kMaxBytes.
+  int signature_bytes = 64;
 
   // Consecutive tokens per shingle of the signature: it estimates the
   // Jaccard similarity of the documents' sets of such shingles. Default: 5.
   // REQUIRES: 1 <= signature_window <= 64.
   int signature_window = 5;
 
-  // "v1 window=1 weighting=tf signature=256 signature_window=5": stable,
+  // "v2 window=1 weighting=tf signature=64 signature_window=5": stable,
   // human-readable, and the form a store records. Parse(ToString()) gives
   // back equal options.
   std::string ToString() const;
@@ -98,7 +100,7 @@ class FPSTORE_EXPORT Fingerprinter {
   Result<Fingerprint> FromText(std::string_view utf8) const;
 
   // The fingerprint and the verification signature of a UTF-8 text, in one
-  // pass. The signature is empty when options().signature_slots is 0 or the
+  // pass. The signature is empty when options().signature_bytes is 0 or the
   // text has no word. Errors as FromText.
   Result<Sketch> SketchText(std::string_view utf8) const;
 

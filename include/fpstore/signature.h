@@ -3,14 +3,18 @@
 //
 // A simhash fingerprint holds 64 bits of a noisy angle between feature
 // vectors: on real pages, documents that share only navigation and templates
-// land within a few bits. A Signature is a second, larger summary of the same
+// land within a few bits. A Signature is a second summary of the same
 // document, from which the Jaccard similarity of two documents' feature sets
-// (the fraction of shingles they share) is estimated: one-permutation
-// MinHash (Li, Owen and Zhang, NIPS 2012) with optimal densification
-// (Shrivastava, ICML 2017), keeping the lowest 8 bits of each slot's minimum
-// (b-bit minwise hashing, Li and König, WWW 2010). A store finds candidates
-// exactly by Hamming distance, then confirms each by its estimated similarity
-// (docs/design.md, "Confirming candidates").
+// (the fraction of shingles they share) is estimated. It is an odd sketch
+// (Mitzenmacher, Pagh and Pham, WWW 2014) of a one-permutation MinHash
+// (Li, Owen and Zhang, NIPS 2012) of 16 slots a byte: each slot's least
+// shingle hash, empty slots densified (Shrivastava, ICML 2017), flips one bit
+// of the signature. Two signatures differ in the bits their differing slots
+// flip, so the count of bits that differ estimates the count of slots that
+// do: precise where near-copies are decided, at high similarity
+// (docs/design.md, "Confirming candidates", has its error against other
+// summaries of the same size). A store finds candidates exactly by Hamming
+// distance, then confirms each by its estimated similarity.
 //
 // The Fingerprinter makes both in one pass over the text (SketchText). A
 // document given as a bare fingerprint has an empty Signature: it matches by
@@ -34,20 +38,25 @@ namespace fpstore {
 
 class FPSTORE_EXPORT Signature {
  public:
-  // Slots a signature may have: 0 (none), or kMinSlots to kMaxSlots.
-  static constexpr int kMinSlots = 16;
-  static constexpr int kMaxSlots = 1024;
+  // The sizes a signature may have, in bytes: 0 (none), or a power of two
+  // from kMinBytes to kMaxBytes.
+  static constexpr int kMinBytes = 16;
+  static constexpr int kMaxBytes = 256;
+  // True for kMinBytes, 2 kMinBytes, ... kMaxBytes.
+  static bool ValidSize(std::size_t bytes) {
+    return bytes >= kMinBytes && bytes <= kMaxBytes && (bytes & (bytes - 1)) == 0;
+  }
 
   // No signature.
   Signature() = default;
 
-  // The signature whose bytes() are `bytes`, one byte a slot. InvalidArgument
-  // unless empty or kMinSlots to kMaxSlots bytes long.
+  // The signature whose bytes() are `bytes`. InvalidArgument unless empty or
+  // of a size ValidSize allows.
   static Result<Signature> FromBytes(std::string_view bytes);
 
   bool empty() const { return bytes_.empty(); }
-  std::size_t slots() const { return bytes_.size(); }
-  // One byte a slot: what a store keeps and what FromBytes takes back.
+  std::size_t size() const { return bytes_.size(); }
+  // What a store keeps and what FromBytes takes back.
   std::string_view bytes() const { return bytes_; }
 
   friend bool operator==(const Signature&, const Signature&) = default;
@@ -60,10 +69,14 @@ class FPSTORE_EXPORT Signature {
 };
 
 // The estimated Jaccard similarity, from 0 to 1, of the feature sets that `a`
-// and `b` summarise: the fraction of equal slots, corrected for the 1 in 256
-// chance that two different 8-bit slots are equal. Its standard error is
-// about sqrt(J (1 - J) / slots): 0.019 at J = 0.9 with 256 slots. nullopt if
-// either is empty or their slot counts differ.
+// and `b` summarise: one less the fraction of the 16 x size() slots that
+// differ, which the z of its n = 8 x size() bits that differ estimate as
+// -(n / 4) ln(1 - 2 z / n): the inverse of the chance that flips cancel on
+// one bit. It is 0 once half the bits differ; below about 0.75 it is
+// coarse, and says only that the texts are not near-copies (two unrelated
+// texts may show anything from 0 to about 0.75). Its bias and standard
+// error are in docs/design.md.
+// nullopt if either is empty or their sizes differ.
 FPSTORE_EXPORT std::optional<double> EstimateSimilarity(const Signature& a, const Signature& b);
 
 // What the Fingerprinter makes of one text: the fingerprint that finds

@@ -120,11 +120,10 @@ struct StoreStats {
 // About how many bytes a store with `plan`, created for `documents`
 // documents and holding as many, takes on disk after a bulk load: a model
 // fitted to fpstore-bench's measurements (docs/performance.md), for
-// choosing a plan, plus `signature_slots` + 2 bytes a document for
-// documents loaded with signatures of that many slots (they do not
-// compress).
+// choosing a plan, plus `signature_bytes` + 2 bytes a document for
+// documents loaded with signatures of that size (they do not compress).
 FPSTORE_EXPORT double EstimateStoreBytes(const PermutationPlan& plan, std::uint64_t documents,
-                                         int signature_slots = 0);
+                                         int signature_bytes = 0);
 
 // Removes the store at `path` (a directory, or a "redis://" store's every
 // key) for good. NotFound if there is none; Busy if a process has an

@@ -281,14 +281,14 @@ int fpstore_repair(fpstore_t* store, char** errmsg) {
   });
 }
 
-int fpstore_fingerprinter_create(int window, const char* weighting, int signature_slots,
+int fpstore_fingerprinter_create(int window, const char* weighting, int signature_bytes,
                                  int signature_window, fpstore_fingerprinter_t** fingerprinter,
                                  char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
     if (fingerprinter == nullptr) return Null("fingerprinter");
     fpstore::FingerprintOptions options;
     if (window != 0) options.window = window;
-    if (signature_slots != 0) options.signature_slots = signature_slots;
+    if (signature_bytes != 0) options.signature_bytes = signature_bytes;
     if (signature_window != 0) options.signature_window = signature_window;
     if (weighting != nullptr) {
       const std::string_view w = weighting;

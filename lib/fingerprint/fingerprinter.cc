@@ -147,7 +147,7 @@ Status ForEachToken(std::string_view utf8, std::string& buffer, Emit&& emit) {
 std::string FingerprintOptions::ToString() const {
   return "v" + std::to_string(version) + " window=" + std::to_string(window) +
          " weighting=" + WeightingName(weighting) +
-         " signature=" + std::to_string(signature_slots) +
+         " signature=" + std::to_string(signature_bytes) +
          " signature_window=" + std::to_string(signature_window);
 }
 
@@ -170,7 +170,7 @@ Result<FingerprintOptions> FingerprintOptions::Parse(std::string_view text) {
       if (!ParseNumber(field.substr(7), options.window)) return bad("bad window");
       seen_window = true;
     } else if (field.starts_with("signature=") && !seen_slots) {
-      if (!ParseNumber(field.substr(10), options.signature_slots)) return bad("bad signature");
+      if (!ParseNumber(field.substr(10), options.signature_bytes)) return bad("bad signature");
       seen_slots = true;
     } else if (field.starts_with("signature_window=") && !seen_signature_window) {
       if (!ParseNumber(field.substr(17), options.signature_window)) {
@@ -203,18 +203,19 @@ Result<FingerprintOptions> FingerprintOptions::Parse(std::string_view text) {
 }
 
 Status FingerprintOptions::Validate() const {
-  if (version != 1) {
+  if (version != 2) {
     return Status::NotSupported("fingerprint version " + std::to_string(version) +
-                                " (this build knows version 1)");
+                                " (this build knows version 2)");
   }
   if (window < 1 || window > kMaxWindow) {
     return Status::InvalidArgument("window " + std::to_string(window) + " out of range (1 to 64)");
   }
-  if (signature_slots != 0 &&
-      (signature_slots < Signature::kMinSlots || signature_slots > Signature::kMaxSlots)) {
-    return Status::InvalidArgument("signature slots " + std::to_string(signature_slots) +
-                                   " out of range (0, or " + std::to_string(Signature::kMinSlots) +
-                                   " to " + std::to_string(Signature::kMaxSlots) + ")");
+  if (signature_bytes != 0 &&
+      (signature_bytes < 0 || !Signature::ValidSize(static_cast<std::size_t>(signature_bytes)))) {
+    return Status::InvalidArgument("signature bytes " + std::to_string(signature_bytes) +
+                                   " out of range (0, or a power of two from " +
+                                   std::to_string(Signature::kMinBytes) + " to " +
+                                   std::to_string(Signature::kMaxBytes) + ")");
   }
   if (signature_window < 1 || signature_window > kMaxWindow) {
     return Status::InvalidArgument("signature window " + std::to_string(signature_window) +
@@ -242,8 +243,8 @@ Result<Fingerprint> Analyze(const FingerprintOptions& options, std::string_view 
   std::string buffer;
   ShingleHasher shingles(options.window);
   std::optional<internal::SignatureBuilder> slots;
-  if (signature != nullptr && options.signature_slots > 0) {
-    slots.emplace(options.signature_slots, options.signature_window);
+  if (signature != nullptr && options.signature_bytes > 0) {
+    slots.emplace(options.signature_bytes, options.signature_window);
   }
   std::vector<std::uint64_t> features;  // kPresence: every feature, to count each once
   UnitVoteCounter votes;

@@ -1,5 +1,5 @@
-// One-permutation MinHash with optimal densification, 8 bits a slot, over
-// shingles of a token stream: how a Fingerprinter makes a Signature
+// One-permutation MinHash over shingles of a token stream, densified and
+// folded into an odd sketch: how a Fingerprinter makes a Signature
 // (fpstore/signature.h; the bytes in docs/format.md, "Documents").
 //
 // Thread safety: a builder is used by one thread.
@@ -31,16 +31,19 @@ inline std::size_t Scale(std::uint64_t h, std::size_t n) {
 // Inline below: called for every token of every text.
 class SignatureBuilder {
  public:
-  // REQUIRES: slots >= 1; 1 <= window <= 64.
-  SignatureBuilder(int slots, int window);
+  // The slots of a signature of `bytes` bytes.
+  static constexpr std::size_t kSlotsPerByte = 16;
+
+  // REQUIRES: Signature::ValidSize(bytes); 1 <= window <= 64.
+  SignatureBuilder(int bytes, int window);
 
   // The next token, by its hash (Fingerprinter::HashTerm). Each window of
   // `window` tokens is a shingle, hashed as a polynomial of its token
   // hashes, rolled from one shingle to the next in constant time.
   void AddToken(std::uint64_t token);
 
-  // The slots' bytes; empty if no token was added. A text shorter than the
-  // window has one shingle, of all its tokens.
+  // The signature's bytes; empty if no token was added. A text shorter than
+  // the window has one shingle, of all its tokens.
   std::string Finish();
 
  private:
@@ -49,6 +52,9 @@ class SignatureBuilder {
   static constexpr std::uint64_t kBase = 0x9e3779b97f4a7c15ULL;
   // Adds one shingle's polynomial hash; a repeated one changes nothing.
   void AddShingle(std::uint64_t polynomial);
+  // Gives each empty slot the least hash of the first full slot in its own
+  // sequence of slots.
+  void Densify();
 
   std::vector<std::uint64_t> mins_;  // per slot, the least mixed hash seen; kEmpty if none
   const std::size_t window_;

@@ -12,14 +12,14 @@
 namespace fpstore {
 
 double EstimateStoreBytes(const PermutationPlan& plan, std::uint64_t documents,
-                          int signature_slots) {
+                          int signature_bytes) {
   // The model's constants, fitted to fpstore-bench's stores (docs/performance.md, "Choosing a
   // plan"): a document's record (LZ4), a member's filter bits, a group's key and index entry.
   constexpr double kRecordBytes = 17, kFilterBytesPerMember = 1.25, kBytesPerGroup = 12.9;
   const double n = static_cast<double>(documents);
   const int group_bits = internal::GroupBitsFor(documents);
   double bytes = n * kRecordBytes;
-  if (signature_slots > 0) bytes += n * (signature_slots + 2);
+  if (signature_bytes > 0) bytes += n * (signature_bytes + 2);
   for (std::size_t t = 0; t < plan.table_count(); ++t) {
     const internal::GroupLayout layout = internal::TableGroupLayout(plan, t, group_bits);
     const double groups = std::ldexp(1.0, layout.group_bits());

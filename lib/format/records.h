@@ -27,15 +27,15 @@
 
 namespace fpstore::internal {
 
-// InvalidArgument unless `doc`'s signature is empty or has `slots` slots (the store's).
-inline Status CheckSignature(const NewDocument& doc, int slots) {
-  if (doc.signature.empty() || doc.signature.slots() == static_cast<std::size_t>(slots)) {
+// InvalidArgument unless `doc`'s signature is empty or of `bytes` bytes (the store's).
+inline Status CheckSignature(const NewDocument& doc, int bytes) {
+  if (doc.signature.empty() || doc.signature.size() == static_cast<std::size_t>(bytes)) {
     return Status::OK();
   }
   return Status::InvalidArgument("document " + std::to_string(doc.id) + " has a signature of " +
-                                 std::to_string(doc.signature.slots()) +
-                                 " slots; this store's fingerprint options make " +
-                                 (slots == 0 ? std::string("none") : std::to_string(slots)));
+                                 std::to_string(doc.signature.size()) +
+                                 " bytes; this store's fingerprint options make " +
+                                 (bytes == 0 ? std::string("none") : std::to_string(bytes)));
 }
 
 // A documents-family value: the fingerprint (8 bytes), then its "tail": the signature's length in

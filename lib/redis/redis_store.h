@@ -130,7 +130,7 @@ class RedisStore final : public Store {
   // were stored before; and the check of a signature's size.
   Status Write(std::span<const NewDocument> docs, std::uint64_t* replaced);
   Status CheckSignature(const NewDocument& doc) const {
-    return internal::CheckSignature(doc, fingerprinter_.options().signature_slots);
+    return internal::CheckSignature(doc, fingerprinter_.options().signature_bytes);
   }
 
   // For tests: the MOVED and ASK redirections the store's idle connections have followed.

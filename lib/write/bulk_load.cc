@@ -100,7 +100,7 @@ struct BulkLoaderImpl::Matched {
 
 Status BulkLoaderImpl::Add(const NewDocument& doc) {
   if (finished_) return Status::InvalidArgument("the bulk load has finished");
-  if (Status s = CheckSignature(doc, store_.signature_slots); !s.ok()) return s;
+  if (Status s = CheckSignature(doc, store_.signature_bytes); !s.ok()) return s;
   if (buffer_.capacity() == 0) ReserveBuffer();
   const std::string tail = EncodeDocumentTail(doc.signature.bytes(), doc.metadata);
   // All or nothing on bad_alloc: a record without its tail would take the next one's.

@@ -31,7 +31,7 @@ class BulkLoaderImpl final : public BulkLoader {
     const Staging* staging;
     Ingestion* ingestion;
     StoreLocks* locks;
-    int signature_slots;  // the store's; a document's signature has these or none
+    int signature_bytes;  // the store's; a document's signature has these or none
   };
 
   BulkLoaderImpl(const Context& store, BulkLoadOptions options, ScratchDir dir)

@@ -134,7 +134,7 @@ Status Writer::InsertBatch(std::span<const NewDocument> docs) {
   if (Status s = CheckWritable(); !s.ok()) return s;
   if (docs.empty()) return Status::OK();
   for (const NewDocument& d : docs) {
-    if (Status s = CheckSignature(d, fingerprinter_.options().signature_slots); !s.ok()) return s;
+    if (Status s = CheckSignature(d, fingerprinter_.options().signature_bytes); !s.ok()) return s;
   }
   // The last occurrence of an id wins.
   std::map<DocumentId, const NewDocument*> latest;
@@ -193,7 +193,7 @@ Result<CheckResult> Writer::CheckAndInsert(const NewDocument& doc, InsertPolicy 
   if (Status s = CheckWritable(); !s.ok()) return s;
   Result<Matching> matching = MatchingFor(options.distance, options.min_similarity);
   if (!matching.ok()) return matching.status();
-  if (Status s = CheckSignature(doc, fingerprinter_.options().signature_slots); !s.ok()) return s;
+  if (Status s = CheckSignature(doc, fingerprinter_.options().signature_bytes); !s.ok()) return s;
   const DocumentId id = doc.id;
   CheckResult result;
   {
@@ -226,7 +226,7 @@ Result<std::unique_ptr<BulkLoader>> Writer::NewBulkLoader(const BulkLoadOptions&
   if (!dir.ok()) return dir.status();
   const BulkLoaderImpl::Context context{db_.get(), &documents_,
                                         &staging_, &ingestion_,
-                                        &locks_,   fingerprinter_.options().signature_slots};
+                                        &locks_,   fingerprinter_.options().signature_bytes};
   return std::unique_ptr<BulkLoader>(
       std::make_unique<BulkLoaderImpl>(context, options, *std::move(dir)));
 }

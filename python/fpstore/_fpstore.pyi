@@ -25,7 +25,7 @@ class FingerprintOptions:
     @property
     def weighting(self) -> str: ...
     @property
-    def signature_slots(self) -> int: ...
+    def signature_bytes(self) -> int: ...
     @property
     def signature_window(self) -> int: ...
 
@@ -35,7 +35,7 @@ class Fingerprinter:
         *,
         window: int = 1,
         weighting: str = "tf",
-        signature_slots: int = 256,
+        signature_bytes: int = 64,
         signature_window: int = 5,
     ) -> None: ...
     @property
@@ -158,7 +158,7 @@ class Store:
         distance: Optional[int] = None,
         window: Optional[int] = None,
         weighting: Optional[str] = None,
-        signature_slots: Optional[int] = None,
+        signature_bytes: Optional[int] = None,
         signature_window: Optional[int] = None,
         min_similarity: Optional[float] = None,
         expected_documents: Optional[int] = None,

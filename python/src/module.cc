@@ -220,7 +220,7 @@ class PyStore {
   static std::unique_ptr<PyStore> Open(
       const std::string& path, bool create, bool read_only, std::optional<int> blocks,
       std::optional<int> distance, std::optional<int> window, std::optional<std::string> weighting,
-      std::optional<int> signature_slots, std::optional<int> signature_window,
+      std::optional<int> signature_bytes, std::optional<int> signature_window,
       std::optional<double> min_similarity, std::optional<std::uint64_t> expected_documents,
       const std::string& durability, bool drop_damaged_log,
       std::optional<std::size_t> block_cache_bytes, std::optional<std::size_t> write_buffer_bytes,
@@ -233,7 +233,7 @@ class PyStore {
     options.read_only = read_only;
     options.blocks = blocks;
     options.distance = distance;
-    if (window || weighting || signature_slots || signature_window) {
+    if (window || weighting || signature_bytes || signature_window) {
       // What is not given is the existing store's, as the tools do, so that giving one option
       // checks that one.
       FingerprintOptions fp;
@@ -250,7 +250,7 @@ class PyStore {
       }
       if (window) fp.window = *window;
       if (weighting) fp.weighting = WeightingFrom(*weighting);
-      if (signature_slots) fp.signature_slots = *signature_slots;
+      if (signature_bytes) fp.signature_bytes = *signature_bytes;
       if (signature_window) fp.signature_window = *signature_window;
       options.fingerprint = fp;
     }
@@ -622,7 +622,7 @@ PYBIND11_MODULE(_fpstore, m) {
            })
       .def("__repr__", [](const Sketch& s) {
         return "Sketch(fingerprint=" + std::to_string(s.fingerprint) + ", signature=<" +
-               std::to_string(s.signature.slots()) + " bytes>)";
+               std::to_string(s.signature.size()) + " bytes>)";
       });
 
   py::class_<FingerprintOptions>(m, "FingerprintOptions")
@@ -630,7 +630,7 @@ PYBIND11_MODULE(_fpstore, m) {
       .def_readonly("window", &FingerprintOptions::window)
       .def_property_readonly("weighting",
                              [](const FingerprintOptions& o) { return WeightingName(o.weighting); })
-      .def_readonly("signature_slots", &FingerprintOptions::signature_slots)
+      .def_readonly("signature_bytes", &FingerprintOptions::signature_bytes)
       .def_readonly("signature_window", &FingerprintOptions::signature_window)
       .def("__str__", &FingerprintOptions::ToString)
       .def("__repr__", [](const FingerprintOptions& o) {
@@ -638,17 +638,17 @@ PYBIND11_MODULE(_fpstore, m) {
       });
 
   py::class_<Fingerprinter>(m, "Fingerprinter")
-      .def(py::init([](int window, const std::string& weighting, int signature_slots,
+      .def(py::init([](int window, const std::string& weighting, int signature_bytes,
                        int signature_window) {
              FingerprintOptions options;
              options.window = window;
              options.weighting = WeightingFrom(weighting);
-             options.signature_slots = signature_slots;
+             options.signature_bytes = signature_bytes;
              options.signature_window = signature_window;
              return Value(Fingerprinter::Create(options));
            }),
            py::kw_only(), py::arg("window") = 1, py::arg("weighting") = "tf",
-           py::arg("signature_slots") = 256, py::arg("signature_window") = 5)
+           py::arg("signature_bytes") = 64, py::arg("signature_window") = 5)
       .def_property_readonly("options", &Fingerprinter::options)
       .def(
           "fingerprint",
@@ -792,7 +792,7 @@ PYBIND11_MODULE(_fpstore, m) {
       .def_static("open", &PyStore::Open, py::arg("path"), py::kw_only(), py::arg("create") = true,
                   py::arg("read_only") = false, py::arg("blocks") = py::none(),
                   py::arg("distance") = py::none(), py::arg("window") = py::none(),
-                  py::arg("weighting") = py::none(), py::arg("signature_slots") = py::none(),
+                  py::arg("weighting") = py::none(), py::arg("signature_bytes") = py::none(),
                   py::arg("signature_window") = py::none(), py::arg("min_similarity") = py::none(),
                   py::arg("expected_documents") = py::none(), py::arg("durability") = "group",
                   py::arg("drop_damaged_log") = false, py::arg("block_cache_bytes") = py::none(),

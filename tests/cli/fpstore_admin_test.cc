@@ -210,7 +210,7 @@ TEST(AdminCreateTest, CreatesWithPlanAndOptionsThatStatsReports) {
   EXPECT_TRUE(Contains(r.out, "created " + db)) << r.out;
   EXPECT_TRUE(Contains(r.out, "blocks=6 distance=3: 20 tables, prefixes of 31 to 33 bits"))
       << r.out;
-  EXPECT_TRUE(Contains(r.out, "v1 window=5 weighting=presence signature=256 signature_window=5"))
+  EXPECT_TRUE(Contains(r.out, "v2 window=5 weighting=presence signature=64 signature_window=5"))
       << r.out;
   // 10^9 * (4 * 2^-31 + 12 * 2^-32 + 4 * 2^-33) = 5.12...
   EXPECT_TRUE(Contains(r.out, "candidates/query:   about 5.12 at 1,000,000,000 documents"))
@@ -232,7 +232,7 @@ TEST(AdminCreateTest, CreatesWithPlanAndOptionsThatStatsReports) {
   EXPECT_TRUE(Contains(r.out, "  group bits:       22\n")) << r.out;
   EXPECT_TRUE(Contains(
       r.out,
-      "fingerprint:        v1 window=5 weighting=presence signature=256 signature_window=5\n"))
+      "fingerprint:        v2 window=5 weighting=presence signature=64 signature_window=5\n"))
       << r.out;
   EXPECT_TRUE(Contains(r.out, "table  19  blocks 3,4,5")) << r.out;
 
@@ -272,12 +272,12 @@ TEST(FpstoreAdminTest, CreateSuggestsThePlanThatFitsTheBudget) {
   // Without signatures (0 slots), (5,3) takes 0.98 GB at 10^7 documents,
   // (4,3) 0.54 GB.
   r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--disk-budget", "0.9",
-             "--signature-slots", "0", "--dry-run"});
+             "--signature-bytes", "0", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "suggested: --blocks 4 --distance 3\n")) << r.out;
 
   r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--disk-budget", "0.5",
-             "--signature-slots", "0", "--dry-run"});
+             "--signature-bytes", "0", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "no plan fits in 0.5 GB\n")) << r.out;
 
@@ -396,10 +396,10 @@ TEST(AdminInsertTest, JsonlIsFingerprintedWithTheStoreOptions) {
       dir.Write("short.tsv", header + "7\t0x1\t" + std::string(64, 'a') + "\tm\n");
   r = Admin({"insert", "--db", copy, "--input", short_signature, "--format", "tsv"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(Contains(r.err, "short.tsv:2") && Contains(r.err, "a signature of 32 slots"))
+  EXPECT_TRUE(Contains(r.err, "short.tsv:2") && Contains(r.err, "a signature of 32 bytes"))
       << r.err;
   const std::string not_hex =
-      dir.Write("not_hex.tsv", header + "7\t0x1\t" + std::string(512, 'g') + "\tm\n");
+      dir.Write("not_hex.tsv", header + "7\t0x1\t" + std::string(128, 'g') + "\tm\n");
   r = Admin({"insert", "--db", copy, "--input", not_hex, "--format", "tsv"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(Contains(r.err, "not_hex.tsv:2") && Contains(r.err, "not a hex digit")) << r.err;

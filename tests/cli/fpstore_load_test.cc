@@ -563,9 +563,9 @@ TEST(BadLoadTest, PlanOrFingerprintOptionsOtherThanTheStores) {
   r = Load({"--db", db, "--input", Data("docs.jsonl"), "--window", "5"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "fpstore-load: " + db +
-                       " was created with fingerprint options \"v1 window=1 weighting=tf "
-                       "signature=256 signature_window=5\", not \"v1 window=5 weighting=tf "
-                       "signature=256 signature_window=5\"\n");
+                       " was created with fingerprint options \"v2 window=1 weighting=tf "
+                       "signature=64 signature_window=5\", not \"v2 window=5 weighting=tf "
+                       "signature=64 signature_window=5\"\n");
   ExpectSeeded(db);
 }
 

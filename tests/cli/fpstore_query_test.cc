@@ -571,9 +571,9 @@ TEST_F(StoreModeTest, FingerprintAndDistanceBetweenUseTheStoresOptions) {
   r = Search({"--fingerprint", "--text", kFox, "--window", "3"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "fpstore-query: " + db_ +
-                       " was created with fingerprint options \"v1 window=2 weighting=tf "
-                       "signature=256 signature_window=5\", not \"v1 window=3 weighting=tf "
-                       "signature=256 signature_window=5\" (leave out the fingerprint options "
+                       " was created with fingerprint options \"v2 window=2 weighting=tf "
+                       "signature=64 signature_window=5\", not \"v2 window=3 weighting=tf "
+                       "signature=64 signature_window=5\" (leave out the fingerprint options "
                        "--window, --weighting and --signature-* to use the store's)\n");
 
   r = Search({"--distance-between", "--text", kFox, "--text", "The quick brown fox"});

@@ -247,7 +247,7 @@ TEST_F(RedisToolsTest, WritesLeaveWhatTheyLeaveInADirectory) {
   const ToolResult stats = Admin({"stats", "--db", redis});
   EXPECT_TRUE(Contains(stats.out, "plan:               blocks=5 distance=2: 10 tables"))
       << stats.out;
-  EXPECT_TRUE(Contains(stats.out, "fingerprint:        v1 window=3 ")) << stats.out;
+  EXPECT_TRUE(Contains(stats.out, "fingerprint:        v2 window=3 ")) << stats.out;
 }
 
 // ---- Looking after a store in Redis ------------------------------------------------------

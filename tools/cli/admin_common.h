@@ -111,13 +111,13 @@ struct PlanEstimate {
   double query_micros = 0;
 };
 
-// `signature_slots`: of the documents' signatures, which take disk too.
+// `signature_bytes`: of the documents' signatures, which take disk too.
 inline PlanEstimate EstimatePlan(const PermutationPlan& plan, double documents,
-                                 int signature_slots) {
+                                 int signature_bytes) {
   constexpr double kMicrosPerProbe = 0.8, kMicrosPerBlockRead = 13, kMicrosPerCandidate = 0.2;
   PlanEstimate e;
   e.candidates = ExpectedCandidates(plan, documents);
-  e.disk_bytes = EstimateStoreBytes(plan, static_cast<std::uint64_t>(documents), signature_slots);
+  e.disk_bytes = EstimateStoreBytes(plan, static_cast<std::uint64_t>(documents), signature_bytes);
   for (const TablePermutation& t : plan.tables()) {
     // Random fingerprints: a prefix range holds Poisson(in_range) entries.
     const double in_range = std::ldexp(documents, -t.prefix_bits());

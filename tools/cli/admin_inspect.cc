@@ -80,7 +80,7 @@ class CreateCommand final : public Command {
                      "reads, while a store in Redis takes the cluster's memory and a query costs "
                      "network round trips (docs/design.md, \"The Redis backend\")\n");
       } else {
-        PrintPlanComparison(fingerprint.signature_slots);
+        PrintPlanComparison(fingerprint.signature_bytes);
       }
     }
     return 0;
@@ -115,8 +115,8 @@ class CreateCommand final : public Command {
   // to choose: the cheapest query among those within the disk budget.
   double expected() const { return store_.expected_documents().value_or(0); }
 
-  // `signature_slots`: the new store's, whose signatures count on disk.
-  void PrintPlanComparison(int signature_slots) const {
+  // `signature_bytes`: the new store's, whose signatures count on disk.
+  void PrintPlanComparison(int signature_bytes) const {
     const int k = plan_->distance();
     std::fprintf(out(),
                  "\nplans for distance %d at %s documents (estimates, see "
@@ -132,7 +132,7 @@ class CreateCommand final : public Command {
     for (int m = k + 1; m <= k + 5; ++m) {
       Result<PermutationPlan> plan = PermutationPlan::Create(m, k);
       if (!plan.ok()) break;  // too many tables from here on
-      const PlanEstimate e = EstimatePlan(*plan, expected(), signature_slots);
+      const PlanEstimate e = EstimatePlan(*plan, expected(), signature_bytes);
       const bool fits = disk_budget_gb_ == 0 || e.disk_bytes <= disk_budget_gb_ * 1e9;
       if (fits && (suggested == 0 || e.query_micros < best_cost)) {
         suggested = m;
@@ -220,14 +220,14 @@ class StatsCommand final : public Command {
         out(),
         "{\"path\":%s,\"backend\":\"%s\",\"format_version\":%d,\"%s\":%d,\"blocks\":%d,"
         "\"distance\":%d,\"fingerprint\":{\"text\":%s,\"version\":%d,\"window\":%d,"
-        "\"weighting\":\"%s\",\"signature_slots\":%d,\"signature_window\":%d},"
+        "\"weighting\":\"%s\",\"signature_bytes\":%d,\"signature_window\":%d},"
         "\"min_similarity\":%s,\"documents\":%llu,\"staged_documents\":%llu,\"%s\":%llu,"
         "\"bytes_per_document\":%s,\"tables\":[%s]}\n",
         JsonString(store_.db()).c_str(), redis() ? "redis" : "embedded", in.format_version,
         redis() ? "bucket_bits" : "group_bits", in.group_bits, stats.blocks, stats.distance,
         JsonString(stats.fingerprint.ToString()).c_str(), stats.fingerprint.version,
         stats.fingerprint.window, std::string(WeightingName(stats.fingerprint.weighting)).c_str(),
-        stats.fingerprint.signature_slots, stats.fingerprint.signature_window,
+        stats.fingerprint.signature_bytes, stats.fingerprint.signature_window,
         Fixed(stats.min_similarity, 3).c_str(), static_cast<unsigned long long>(stats.documents),
         static_cast<unsigned long long>(stats.staged_documents),
         redis() ? "redis_memory_bytes" : "bytes_on_disk",

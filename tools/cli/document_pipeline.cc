@@ -56,12 +56,12 @@ void FingerprintBatch(const Fingerprinter& fingerprinter, Batch& batch) {
       // A bare hash has no signature; a dump's line may carry one.
       batch.sketches[i] = {*record.fingerprint, {}};
       if (record.signature.empty()) continue;
-      const int slots = fingerprinter.options().signature_slots;
-      if (record.signature.size() != static_cast<std::size_t>(slots)) {
+      const int bytes = fingerprinter.options().signature_bytes;
+      if (record.signature.size() != static_cast<std::size_t>(bytes)) {
         batch.failed = i;
         batch.failure = "a signature of " + std::to_string(record.signature.size()) +
-                        " slots, but the store's signatures have " + std::to_string(slots) +
-                        " (its --signature-slots)";
+                        " bytes, but the store's signatures have " + std::to_string(bytes) +
+                        " (its --signature-bytes)";
         return;
       }
       batch.sketches[i].signature = *Signature::FromBytes(record.signature);

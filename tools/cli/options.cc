@@ -188,12 +188,13 @@ void FingerprintFlags::Define(OptionTable& table) {
   table.Add(kFingerprintGroup, "weighting", po::value(&weighting_)->value_name("W"),
             "How often a feature counts: tf (once per occurrence) or presence (once). "
             "Default: tf, or the store's with --db. e.g. --weighting presence");
-  table.Add(kFingerprintGroup, "signature-slots",
-            WholeNumber("signature-slots", &slots_, 0, Signature::kMaxSlots)->value_name("S"),
-            "Bytes of each text's verification signature: 0 (none: matches by distance alone) "
-            "or 16 to 1024. Default: " +
-                std::to_string(defaults.signature_slots) +
-                ", or the store's with --db. e.g. --signature-slots 128");
+  table.Add(
+      kFingerprintGroup, "signature-bytes",
+      WholeNumber("signature-bytes", &signature_bytes_, 0, Signature::kMaxBytes)->value_name("B"),
+      "Bytes of each text's verification signature: 0 (none: matches by distance alone) "
+      "or 16, 32, 64, 128 or 256. Default: " +
+          std::to_string(defaults.signature_bytes) +
+          ", or the store's with --db. e.g. --signature-bytes 128");
   table.Add(kFingerprintGroup, "signature-window",
             WholeNumber("signature-window", &signature_window_, 1, 64)->value_name("N"),
             "Tokens per shingle of the signature, 1 to 64. Default: " +
@@ -204,13 +205,13 @@ void FingerprintFlags::Define(OptionTable& table) {
 void FingerprintFlags::Check(const po::variables_map& vm) {
   window_given_ = vm.count("window") > 0;
   weighting_given_ = vm.count("weighting") > 0;
-  slots_given_ = vm.count("signature-slots") > 0;
+  signature_bytes_given_ = vm.count("signature-bytes") > 0;
   signature_window_given_ = vm.count("signature-window") > 0;
-  if (slots_given_) {
+  if (signature_bytes_given_) {
     FingerprintOptions options;
-    options.signature_slots = slots_;
+    options.signature_bytes = signature_bytes_;
     if (Status s = options.Validate(); !s.ok()) {
-      throw UsageError("--signature-slots: " + s.message());
+      throw UsageError("--signature-bytes: " + s.message());
     }
   }
   if (window_given_) {
@@ -233,7 +234,7 @@ void FingerprintFlags::Check(const po::variables_map& vm) {
 FingerprintOptions FingerprintFlags::Apply(FingerprintOptions base) const {
   if (window_given_) base.window = window_;
   if (weighting_given_) base.weighting = weighting_value_;
-  if (slots_given_) base.signature_slots = slots_;
+  if (signature_bytes_given_) base.signature_bytes = signature_bytes_;
   if (signature_window_given_) base.signature_window = signature_window_;
   return base;
 }

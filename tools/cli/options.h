@@ -134,7 +134,7 @@ class OptionTable {
 void DefineMinSimilarity(OptionTable& table, std::string_view group, const std::string& what,
                          std::optional<double>* target);
 
-// --window N, --weighting tf|presence, --signature-slots S and
+// --window N, --weighting tf|presence, --signature-bytes B and
 // --signature-window N: how texts are fingerprinted and signed.
 class FingerprintFlags {
  public:
@@ -145,7 +145,7 @@ class FingerprintFlags {
 
   // Whether the user gave any of them.
   bool given() const {
-    return window_given_ || weighting_given_ || slots_given_ || signature_window_given_;
+    return window_given_ || weighting_given_ || signature_bytes_given_ || signature_window_given_;
   }
 
   // `base` with the options the user gave put in. `base` is
@@ -159,9 +159,9 @@ class FingerprintFlags {
   bool window_given_ = false;
   bool weighting_given_ = false;
   FeatureWeighting weighting_value_ = FingerprintOptions{}.weighting;
-  int slots_ = FingerprintOptions{}.signature_slots;
+  int signature_bytes_ = FingerprintOptions{}.signature_bytes;
   int signature_window_ = FingerprintOptions{}.signature_window;
-  bool slots_given_ = false;
+  bool signature_bytes_given_ = false;
   bool signature_window_given_ = false;
 };
 

@@ -194,16 +194,15 @@ std::string FormatSignature(std::string_view bytes) {
 Result<std::string> ParseSignature(std::string_view text) {
   if (text == "-") return std::string();
   const auto nibble = [](char c) { return kDigitValues[static_cast<unsigned char>(c)]; };
-  const std::size_t slots = text.size() / 2;
-  if (text.size() % 2 != 0 || slots < static_cast<std::size_t>(Signature::kMinSlots) ||
-      slots > static_cast<std::size_t>(Signature::kMaxSlots)) {
-    return Status::InvalidArgument("signature " + QuoteForMessage(text) + " is not \"-\" or " +
-                                   std::to_string(Signature::kMinSlots) + " to " +
-                                   std::to_string(Signature::kMaxSlots) + " bytes in hex (" +
-                                   std::to_string(text.size()) + " characters)");
+  const std::size_t size = text.size() / 2;
+  if (text.size() % 2 != 0 || !Signature::ValidSize(size)) {
+    return Status::InvalidArgument(
+        "signature " + QuoteForMessage(text) + " is not \"-\" or " + "a power of two from " +
+        std::to_string(Signature::kMinBytes) + " to " + std::to_string(Signature::kMaxBytes) +
+        " bytes in hex (" + std::to_string(text.size()) + " characters)");
   }
-  std::string bytes(slots, '\0');
-  for (std::size_t i = 0; i < slots; ++i) {
+  std::string bytes(size, '\0');
+  for (std::size_t i = 0; i < size; ++i) {
     const unsigned high = nibble(text[2 * i]), low = nibble(text[2 * i + 1]);
     if (high == kNotDigit || low == kNotDigit) {
       return Status::InvalidArgument("signature " + QuoteForMessage(text) +

@@ -49,10 +49,10 @@ Result<std::uint64_t> ParseId(std::string_view text);
 std::string FormatFingerprint(Fingerprint fp);
 
 // A signature as `fpstore-admin dump` writes it: two lower-case hex digits
-// a slot, or "-" for none (an empty signature).
+// a byte, or "-" for none (an empty signature).
 std::string FormatSignature(std::string_view bytes);
 // Its bytes back (empty for "-"); InvalidArgument naming the value unless it
-// is "-" or Signature::kMinSlots to kMaxSlots pairs of hex digits.
+// is "-" or 2 x B hex digits, B a size Signature::ValidSize allows.
 Result<std::string> ParseSignature(std::string_view text);
 
 // The byte offset of the first byte that does not start or continue a
