@@ -12,6 +12,7 @@
 #include <rocksdb/sst_file_writer.h>
 #include <rocksdb/table_properties.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -193,16 +194,18 @@ TEST(SkippedTablesTest, ALoneHitReadsOneGroupAndACrowdedOneMore) {
   const PermutationPlan& plan = store->plan();
   const internal::GroupLayout layout0 =
       internal::TableGroupLayout(plan, 0, testing::RecordedGroupBits(path));
-  // Table 0's group of `fp`: every document whose table-0 key is the same, 14 bytes each.
+  // The value of table 0's group of `fp`: every document whose table-0 key is the same.
   auto table0_group_bytes = [&](Fingerprint fp) {
     const Fingerprint group = layout0.GroupOf(plan.table(0).Apply(fp));
-    std::uint64_t bytes = 0;
+    std::vector<internal::IdMember> members;
     for (const IdFingerprint& d : docs) {
-      if (layout0.GroupOf(plan.table(0).Apply(d.fingerprint)) == group) {
-        bytes += layout0.member_bytes();
+      const Fingerprint permuted = plan.table(0).Apply(d.fingerprint);
+      if (layout0.GroupOf(permuted) == group) {
+        members.push_back({layout0.MemberBits(permuted), d.id});
       }
     }
-    return bytes;
+    std::sort(members.begin(), members.end());
+    return static_cast<std::uint64_t>(internal::EncodeGroupValue(layout0, members).size());
   };
   Random rnd(seed + 1);
   EXPECT_EQ(GroupBytesRead(*store, rnd.Next()), 0u);  // a miss: the filters tell

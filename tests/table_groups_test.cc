@@ -72,9 +72,11 @@ TEST(GroupLayoutTest, KeysAndMembersRoundTripInFingerprintOrder) {
         ASSERT_TRUE(layout.DecodeKey(view, &group)) << "p=" << p;
         EXPECT_EQ(group, layout.GroupOf(fp));
         EXPECT_EQ(group | layout.MemberBits(fp), fp);
-        std::string member;
-        AppendMember(layout, member, fp);
-        EXPECT_EQ(layout.MemberAt(group, member.data()), fp);
+        std::vector<Fingerprint> decoded;
+        ASSERT_TRUE(DecodeGroupValue(
+            layout, EncodeGroupValue(layout, std::vector<Fingerprint>{layout.MemberBits(fp)}),
+            decoded));
+        EXPECT_EQ(decoded, std::vector<Fingerprint>{layout.MemberBits(fp)});
         // Byte order of keys is the order of their groups.
         if (!previous_key.empty()) {
           EXPECT_EQ(previous_key < view, layout.GroupOf(previous) < group) << "p=" << p;
@@ -107,13 +109,29 @@ TEST(GroupLayoutTest, MalformedKeysAndValuesAreRefused) {
   std::vector<Fingerprint> members;
   EXPECT_TRUE(DecodeGroupValue(layout, "", members));
   EXPECT_TRUE(members.empty());
-  EXPECT_FALSE(DecodeGroupValue(layout, std::string(7, '\0'), members));  // part of a member
+  EXPECT_FALSE(DecodeGroupValue(layout, std::string(7, '\0'), members));
   const std::string two = EncodeGroupValue(layout, std::vector<Fingerprint>{5, 9});
   EXPECT_TRUE(DecodeGroupValue(layout, two, members));
   EXPECT_EQ(members, (std::vector<Fingerprint>{5, 9}));
-  const std::string descending = two.substr(6) + two.substr(0, 6);
-  EXPECT_FALSE(DecodeGroupValue(layout, descending, members));
-  EXPECT_FALSE(DecodeGroupValue(layout, two.substr(0, 6) + two.substr(0, 6), members));  // twice
+  // Two members of 44 bits: a count byte, 43 low bits each in 11 bytes, and
+  // a high array of 2 bits set at 0 and 1, one byte.
+  EXPECT_EQ(two, std::string("\x02", 1) + two.substr(1, 11) + std::string("\x03", 1));
+  EXPECT_FALSE(DecodeGroupValue(layout, two.substr(0, two.size() - 1), members));  // cut short
+  EXPECT_FALSE(DecodeGroupValue(layout, two + std::string(1, '\0'), members));  // a zero byte past
+  EXPECT_FALSE(
+      DecodeGroupValue(layout, "\x03" + two.substr(1), members));  // a third member missing
+  EXPECT_FALSE(DecodeGroupValue(layout, "\x01" + two.substr(1), members));  // one member too many
+  EXPECT_FALSE(DecodeGroupValue(layout, "\x82\x00" + two.substr(1), members));  // a long count
+  EXPECT_FALSE(DecodeGroupValue(layout, "\x00" + two.substr(1), members));      // no members
+  // Both low parts 9: twice the same member.
+  std::string twice = two;
+  twice[1] = '\x09';
+  twice[6] = static_cast<char>((twice[6] & 0x07) | (9 << 3));
+  twice[7] = 0;
+  EXPECT_FALSE(DecodeGroupValue(layout, twice, members));
+  // The second member's high part 2, past 44 bits: its bit at 3.
+  EXPECT_TRUE(DecodeGroupValue(layout, two.substr(0, 12) + std::string("\x05", 1), members));
+  EXPECT_FALSE(DecodeGroupValue(layout, two.substr(0, 12) + std::string("\x09", 1), members));
 
   GroupChange change;
   change.adds = {1, 2};
@@ -155,7 +173,15 @@ TEST(GroupLayoutTest, AnyBytesAtAnyWidthDecodeOrAreRefused) {
           (void)DecodeGroupValue(layout, bytes, members);
           (void)DecodeGroupOperand(layout, bytes, change);
         }
-        (void)FirstMemberAtLeast(layout, layout.GroupOf(rnd.Next()), bytes, rnd.Next());
+        GroupValue value;
+        if (value.Decode(layout, bytes) && !bytes.empty()) {
+          // One code a group: what decodes is what its members encode to.
+          std::vector<Fingerprint> bits(value.size());
+          for (std::size_t i = 0; i < value.size(); ++i) bits[i] = value.bits(i);
+          if (ids == GroupLayout::Ids::kNone) {
+            EXPECT_EQ(EncodeGroupValue(layout, bits), bytes);
+          }
+        }
         (void)ForEachMemberOf(layout, bytes, round % 2 == 0, [](Fingerprint) {});
         std::string out;
         const rocksdb::Slice existing(bytes);
@@ -166,15 +192,48 @@ TEST(GroupLayoutTest, AnyBytesAtAnyWidthDecodeOrAreRefused) {
             rocksdb::MergeOperator::MergeOperationInput("k", &existing, operands, nullptr),
             &merged);
       }
-      // What is encoded at this width reads back.
+      // What is encoded at this width reads back, for counts from one to far more than the
+      // low bits' choice assumes, and each one-byte change of it is refused or decodes to a
+      // value that encodes back to it.
       if (ids == GroupLayout::Ids::kNone) {
-        std::vector<Fingerprint> members;
-        for (int i = 0; i < 5; ++i) members.push_back(layout.MemberBits(rnd.Next()));
-        std::sort(members.begin(), members.end());
-        members.erase(std::unique(members.begin(), members.end()), members.end());
-        std::vector<Fingerprint> decoded;
-        ASSERT_TRUE(DecodeGroupValue(layout, EncodeGroupValue(layout, members), decoded)) << bits;
-        EXPECT_EQ(decoded, members) << bits;
+        for (const int count : {1, 2, 5, 300}) {
+          std::vector<Fingerprint> members;
+          for (int i = 0; i < count; ++i) members.push_back(layout.MemberBits(rnd.Next()));
+          std::sort(members.begin(), members.end());
+          members.erase(std::unique(members.begin(), members.end()), members.end());
+          const std::string code = EncodeGroupValue(layout, members);
+          std::vector<Fingerprint> decoded;
+          ASSERT_TRUE(DecodeGroupValue(layout, code, decoded)) << bits;
+          EXPECT_EQ(decoded, members) << bits;
+          GroupValue value;
+          ASSERT_TRUE(value.Decode(layout, code));
+          ASSERT_EQ(value.size(), members.size());
+          for (std::size_t i = 0; i < members.size(); ++i) {
+            EXPECT_EQ(value.FirstAtLeast(members[i]), i);
+          }
+          // A range decodes to the members a whole decode has in it: ranges from a member or
+          // between two, of one member or many, past the last.
+          for (int r = 0; r < 20; ++r) {
+            const Fingerprint a =
+                r % 2 == 0 ? members[rnd.Uniform(members.size())] : layout.MemberBits(rnd.Next());
+            const Fingerprint b = r % 4 < 2 ? a : layout.MemberBits(rnd.Next());
+            const Fingerprint lo = std::min(a, b), hi = std::max(a, b);
+            GroupValue range;
+            ASSERT_TRUE(range.DecodeRange(layout, code, lo, hi)) << bits;
+            std::vector<Fingerprint> in_range, expected;
+            for (std::size_t i = 0; i < range.size(); ++i) in_range.push_back(range.bits(i));
+            for (const Fingerprint m : members) {
+              if (m >= lo && m <= hi) expected.push_back(m);
+            }
+            EXPECT_EQ(in_range, expected) << bits << " [" << lo << ", " << hi << "]";
+          }
+          std::string changed = code;
+          const std::size_t at = rnd.Uniform(code.size());
+          changed[at] = static_cast<char>(changed[at] ^ (1 + rnd.Uniform(255)));
+          if (DecodeGroupValue(layout, changed, decoded)) {
+            EXPECT_EQ(EncodeGroupValue(layout, decoded), changed) << bits;
+          }
+        }
       }
     }
   }
@@ -186,7 +245,7 @@ TEST(GroupLayoutTest, MembersWithIdsRoundTripInBitsThenIdOrder) {
     const GroupLayout layout(64, bits, GroupLayout::Ids::kKept);
     EXPECT_TRUE(layout.keeps_ids());
     EXPECT_EQ(layout.bits_bytes(), static_cast<std::size_t>((64 - bits + 7) / 8));
-    EXPECT_EQ(layout.member_bytes(), layout.bits_bytes() + 8);
+    EXPECT_EQ(layout.member_bytes(), layout.bits_bytes() + 8);  // in operands
     // Few fingerprints, each with several ids, in one group.
     const Fingerprint group = layout.GroupOf(rnd.Next());
     std::vector<IdMember> members;
@@ -201,9 +260,7 @@ TEST(GroupLayoutTest, MembersWithIdsRoundTripInBitsThenIdOrder) {
       std::string member;
       AppendMember(layout, member, group | m.bits, m.id);
       ASSERT_EQ(member.size(), layout.member_bytes());
-      EXPECT_EQ(layout.MemberAt(group, member.data()), group | m.bits);
-      EXPECT_EQ(layout.IdAt(member.data()), m.id);
-      EXPECT_LT(previous, member);  // byte order is (bits, id) order
+      EXPECT_LT(previous, member);  // an operand's byte order is (bits, id) order
       previous = member;
     }
     std::vector<IdMember> decoded;
@@ -215,11 +272,34 @@ TEST(GroupLayoutTest, MembersWithIdsRoundTripInBitsThenIdOrder) {
     ASSERT_TRUE(ForEachMemberOf(layout, value, false, [&](Fingerprint b) { seen.push_back(b); }));
     ASSERT_EQ(seen.size(), members.size());
     for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], members[i].bits);
-    // Out of order, twice, or cut short.
-    const std::size_t w = layout.member_bytes();
-    EXPECT_FALSE(DecodeGroupValue(layout, value.substr(w, w) + value.substr(0, w), decoded));
-    EXPECT_FALSE(DecodeGroupValue(layout, value.substr(0, w) + value.substr(0, w), decoded));
-    EXPECT_FALSE(DecodeGroupValue(layout, value.substr(0, w - 1), decoded));
+    // The ids follow the count, 8 bytes each, in member order: copies of one fingerprint out of
+    // id order, or one id twice, are refused, and so is a value cut short.
+    GroupValue probe;
+    ASSERT_TRUE(probe.Decode(layout, value));
+    for (std::size_t i = 0; i < members.size(); ++i) EXPECT_EQ(probe.id(i), members[i].id);
+    // The copies of one fingerprint, by range: their ids in order.
+    for (const Fingerprint bits : {members.front().bits, members.back().bits, Fingerprint{2}}) {
+      ASSERT_TRUE(probe.DecodeRange(layout, value, bits, bits));
+      std::vector<DocumentId> ids, expected;
+      for (std::size_t i = 0; i < probe.size(); ++i) ids.push_back(probe.id(i));
+      for (const IdMember& m : members) {
+        if (m.bits == bits) expected.push_back(m.id);
+      }
+      EXPECT_EQ(ids, expected) << bits;
+    }
+    ASSERT_GE(members.size(), 128u);  // so that the count takes 2 bytes
+    const std::size_t head = 2;
+    std::size_t copy = 1;
+    while (copy < members.size() && members[copy].bits != members[copy - 1].bits) ++copy;
+    ASSERT_LT(copy, members.size());
+    std::string swapped = value;
+    std::swap_ranges(swapped.begin() + head + 8 * (copy - 1), swapped.begin() + head + 8 * copy,
+                     swapped.begin() + head + 8 * copy);
+    EXPECT_FALSE(DecodeGroupValue(layout, swapped, decoded));
+    std::string same = value;
+    std::copy_n(value.begin() + head + 8 * (copy - 1), 8, same.begin() + head + 8 * copy);
+    EXPECT_FALSE(DecodeGroupValue(layout, same, decoded));
+    EXPECT_FALSE(DecodeGroupValue(layout, value.substr(0, value.size() - 1), decoded));
   }
 }
 
@@ -327,15 +407,13 @@ TEST(GroupMergeOperatorTest, MalformedInputFailsTheMerge) {
   std::string partial;
   EXPECT_FALSE(op.PartialMergeMulti("k", {bad_slice}, &partial, nullptr));
 
-  // Groups whose members are out of order, twice, or have pad bits set,
-  // under an operand that leaves them alone.
+  // Groups cut short, with a byte too many, or a member too wide, under an
+  // operand that leaves them alone.
   const std::string two = EncodeGroupValue(layout, std::vector<Fingerprint>{5, 9});
-  std::string padded = EncodeGroupValue(layout, std::vector<Fingerprint>{5});
-  padded[0] = '\x80';  // 44 member bits in 6 bytes
   const std::string operand = EncodeGroupOperand(layout, GroupChange{{7}, {}});
   const std::vector<rocksdb::Slice> operands{rocksdb::Slice(operand)};
-  for (const std::string& group :
-       {two.substr(6) + two.substr(0, 6), two.substr(0, 6) + two.substr(0, 6), padded}) {
+  for (const std::string& group : {two.substr(0, two.size() - 1), two + std::string(1, '\x01'),
+                                   two.substr(0, 12) + std::string("\x09", 1)}) {
     const rocksdb::Slice slice(group);
     EXPECT_FALSE(op.FullMergeV2(Input("k", &slice, operands, nullptr), &out));
   }

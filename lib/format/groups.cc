@@ -24,8 +24,11 @@ double EstimateStoreBytes(const PermutationPlan& plan, std::uint64_t documents,
     const internal::GroupLayout layout = internal::TableGroupLayout(plan, t, group_bits);
     const double groups = std::ldexp(1.0, layout.group_bits());
     const double held = groups * -std::expm1(-n / groups);  // groups with a member
-    bytes += n * (static_cast<double>(layout.member_bytes()) + kFilterBytesPerMember) +
-             held * kBytesPerGroup;
+    // Elias-Fano: a member's low bits, about 2 bits of unary high part, and its id in table 0.
+    const double per_group = n / held;
+    const double low = std::max(0.0, std::floor(layout.member_bits() - std::log2(per_group)));
+    const double member_bytes = (low + 2) / 8 + (layout.keeps_ids() ? 8 : 0);
+    bytes += n * (member_bytes + kFilterBytesPerMember) + held * kBytesPerGroup;
   }
   return bytes;
 }
@@ -62,7 +65,7 @@ Fingerprint LoadBits(const GroupLayout& layout, const char* at, const char* end)
 template <typename Member>
 Member LoadMember(const GroupLayout& layout, const char* at, const char* end) {
   if constexpr (std::is_same_v<Member, IdMember>) {
-    return {LoadBits(layout, at, end), layout.IdAt(at)};
+    return {LoadBits(layout, at, end), GetBigEndian64(at + layout.bits_bytes())};
   } else {
     return LoadBits(layout, at, end);
   }
@@ -94,10 +97,12 @@ void AppendMembers(const GroupLayout& layout, std::span<const Member> members, s
 
 }  // namespace
 
-// False unless `bytes` holds whole, ascending members.
+namespace {
+
+// False unless `bytes` holds whole, ascending members in the operand layout.
 template <typename Member>
-bool DecodeGroupValue(const GroupLayout& layout, std::string_view bytes,
-                      std::vector<Member>& members) {
+bool DecodeOperandMembers(const GroupLayout& layout, std::string_view bytes,
+                          std::vector<Member>& members) {
   const std::size_t width = layout.member_bytes();
   if (bytes.size() % width != 0) return false;
   members.clear();
@@ -112,11 +117,292 @@ bool DecodeGroupValue(const GroupLayout& layout, std::string_view bytes,
   return true;
 }
 
+// ---- The Elias-Fano code of a group's member bits ----
+//
+// c members of w bits, ascending and distinct: each keeps its low L =
+// floor(log2(2^w / c)) bits as they are, packed; its high bits h_i = x_i >> L
+// are a set bit at h_i + i of a bit array of c + h_max bits. Bits are
+// numbered from the least significant of the first byte.
+
+// L for `count` members of `width` bits. REQUIRES: width <= 63.
+int LowBitsFor(std::size_t count, int width) {
+  if (count <= 1) return width;
+  const int ceil_log2 = 64 - std::countl_zero(static_cast<std::uint64_t>(count - 1));
+  return std::max(0, width - ceil_log2);
+}
+
+// Two words: a member's low bits, shifted within their first byte, span up to 9 bytes.
+__extension__ typedef unsigned __int128 Word128;
+
+std::uint64_t LowMask(int bits) { return bits == 0 ? 0 : ~std::uint64_t{0} >> (64 - bits); }
+
+// The `bits` bits of `p` (`size` bytes) at bit `at`. REQUIRES: they lie within it.
+std::uint64_t GetBits(const unsigned char* p, std::size_t size, std::size_t at, int bits) {
+  const std::size_t first = at / 8;
+  const int shift = static_cast<int>(at % 8);
+  if constexpr (std::endian::native == std::endian::little) {
+    if (first + 16 <= size) {
+      Word128 word;
+      std::memcpy(&word, p + first, 16);
+      return static_cast<std::uint64_t>(word >> shift) & LowMask(bits);
+    }
+  }
+  Word128 word = 0;
+  for (int k = 0; k < bits + shift; k += 8) {
+    word |= static_cast<Word128>(p[first + k / 8]) << k;
+  }
+  return static_cast<std::uint64_t>(word >> shift) & LowMask(bits);
+}
+
+void PutVarint(std::string& out, std::uint64_t v) {
+  for (; v >= 0x80; v >>= 7) out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+  out.push_back(static_cast<char>(v));
+}
+
+// The shortest form only, so that a group has one value.
+bool GetVarint(std::string_view& in, std::uint64_t* v) {
+  std::uint64_t result = 0;
+  for (int shift = 0; shift < 64 && !in.empty(); shift += 7) {
+    const auto byte = static_cast<unsigned char>(in.front());
+    in.remove_prefix(1);
+    result |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) {
+      if (byte == 0 && shift > 0) return false;
+      *v = result;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Appends the code of `count` members whose bits bits_of(i) gives.
+template <typename BitsOfMember>
+void AppendEliasFano(std::size_t count, int width, BitsOfMember&& bits_of, std::string& out) {
+  const int low = LowBitsFor(count, width);
+  const std::uint64_t mask = LowMask(low);
+  const std::size_t low_bytes = (count * static_cast<std::size_t>(low) + 7) / 8;
+  const std::size_t high_bits = count + static_cast<std::size_t>(bits_of(count - 1) >> low);
+  const std::size_t start = out.size();
+  out.resize(start + low_bytes + (high_bits + 7) / 8, '\0');
+  auto* p = reinterpret_cast<unsigned char*>(out.data() + start);
+  // The low parts through a word in a register, written out 8 bytes at a
+  // time: no store waits on the one before.
+  const auto put = [](unsigned char* at, std::uint64_t word, std::size_t bytes) {
+    for (std::size_t k = 0; k < bytes; ++k) at[k] = static_cast<unsigned char>(word >> (8 * k));
+  };
+  if (low > 0) {
+    std::uint64_t word = 0;
+    int used = 0;
+    unsigned char* at = p;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::uint64_t v = bits_of(i) & mask;
+      word |= v << used;
+      used += low;
+      if (used >= 64) {
+        put(at, word, 8);
+        at += 8;
+        used -= 64;
+        word = used == 0 ? 0 : v >> (low - used);
+      }
+    }
+    put(at, word, static_cast<std::size_t>(used + 7) / 8);
+  }
+  unsigned char* high = p + low_bytes;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t at = static_cast<std::size_t>(bits_of(i) >> low) + i;
+    high[at / 8] |= static_cast<unsigned char>(1u << (at % 8));
+  }
+}
+
+// Decodes `count` members of `width` bits from `code`, the rest of a value,
+// calling emit(i, bits) in order; false unless the code is exactly that: its
+// high array holds `count` set bits and ends in the byte of the last, every
+// member is below 2^width, and the members ascend, by (bits, id) where `ids`
+// (8 bytes a member, in order) is not null, else each once.
+template <typename Emit>
+bool DecodeEliasFano(std::string_view code, std::size_t count, int width, const char* ids,
+                     Emit&& emit) {
+  const int low = LowBitsFor(count, width);
+  const std::size_t low_bytes = (count * static_cast<std::size_t>(low) + 7) / 8;
+  if (code.size() <= low_bytes) return false;
+  const auto* p = reinterpret_cast<const unsigned char*>(code.data());
+  const std::size_t low_tail = (count * static_cast<std::size_t>(low)) % 8;
+  if (low_tail != 0 && (p[low_bytes - 1] >> low_tail) != 0) return false;  // padding set
+  const auto* high = p + low_bytes;
+  const std::size_t high_bytes = code.size() - low_bytes;
+  if (high[high_bytes - 1] == 0) return false;
+  const std::uint64_t high_limit = std::uint64_t{1} << (width - low);  // width - low <= 63
+  std::size_t i = 0;
+  Fingerprint previous = 0;
+  for (std::size_t byte = 0; byte < high_bytes; byte += 8) {
+    std::uint64_t word = 0;
+    const std::size_t n = std::min<std::size_t>(8, high_bytes - byte);
+    for (std::size_t k = 0; k < n; ++k) word |= std::uint64_t{high[byte + k]} << (8 * k);
+    while (word != 0) {
+      if (i == count) return false;
+      const std::size_t at = byte * 8 + static_cast<std::size_t>(std::countr_zero(word));
+      word &= word - 1;
+      const std::uint64_t h = at - i;
+      if (h >= high_limit) return false;
+      const Fingerprint bits =
+          (h << low) |
+          (low > 0 ? GetBits(p, code.size(), i * static_cast<std::size_t>(low), low) : 0);
+      if (i > 0 &&
+          (bits < previous ||
+           (bits == previous && (ids == nullptr || GetBigEndian64(ids + 8 * i) <=
+                                                       GetBigEndian64(ids + 8 * (i - 1)))))) {
+        return false;
+      }
+      previous = bits;
+      emit(i, bits);
+      ++i;
+    }
+  }
+  return i == count;
+}
+
+// The count and, where kept, the ids of a value; `value` is left at the code.
+bool DecodeValueHead(const GroupLayout& layout, std::string_view& value, std::size_t* count,
+                     const char** ids) {
+  std::uint64_t c = 0;
+  if (!GetVarint(value, &c) || c == 0) return false;
+  const std::size_t id_bytes = layout.keeps_ids() ? 8 : 0;
+  // Each member has its id and a bit of the high array: no count larger is read.
+  if (c > value.size() * 8 || (id_bytes != 0 && c > value.size() / id_bytes)) return false;
+  *count = static_cast<std::size_t>(c);
+  *ids = value.data();
+  value.remove_prefix(c * id_bytes);
+  return true;
+}
+
+}  // namespace
+
 template <typename Member>
 void EncodeGroupValue(const GroupLayout& layout, const std::vector<Member>& members,
                       std::string& out) {
   out.clear();
-  AppendMembers<Member>(layout, members, out);
+  if (members.empty()) return;  // a group without members is an empty value
+  PutVarint(out, members.size());
+  if constexpr (std::is_same_v<Member, IdMember>) {
+    const std::size_t start = out.size();
+    out.resize(start + 8 * members.size());
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      PutBigEndian64(out.data() + start + 8 * i, members[i].id);
+    }
+  }
+  AppendEliasFano(
+      members.size(), layout.member_bits(), [&](std::size_t i) { return BitsOf(members[i]); }, out);
+}
+
+template <typename Member>
+bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
+                      std::vector<Member>& members) {
+  members.clear();
+  if (value.empty()) return true;
+  std::size_t count = 0;
+  const char* ids = nullptr;
+  if (!DecodeValueHead(layout, value, &count, &ids)) return false;
+  if constexpr (std::is_same_v<Member, IdMember>) {
+    if (!layout.keeps_ids()) return false;
+  }
+  members.resize(count);
+  return DecodeEliasFano(value, count, layout.member_bits(), layout.keeps_ids() ? ids : nullptr,
+                         [&](std::size_t i, Fingerprint bits) {
+                           if constexpr (std::is_same_v<Member, IdMember>) {
+                             members[i] = {bits, GetBigEndian64(ids + 8 * i)};
+                           } else {
+                             members[i] = bits;
+                           }
+                         });
+}
+
+bool DecodeGroupBits(const GroupLayout& layout, std::string_view value,
+                     std::vector<Fingerprint>& bits) {
+  bits.clear();
+  if (value.empty()) return true;
+  std::size_t count = 0;
+  const char* ids = nullptr;
+  if (!DecodeValueHead(layout, value, &count, &ids)) return false;
+  bits.resize(count);
+  return DecodeEliasFano(value, count, layout.member_bits(), layout.keeps_ids() ? ids : nullptr,
+                         [&](std::size_t i, Fingerprint b) { bits[i] = b; });
+}
+
+bool GroupValue::Decode(const GroupLayout& layout, std::string_view value) {
+  bits_.clear();
+  ids_ = nullptr;
+  if (value.empty()) return true;
+  std::size_t count = 0;
+  if (!DecodeValueHead(layout, value, &count, &ids_)) return false;
+  bits_.resize(count);
+  return DecodeEliasFano(value, count, layout.member_bits(), layout.keeps_ids() ? ids_ : nullptr,
+                         [&](std::size_t i, Fingerprint b) { bits_[i] = b; });
+}
+
+bool GroupValue::DecodeRange(const GroupLayout& layout, std::string_view value, Fingerprint lo,
+                             Fingerprint hi) {
+  bits_.clear();
+  ids_ = nullptr;
+  if (value.empty()) return true;
+  std::size_t count = 0;
+  const char* ids = nullptr;
+  if (!DecodeValueHead(layout, value, &count, &ids)) return false;
+  const int low = LowBitsFor(count, layout.member_bits());
+  const std::size_t low_bytes = (count * static_cast<std::size_t>(low) + 7) / 8;
+  if (value.size() <= low_bytes) return false;
+  const auto* p = reinterpret_cast<const unsigned char*>(value.data());
+  const unsigned char* high = p + low_bytes;
+  const std::size_t high_bits = 8 * (value.size() - low_bytes);
+  const std::size_t high_size = value.size() - low_bytes;
+  const auto word_at = [&](std::size_t bit) {  // the 64 bits from `bit` on, zero past the end
+    const std::size_t first = bit / 8;
+    Word128 word = 0;
+    for (std::size_t k = 0; k < 9 && first + k < high_size; ++k) {
+      word |= static_cast<Word128>(high[first + k]) << (8 * k);
+    }
+    return static_cast<std::uint64_t>(word >> (bit % 8));
+  };
+  // Bucket h_lo starts just past the h_lo-th zero of the high array.
+  const std::uint64_t h_lo = lo >> low, h_hi = hi >> low;
+  std::size_t pos = 0;
+  for (std::uint64_t zeros = h_lo; zeros > 0;) {
+    if (pos >= high_bits) return true;  // past every member
+    const std::size_t valid = std::min<std::size_t>(64, high_bits - pos);
+    std::uint64_t empty = ~word_at(pos) & LowMask(static_cast<int>(valid));
+    const auto here = static_cast<std::uint64_t>(std::popcount(empty));
+    if (here < zeros) {
+      zeros -= here;
+      pos += valid;
+      continue;
+    }
+    for (; zeros > 1; --zeros) empty &= empty - 1;
+    pos += static_cast<std::size_t>(std::countr_zero(empty)) + 1;
+    zeros = 0;
+  }
+  std::size_t i = pos - h_lo;  // the members before bucket h_lo
+  std::size_t first = count;
+  while (pos < high_bits && i < count) {
+    const std::uint64_t word = word_at(pos);
+    if (word == 0) {
+      pos += 64;
+      continue;
+    }
+    pos += static_cast<std::size_t>(std::countr_zero(word));
+    const std::uint64_t h = pos - i;
+    if (h > h_hi) break;
+    const Fingerprint bits =
+        (h << low) | (low > 0 ? GetBits(p, low_bytes, i * static_cast<std::size_t>(low), low) : 0);
+    if (bits > hi) break;
+    if (bits >= lo) {
+      if (first == count) first = i;
+      if (!bits_.empty() && bits < bits_.back()) return false;
+      bits_.push_back(bits);
+    }
+    ++i;
+    ++pos;
+  }
+  if (first != count) ids_ = ids + 8 * first;
+  return true;
 }
 
 template <typename Member>
@@ -127,8 +413,8 @@ bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand,
   operand.remove_prefix(4);
   const std::uint64_t add_bytes = adds * layout.member_bytes();
   if (add_bytes > operand.size()) return false;
-  return DecodeGroupValue(layout, operand.substr(0, add_bytes), change.adds) &&
-         DecodeGroupValue(layout, operand.substr(add_bytes), change.removes);
+  return DecodeOperandMembers(layout, operand.substr(0, add_bytes), change.adds) &&
+         DecodeOperandMembers(layout, operand.substr(add_bytes), change.removes);
 }
 
 template <typename Member>
@@ -169,38 +455,15 @@ void Apply(std::vector<Member>& set, const std::vector<Member>& removed,
   }
 }
 
-// `base` (a group's value) less change.removes, with change.adds, into `out`
-// in one checked pass with no set between: compactions fold nearly every group.
+// `base` (a group's value) less change.removes, with change.adds, into `out`:
+// decoded, applied and coded again.
 template <typename Member>
 bool FoldGroup(const GroupLayout& layout, std::string_view base,
                const BasicGroupChange<Member>& change, std::string& out) {
-  const std::size_t width = layout.member_bytes();
-  if (base.size() % width != 0) return false;
-  // Room for every add and a word's slack, cut to size after: cheaper than
-  // growing it per member (bench/micro_bench.cc, BM_GroupFold).
-  out.resize(base.size() + change.adds.size() * width + 8);
-  char* written = out.data();
-  const auto write = [&](const Member& member) {
-    StoreMember(layout, member, written);
-    written += width;
-  };
-  auto add = change.adds.begin();
-  auto remove = change.removes.begin();
-  const char* const end = base.data() + base.size();
-  Member previous{};
-  for (const char* at = base.data(); at != end; at += width) {
-    const Member m = LoadMember<Member>(layout, at, end);
-    if (layout.MemberBits(BitsOf(m)) != BitsOf(m)) return false;  // pad bits must be zero
-    if (at != base.data() && previous >= m) return false;
-    previous = m;
-    for (; add != change.adds.end() && *add < m; ++add) write(*add);
-    const bool added_again = add != change.adds.end() && *add == m;
-    if (added_again) ++add;
-    while (remove != change.removes.end() && *remove < m) ++remove;
-    if (added_again || remove == change.removes.end() || *remove != m) write(m);
-  }
-  for (; add != change.adds.end(); ++add) write(*add);
-  out.resize(written - out.data());
+  thread_local std::vector<Member> members, scratch;
+  if (!DecodeGroupValue(layout, base, members)) return false;
+  Apply(members, change.removes, change.adds, scratch);
+  EncodeGroupValue(layout, members, out);
   return true;
 }
 
@@ -274,22 +537,6 @@ bool GroupLayout::DecodeKey(std::string_view key, Fingerprint* group) const {
   if (GroupOf(g) != g) return false;  // padding must be zero
   *group = g;
   return true;
-}
-
-std::optional<std::size_t> FirstMemberAtLeast(const GroupLayout& layout, Fingerprint group,
-                                              std::string_view value, Fingerprint permuted) {
-  const std::size_t width = layout.member_bytes();
-  if (value.size() % width != 0) return std::nullopt;
-  std::size_t lo = 0, hi = value.size() / width;
-  while (lo < hi) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    if (layout.MemberAt(group, value.data() + mid * width) < permuted) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
 }
 
 bool GroupMergeOperator::FullMergeV2(const MergeOperationInput& in,

@@ -1,7 +1,8 @@
 // The tables' layout (docs/format.md): one key per group of fingerprints
-// sharing their first G permuted bits, the members' other bits end to end in
-// the value (in table 0 with the document's id), so RocksDB's per-key work is
-// paid per group (docs/design.md, "Packed tables").
+// sharing their first G permuted bits, the members' other bits in the value
+// as an Elias-Fano code (in table 0 after the documents' ids), so RocksDB's
+// per-key work is paid per group (docs/design.md, "Packed tables") and a
+// member costs about 2 bits more than the log of the gap between members.
 
 #ifndef FPSTORE_LIB_FORMAT_GROUPS_H_
 #define FPSTORE_LIB_FORMAT_GROUPS_H_
@@ -40,9 +41,10 @@ struct IdMember {
 };
 
 // A table's group cut and byte layout. A key is the permuted fingerprint's
-// first G bits, left-aligned in whole bytes; a member is the other 64 - G
-// bits, big-endian in whole bytes, then (if ids are kept) the 8-byte id, so
-// byte order is (bits, id) order.
+// first G bits, left-aligned in whole bytes; a member's bits are the other
+// 64 - G. In a merge operand a member is its bits, big-endian in whole
+// bytes, then (if ids are kept) the 8-byte id, so byte order is (bits, id)
+// order; a group's value codes them (EncodeGroupValue).
 class GroupLayout {
  public:
   enum class Ids { kNone, kKept };
@@ -60,6 +62,7 @@ class GroupLayout {
   using Key = std::array<char, kMaxKeySize>;
 
   int group_bits() const { return group_bits_; }
+  int member_bits() const { return 64 - group_bits_; }
   std::size_t key_bytes() const { return key_bytes_; }
   std::size_t member_bytes() const { return bits_bytes_ + id_bytes_; }
   std::size_t bits_bytes() const { return bits_bytes_; }
@@ -82,12 +85,6 @@ class GroupLayout {
   Fingerprint MemberBits(Fingerprint permuted) const {
     return permuted & (~Fingerprint{0} >> group_bits_);
   }
-  // The permuted fingerprint of the member at `in`, in `group`.
-  Fingerprint MemberAt(Fingerprint group, const char* in) const {
-    return group | GetBigEndianBytes(in, bits_bytes_);
-  }
-  // REQUIRES: keeps_ids()
-  DocumentId IdAt(const char* in) const { return GetBigEndian64(in + bits_bytes_); }
 
  private:
   int group_bits_;
@@ -102,10 +99,12 @@ inline GroupLayout TableGroupLayout(const PermutationPlan& plan, std::size_t t, 
                      t == 0 ? GroupLayout::Ids::kKept : GroupLayout::Ids::kNone);
 }
 
-// A group's value: its members, ascending, each once. A merge operand: the
-// count of members it adds (4 bytes), the adds, then the removes, each
-// ascending; applied to a group, removes go first, then adds. Members are
-// Fingerprint bits, or IdMember where the layout keeps ids.
+// A group's value: its members, ascending, each once, coded as
+// docs/format.md, "Tables", says: their count, their ids if the layout keeps
+// them, then the Elias-Fano code of their bits. A merge operand: the count
+// of members it adds (4 bytes), the adds, then the removes, each ascending,
+// in the operand layout; applied to a group, removes go first, then adds.
+// Members are Fingerprint bits, or IdMember where the layout keeps ids.
 template <typename Member>
 struct BasicGroupChange {
   std::vector<Member> adds;     // ascending, unique
@@ -131,10 +130,41 @@ std::string EncodeGroupValue(const GroupLayout& layout, const std::vector<Member
   EncodeGroupValue(layout, members, value);
   return value;
 }
-// False if `value` is not a whole number of members in ascending order.
+// False unless `value` is a well-formed group value: its members ascending,
+// each once, and coded as EncodeGroupValue codes them.
 template <typename Member>
 bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
                       std::vector<Member>& members);
+
+// A group's value, decoded for probes: its members' bits in order (the
+// group's G bits clear) and, where the layout keeps them, their ids.
+class GroupValue {
+ public:
+  // False unless `value` is well-formed (DecodeGroupValue). Keeps a view of
+  // `value`'s ids: `value` must outlive the calls to id().
+  bool Decode(const GroupLayout& layout, std::string_view value);
+
+  std::size_t size() const { return bits_.size(); }
+  Fingerprint bits(std::size_t i) const { return bits_[i]; }
+  // REQUIRES: the layout keeps ids.
+  DocumentId id(std::size_t i) const { return GetBigEndian64(ids_ + 8 * i); }
+  // The index of the first member whose bits are at least `bits`; size() if none.
+  std::size_t FirstAtLeast(Fingerprint bits) const {
+    return static_cast<std::size_t>(std::lower_bound(bits_.begin(), bits_.end(), bits) -
+                                    bits_.begin());
+  }
+
+  // Decodes only the members whose bits lie in [lo, hi], as a probe wants:
+  // it finds their bucket of the high array by counting, not decoding, the
+  // members before. False if what it reads is malformed; the rest of the
+  // value is not checked (Decode, scans and folds check values whole).
+  bool DecodeRange(const GroupLayout& layout, std::string_view value, Fingerprint lo,
+                   Fingerprint hi);
+
+ private:
+  std::vector<Fingerprint> bits_;
+  const char* ids_ = nullptr;  // of the first member decoded
+};
 
 template <typename Member>
 void EncodeGroupOperand(const GroupLayout& layout, const BasicGroupChange<Member>& change,
@@ -149,24 +179,28 @@ template <typename Member>
 bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand,
                         BasicGroupChange<Member>& change);
 
-// Binary search: the index of the first member of `group`'s `value` at or past
-// `permuted`; none if the value is not whole members.
-std::optional<std::size_t> FirstMemberAtLeast(const GroupLayout& layout, Fingerprint group,
-                                              std::string_view value, Fingerprint permuted);
+// A group value's members' bits, in order, into `bits`; false unless the
+// value is well-formed.
+bool DecodeGroupBits(const GroupLayout& layout, std::string_view value,
+                     std::vector<Fingerprint>& bits);
 
 // Calls visit(member bits) for each member of a group's value, or (`operand`)
-// each a merge operand adds or removes. Checks only that the bytes are whole
-// members, not their order; false if not.
+// each a merge operand adds or removes. Checks a value whole, an operand
+// only for whole members, not their order; false if malformed.
 template <typename Visit>
 bool ForEachMemberOf(const GroupLayout& layout, std::string_view value, bool operand,
                      Visit&& visit) {
-  if (operand) {
-    if (value.size() < 4 ||
-        GetBigEndianBytes(value.data(), 4) * layout.member_bytes() > value.size() - 4) {
-      return false;
-    }
-    value.remove_prefix(4);
+  if (!operand) {
+    thread_local std::vector<Fingerprint> bits;
+    if (!DecodeGroupBits(layout, value, bits)) return false;
+    for (const Fingerprint b : bits) visit(b);
+    return true;
   }
+  if (value.size() < 4 ||
+      GetBigEndianBytes(value.data(), 4) * layout.member_bytes() > value.size() - 4) {
+    return false;
+  }
+  value.remove_prefix(4);
   const std::size_t width = layout.member_bytes();
   if (value.size() % width != 0) return false;
   for (std::size_t i = 0; i < value.size(); i += width) {

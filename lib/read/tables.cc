@@ -312,24 +312,22 @@ Status Tables::Probe(std::size_t t, const TableMemberFilter& filter,
   if (!found.ok()) return found.status();
   if (!*found) return Status::OK();
   const GroupLayout& layout = layouts_[t];
-  const std::string_view value = read.ToStringView();
   const Fingerprint group = layout.GroupOf(permuted_query);
-  const std::optional<std::size_t> first = FirstMemberAtLeast(layout, group, value, prefix);
-  if (!first) {
+  thread_local GroupValue members;
+  if (!members.DecodeRange(layout, read.ToStringView(), layout.MemberBits(prefix),
+                           layout.MemberBits(prefix | ~perm.prefix_mask()))) {
     return Status::Corruption(TableFamilyName(t) + " holds a malformed group of fingerprint " +
                               std::to_string(query));
   }
-  const std::size_t width = layout.member_bytes();
-  for (std::size_t i = *first; i < value.size() / width; ++i) {
-    const char* member = value.data() + i * width;
-    const Fingerprint permuted = layout.MemberAt(group, member);
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const Fingerprint permuted = group | members.bits(i);
     if ((permuted & perm.prefix_mask()) != prefix) break;
     const int d = HammingDistance(permuted, permuted_query);
     if (d > k) continue;
     const Fingerprint fp = perm.Invert(permuted);
     if (plan_.FirstSharedTable(query, fp) != static_cast<int>(t)) continue;
     if (layout.keeps_ids()) {
-      hits.push_back({layout.IdAt(member), fp, d, /*by_fingerprint=*/false});
+      hits.push_back({members.id(i), fp, d, /*by_fingerprint=*/false});
     } else {
       hits.push_back({0, fp, d, /*by_fingerprint=*/true});
     }
@@ -378,17 +376,14 @@ Status Tables::ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
     if (table0.status().ok()) return Status::OK();
     return FromRocks(table0.status(), "reading " + TableFamilyName(0));
   }
-  const std::string_view value = table0.value().ToStringView();
-  const Fingerprint group = layout.GroupOf(permuted);
-  const std::optional<std::size_t> first = FirstMemberAtLeast(layout, group, value, permuted);
-  if (!first) {
+  GroupValue members;  // not the thread's: `found` may probe
+  const Fingerprint bits = layout.MemberBits(permuted);
+  if (!members.DecodeRange(layout, table0.value().ToStringView(), bits, bits)) {
     return Status::Corruption(TableFamilyName(0) + " holds a malformed group " +
                               table0.key().ToString(true));
   }
-  const std::size_t width = layout.member_bytes();
-  for (std::size_t i = *first; i < value.size() / width; ++i) {
-    const char* member = value.data() + i * width;
-    if (layout.MemberAt(group, member) != permuted || !found(layout.IdAt(member))) break;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (!found(members.id(i))) break;
   }
   return Status::OK();
 }
