@@ -38,7 +38,7 @@ double EstimateStoreBytes(const PermutationPlan& plan, std::uint64_t documents,
 namespace fpstore::internal {
 
 // Fewer keys make files and compactions cheaper (RocksDB's work is per key),
-// larger groups each read dearer; at 16 bits members are 6 bytes.
+// larger groups each read and decoded dearer.
 int GroupBitsFor(std::uint64_t expected_documents) {
   constexpr std::uint64_t kMaxMembers = 256;
   int bits = 16;
