@@ -316,29 +316,6 @@ bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
                          });
 }
 
-bool DecodeGroupBits(const GroupLayout& layout, std::string_view value,
-                     std::vector<Fingerprint>& bits) {
-  bits.clear();
-  if (value.empty()) return true;
-  std::size_t count = 0;
-  const char* ids = nullptr;
-  if (!DecodeValueHead(layout, value, &count, &ids)) return false;
-  bits.resize(count);
-  return DecodeEliasFano(value, count, layout.member_bits(), layout.keeps_ids() ? ids : nullptr,
-                         [&](std::size_t i, Fingerprint b) { bits[i] = b; });
-}
-
-bool GroupValue::Decode(const GroupLayout& layout, std::string_view value) {
-  bits_.clear();
-  ids_ = nullptr;
-  if (value.empty()) return true;
-  std::size_t count = 0;
-  if (!DecodeValueHead(layout, value, &count, &ids_)) return false;
-  bits_.resize(count);
-  return DecodeEliasFano(value, count, layout.member_bits(), layout.keeps_ids() ? ids_ : nullptr,
-                         [&](std::size_t i, Fingerprint b) { bits_[i] = b; });
-}
-
 bool GroupValue::DecodeRange(const GroupLayout& layout, std::string_view value, Fingerprint lo,
                              Fingerprint hi) {
   bits_.clear();

@@ -140,24 +140,15 @@ bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
 // group's G bits clear) and, where the layout keeps them, their ids.
 class GroupValue {
  public:
-  // False unless `value` is well-formed (DecodeGroupValue). Keeps a view of
-  // `value`'s ids: `value` must outlive the calls to id().
-  bool Decode(const GroupLayout& layout, std::string_view value);
-
   std::size_t size() const { return bits_.size(); }
   Fingerprint bits(std::size_t i) const { return bits_[i]; }
   // REQUIRES: the layout keeps ids.
   DocumentId id(std::size_t i) const { return GetBigEndian64(ids_ + 8 * i); }
-  // The index of the first member whose bits are at least `bits`; size() if none.
-  std::size_t FirstAtLeast(Fingerprint bits) const {
-    return static_cast<std::size_t>(std::lower_bound(bits_.begin(), bits_.end(), bits) -
-                                    bits_.begin());
-  }
 
   // Decodes only the members whose bits lie in [lo, hi], as a probe wants:
   // it finds their bucket of the high array by counting, not decoding, the
   // members before. False if what it reads is malformed; the rest of the
-  // value is not checked (Decode, scans and folds check values whole).
+  // value is not checked (DecodeGroupValue, as scans and folds use it, checks values whole).
   bool DecodeRange(const GroupLayout& layout, std::string_view value, Fingerprint lo,
                    Fingerprint hi);
 
@@ -179,11 +170,6 @@ template <typename Member>
 bool DecodeGroupOperand(const GroupLayout& layout, std::string_view operand,
                         BasicGroupChange<Member>& change);
 
-// A group value's members' bits, in order, into `bits`; false unless the
-// value is well-formed.
-bool DecodeGroupBits(const GroupLayout& layout, std::string_view value,
-                     std::vector<Fingerprint>& bits);
-
 // Calls visit(member bits) for each member of a group's value, or (`operand`)
 // each a merge operand adds or removes. Checks a value whole, an operand
 // only for whole members, not their order; false if malformed.
@@ -192,7 +178,7 @@ bool ForEachMemberOf(const GroupLayout& layout, std::string_view value, bool ope
                      Visit&& visit) {
   if (!operand) {
     thread_local std::vector<Fingerprint> bits;
-    if (!DecodeGroupBits(layout, value, bits)) return false;
+    if (!DecodeGroupValue(layout, value, bits)) return false;
     for (const Fingerprint b : bits) visit(b);
     return true;
   }
