@@ -24,6 +24,7 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -64,7 +65,15 @@ struct Config {
   // (half of them waited 2 s from when they were due).
   double sustained_queries_per_second = 200;
   bool keep = false;
+  // Phases left out (--skip): a run at a size where the unsigned and the
+  // signed store do not fit on the disk together takes them in two runs.
+  std::set<std::string> skip;
+  bool Runs(const std::string& phase) const { return skip.count(phase) == 0; }
 };
+
+// What --skip accepts. "unsigned" is the main store and every row on it.
+const std::set<std::string> kPhases = {"jsonl",   "unsigned",  "scans",  "signed",
+                                       "inserts", "sustained", "replace"};
 
 [[noreturn]] void Die(const std::string& message) {
   std::cerr << "fpstore-bench: " << message << "\n";
@@ -482,10 +491,13 @@ void RunConfirmation(const Config& c, const QuerySet& queries, std::uint64_t bar
   }
   report.Add("bulk load with signatures, BulkLoader", Fixed(SecondsSince(start), 1) + " s");
   const std::uint64_t signed_bytes = DirectoryBytes(path);
-  report.Add("disk, per document, with signatures",
-             Fixed(double(signed_bytes) / c.n, 1) + " bytes (" +
-                 Fixed(double(signed_bytes - std::min(signed_bytes, bare_bytes)) / c.n, 1) +
-                 " more than without)");
+  report.Add(
+      "disk, per document, with signatures",
+      Fixed(double(signed_bytes) / c.n, 1) + " bytes" +
+          (bare_bytes == 0
+               ? std::string()
+               : " (" + Fixed(double(signed_bytes - std::min(signed_bytes, bare_bytes)) / c.n, 1) +
+                     " more than without)"));
   std::unique_ptr<Store> store = OpenStore(path, Durability::kGroupCommit);
   // Hits carry the signature of their nearest document with a twentieth of
   // the slots changed, so that it is compared and confirmed; misses, a
@@ -532,121 +544,133 @@ void Run(const Config& c) {
   std::cerr << "fpstore-bench: generating " << Grouped(c.n) << " fingerprints\n";
   std::vector<IdFingerprint> docs = MakeFingerprints(c);
   const QuerySet queries = MakeQueries(docs, c.queries, k, c.seed);
-  const std::string tsv = c.dir + "/fingerprints.tsv";
-  WriteTsv(docs, tsv);
+  const bool main_store = c.Runs("unsigned");
+  const bool scans = main_store && c.Runs("scans");
 
   std::cerr << "fpstore-bench: baselines\n";
   const double brute_seconds = BruteForceSecondsPerQuery(docs, queries.misses, k);
   Clock::time_point start = Clock::now();
   const std::size_t reference_pairs =
-      internal::FindAllPairsInMemory(docs, *PermutationPlan::Create(c.blocks, k), k).size();
+      scans ? internal::FindAllPairsInMemory(docs, *PermutationPlan::Create(c.blocks, k), k).size()
+            : 0;
   const double reference_find_all = SecondsSince(start);
-
-  std::cerr << "fpstore-bench: bulk load\n";
-  start = Clock::now();
-  RunLoadTool(c, "--db " + store_path + " --input " + tsv + " --format tsv --blocks " +
-                     std::to_string(c.blocks) + " --distance " + std::to_string(k) +
-                     " --expected-documents " + std::to_string(c.n));
-  const double load_seconds = SecondsSince(start);
-  report.Add("bulk load, fpstore-load tsv",
-             Grouped(c.n / load_seconds) + " fingerprints/s (" + Fixed(load_seconds, 1) + " s)");
-  fs::remove(tsv);
-
-  {
-    const std::string jsonl = c.dir + "/pages.jsonl";
-    const std::uint64_t text_bytes = WriteJsonl(c, jsonl);
+  std::unique_ptr<Store> store;
+  if (main_store) {
+    const std::string tsv = c.dir + "/fingerprints.tsv";
+    WriteTsv(docs, tsv);
+    std::cerr << "fpstore-bench: bulk load\n";
     start = Clock::now();
-    RunLoadTool(c, "--db " + c.dir + "/text-store --input " + jsonl);
-    const double seconds = SecondsSince(start);
-    report.Add("bulk load, fpstore-load jsonl (" + Grouped(c.jsonl_docs) + " pages)",
-               Fixed(text_bytes / 1e6 / seconds, 1) + " MB/s of text, " +
-                   Grouped(c.jsonl_docs / seconds) + " pages/s");
-    fs::remove(jsonl);
-    fs::remove_all(c.dir + "/text-store");
-  }
-  rusage children{};
-  ::getrusage(RUSAGE_CHILDREN, &children);
-  report.Add("peak resident, fpstore-load", Gib(std::uint64_t(children.ru_maxrss) * 1024));
+    RunLoadTool(c, "--db " + store_path + " --input " + tsv + " --format tsv --blocks " +
+                       std::to_string(c.blocks) + " --distance " + std::to_string(k) +
+                       " --expected-documents " + std::to_string(c.n));
+    const double load_seconds = SecondsSince(start);
+    report.Add("bulk load, fpstore-load tsv",
+               Grouped(c.n / load_seconds) + " fingerprints/s (" + Fixed(load_seconds, 1) + " s)");
+    fs::remove(tsv);
 
-  std::unique_ptr<Store> store = OpenStore(store_path, Durability::kGroupCommit);
-  {
-    const StoreStats stats = Must(store->Stats(), "stats");
-    std::uint64_t table_bytes = 0;
-    for (std::uint64_t b : stats.table_bytes) table_bytes += b;
-    report.Add("disk, per fingerprint per table",
-               Fixed(double(table_bytes) / c.n / stats.table_bytes.size(), 2) + " bytes (" +
-                   Gib(DirectoryBytes(store_path)) + " in all)");
-  }
+    if (c.Runs("jsonl")) {
+      const std::string jsonl = c.dir + "/pages.jsonl";
+      const std::uint64_t text_bytes = WriteJsonl(c, jsonl);
+      start = Clock::now();
+      RunLoadTool(c, "--db " + c.dir + "/text-store --input " + jsonl);
+      const double seconds = SecondsSince(start);
+      report.Add("bulk load, fpstore-load jsonl (" + Grouped(c.jsonl_docs) + " pages)",
+                 Fixed(text_bytes / 1e6 / seconds, 1) + " MB/s of text, " +
+                     Grouped(c.jsonl_docs / seconds) + " pages/s");
+      fs::remove(jsonl);
+      fs::remove_all(c.dir + "/text-store");
+    }
+    rusage children{};
+    ::getrusage(RUSAGE_CHILDREN, &children);
+    report.Add("peak resident, fpstore-load", Gib(std::uint64_t(children.ru_maxrss) * 1024));
 
-  std::cerr << "fpstore-bench: checking answers against brute force\n";
-  const std::vector<Fingerprint> check_hits(
-      queries.hits.begin(), queries.hits.begin() + std::min<std::size_t>(100, queries.hits.size()));
-  CheckAgainstBruteForce(*store, docs, check_hits, k);
+    store = OpenStore(store_path, Durability::kGroupCommit);
+    {
+      const StoreStats stats = Must(store->Stats(), "stats");
+      std::uint64_t table_bytes = 0;
+      for (std::uint64_t b : stats.table_bytes) table_bytes += b;
+      report.Add("disk, per fingerprint per table",
+                 Fixed(double(table_bytes) / c.n / stats.table_bytes.size(), 2) + " bytes (" +
+                     Gib(DirectoryBytes(store_path)) + " in all)");
+    }
+
+    std::cerr << "fpstore-bench: checking answers against brute force\n";
+    const std::vector<Fingerprint> check_hits(
+        queries.hits.begin(),
+        queries.hits.begin() + std::min<std::size_t>(100, queries.hits.size()));
+    CheckAgainstBruteForce(*store, docs, check_hits, k);
+  }           // main_store
   docs = {};  // what follows measures the store, not this program's copy
   docs.shrink_to_fit();
 
-  std::cerr << "fpstore-bench: cold queries\n";
-  ResetPeakResident();
-  {
-    const std::size_t cold = std::min(c.cold_queries / 2, queries.hits.size());
-    const std::vector<Fingerprint> hits(queries.hits.begin(), queries.hits.begin() + cold);
-    const std::vector<Fingerprint> misses(queries.misses.begin(), queries.misses.begin() + cold);
-    // Each set starts from a closed store evicted from the page cache.
-    for (const auto& [name, set] : {std::pair{"hits", &hits}, std::pair{"misses", &misses}}) {
-      store.reset();
-      EvictFromPageCache(store_path);
-      store = OpenStore(store_path, Durability::kGroupCommit);
-      report.Add(std::string("query, cold, ") + name + ", 1 thread",
-                 TimeQueries(*store, *set, k, 1).Summary());
+  if (main_store) {
+    std::cerr << "fpstore-bench: cold queries\n";
+    ResetPeakResident();
+    {
+      const std::size_t cold = std::min(c.cold_queries / 2, queries.hits.size());
+      const std::vector<Fingerprint> hits(queries.hits.begin(), queries.hits.begin() + cold);
+      const std::vector<Fingerprint> misses(queries.misses.begin(), queries.misses.begin() + cold);
+      // Each set starts from a closed store evicted from the page cache.
+      for (const auto& [name, set] : {std::pair{"hits", &hits}, std::pair{"misses", &misses}}) {
+        store.reset();
+        EvictFromPageCache(store_path);
+        store = OpenStore(store_path, Durability::kGroupCommit);
+        report.Add(std::string("query, cold, ") + name + ", 1 thread",
+                   TimeQueries(*store, *set, k, 1).Summary());
+      }
     }
-  }
 
-  std::cerr << "fpstore-bench: warm queries\n";
-  TimeQueries(*store, queries.hits, k, 2);
-  TimeQueries(*store, queries.misses, k, 2);
-  Latencies warm_misses;
-  for (int threads : {1, 2}) {
-    const std::string suffix = threads == 1 ? " thread" : " threads";
-    report.Add("query, warm, hits, " + std::to_string(threads) + suffix,
-               TimeQueries(*store, queries.hits, k, threads).Summary());
-    Latencies misses = TimeQueries(*store, queries.misses, k, threads);
-    report.Add("query, warm, misses, " + std::to_string(threads) + suffix, misses.Summary());
-    if (threads == 1) warm_misses = std::move(misses);
-  }
-  const double store_seconds = warm_misses.wall_seconds / warm_misses.micros.size();
-  report.Add("baseline: brute-force scan per query", Fixed(brute_seconds * 1e3, 2) + " ms, " +
-                                                         Fixed(brute_seconds / store_seconds, 0) +
-                                                         "x fpstore's warm miss");
-  report.Add("peak resident while querying", Gib(PeakResidentBytes()));
-
-  std::cerr << "fpstore-bench: FindAll and Clusters\n";
-  ResetPeakResident();
-  {
-    std::uint64_t pairs = 0;
-    start = Clock::now();
-    Must(store->FindAll(k, [&](const NearPair&) { ++pairs; }, {}), "FindAll");
-    const double seconds = SecondsSince(start);
-    if (pairs != reference_pairs) {
-      Die("FindAll found " + std::to_string(pairs) + " pairs, the reference " +
-          std::to_string(reference_pairs));
+    std::cerr << "fpstore-bench: warm queries\n";
+    TimeQueries(*store, queries.hits, k, 2);
+    TimeQueries(*store, queries.misses, k, 2);
+    Latencies warm_misses;
+    for (int threads : {1, 2}) {
+      const std::string suffix = threads == 1 ? " thread" : " threads";
+      report.Add("query, warm, hits, " + std::to_string(threads) + suffix,
+                 TimeQueries(*store, queries.hits, k, threads).Summary());
+      Latencies misses = TimeQueries(*store, queries.misses, k, threads);
+      report.Add("query, warm, misses, " + std::to_string(threads) + suffix, misses.Summary());
+      if (threads == 1) warm_misses = std::move(misses);
     }
-    report.Add("FindAll (" + Grouped(pairs) + " pairs)", Fixed(seconds, 1) + " s");
-    report.Add("baseline: in-memory sorted tables, find-all",
-               Fixed(reference_find_all, 1) + " s; fpstore takes " +
-                   Fixed(seconds / reference_find_all, 2) + "x as long");
-    std::uint64_t clusters = 0;
-    start = Clock::now();
-    Must(store->Clusters(k, [&](std::span<const DocumentId>) { ++clusters; }, {}), "Clusters");
-    report.Add("Clusters (" + Grouped(clusters) + " clusters)",
-               Fixed(SecondsSince(start), 1) + " s");
-  }
-  report.Add("peak resident through FindAll and Clusters", Gib(PeakResidentBytes()));
+    const double store_seconds = warm_misses.wall_seconds / warm_misses.micros.size();
+    report.Add("baseline: brute-force scan per query", Fixed(brute_seconds * 1e3, 2) + " ms, " +
+                                                           Fixed(brute_seconds / store_seconds, 0) +
+                                                           "x fpstore's warm miss");
+    report.Add("peak resident while querying", Gib(PeakResidentBytes()));
+  }  // main_store
+
+  if (scans) {
+    std::cerr << "fpstore-bench: FindAll and Clusters\n";
+    ResetPeakResident();
+    {
+      std::uint64_t pairs = 0;
+      start = Clock::now();
+      Must(store->FindAll(k, [&](const NearPair&) { ++pairs; }, {}), "FindAll");
+      const double seconds = SecondsSince(start);
+      if (pairs != reference_pairs) {
+        Die("FindAll found " + std::to_string(pairs) + " pairs, the reference " +
+            std::to_string(reference_pairs));
+      }
+      report.Add("FindAll (" + Grouped(pairs) + " pairs)", Fixed(seconds, 1) + " s");
+      report.Add("baseline: in-memory sorted tables, find-all",
+                 Fixed(reference_find_all, 1) + " s; fpstore takes " +
+                     Fixed(seconds / reference_find_all, 2) + "x as long");
+      std::uint64_t clusters = 0;
+      start = Clock::now();
+      Must(store->Clusters(k, [&](std::span<const DocumentId>) { ++clusters; }, {}), "Clusters");
+      report.Add("Clusters (" + Grouped(clusters) + " clusters)",
+                 Fixed(SecondsSince(start), 1) + " s");
+    }
+    report.Add("peak resident through FindAll and Clusters", Gib(PeakResidentBytes()));
+  }  // scans
 
   // After the scans, so that they run on the store the queries warmed. It builds a second store
   // of its own; the inserts below reopen this one.
-  std::cerr << "fpstore-bench: confirmation\n";
   store.reset();  // one store's cache at a time
-  RunConfirmation(c, queries, DirectoryBytes(store_path), report);
+  if (c.Runs("signed")) {
+    std::cerr << "fpstore-bench: confirmation\n";
+    RunConfirmation(c, queries, main_store ? DirectoryBytes(store_path) : 0, report);
+  }
 
   // The modes run in this order on the same store, which grows as they go.
   std::cerr << "fpstore-bench: inserts\n";
@@ -655,6 +679,7 @@ void Run(const Config& c) {
                                                       {Durability::kGroupCommit, "group commit"},
                                                       {Durability::kSync, "sync"}};
   for (const auto& [durability, name] : modes) {
+    if (!main_store || !c.Runs("inserts")) break;
     store = OpenStore(store_path, durability);
     for (std::size_t batch : {std::size_t{1}, std::size_t{1000}}) {
       for (int threads : {1, 2}) {
@@ -674,7 +699,7 @@ void Run(const Config& c) {
   // them to matter, with queries at a steady rate beside it, then times
   // queries on the store as it is left (merged files waiting in level 0,
   // compactions running) and again after a full compaction.
-  if (c.sustained_seconds > 0) {
+  if (main_store && c.Runs("sustained") && c.sustained_seconds > 0) {
     std::cerr << "fpstore-bench: sustained inserts\n";
     store = OpenStore(store_path, Durability::kGroupCommit);
     // Hits and misses in turn.
@@ -720,13 +745,15 @@ void Run(const Config& c) {
   // A crawler that revisits pages replaces their fingerprints under the
   // same ids: the loaded documents, from the first, get new ones. Last,
   // so that the rows above query the documents as loaded.
-  std::cerr << "fpstore-bench: replacements\n";
-  store = OpenStore(store_path, Durability::kGroupCommit);
-  std::atomic<DocumentId> recrawled_id{0};
-  report.Add("replace, group commit, batches of 1,000, 2 threads (loaded ids, new fingerprints)",
-             TimeInserts(*store, 2, 1000, c.insert_seconds, recrawled_id).Summary());
-  Must(store->Close(), "close");
-  store.reset();
+  if (main_store && c.Runs("replace")) {
+    std::cerr << "fpstore-bench: replacements\n";
+    store = OpenStore(store_path, Durability::kGroupCommit);
+    std::atomic<DocumentId> recrawled_id{0};
+    report.Add("replace, group commit, batches of 1,000, 2 threads (loaded ids, new fingerprints)",
+               TimeInserts(*store, 2, 1000, c.insert_seconds, recrawled_id).Summary());
+    Must(store->Close(), "close");
+    store.reset();
+  }
 
   std::cout << "fpstore-bench: N = " << Grouped(c.n) << ", blocks " << c.blocks << ", distance "
             << k << ", seed " << c.seed << ", " << std::thread::hardware_concurrency()
@@ -762,6 +789,9 @@ int main(int argc, char** argv) {
        po::value(&c.sustained_queries_per_second)->default_value(c.sustained_queries_per_second),
        "Queries a second on a third thread during the sustained inserts (0: none).")
       ("keep", po::bool_switch(&c.keep), "Keep the working directory.")
+      ("skip", po::value<std::vector<std::string>>()->multitoken()->value_name("PHASE..."),
+       "Phases to leave out: jsonl, unsigned (the main store and every row on it), scans, "
+       "signed, inserts, sustained, replace. e.g. --skip signed")
       ("load-tool", po::value(&c.load_tool)->default_value(FPSTORE_LOAD_TOOL),
        "The fpstore-load binary.");
   // clang-format on
@@ -776,6 +806,15 @@ int main(int argc, char** argv) {
   if (vm.count("help") != 0) {
     std::cout << options << "\n";
     return 0;
+  }
+  if (vm.count("skip") != 0) {
+    for (const std::string& phase : vm["skip"].as<std::vector<std::string>>()) {
+      if (fpstore::bench::kPhases.count(phase) == 0) {
+        std::cerr << "fpstore-bench: --skip: no phase " << phase << "\n";
+        return 2;
+      }
+      c.skip.insert(phase);
+    }
   }
   const bool own_dir = c.dir.empty();
   if (own_dir) c.dir = "/tmp/fpstore-bench." + std::to_string(::getpid());
