@@ -14,6 +14,7 @@
 
 #include "brute_force.h"
 #include "format/groups.h"
+#include "format/member_filter.h"
 #include "format/records.h"
 #include "fpstore/bulk_loader.h"
 #include "fpstore/store.h"
@@ -386,6 +387,68 @@ TEST(FingerprintTablesTest, TableFilesAreNeverCompressed) {
     }
   });
   EXPECT_GE(files, 20u);
+}
+
+// What stays pinned while a store answers queries (every file's index and
+// RocksDB filter, and the tables' member filters) is what
+// EstimateStoreMemory, without its block cache, says: per document while a
+// table's prefixes are mostly free, and no more once every prefix is taken,
+// the case of a billion documents in 10 tables (docs/performance.md, "Memory").
+TEST(StoreEstimatesTest, PinnedMemoryIsWhatTheModelSays) {
+  struct Case {
+    int blocks;
+    int documents;
+    bool saturated;  // documents well past 2^prefix bits
+  };
+  // (6, 3): 31-33-bit prefixes; (4, 3): 16 bits, 4.6 documents a prefix.
+  for (const Case c : {Case{6, 100'000, false}, Case{4, 300'000, true}}) {
+    SCOPED_TRACE(::testing::Message() << "blocks " << c.blocks);
+    TempDir dir;
+    const std::string path = dir.path() + "/store";
+    StoreOptions options;
+    options.blocks = c.blocks;
+    options.distance = 3;
+    options.expected_documents = c.documents;
+    options.fingerprint = FingerprintOptions{};
+    options.fingerprint->signature_bytes = 0;
+    {
+      std::unique_ptr<Store> store = *Store::Open(path, options);
+      std::unique_ptr<BulkLoader> loader = *store->NewBulkLoader();
+      Random rnd(TestSeed(31));
+      for (int i = 0; i < c.documents; ++i)
+        ASSERT_TRUE(loader->Add({DocumentId(i), rnd.Next()}).ok());
+      ASSERT_TRUE(loader->Finish().ok());
+      ASSERT_TRUE(store->Close().ok());
+    }
+    std::vector<std::string> names;
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
+    double pinned = 0, member_filters = 0;
+    testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
+      for (const std::string& name : names) {
+        rocksdb::TablePropertiesCollection properties;
+        ASSERT_TRUE(db.GetPropertiesOfAllTables(family(name), &properties).ok());
+        for (const auto& [file, table] : properties) {
+          pinned += double(table->filter_size + table->index_size);
+          if (const std::string* filter = internal::MemberFilterProperty(*table)) {
+            member_filters += double(filter->size());
+          }
+        }
+      }
+    });
+    pinned += member_filters;
+    const PermutationPlan plan = *PermutationPlan::Create(c.blocks, 3);
+    const double estimate = EstimateStoreMemory(plan, c.documents, 0, 0);
+    EXPECT_NEAR(pinned / estimate, 1.0, 0.2)
+        << pinned << " bytes pinned, " << estimate << " estimated";
+    // About 10 bits a member and table while the prefixes are mostly free; far
+    // fewer once they are all taken.
+    const double per_member = member_filters / c.documents / double(plan.table_count());
+    if (c.saturated) {
+      EXPECT_LT(per_member, 0.6);
+    } else {
+      EXPECT_NEAR(per_member, 1.25, 0.2);
+    }
+  }
 }
 
 }  // namespace

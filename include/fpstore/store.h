@@ -125,6 +125,19 @@ struct StoreStats {
 FPSTORE_EXPORT double EstimateStoreBytes(const PermutationPlan& plan, std::uint64_t documents,
                                          int signature_bytes = 0);
 
+// About how much memory a store like EstimateStoreBytes's holds while it
+// answers queries: what stays pinned from open (the tables' member filters,
+// every file's index, the records' key filter), all of it charged to the
+// block cache of `block_cache_bytes` (StoreOptions::block_cache_bytes),
+// whose data blocks fill the room left: the larger of the two. The member
+// filters grow with the documents until every prefix of a table is taken,
+// then stop (docs/performance.md, "Memory"). The operating system's page
+// cache of the files comes on top: it makes the reads that pass the filters
+// cheaper, and queries need none of it.
+FPSTORE_EXPORT double EstimateStoreMemory(
+    const PermutationPlan& plan, std::uint64_t documents, int signature_bytes = 0,
+    std::size_t block_cache_bytes = StoreOptions{}.block_cache_bytes);
+
 // Removes the store at `path` (a directory, or a "redis://" store's every
 // key) for good. NotFound if there is none; Busy if a process has an
 // embedded store open for writing. A store in Redis must not be open

@@ -251,45 +251,92 @@ TEST(AdminCreateTest, CreatesWithPlanAndOptionsThatStatsReports) {
   EXPECT_TRUE(Contains(r.out, "blocks=6 distance=3")) << r.out;
 }
 
-// The suggestion weighs probes (0.8 us each) against the data blocks that
-// non-empty prefix ranges cost (13 us) within the disk budget (16 bytes per
-// entry of table 0, 11 per entry of the others, 15 per document).
-TEST(FpstoreAdminTest, CreateSuggestsThePlanThatFitsTheBudget) {
+// The choice weighs probes (0.8 us each) against the data blocks that
+// non-empty prefix ranges cost (13 us), among the plans within the disk
+// budget and the memory budget (16 GB unless given): EstimateStoreBytes and
+// EstimateStoreMemory.
+TEST(FpstoreAdminTest, CreateChoosesThePlanThatFitsTheBudgets) {
   ToolResult r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // (4,3): 610 candidates, 177 us; (5,3): 2 candidates, 33 us; (6,3): 17 us.
+  EXPECT_TRUE(Contains(r.out, "memory GB  query us\n")) << r.out;
   EXPECT_TRUE(Contains(r.out, "  4       4       16")) << r.out;
   EXPECT_TRUE(Contains(r.out, "  5       10      25-26")) << r.out;
   EXPECT_TRUE(Contains(r.out, "* 6       20      31-33")) << r.out;
   EXPECT_TRUE(Contains(r.out, "  (this plan)")) << r.out;
-  EXPECT_TRUE(Contains(r.out, "suggested: --blocks 6 --distance 3\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "chosen: the fastest within the budgets (--blocks 6 --distance 3)\n"))
+      << r.out;
 
   // At 10^6 documents, (5,3)'s ranges are mostly empty: 11 us against 16.
   r = Admin({"create", "--db", "unused", "--expected-documents", "1e6", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "plan:               blocks=5 distance=3: 10 tables")) << r.out;
+
+  // At 10^9, (6,3)'s member filters alone take about 25 GB and (7,3)'s 44:
+  // (5,3), whose 25-26-bit prefixes are all taken, keeps its filters near 1 GB.
+  r = Admin({"create", "--db", "unused", "--expected-documents", "1e9", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "plan:               blocks=5 distance=3: 10 tables")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "candidates/query:   about 209 at 1,000,000,000")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "chosen: the fastest within the budgets (--blocks 5 --distance 3)\n"))
+      << r.out;
+  r = Admin({"create", "--db", "unused", "--expected-documents", "1e9", "--memory-budget", "30",
+             "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "(--blocks 6 --distance 3)\n")) << r.out;
+  // --blocks keeps its plan and shows what would be chosen.
+  r = Admin(
+      {"create", "--db", "unused", "--blocks", "6", "--expected-documents", "1e9", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "plan:               blocks=6 distance=3")) << r.out;
   EXPECT_TRUE(Contains(r.out, "suggested: --blocks 5 --distance 3\n")) << r.out;
 
-  // Without signatures (0 slots), (5,3) takes 0.98 GB at 10^7 documents,
-  // (4,3) 0.54 GB.
+  // Without signatures, (5,3) takes 0.9 GB at 10^7 documents, (4,3) 0.5 GB.
   r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--disk-budget", "0.9",
              "--signature-bytes", "0", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(Contains(r.out, "suggested: --blocks 4 --distance 3\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "(--blocks 4 --distance 3)\n")) << r.out;
 
-  r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--disk-budget", "0.5",
+  r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--disk-budget", "0.4",
              "--signature-bytes", "0", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(Contains(r.out, "no plan fits in 0.5 GB\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out,
+                       "no plan for distance 3 at 1e+07 documents fits in 0.4 GB of disk and 16 "
+                       "GB of memory"))
+      << r.out;
 
-  // Signatures of 256 slots add 2.58 GB at 10^7 documents: no plan fits in 0.9 GB then.
+  // Signatures of 64 bytes add 0.66 GB at 10^7 documents: no plan fits in 0.9 GB then.
   r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--disk-budget", "0.9",
              "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(Contains(r.out, "no plan fits in 0.9 GB\n")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "fits in 0.9 GB of disk")) << r.out;
 
-  r = Admin({"create", "--db", "unused", "--disk-budget", "1", "--dry-run"});
+  // Creating for real when nothing fits is a usage error that creates nothing.
+  ScratchDir dir;
+  const std::string db = (dir.path() / "store").string();
+  r = Admin({"create", "--db", db, "--expected-documents", "1e9", "--memory-budget", "1"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(Contains(r.err, "--disk-budget needs --expected-documents")) << r.err;
+  EXPECT_TRUE(Contains(r.err,
+                       "--expected-documents: no plan for distance 3 at 1e+09 documents "
+                       "fits in 1 GB of memory"))
+      << r.err;
+  EXPECT_FALSE(fs::exists(db));
+  // And when one fits, the store gets it.
+  r = Admin({"create", "--db", db, "--expected-documents", "1e9"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Admin({"stats", "--db", db});
+  EXPECT_TRUE(Contains(r.out, "blocks=5 distance=3")) << r.out;
+
+  for (const char* budget : {"--disk-budget", "--memory-budget"}) {
+    r = Admin({"create", "--db", "unused", budget, "1", "--dry-run"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_TRUE(Contains(r.err, std::string(budget) + " needs --expected-documents")) << r.err;
+    r = Admin(
+        {"create", "--db", "unused", "--expected-documents", "1e6", budget, "0", "--dry-run"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_TRUE(Contains(r.err, std::string(budget) + ": must be a number of gigabytes above 0"))
+        << r.err;
+  }
 }
 
 TEST(AdminCreateTest, DryRunCreatesNothing) {

@@ -189,6 +189,33 @@ TEST(LoadTest, PlanAndFingerprintOptionsOfANewStore) {
   EXPECT_EQ(Get(db, 5)->fingerprint, FingerprintOf("custom columns", expected));
 }
 
+// Without --blocks, a new store sized for N documents gets the plan that
+// fpstore-admin create would choose for N; an existing store keeps its own.
+TEST(LoadTest, ANewStoreGetsThePlanChosenForItsSize) {
+  ScratchDir dir;
+  const std::string db = (dir.path() / "s").string();
+  ToolResult r = Load({"--db", db, "--input", Data("docs.jsonl"), "--expected-documents", "1e9"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(View(db).blocks, 5);  // (6,3)'s filters would not fit in 16 GB at 10^9
+  EXPECT_EQ(View(db).distance, 3);
+  r = Load({"--db", db, "--input", Data("docs.jsonl"), "--expected-documents", "1e7"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(View(db).blocks, 5);
+
+  const std::string wide = (dir.path() / "wide").string();
+  r = Load({"--db", wide, "--input", Data("docs.jsonl"), "--expected-documents", "1e9",
+            "--memory-budget", "50"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(View(wide).blocks, 7);  // 47 GB at 10^9, and faster than (6,3)
+
+  const std::string none = (dir.path() / "none").string();
+  r = Load({"--db", none, "--input", Data("docs.jsonl"), "--expected-documents", "1e9",
+            "--memory-budget", "0.5"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("fits in 0.5 GB of memory"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(none));
+}
+
 TEST(LoadTest, TsvHashAndStandardInput) {
   ScratchDir dir;
   const std::string db = (dir.path() / "s").string();

@@ -357,13 +357,16 @@ TEST_F(RedisToolsTest, WhatRedisCannotDoIsRefusedClearly) {
   EXPECT_TRUE(Contains(r.out, "candidates/query:   about 0.00512 at 1,000,000 documents")) << r.out;
   EXPECT_TRUE(Contains(r.out, "no plans compared: ")) << r.out;
   EXPECT_FALSE(Contains(r.out, "suggested")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "chosen")) << r.out;
   r = Admin({"create", "--db", created});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(Contains(r.err, "already holds a store")) << r.err;
   r = Admin({"create", "--db", Redis("budget"), "--expected-documents", "1e6", "--disk-budget", "9",
              "--dry-run"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(Contains(r.err, "--disk-budget: the estimates are of an embedded store's disk"))
+  EXPECT_TRUE(Contains(r.err,
+                       "--disk-budget: the estimates are of an embedded store; a store in "
+                       "Redis takes the cluster's memory instead"))
       << r.err;
 }
 

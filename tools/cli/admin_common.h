@@ -89,54 +89,11 @@ inline std::string DescribeTables(const PermutationPlan& plan) {
          ", prefixes of " + bits;
 }
 
-// The number of stored documents a query meets in all tables' prefix
-// ranges when `documents` random fingerprints are stored: the sum over
-// tables of documents / 2^prefix_bits. Each candidate costs a popcount.
-inline double ExpectedCandidates(const PermutationPlan& plan, double documents) {
-  double sum = 0;
-  for (const TablePermutation& t : plan.tables()) {
-    sum += std::ldexp(documents, -t.prefix_bits());
-  }
-  return sum;
-}
-
-// What a plan costs at a number of documents: on disk, the library's
-// estimate; per table probed, a fixed cost, a data block read when the
-// probe's prefix range is not empty, and a cost per candidate. The costs
-// are fitted to fpstore-bench's warm misses, cold hits and FindAll
-// (docs/performance.md, "Choosing a plan").
-struct PlanEstimate {
-  double candidates = 0;
-  double disk_bytes = 0;
-  double query_micros = 0;
-};
-
-// `signature_bytes`: of the documents' signatures, which take disk too.
-inline PlanEstimate EstimatePlan(const PermutationPlan& plan, double documents,
-                                 int signature_bytes) {
-  constexpr double kMicrosPerProbe = 0.8, kMicrosPerBlockRead = 13, kMicrosPerCandidate = 0.2;
-  PlanEstimate e;
-  e.candidates = ExpectedCandidates(plan, documents);
-  e.disk_bytes = EstimateStoreBytes(plan, static_cast<std::uint64_t>(documents), signature_bytes);
-  for (const TablePermutation& t : plan.tables()) {
-    // Random fingerprints: a prefix range holds Poisson(in_range) entries.
-    const double in_range = std::ldexp(documents, -t.prefix_bits());
-    e.query_micros += kMicrosPerProbe + (1 - std::exp(-in_range)) * kMicrosPerBlockRead +
-                      kMicrosPerCandidate * in_range;
-  }
-  return e;
-}
-
 inline std::string_view WeightingName(FeatureWeighting weighting) {
   return weighting == FeatureWeighting::kPresence ? "presence" : "tf";
 }
 
 // ---- Options and steps shared by the commands ----------------------------------------
-
-// The plan a new store gets when --blocks or --distance is left out: the
-// library's defaults at creation (StoreOptions, options.h).
-constexpr int kDefaultBlocks = 6;
-constexpr int kDefaultDistance = 3;
 
 inline void DefineQuiet(OptionTable& table, bool* quiet) {
   table.AddSwitch(kGeneralGroup, "quiet,q", quiet,

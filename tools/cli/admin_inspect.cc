@@ -17,7 +17,7 @@ class CreateCommand final : public Command {
   std::vector<std::string> Synopsis() const override {
     return {
         "--db STORE [--blocks M] [--distance K] [--window N] [--weighting W] "
-        "[--expected-documents N [--disk-budget GB]] [--dry-run]"};
+        "[--expected-documents N [--disk-budget GB] [--memory-budget GB]] [--dry-run]"};
   }
   std::vector<Example> Examples() const override {
     return {
@@ -27,9 +27,12 @@ class CreateCommand final : public Command {
          "at 100 million documents."},
         {"--db unused --blocks 7 --distance 3 --expected-documents 1e9 --dry-run",
          "Show a plan without creating anything."},
+        {"--db crawl.fps --expected-documents 1e9",
+         "Create a store for a billion documents with the fastest plan whose filters and "
+         "indexes fit in 16 GB of memory."},
         {"--db unused --expected-documents 1e8 --disk-budget 40 --dry-run",
-         "Compare the plans for distance 3 at 100 million documents and suggest the fastest "
-         "that fits in 40 GB."},
+         "Compare the plans for distance 3 at 100 million documents and choose the fastest "
+         "that fits in 40 GB of disk (and 16 GB of memory)."},
         {"--db redis://10.0.0.5:7000/crawl --expected-documents 1e9",
          "Create the store crawl in the Redis Cluster of the node at 10.0.0.5:7000, its tables "
          "cut for a billion documents."}};
@@ -39,10 +42,6 @@ class CreateCommand final : public Command {
     store_.Define(table, {.plan = true,
                           .db_help = "The store to create: an absent or empty directory, or a "
                                      "NAME that the Redis Cluster holds no store under."});
-    table.Add(kStoreGroup, "disk-budget", Number("disk-budget", &disk_budget_gb_)->value_name("GB"),
-              "With --expected-documents: suggest only plans whose estimated size fits in GB "
-              "gigabytes (of an embedded store: not for a store in Redis). "
-              "e.g. --disk-budget 40");
     table.AddSwitch(kStoreGroup, "dry-run", &dry_run_,
                     "Print the plan and create nothing. e.g. --dry-run");
     fingerprint_.Define(table);
@@ -72,7 +71,7 @@ class CreateCommand final : public Command {
       std::fprintf(out(),
                    "candidates/query:   about %s at %s documents (random fingerprints: the sum "
                    "over the tables of N / 2^prefix bits)\n",
-                   Rough(ExpectedCandidates(*plan_, expected())).c_str(),
+                   Rough(EstimatePlan(*plan_, expected(), 0).candidates).c_str(),
                    Rough(expected()).c_str());
       if (store_.in_redis()) {
         std::fprintf(out(),
@@ -90,71 +89,56 @@ class CreateCommand final : public Command {
   void Check(const po::variables_map& vm) override {
     store_.Check(vm);
     fingerprint_.Check(vm);
-    Result<PermutationPlan> plan = PermutationPlan::Create(
-        store_.blocks().value_or(kDefaultBlocks), store_.distance().value_or(kDefaultDistance));
-    if (!plan.ok()) throw UsageError("--blocks/--distance: " + plan.status().message());
-    plan_ = *std::move(plan);
-    if (vm.count("disk-budget") > 0) {
-      if (!store_.expected_documents()) {
-        throw UsageError("--disk-budget needs --expected-documents");
+    const int signature_bytes = fingerprint_.Apply(FingerprintOptions{}).signature_bytes;
+    if (std::optional<PlanComparison> choice = store_.PlanChoice(signature_bytes)) {
+      if (!choice->chosen && !dry_run_) {
+        throw UsageError("--expected-documents: " + NoPlanFits(*choice));
       }
-      if (!(disk_budget_gb_ > 0 && std::isfinite(disk_budget_gb_))) {
-        throw UsageError("--disk-budget: must be a number of gigabytes above 0");
-      }
-      if (store_.in_redis()) {
-        throw UsageError(
-            "--disk-budget: the estimates are of an embedded store's disk; a store in Redis "
-            "takes the cluster's memory instead");
-      }
+      plan_ = choice->chosen;
+    }
+    if (!plan_) {
+      Result<PermutationPlan> plan = PermutationPlan::Create(
+          store_.blocks().value_or(kDefaultBlocks), store_.distance().value_or(kDefaultDistance));
+      if (!plan.ok()) throw UsageError("--blocks/--distance: " + plan.status().message());
+      plan_ = *std::move(plan);
     }
   }
 
  private:
-  // The plans for this distance with k+1 to k+5 blocks, each with its estimated
-  // size and query cost at the expected number of documents, and the one
-  // to choose: the cheapest query among those within the disk budget.
   double expected() const { return store_.expected_documents().value_or(0); }
 
+  // The plans for this distance with k+1 to k+5 blocks, each with its
+  // estimates at the expected number of documents, and the one chosen (or,
+  // with --blocks, the one that would be): the fastest query within the budgets.
   // `signature_bytes`: the new store's, whose signatures count on disk.
   void PrintPlanComparison(int signature_bytes) const {
-    const int k = plan_->distance();
+    const PlanComparison c =
+        ComparePlans(plan_->distance(), expected(), signature_bytes, store_.budgets());
     std::fprintf(out(),
                  "\nplans for distance %d at %s documents (estimates, see "
                  "docs/performance.md):\n",
-                 k, Rough(expected()).c_str());
-    std::fprintf(out(), "  %-7s %-7s %-12s %-18s %-10s %s\n", "blocks", "tables", "prefix bits",
-                 "candidates/query", "disk GB", "query us");
-    int suggested = 0;
-    double best_cost = 0;
-    std::vector<std::pair<PermutationPlan, PlanEstimate>> rows;
-    // Beyond k + 5 blocks the tables only multiply: probes cost more than the
-    // candidates they save at any size a machine holds.
-    for (int m = k + 1; m <= k + 5; ++m) {
-      Result<PermutationPlan> plan = PermutationPlan::Create(m, k);
-      if (!plan.ok()) break;  // too many tables from here on
-      const PlanEstimate e = EstimatePlan(*plan, expected(), signature_bytes);
-      const bool fits = disk_budget_gb_ == 0 || e.disk_bytes <= disk_budget_gb_ * 1e9;
-      if (fits && (suggested == 0 || e.query_micros < best_cost)) {
-        suggested = m;
-        best_cost = e.query_micros;
-      }
-      rows.emplace_back(*std::move(plan), e);
+                 c.distance, Rough(expected()).c_str());
+    std::fprintf(out(), "  %-7s %-7s %-12s %-18s %-10s %-10s %s\n", "blocks", "tables",
+                 "prefix bits", "candidates/query", "disk GB", "memory GB", "query us");
+    const int best = c.chosen ? c.chosen->blocks() : 0;
+    for (const PlanEstimate& e : c.rows) {
+      const std::string bits = PrefixBitsRange(e.plan);
+      std::fprintf(out(), "%s %-7d %-7zu %-12s %-18s %-10.1f %-10.1f %.0f%s\n",
+                   e.plan.blocks() == best ? "*" : " ", e.plan.blocks(), e.plan.table_count(),
+                   bits.c_str(), Rough(e.candidates).c_str(), e.disk_bytes / 1e9,
+                   e.memory_bytes / 1e9, e.query_micros,
+                   e.plan.blocks() == plan_->blocks() ? "  (this plan)" : "");
     }
-    for (const auto& [plan, e] : rows) {
-      const std::string bits = PrefixBitsRange(plan);
-      std::fprintf(out(), "%s %-7d %-7zu %-12s %-18s %-10.1f %.0f%s\n",
-                   plan.blocks() == suggested ? "*" : " ", plan.blocks(), plan.table_count(),
-                   bits.c_str(), Rough(e.candidates).c_str(), e.disk_bytes / 1e9, e.query_micros,
-                   plan.blocks() == plan_->blocks() ? "  (this plan)" : "");
-    }
-    if (suggested == 0) {
-      std::fprintf(out(), "no plan fits in %s GB\n", Rough(disk_budget_gb_).c_str());
+    if (!c.chosen) {
+      std::fprintf(out(), "%s\n", NoPlanFits(c).c_str());
+    } else if (store_.blocks()) {
+      std::fprintf(out(), "suggested: --blocks %d --distance %d\n", best, c.distance);
     } else {
-      std::fprintf(out(), "suggested: --blocks %d --distance %d\n", suggested, k);
+      std::fprintf(out(), "chosen: the fastest within the budgets (--blocks %d --distance %d)\n",
+                   best, c.distance);
     }
   }
 
-  double disk_budget_gb_ = 0;
   StoreFlags store_;
   FingerprintFlags fingerprint_;
   bool dry_run_ = false;

@@ -106,8 +106,9 @@ void StoreFlags::Define(OptionTable& table, Config config) {
   if (config_.plan) {
     table.Add(kStoreGroup, "blocks", WholeNumber("blocks", &blocks_value_, 1, 64)->value_name("M"),
               "Blocks each fingerprint is cut into, for a new store (more blocks: more tables, "
-              "faster queries, more disk). Checked against an existing store's when given. "
-              "Default: 6. e.g. --blocks 8");
+              "faster queries, more disk and memory). Checked against an existing store's when "
+              "given. Default: 6; with --expected-documents, the fastest plan within "
+              "--disk-budget and --memory-budget at that size. e.g. --blocks 8");
     table.Add(kStoreGroup, "distance",
               WholeNumber("distance", &distance_value_, 0, 63)->value_name("K"),
               "The largest Hamming distance the new store answers exactly: its planned "
@@ -117,7 +118,17 @@ void StoreFlags::Define(OptionTable& table, Config config) {
               Number("expected-documents", &expected_value_)->value_name("N"),
               "About how many documents a new store will hold: its tables keep a key per "
               "group of fingerprints (in Redis, a sorted set per bucket), cut for N "
-              "(docs/format.md). Default: 100 million. e.g. --expected-documents 1e8");
+              "(docs/format.md); without --blocks, also the plan chosen for it. Default: 100 "
+              "million. e.g. --expected-documents 1e8");
+    table.Add(kStoreGroup, "disk-budget", Number("disk-budget", &disk_budget_gb_)->value_name("GB"),
+              "With --expected-documents and without --blocks: choose a new store's plan among "
+              "those whose estimated size fits in GB gigabytes (of an embedded store). Default: "
+              "none. e.g. --disk-budget 200");
+    table.Add(kStoreGroup, "memory-budget",
+              Number("memory-budget", &memory_budget_gb_)->value_name("GB"),
+              "With --expected-documents and without --blocks: choose a new store's plan among "
+              "those whose estimated memory while querying (pinned filters and indexes, and the "
+              "block cache) fits in GB gigabytes. Default: 16. e.g. --memory-budget 32");
     table.Add(kStoreGroup, "min-similarity",
               Fraction("min-similarity", &min_similarity_)->value_name("S"),
               "The new store's threshold, 0 to 1: the least estimated similarity of a match "
@@ -154,6 +165,21 @@ void StoreFlags::Check(const po::variables_map& vm) {
       }
       expected_documents_ = expected_value_;
     }
+    for (const auto& [name, gb] : {std::pair{"disk-budget", disk_budget_gb_},
+                                   std::pair{"memory-budget", memory_budget_gb_}}) {
+      if (vm.count(name) == 0) continue;
+      if (!(gb > 0 && std::isfinite(gb))) {
+        throw UsageError(std::string("--") + name + ": must be a number of gigabytes above 0");
+      }
+      if (!expected_documents_) {
+        throw UsageError(std::string("--") + name + " needs --expected-documents");
+      }
+      if (in_redis()) {
+        throw UsageError(std::string("--") + name +
+                         ": the estimates are of an embedded store; a store in Redis takes the "
+                         "cluster's memory instead");
+      }
+    }
     if (blocks_ && distance_) {
       if (Result<PermutationPlan> plan = PermutationPlan::Create(*blocks_, *distance_);
           !plan.ok()) {
@@ -174,6 +200,16 @@ void StoreFlags::Check(const po::variables_map& vm) {
                        " (expected sync, group or none)");
     }
   }
+}
+
+PlanBudgets StoreFlags::budgets() const {
+  return {.disk_bytes = disk_budget_gb_ * 1e9, .memory_bytes = memory_budget_gb_ * 1e9};
+}
+
+std::optional<PlanComparison> StoreFlags::PlanChoice(int signature_bytes) const {
+  if (blocks_ || !expected_documents_ || in_redis()) return std::nullopt;
+  return ComparePlans(distance_.value_or(kDefaultDistance), *expected_documents_, signature_bytes,
+                      budgets());
 }
 
 StoreOptions StoreFlags::Options() const {
@@ -262,6 +298,12 @@ OpenedStore StoreFlags::Open(StoreAccess access, const FingerprintFlags* fingerp
   std::error_code ec;
   opened.was_empty_dir = !InRedis(db_) && fs::is_directory(db_, ec);
   options.create_if_missing = true;
+  const int signature_bytes = options.fingerprint.value_or(FingerprintOptions{}).signature_bytes;
+  if (const std::optional<PlanComparison> choice = PlanChoice(signature_bytes)) {
+    if (!choice->chosen) throw UsageError("--expected-documents: " + NoPlanFits(*choice));
+    options.blocks = choice->chosen->blocks();
+    options.distance = choice->chosen->distance();
+  }
   opened.store = ValueOrThrow(Store::Open(db_, options));
   opened.created = true;
   return opened;

@@ -27,6 +27,7 @@
 
 #include "cli/command.h"
 #include "cli/options.h"
+#include "cli/plan_choice.h"
 #include "cli/progress.h"
 #include "cli/record_reader.h"
 #include "fpstore/store.h"
@@ -98,6 +99,9 @@ inline constexpr std::string_view kStoreGroup = "Store";
 // --db STORE and, as the command asks, the store options:
 //   --blocks M, --distance K   the plan of a new store; checked against an
 //                              existing store's when given
+//   --expected-documents N     a new store's size; without --blocks, the plan
+//   --disk-budget GB           is the fastest within the budgets at N
+//   --memory-budget GB         (plan_choice.h)
 //   --durability MODE          sync, group (default) or none (options.h)
 //   --redis-password-file FILE a store in Redis's password, read from FILE;
 //                              else from the URL, else from the environment
@@ -141,6 +145,13 @@ class StoreFlags {
   std::optional<int> blocks() const { return blocks_; }
   std::optional<int> distance() const { return distance_; }
   std::optional<double> expected_documents() const { return expected_documents_; }
+  // --disk-budget and --memory-budget (the default memory budget when not given).
+  PlanBudgets budgets() const;
+  // The plans compared for a new store when --expected-documents is given
+  // without --blocks (of an embedded store); `signature_bytes`: the new
+  // store's. Open creates a store with the plan chosen, and fails with
+  // NoPlanFits's message when none fits the budgets.
+  std::optional<PlanComparison> PlanChoice(int signature_bytes) const;
 
   // StoreOptions with what the user gave: durability, the plan, the
   // documents expected and the threshold when given, and the password of a
@@ -173,6 +184,8 @@ class StoreFlags {
   std::optional<int> distance_;
   double expected_value_ = 0;
   std::optional<double> expected_documents_;
+  double disk_budget_gb_ = 0;
+  double memory_budget_gb_ = PlanBudgets::kDefaultMemoryGb;
   std::optional<double> min_similarity_;
   std::string durability_ = "group";
   Durability durability_value_ = Durability::kGroupCommit;
