@@ -548,7 +548,8 @@ void Run(const Config& c) {
   const bool scans = main_store && c.Runs("scans");
 
   std::cerr << "fpstore-bench: baselines\n";
-  const double brute_seconds = BruteForceSecondsPerQuery(docs, queries.misses, k);
+  // Both baselines are for rows on the main store.
+  const double brute_seconds = main_store ? BruteForceSecondsPerQuery(docs, queries.misses, k) : 0;
   Clock::time_point start = Clock::now();
   const std::size_t reference_pairs =
       scans ? internal::FindAllPairsInMemory(docs, *PermutationPlan::Create(c.blocks, k), k).size()
@@ -673,13 +674,14 @@ void Run(const Config& c) {
   }
 
   // The modes run in this order on the same store, which grows as they go.
-  std::cerr << "fpstore-bench: inserts\n";
+  const bool inserts = main_store && c.Runs("inserts");
+  if (inserts) std::cerr << "fpstore-bench: inserts\n";
   std::atomic<DocumentId> next_id{c.n + 1'000'000'000};
   const std::pair<Durability, const char*> modes[] = {{Durability::kNoSync, "no sync"},
                                                       {Durability::kGroupCommit, "group commit"},
                                                       {Durability::kSync, "sync"}};
   for (const auto& [durability, name] : modes) {
-    if (!main_store || !c.Runs("inserts")) break;
+    if (!inserts) break;
     store = OpenStore(store_path, durability);
     for (std::size_t batch : {std::size_t{1}, std::size_t{1000}}) {
       for (int threads : {1, 2}) {
@@ -790,7 +792,8 @@ int main(int argc, char** argv) {
        "Queries a second on a third thread during the sustained inserts (0: none).")
       ("keep", po::bool_switch(&c.keep), "Keep the working directory.")
       ("skip", po::value<std::vector<std::string>>()->multitoken()->value_name("PHASE..."),
-       "Phases to leave out: jsonl, unsigned (the main store and every row on it), scans, "
+       "Phases to leave out: jsonl, unsigned (the main store and every row on it, the "
+       "JSONL load's included), scans, "
        "signed, inserts, sustained, replace. e.g. --skip signed")
       ("load-tool", po::value(&c.load_tool)->default_value(FPSTORE_LOAD_TOOL),
        "The fpstore-load binary.");

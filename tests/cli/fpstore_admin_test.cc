@@ -291,8 +291,8 @@ TEST(FpstoreAdminTest, CreateChoosesThePlanThatFitsTheBudgets) {
   EXPECT_TRUE(Contains(r.out, "plan:               blocks=6 distance=3")) << r.out;
   EXPECT_TRUE(Contains(r.out, "suggested: --blocks 5 --distance 3\n")) << r.out;
 
-  // Without signatures, (5,3) takes 0.9 GB at 10^7 documents, (4,3) 0.5 GB.
-  r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--disk-budget", "0.9",
+  // Without signatures, (5,3) takes 0.91 GB at 10^7 documents, (4,3) 0.5 GB.
+  r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--disk-budget", "0.8",
              "--signature-bytes", "0", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "(--blocks 4 --distance 3)\n")) << r.out;
@@ -305,11 +305,19 @@ TEST(FpstoreAdminTest, CreateChoosesThePlanThatFitsTheBudgets) {
                        "GB of memory"))
       << r.out;
 
-  // Signatures of 64 bytes add 0.66 GB at 10^7 documents: no plan fits in 0.9 GB then.
-  r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--disk-budget", "0.9",
+  // Signatures of 64 bytes add 0.66 GB at 10^7 documents: no plan fits in 0.8 GB then.
+  r = Admin({"create", "--db", "unused", "--expected-documents", "1e7", "--disk-budget", "0.8",
              "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(Contains(r.out, "fits in 0.9 GB of disk")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "plan:               none within the budgets (below)\n")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "(this plan)")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "fits in 0.8 GB of disk")) << r.out;
+  // --distance without --blocks compares the plans for that distance.
+  r = Admin(
+      {"create", "--db", "unused", "--distance", "2", "--expected-documents", "1e7", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "plans for distance 2 at 10,000,000")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "distance=2")) << r.out;
 
   // Creating for real when nothing fits is a usage error that creates nothing.
   ScratchDir dir;

@@ -208,6 +208,14 @@ TEST(LoadTest, ANewStoreGetsThePlanChosenForItsSize) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(View(wide).blocks, 7);  // 47 GB at 10^9, and faster than (6,3)
 
+  // tsv fingerprints come bare: costed without signatures, (5,3) takes 72 GB
+  // at 10^9 (with them, no plan would fit in 100 GB).
+  const std::string bare = (dir.path() / "bare").string();
+  r = Load({"--db", bare, "--input", Data("hashes.tsv"), "--format", "tsv", "--expected-documents",
+            "1e9", "--disk-budget", "100"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(View(bare).blocks, 5);
+
   const std::string none = (dir.path() / "none").string();
   r = Load({"--db", none, "--input", Data("docs.jsonl"), "--expected-documents", "1e9",
             "--memory-budget", "0.5"});

@@ -60,14 +60,18 @@ class CreateCommand final : public Command {
       CloseStore(*store);
       std::fprintf(out(), "created %s\n", store_.db().c_str());
     }
-    std::fprintf(out(), "plan:               %s: %s\n", plan_->ToString().c_str(),
-                 DescribeTables(*plan_).c_str());
+    if (plan_) {
+      std::fprintf(out(), "plan:               %s: %s\n", plan_->ToString().c_str(),
+                   DescribeTables(*plan_).c_str());
+    } else {  // a dry run whose budgets no plan fits
+      std::fprintf(out(), "plan:               none within the budgets (below)\n");
+    }
     std::fprintf(out(), "fingerprint:        %s\n", fingerprint.ToString().c_str());
     std::fprintf(
         out(), "min similarity:     %s\n",
         Fixed(store_.Options().min_similarity.value_or(StoreOptions::kDefaultMinSimilarity), 3)
             .c_str());
-    if (store_.expected_documents()) {
+    if (store_.expected_documents() && plan_) {
       std::fprintf(out(),
                    "candidates/query:   about %s at %s documents (random fingerprints: the sum "
                    "over the tables of N / 2^prefix bits)\n",
@@ -81,6 +85,8 @@ class CreateCommand final : public Command {
       } else {
         PrintPlanComparison(fingerprint.signature_bytes);
       }
+    } else if (!plan_) {
+      PrintPlanComparison(fingerprint.signature_bytes);
     }
     return 0;
   }
@@ -95,6 +101,7 @@ class CreateCommand final : public Command {
         throw UsageError("--expected-documents: " + NoPlanFits(*choice));
       }
       plan_ = choice->chosen;
+      if (!plan_) return;  // a dry run: Run prints the comparison and no plan
     }
     if (!plan_) {
       Result<PermutationPlan> plan = PermutationPlan::Create(
@@ -112,8 +119,8 @@ class CreateCommand final : public Command {
   // with --blocks, the one that would be): the fastest query within the budgets.
   // `signature_bytes`: the new store's, whose signatures count on disk.
   void PrintPlanComparison(int signature_bytes) const {
-    const PlanComparison c =
-        ComparePlans(plan_->distance(), expected(), signature_bytes, store_.budgets());
+    const PlanComparison c = ComparePlans(store_.distance().value_or(kDefaultDistance), expected(),
+                                          signature_bytes, store_.budgets());
     std::fprintf(out(),
                  "\nplans for distance %d at %s documents (estimates, see "
                  "docs/performance.md):\n",
@@ -127,7 +134,7 @@ class CreateCommand final : public Command {
                    e.plan.blocks() == best ? "*" : " ", e.plan.blocks(), e.plan.table_count(),
                    bits.c_str(), Rough(e.candidates).c_str(), e.disk_bytes / 1e9,
                    e.memory_bytes / 1e9, e.query_micros,
-                   e.plan.blocks() == plan_->blocks() ? "  (this plan)" : "");
+                   plan_ && e.plan.blocks() == plan_->blocks() ? "  (this plan)" : "");
     }
     if (!c.chosen) {
       std::fprintf(out(), "%s\n", NoPlanFits(c).c_str());

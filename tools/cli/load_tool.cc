@@ -48,6 +48,8 @@ class LoadCommand final : public Command {
     return {
         "--db STORE --input FILE [--format jsonl|tsv|hash] [--blocks M --distance K] "
         "[--window N]",
+        "--db STORE --input FILE [--expected-documents N [--disk-budget GB] "
+        "[--memory-budget GB]]",
         "--db STORE --input FILE [--text-column KEY] [--id-column KEY] [--meta-column KEY] "
         "[--threads N] [--skip-bad FILE] [--sample N] [--quiet]"};
   }
@@ -120,7 +122,10 @@ class LoadCommand final : public Command {
     }
     std::unique_ptr<RecordReader> reader = RecordReader::Open(reader_options);
 
-    OpenedStore opened = store_.Open(StoreAccess::kCreate, &fingerprint_);
+    // Fingerprints from tsv or hash come bare: a new store's plan is costed without signatures.
+    const std::optional<int> plan_signature_bytes =
+        reader_options.format == InputFormat::kJsonl ? std::nullopt : std::optional<int>(0);
+    OpenedStore opened = store_.Open(StoreAccess::kCreate, &fingerprint_, plan_signature_bytes);
     int status = 0;
     try {
       status = Load(*reader, opened, interrupts, bad_lines.get(), &progress);

@@ -246,7 +246,8 @@ void StoreFlags::CheckPassword(const po::variables_map& vm) {
   if (in_redis() && !in_url && env != nullptr) password_ = env;
 }
 
-OpenedStore StoreFlags::Open(StoreAccess access, const FingerprintFlags* fingerprint) const {
+OpenedStore StoreFlags::Open(StoreAccess access, const FingerprintFlags* fingerprint,
+                             std::optional<int> plan_signature_bytes) const {
   StoreOptions options = Options();
   options.create_if_missing = false;
   const bool fingerprint_given = fingerprint != nullptr && fingerprint->given();
@@ -298,7 +299,8 @@ OpenedStore StoreFlags::Open(StoreAccess access, const FingerprintFlags* fingerp
   std::error_code ec;
   opened.was_empty_dir = !InRedis(db_) && fs::is_directory(db_, ec);
   options.create_if_missing = true;
-  const int signature_bytes = options.fingerprint.value_or(FingerprintOptions{}).signature_bytes;
+  const int signature_bytes = plan_signature_bytes.value_or(
+      options.fingerprint.value_or(FingerprintOptions{}).signature_bytes);
   if (const std::optional<PlanComparison> choice = PlanChoice(signature_bytes)) {
     if (!choice->chosen) throw UsageError("--expected-documents: " + NoPlanFits(*choice));
     options.blocks = choice->chosen->blocks();

@@ -164,7 +164,10 @@ class StoreFlags {
   // library's message: "no store at STORE", "STORE was created with blocks 6,
   // not 8", "opening STORE: the store is in use by another process (pid 42)",
   // file system and Redis errors. A failed Open changes nothing.
-  OpenedStore Open(StoreAccess access, const FingerprintFlags* fingerprint) const;
+  // `plan_signature_bytes`: of the documents a new store's plan is costed
+  // for (PlanChoice); unset, the new store's own.
+  OpenedStore Open(StoreAccess access, const FingerprintFlags* fingerprint,
+                   std::optional<int> plan_signature_bytes = std::nullopt) const;
 
  private:
   // Reads the password of --redis-password-file or the environment.
