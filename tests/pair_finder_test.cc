@@ -2,13 +2,19 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <random>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "brute_force.h"
 #include "fpstore/permutation.h"
+#include "plan/near_pairs.h"
 
 namespace fpstore::internal {
 namespace {
@@ -98,6 +104,49 @@ TEST(PairFinderTest, MatchesBruteForceOnCrowdedFingerprints) {
     }
     const PermutationPlan plan = MustCreate(m, k);
     ExpectSameAsBruteForce(docs, plan, k);
+  }
+}
+
+// The sets links make, whether they are folded many times on the way (a first
+// fold at 64 links) or once at the end: each as a plain union-find makes it,
+// ascending, in the order of their first ids.
+TEST(DisjointSetsTest, SetsAreTheLinksComponentsHoweverOftenFolded) {
+  std::mt19937_64 rnd(TestSeed(29));
+  std::vector<DocumentId> universe(2'000);
+  for (DocumentId& id : universe) id = rnd();
+  std::vector<std::pair<DocumentId, DocumentId>> links;
+  for (int i = 0; i < 1'500; ++i) {
+    links.emplace_back(universe[rnd() % universe.size()], universe[rnd() % universe.size()]);
+  }
+  // The reference: components by a map-based union-find, grouped and sorted.
+  std::map<DocumentId, DocumentId> parent;
+  std::function<DocumentId(DocumentId)> find = [&](DocumentId x) {
+    auto [it, added] = parent.try_emplace(x, x);
+    return it->second == x ? x : it->second = find(it->second);
+  };
+  for (auto [a, b] : links) {
+    const DocumentId ra = find(a), rb = find(b);
+    if (ra != rb) parent[ra] = rb;
+  }
+  std::map<DocumentId, std::vector<DocumentId>> by_root;
+  for (const auto& [id, up] : parent) by_root[find(id)].push_back(id);
+  std::vector<std::vector<DocumentId>> expected;
+  for (auto& [root, ids] : by_root) {
+    if (ids.size() < 2) continue;
+    std::sort(ids.begin(), ids.end());
+    expected.push_back(ids);
+  }
+  std::sort(expected.begin(), expected.end());
+  ASSERT_GT(expected.size(), 100u);
+
+  for (std::size_t first_fold : {std::size_t{64}, std::size_t{1} << 22}) {
+    SCOPED_TRACE(first_fold);
+    DisjointSets sets(first_fold);
+    for (auto [a, b] : links) sets.Union(a, b);
+    std::vector<std::vector<DocumentId>> got;
+    sets.ForEachSet(
+        [&](std::span<const DocumentId> set) { got.emplace_back(set.begin(), set.end()); });
+    EXPECT_EQ(got, expected);
   }
 }
 

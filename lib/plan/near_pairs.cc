@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 
 #include "plan/run_pairs.h"
 
@@ -24,7 +25,8 @@ void AddClusterEdges(std::span<const TableEntry> run, const PermutationPlan& pla
     std::optional<double> similarity;
     for (std::size_t i = 0; i < xs.size(); ++i) {
       for (std::size_t j = same ? i + 1 : 0; j < ys.size(); ++j) {
-        if (of.Confirmed(xs[i], ys[j], min_similarity, &similarity)) edges.emplace_back(xs[i], ys[j]);
+        if (of.Confirmed(xs[i], ys[j], min_similarity, &similarity))
+          edges.emplace_back(xs[i], ys[j]);
       }
     }
   };
@@ -48,38 +50,55 @@ void AddClusterEdges(std::span<const TableEntry> run, const PermutationPlan& pla
 }
 
 void DisjointSets::Union(DocumentId a, DocumentId b) {
-  a = Find(a);
-  b = Find(b);
-  if (a != b) parent_[std::max(a, b)] = std::min(a, b);
+  if (a == b) return;
+  links_.emplace_back(a, b);
+  if (links_.size() >= fold_at_) Fold();
 }
 
-DocumentId DisjointSets::Find(DocumentId x) {
-  auto it = parent_.try_emplace(x, x).first;
-  while (it->second != x) {
-    auto up = parent_.find(it->second);
-    it->second = up->second;
-    x = it->second;
-    it = parent_.find(x);
+void DisjointSets::Fold() {
+  std::vector<DocumentId> ids;
+  ids.reserve(2 * links_.size());
+  for (const auto& [a, b] : links_) {
+    ids.push_back(a);
+    ids.push_back(b);
   }
-  return x;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  const auto index = [&](DocumentId id) {
+    return static_cast<std::size_t>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin());
+  };
+  // Indexes follow the ids' order, and every root is its set's least index.
+  std::vector<std::size_t> parent(ids.size());
+  for (std::size_t i = 0; i < parent.size(); ++i) parent[i] = i;
+  const auto find = [&](std::size_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];  // path halving
+    return x;
+  };
+  for (const auto& [a, b] : links_) {
+    const std::size_t ra = find(index(a)), rb = find(index(b));
+    if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);
+  }
+  links_.clear();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (const std::size_t root = find(i); root != i) links_.emplace_back(ids[i], ids[root]);
+  }
+  links_.shrink_to_fit();
+  fold_at_ = std::max(first_fold_, 2 * links_.size());
 }
 
 void DisjointSets::ForEachSet(const std::function<void(std::span<const DocumentId>)>& sink) {
-  std::unordered_map<DocumentId, std::vector<DocumentId>> sets;
-  std::vector<DocumentId> ids;
-  ids.reserve(parent_.size());
-  for (const auto& [id, parent] : parent_) ids.push_back(id);
-  for (const DocumentId id : ids) sets[Find(id)].push_back(id);
-  std::vector<std::vector<DocumentId>> ordered;
-  ordered.reserve(sets.size());
-  for (auto& [root, members] : sets) {
-    if (members.size() < 2) continue;
-    std::sort(members.begin(), members.end());
-    ordered.push_back(std::move(members));
+  Fold();  // now each id not a set's least links to its set's least id
+  // By (least id, id): sets in the order of their first id, each ascending.
+  std::sort(links_.begin(), links_.end(), [](const auto& x, const auto& y) {
+    return std::tie(x.second, x.first) < std::tie(y.second, y.first);
+  });
+  std::vector<DocumentId> set;
+  for (std::size_t i = 0; i < links_.size();) {
+    const DocumentId least = links_[i].second;
+    set.assign(1, least);
+    for (; i < links_.size() && links_[i].second == least; ++i) set.push_back(links_[i].first);
+    sink(set);
   }
-  std::sort(ordered.begin(), ordered.end(),
-            [](const auto& a, const auto& b) { return a.front() < b.front(); });
-  for (const std::vector<DocumentId>& set : ordered) sink(set);
 }
 
 }  // namespace fpstore::internal

@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <functional>
 #include <span>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -33,18 +32,27 @@ void AddClusterEdges(std::span<const TableEntry> run, const PermutationPlan& pla
                      const std::function<const RunSignatures*()>& signatures,
                      std::vector<std::pair<DocumentId, DocumentId>>& edges);
 
-// Union-find over document ids with path halving.
+// The sets of document ids that links join, in memory that grows with the ids linked and
+// not by a hash node each: links wait in a vector, and once they reach `fold_at` (at first
+// `first_fold`) a union-find over the sorted ids they name turns them into one link from
+// each id to its set's least id, and the next fold waits for twice as many.
 class DisjointSets {
  public:
+  explicit DisjointSets(std::size_t first_fold = std::size_t{1} << 22)
+      : first_fold_(first_fold), fold_at_(first_fold) {}
+
   void Union(DocumentId a, DocumentId b);
-  DocumentId Find(DocumentId x);
 
   // Calls sink once for every set of two or more ids: ids ascending within it, sets by their
   // first id.
   void ForEachSet(const std::function<void(std::span<const DocumentId>)>& sink);
 
  private:
-  std::unordered_map<DocumentId, DocumentId> parent_;
+  void Fold();
+
+  std::vector<std::pair<DocumentId, DocumentId>> links_;
+  std::size_t first_fold_;
+  std::size_t fold_at_;
 };
 
 }  // namespace fpstore::internal
