@@ -121,13 +121,13 @@ TEST(FingerprintTablesTest, GroupsAreCutForTheDocumentsExpectedAtCreation) {
       ASSERT_TRUE(store->Insert(d.id, d.fingerprint, MetadataFor(d.id)).ok());
     }
     ASSERT_TRUE(store->Flush().ok());
-    EXPECT_EQ(store->Stats()->internals.group_bits, 16);
+    EXPECT_EQ(store->Stats()->internals.group_bits, 12);  // cut for 1M documents
     ASSERT_TRUE(store->Close().ok());
   }
   options.expected_documents = 1'000'000'000;
   std::unique_ptr<Store> store = MustOpen(path, options);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->Stats()->internals.group_bits, 16);
+  EXPECT_EQ(store->Stats()->internals.group_bits, 12);
   ExpectMatchesBruteForce(*store, docs, seed, "reopened");
   ExpectVerifies(*store);
 }

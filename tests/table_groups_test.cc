@@ -92,7 +92,10 @@ TEST(GroupLayoutTest, KeysAndMembersRoundTripInFingerprintOrder) {
 // 16 bits up to 256 members a group, then a bit more each time that would
 // be exceeded; a shift never overflows.
 TEST(GroupLayoutTest, GroupsAreCutForTheDocumentsExpected) {
-  EXPECT_EQ(GroupBitsFor(0), 16);
+  EXPECT_EQ(GroupBitsFor(0), 8);
+  EXPECT_EQ(GroupBitsFor(std::uint64_t{256} << 8), 8);
+  EXPECT_EQ(GroupBitsFor((std::uint64_t{256} << 8) + 1), 9);
+  EXPECT_EQ(GroupBitsFor(1'000'000), 12);
   EXPECT_EQ(GroupBitsFor(std::uint64_t{256} << 16), 16);
   EXPECT_EQ(GroupBitsFor((std::uint64_t{256} << 16) + 1), 17);
   EXPECT_EQ(GroupBitsFor(100'000'000), 19);

@@ -89,7 +89,7 @@ namespace fpstore::internal {
 // larger groups each read and decoded dearer.
 int GroupBitsFor(std::uint64_t expected_documents) {
   constexpr std::uint64_t kMaxMembers = 256;
-  int bits = 16;
+  int bits = 8;
   while (bits < kMaxGroupBits && expected_documents > (kMaxMembers << bits)) ++bits;
   return bits;
 }

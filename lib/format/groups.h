@@ -29,8 +29,8 @@ namespace fpstore::internal {
 inline constexpr int kMaxGroupBits = 56;
 
 // Where a store created for `expected_documents` cuts its groups (the prefix,
-// if shorter): 16 bits, plus one per doubling past 256 fingerprints a group,
-// at most kMaxGroupBits.
+// if shorter): the least bits from 8 (a member fits 7 bytes) that keep a group
+// at 256 fingerprints or fewer, at most kMaxGroupBits.
 int GroupBitsFor(std::uint64_t expected_documents);
 
 // A member of a group that keeps ids (table 0), ordered by (bits, id).
