@@ -62,10 +62,10 @@ std::string ChineseCorpus() {
 const std::string kEnglish = EnglishCorpus();
 const std::string kChinese = ChineseCorpus();
 
-std::vector<fpstore::Fingerprint> RandomFingerprints(std::size_t n, std::uint64_t seed) {
+std::vector<std::uint64_t> RandomFingerprints(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::vector<fpstore::Fingerprint> fps(n);
-  for (fpstore::Fingerprint& f : fps) f = rng();
+  std::vector<std::uint64_t> fps(n);
+  for (std::uint64_t& f : fps) f = rng();
   return fps;
 }
 
@@ -77,7 +77,7 @@ void BM_Fingerprint(benchmark::State& state, const std::string& text, int window
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
 }
 
-// Fingerprint and signature in one pass (the text tools' path), against
+// std::uint64_t and signature in one pass (the text tools' path), against
 // BM_Fingerprint at the same window.
 void BM_Sketch(benchmark::State& state, const std::string& text, int signature_window) {
   auto f = fpstore::Fingerprinter::Create({.signature_window = signature_window});
@@ -120,9 +120,9 @@ constexpr std::size_t kBatch = 4096;
 
 void BM_PermuteAllTables(benchmark::State& state) {
   const fpstore::PermutationPlan plan = *fpstore::PermutationPlan::Create(6, 3);
-  const std::vector<fpstore::Fingerprint> fps = RandomFingerprints(kBatch, 1);
+  const std::vector<std::uint64_t> fps = RandomFingerprints(kBatch, 1);
   for (auto _ : state) {
-    for (fpstore::Fingerprint f : fps) {
+    for (std::uint64_t f : fps) {
       for (const fpstore::TablePermutation& t : plan.tables()) benchmark::DoNotOptimize(t.Apply(f));
     }
   }
@@ -130,9 +130,9 @@ void BM_PermuteAllTables(benchmark::State& state) {
 }
 
 void BM_CopyBaseline(benchmark::State& state) {
-  const std::vector<fpstore::Fingerprint> fps = RandomFingerprints(kBatch, 1);
+  const std::vector<std::uint64_t> fps = RandomFingerprints(kBatch, 1);
   for (auto _ : state) {
-    for (fpstore::Fingerprint f : fps) {
+    for (std::uint64_t f : fps) {
       for (int t = 0; t < 20; ++t) benchmark::DoNotOptimize(f);
     }
   }
@@ -140,7 +140,7 @@ void BM_CopyBaseline(benchmark::State& state) {
 }
 
 void BM_HammingDistance(benchmark::State& state) {
-  const std::vector<fpstore::Fingerprint> fps = RandomFingerprints(kBatch + 1, 2);
+  const std::vector<std::uint64_t> fps = RandomFingerprints(kBatch + 1, 2);
   for (auto _ : state) {
     for (std::size_t i = 0; i < kBatch; ++i) {
       benchmark::DoNotOptimize(fpstore::HammingDistance(fps[i], fps[i + 1]));
@@ -150,7 +150,7 @@ void BM_HammingDistance(benchmark::State& state) {
 }
 
 void BM_XorBaseline(benchmark::State& state) {
-  const std::vector<fpstore::Fingerprint> fps = RandomFingerprints(kBatch + 1, 2);
+  const std::vector<std::uint64_t> fps = RandomFingerprints(kBatch + 1, 2);
   for (auto _ : state) {
     for (std::size_t i = 0; i < kBatch; ++i) benchmark::DoNotOptimize(fps[i] ^ fps[i + 1]);
   }
@@ -201,11 +201,11 @@ class QueryFixture {
     std::filesystem::remove_all(dir_);
   }
   const fpstore::Store& store() const { return *store_; }
-  const std::vector<fpstore::Fingerprint>& fps() const { return fps_; }
+  const std::vector<std::uint64_t>& fps() const { return fps_; }
 
  private:
   std::filesystem::path dir_;
-  std::vector<fpstore::Fingerprint> fps_;
+  std::vector<std::uint64_t> fps_;
   std::unique_ptr<fpstore::Store> store_;
 };
 
@@ -215,18 +215,18 @@ QueryFixture& Fixture() {
 }
 
 // Half the probes are a stored fingerprint with one bit flipped, half random.
-std::vector<fpstore::Fingerprint> Probes() {
-  std::vector<fpstore::Fingerprint> probes = RandomFingerprints(1024, 4);
+std::vector<std::uint64_t> Probes() {
+  std::vector<std::uint64_t> probes = RandomFingerprints(1024, 4);
   for (std::size_t i = 0; i < probes.size(); i += 2) {
-    probes[i] = Fixture().fps()[probes[i] % kStoreSize] ^ (fpstore::Fingerprint{1} << (i % 64));
+    probes[i] = Fixture().fps()[probes[i] % kStoreSize] ^ (std::uint64_t{1} << (i % 64));
   }
   return probes;
 }
 
 void BM_StoreQuery(benchmark::State& state) {
-  const std::vector<fpstore::Fingerprint> probes = Probes();
+  const std::vector<std::uint64_t> probes = Probes();
   // Warm: the first pass reads the freshly loaded files into the caches.
-  for (fpstore::Fingerprint q : probes) benchmark::DoNotOptimize(*Fixture().store().Query(q, 3));
+  for (std::uint64_t q : probes) benchmark::DoNotOptimize(*Fixture().store().Query(q, 3));
   std::size_t i = 0;
   for (auto _ : state)
     benchmark::DoNotOptimize(*Fixture().store().Query(probes[i++ % probes.size()], 3));
@@ -234,12 +234,12 @@ void BM_StoreQuery(benchmark::State& state) {
 }
 
 void BM_BruteForceQuery(benchmark::State& state) {
-  const std::vector<fpstore::Fingerprint> probes = Probes();
+  const std::vector<std::uint64_t> probes = Probes();
   std::size_t i = 0;
   for (auto _ : state) {
-    const fpstore::Fingerprint q = probes[i++ % probes.size()];
+    const std::uint64_t q = probes[i++ % probes.size()];
     std::size_t found = 0;
-    for (fpstore::Fingerprint f : Fixture().fps()) found += fpstore::WithinDistance(f, q, 3);
+    for (std::uint64_t f : Fixture().fps()) found += fpstore::WithinDistance(f, q, 3);
     benchmark::DoNotOptimize(found);
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
@@ -317,14 +317,15 @@ std::filesystem::path InsertDir() {
 }
 
 void BM_InsertStagedThenMerged(benchmark::State& state) {
-  const std::vector<fpstore::Fingerprint> fps = RandomFingerprints(kInserted, 5);
+  const std::vector<std::uint64_t> fps = RandomFingerprints(kInserted, 5);
   for (auto _ : state) {
     state.PauseTiming();
     std::filesystem::remove_all(InsertDir());
     fpstore::StoreOptions options;
     options.durability = fpstore::Durability::kNoSync;
     options.expected_documents = kInserted;
-    std::unique_ptr<fpstore::Store> store = Check(fpstore::Store::Open(InsertDir().string(), options));
+    std::unique_ptr<fpstore::Store> store =
+        Check(fpstore::Store::Open(InsertDir().string(), options));
     state.ResumeTiming();
     std::vector<fpstore::NewDocument> batch;
     for (std::size_t i = 0; i < fps.size(); i += kInsertBatch) {
@@ -346,7 +347,7 @@ void BM_InsertStagedThenMerged(benchmark::State& state) {
 
 void BM_InsertIntoEveryTable(benchmark::State& state) {
   namespace fi = fpstore::internal;
-  const std::vector<fpstore::Fingerprint> fps = RandomFingerprints(kInserted, 5);
+  const std::vector<std::uint64_t> fps = RandomFingerprints(kInserted, 5);
   const fpstore::PermutationPlan plan = *fpstore::PermutationPlan::Create(6, 3);
   const int group_bits = fi::GroupBitsFor(kInserted);
   fpstore::StoreOptions options;
@@ -372,7 +373,7 @@ void BM_InsertIntoEveryTable(benchmark::State& state) {
                   fi::EncodeDocumentValue(fps[j], fi::EncodeDocumentTail({}, {})));
         for (std::size_t t = 0; t < plan.table_count(); ++t) {
           const fi::GroupLayout layout = fi::TableGroupLayout(plan, t, group_bits);
-          const fpstore::Fingerprint permuted = plan.table(t).Apply(fps[j]);
+          const std::uint64_t permuted = plan.table(t).Apply(fps[j]).low();
           const fi::GroupLayout::Key key = layout.KeyOf(permuted);
           const std::string operand =
               t == 0 ? fi::EncodeGroupOperand(
@@ -412,8 +413,8 @@ const GroupFoldInput& FoldInput() {
     GroupFoldInput in;
     std::mt19937_64 rnd(12);
     const auto members = [&](std::size_t n) {
-      std::vector<fpstore::Fingerprint> m(n);
-      for (fpstore::Fingerprint& f : m) f = in.layout.MemberBits(rnd());
+      std::vector<std::uint64_t> m(n);
+      for (std::uint64_t& f : m) f = in.layout.MemberBits(rnd());
       std::sort(m.begin(), m.end());
       m.erase(std::unique(m.begin(), m.end()), m.end());
       return m;

@@ -10,6 +10,9 @@
 //    alone) and confirmed by the store's similarity threshold, with the
 //    curve over the threshold at the plan's distance; then a store whose
 //    plan reaches --max-distance (--wide-blocks blocks) for the k beyond;
+//  - 128-bit fingerprints from the same options (FingerprintOptions::bits),
+//    by distance alone and confirmed by the same signatures, at each of
+//    --wide-distances, their pairs found by a brute-force popcount;
 //  - a MinHash-LSH baseline over the same shingle sets (quality/minhash.h);
 //
 // and prints precision, recall and F1 of each against the truth, overall and
@@ -59,6 +62,7 @@ struct Config {
   int max_distance = 6;
   int wide_blocks = 8;
   int baseline_window = 3;
+  std::vector<int> wide_distances = {0, 2, 4, 6, 7, 8, 10, 12};
   MinHashOptions minhash;
   // fpstore's options: FingerprintOptions{} and the store's defaults unless given.
   FingerprintOptions fingerprint;
@@ -89,6 +93,9 @@ Config ParseOptions(int argc, char** argv) {
       "baseline-window", po::value(&c.baseline_window)->default_value(3),
       "simhash alone at k = 3 with this fingerprint window, by brute force: fpstore's "
       "fingerprint before signatures; 0 for none")(
+      "wide-distances", po::value(&c.wide_distances)->multitoken()->zero_tokens(),
+      "128-bit fingerprints at these k, by brute force (default: 0 2 4 6 7 8 10 12); none "
+      "given after the flag: no 128-bit rows")(
       "bands", po::value(&c.minhash.bands)->default_value(16), "MinHash-LSH bands b")(
       "rows", po::value(&c.minhash.rows)->default_value(8), "MinHash-LSH rows per band r")(
       "minhash-threshold", po::value(&c.minhash.threshold),
@@ -126,6 +133,9 @@ Config ParseOptions(int argc, char** argv) {
     if (!(c.min_jaccard > 0 && c.min_jaccard <= 1)) throw po::error("--min-jaccard: 0 < t <= 1");
     if (c.shingle_words < 1) throw po::error("--shingle-words must be at least 1");
     if (c.minhash.bands < 1 || c.minhash.rows < 1) throw po::error("--bands and --rows >= 1");
+    for (const int k : c.wide_distances) {
+      if (k < 0 || k > 128) throw po::error("--wide-distances: each from 0 to 128");
+    }
   } catch (const po::error& e) {
     std::cerr << "fpstore-quality: " << e.what() << "\n" << desc << "\n";
     std::exit(2);
@@ -333,6 +343,40 @@ void RunStore(const Config& c, const std::vector<Document>& docs, Scorer* scorer
   }
 }
 
+// 128-bit fingerprints from the same options, their pairs within each k by
+// brute force, alone and confirmed by the signatures (the same at either
+// width) at the store's default threshold, or the one given.
+void RunWide(const Config& c, const std::vector<Document>& docs, Scorer* scorer, Timings* timings) {
+  if (c.wide_distances.empty()) return;
+  Stopwatch watch;
+  FingerprintOptions options = c.fingerprint;
+  options.bits = 128;
+  const Result<Fingerprinter> fingerprinter = Fingerprinter::Create(options);
+  if (!fingerprinter.ok()) Die(fingerprinter.status().ToString());
+  const std::vector<Sketch> sketches = SketchAll(docs, *fingerprinter, c.threads);
+  std::vector<Fingerprint> fps;
+  for (const Sketch& s : sketches) fps.push_back(s.fingerprint);
+  timings->Add("128-bit fingerprints and signatures", watch.Seconds());
+  const double threshold = c.min_similarity.value_or(StoreOptions::kDefaultMinSimilarity);
+  char label[160];
+  for (const int k : c.wide_distances) {
+    watch = {};
+    const std::vector<PairKey> all = BruteForcePairs(fps, k, c.threads);
+    std::snprintf(label, sizeof label, "128-bit simhash alone, k=%d (brute force)", k);
+    scorer->Add(label, all);
+    std::vector<PairKey> confirmed;
+    for (const PairKey p : all) {
+      const std::optional<double> similarity =
+          EstimateSimilarity(sketches[FirstOf(p)].signature, sketches[SecondOf(p)].signature);
+      if (!similarity || *similarity >= threshold) confirmed.push_back(p);
+    }
+    std::snprintf(label, sizeof label, "128-bit, k=%d, similarity >= %.2f (brute force)", k,
+                  threshold);
+    scorer->Add(label, confirmed);
+    timings->Add("128-bit brute-force pairs at k=" + std::to_string(k), watch.Seconds());
+  }
+}
+
 std::string SourceOf(const Document& d) { return d.source.empty() ? "-" : d.source; }
 
 void PrintCorpus(const std::vector<Document>& docs, const std::vector<PairKey>& truth,
@@ -411,6 +455,7 @@ int Run(const Config& c) {
 
   Scorer scorer(sets, truth.pairs);
   RunStore(c, docs, &scorer, &timings);
+  RunWide(c, docs, &scorer, &timings);
   watch = {};
   const MinHashResult minhash = MinHashLsh(sets, c.minhash, c.threads);
   timings.Add("MinHash-LSH (" + std::to_string(minhash.candidates) + " candidates)",

@@ -135,10 +135,10 @@ void Run(const Config& config) {
   docs.reserve(config.n);
   for (std::uint64_t i = 0; i < config.n; ++i) docs.push_back({i + 1, rnd.Next()});
   // Queries: half near a stored document (hits), half random (misses).
-  std::vector<Fingerprint> hits, misses;
+  std::vector<std::uint64_t> hits, misses;
   for (std::size_t i = 0; i < config.queries; ++i) {
     hits.push_back(docs[rnd.Uniform(docs.size())].fingerprint ^
-                   (Fingerprint{1} << rnd.Uniform(64)));
+                   (std::uint64_t{1} << rnd.Uniform(64)));
     misses.push_back(rnd.Next());
   }
   auto client = Must(internal::redis::ClusterClient::Connect(config.seed), "connecting");
@@ -184,7 +184,8 @@ void Run(const Config& config) {
       Die("the stores found " + std::to_string(found_e) + " and " + std::to_string(found_r) +
           " matches for the same " + kind);
     table.Add("queries, " + kind + ", one at a time, 1 thread (/s)", e, r);
-    const std::span<const Fingerprint> all(*set);
+    const std::vector<Fingerprint> all_fps(set->begin(), set->end());
+    const std::span<const Fingerprint> all(all_fps);
     const double eb = Rate(all.size() / 1000, [&](std::size_t i) {
       Must(embedded->QueryBatch(all.subspan(i * 1000, 1000), 3), "batch");
     });
@@ -264,9 +265,9 @@ void Model(const Config& config) {
       const std::string key = layout.BucketKey(t, bucket);
       std::vector<std::string> args = {"ZADD", key};
       for (int i = 0; i < count; ++i) {
-        const Fingerprint permuted = (bucket << (64 - b)) | (rnd.Next() >> b);
+        const std::uint64_t permuted = (bucket << (64 - b)) | (rnd.Next() >> b);
         args.push_back("0");
-        args.push_back(layout.Member(t, plan.table(t).Invert(permuted), rnd.Next()));
+        args.push_back(layout.Member(t, plan.table(t).Invert(permuted).low(), rnd.Next()));
       }
       written += count;
       commands.push_back({key, std::move(args)});

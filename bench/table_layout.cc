@@ -47,7 +47,7 @@
 
 namespace {
 
-using fpstore::Fingerprint;
+using std::uint64_t;
 
 [[noreturn]] void Die(const std::string& message) {
   std::fprintf(stderr, "table_layout: %s\n", message.c_str());
@@ -82,22 +82,22 @@ class KeyLayout {
         prefix_bytes_((prefix_bits + 7) / 8),
         rest_bytes_((64 - prefix_bits + 7) / 8) {}
   std::size_t prefix_bytes() const { return prefix_bytes_; }
-  std::string Encode(Fingerprint permuted) const {
+  std::string Encode(std::uint64_t permuted) const {
     std::string key(prefix_bytes_ + rest_bytes_, '\0');
     const int rest_bits = 64 - prefix_bits_;
     fpstore::internal::PutBigEndianBytes(
         key.data(), permuted >> rest_bits << (8 * prefix_bytes_ - prefix_bits_), prefix_bytes_);
     if (rest_bits > 0) {
-      const Fingerprint rest = permuted & (~Fingerprint{0} >> prefix_bits_);
+      const std::uint64_t rest = permuted & (~std::uint64_t{0} >> prefix_bits_);
       fpstore::internal::PutBigEndianBytes(key.data() + prefix_bytes_,
                                            rest << (8 * rest_bytes_ - rest_bits), rest_bytes_);
     }
     return key;
   }
-  Fingerprint Decode(std::string_view key) const {
+  std::uint64_t Decode(std::string_view key) const {
     const int rest_bits = 64 - prefix_bits_;
     const std::uint64_t prefix = fpstore::internal::GetBigEndianBytes(key.data(), prefix_bytes_);
-    Fingerprint permuted = (prefix >> (8 * prefix_bytes_ - prefix_bits_)) << rest_bits;
+    std::uint64_t permuted = (prefix >> (8 * prefix_bytes_ - prefix_bits_)) << rest_bits;
     if (rest_bits > 0) {
       const std::uint64_t rest =
           fpstore::internal::GetBigEndianBytes(key.data() + prefix_bytes_, rest_bytes_);
@@ -158,12 +158,12 @@ class Bench {
              ("fpstore-table-layout." + std::to_string(::getpid()))) {
     std::mt19937_64 rng(1);
     load_.resize(n);
-    for (Fingerprint& f : load_) f = rng();
+    for (std::uint64_t& f : load_) f = rng();
     std::sort(load_.begin(), load_.end());
     load_.erase(std::unique(load_.begin(), load_.end()), load_.end());
     for (int m = 0; m < merges; ++m) {
-      std::vector<Fingerprint> batch(merge_size);
-      for (Fingerprint& f : batch) f = rng();
+      std::vector<std::uint64_t> batch(merge_size);
+      for (std::uint64_t& f : batch) f = rng();
       std::sort(batch.begin(), batch.end());
       batch.erase(std::unique(batch.begin(), batch.end()), batch.end());
       merge_batches_.push_back(std::move(batch));
@@ -202,7 +202,7 @@ class Bench {
     c.merge_cpu_ns = 1e9 * (CpuSeconds() - cpu) / static_cast<double>(merged);
     for (const std::string& path : merge_paths) Ingest(family, path);
 
-    std::vector<Fingerprint> all = load_;
+    std::vector<std::uint64_t> all = load_;
     for (const auto& batch : merge_batches_) all.insert(all.end(), batch.begin(), batch.end());
     std::sort(all.begin(), all.end());
     all.erase(std::unique(all.begin(), all.end()), all.end());
@@ -217,9 +217,9 @@ class Bench {
     c.compacted_bytes = std::stod(sst_bytes) / static_cast<double>(all.size());
 
     std::mt19937_64 rng(7);
-    std::vector<Fingerprint> hits(probes_), misses(probes_);
-    for (Fingerprint& f : hits) f = all[rng() % all.size()];
-    for (Fingerprint& f : misses) f = rng();
+    std::vector<std::uint64_t> hits(probes_), misses(probes_);
+    for (std::uint64_t& f : hits) f = all[rng() % all.size()];
+    for (std::uint64_t& f : misses) f = rng();
     c.hit_us = ProbeMicros(packed, hits, /*expect_all=*/true, /*filtered=*/true);
     c.miss_us = ProbeMicros(packed, misses, /*expect_all=*/false, /*filtered=*/true);
     if (packed) c.miss_unfiltered_us = ProbeMicros(packed, misses, false, /*filtered=*/false);
@@ -259,7 +259,7 @@ class Bench {
 
   // Writes `fps` (sorted, unique) as one file, as the store's loader
   // (`into_empty`) or its merges write them.
-  std::string WriteFile(bool packed, const std::vector<Fingerprint>& fps, const std::string& name,
+  std::string WriteFile(bool packed, const std::vector<std::uint64_t>& fps, const std::string& name,
                         bool into_empty) {
     using fpstore::internal::SstUse;
     const std::string path = (dir_ / "files" / (name + (packed ? ".packed" : ".keys"))).string();
@@ -269,10 +269,10 @@ class Bench {
       fpstore::internal::GroupWriter writer(sink, groups_,
                                             into_empty ? fpstore::internal::GroupWriter::kWhole
                                                        : fpstore::internal::GroupWriter::kOperands);
-      for (Fingerprint f : fps) Check(writer.Add(f, /*put=*/true));
+      for (std::uint64_t f : fps) Check(writer.Add(f, /*put=*/true));
       Check(writer.Finish());
     } else {
-      for (Fingerprint f : fps) Check(sink.Put(keys_layout_.Encode(f), rocksdb::Slice()));
+      for (std::uint64_t f : fps) Check(sink.Put(keys_layout_.Encode(f), rocksdb::Slice()));
     }
     std::vector<std::string> files;
     Check(sink.Finish(files));
@@ -289,9 +289,9 @@ class Bench {
   // that share the query's p-bit prefix, as the store's probes of a table
   // do (a packed table's first asks the files' member filters, if
   // `filtered`).
-  double ProbeMicros(bool packed, const std::vector<Fingerprint>& queries, bool expect_all,
+  double ProbeMicros(bool packed, const std::vector<std::uint64_t>& queries, bool expect_all,
                      bool filtered) {
-    const Fingerprint prefix_mask = ~Fingerprint{0} << (64 - prefix_bits_);
+    const std::uint64_t prefix_mask = ~std::uint64_t{0} << (64 - prefix_bits_);
     rocksdb::ReadOptions options;
     options.ignore_range_deletions = true;
     std::shared_ptr<const fpstore::internal::TableMemberFilter> filter;
@@ -307,7 +307,7 @@ class Bench {
       const double start = WallSeconds();
       std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(options, packed ? packed_ : keys_));
       fpstore::internal::TableEntryCursor entries(*it, groups_, "packed");
-      for (Fingerprint q : queries) {
+      for (std::uint64_t q : queries) {
         if (filtered && filter && !filter->MayContain(q)) continue;
         if (packed) {
           for (entries.Seek(q & prefix_mask);
@@ -341,8 +341,8 @@ class Bench {
   const int group_bits_;
   const fpstore::internal::GroupLayout groups_;
   std::filesystem::path dir_;
-  std::vector<Fingerprint> load_;
-  std::vector<std::vector<Fingerprint>> merge_batches_;
+  std::vector<std::uint64_t> load_;
+  std::vector<std::vector<std::uint64_t>> merge_batches_;
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   rocksdb::ColumnFamilyHandle* keys_ = nullptr;

@@ -46,13 +46,13 @@ class Random {
 
   // A fingerprint with exactly `count` distinct random bits set.
   // REQUIRES: 0 <= count <= 64
-  Fingerprint Bits(int count) {
+  std::uint64_t Bits(int count) {
     std::array<int, 64> positions;
     for (int i = 0; i < 64; ++i) positions[i] = i;
-    Fingerprint mask = 0;
+    std::uint64_t mask = 0;
     for (int i = 0; i < count; ++i) {
       std::swap(positions[i], positions[i + Uniform(64 - i)]);
-      mask |= Fingerprint{1} << positions[i];
+      mask |= std::uint64_t{1} << positions[i];
     }
     return mask;
   }
@@ -82,12 +82,12 @@ struct Plant {
 inline std::vector<internal::IdFingerprint> MakeCorpus(std::uint64_t seed, std::size_t n,
                                                        const std::vector<Plant>& plants) {
   Random rnd(seed);
-  std::vector<Fingerprint> fps;
+  std::vector<std::uint64_t> fps;
   for (std::size_t i = 0; i < n; ++i) fps.push_back(rnd.Next());
   for (const Plant& plant : plants) {
     for (int i = 0; i < plant.count; ++i) {
       // With n == 0 the first plant has nothing to copy, so it starts fresh.
-      const Fingerprint original = fps.empty() ? rnd.Next() : fps[rnd.Uniform(fps.size())];
+      const std::uint64_t original = fps.empty() ? rnd.Next() : fps[rnd.Uniform(fps.size())];
       fps.push_back(original ^ rnd.Bits(plant.distance));
     }
   }
@@ -123,7 +123,7 @@ struct IdDistance {
 
 // Every document within k of `query`, sorted by id.
 inline std::vector<IdDistance> BruteForceQuery(std::span<const internal::IdFingerprint> docs,
-                                               Fingerprint query, int k) {
+                                               std::uint64_t query, int k) {
   std::vector<IdDistance> matches;
   for (const internal::IdFingerprint& doc : docs) {
     const int d = HammingDistance(doc.fingerprint, query);
@@ -131,6 +131,11 @@ inline std::vector<IdDistance> BruteForceQuery(std::span<const internal::IdFinge
   }
   std::sort(matches.begin(), matches.end());
   return matches;
+}
+
+// 64-bit values as the Fingerprints the store's calls take.
+inline std::vector<Fingerprint> Fingerprints(std::span<const std::uint64_t> values) {
+  return {values.begin(), values.end()};
 }
 
 inline std::string Describe(const NearPair& p) {

@@ -72,9 +72,9 @@ BulkLoadOptions ThreeThreadOptions() {
 // and equal fingerprints that tables without ids hold once).
 std::vector<IdFingerprint> WithCrowds(std::vector<IdFingerprint> docs, std::uint64_t seed) {
   Random rnd(seed);
-  const Fingerprint base = rnd.Next();
+  const std::uint64_t base = rnd.Next();
   for (int i = 0; i < 400; ++i) {
-    docs.push_back({docs.size(), (base & ~(~Fingerprint{0} >> 16)) | (rnd.Next() >> 16)});
+    docs.push_back({docs.size(), (base & ~(~std::uint64_t{0} >> 16)) | (rnd.Next() >> 16)});
   }
   for (int i = 0; i < 400; ++i) docs.push_back({docs.size(), base ^ rnd.Uniform(256)});
   return docs;
@@ -171,7 +171,7 @@ TEST(BulkLoaderTest, LastOccurrenceWinsAndStoredDocumentsAreReplaced) {
   for (std::size_t i = docs.size() / 2; i < docs.size(); ++i) {
     ASSERT_TRUE((*loader)->Add(docs[i].id, rnd.Next(), "superseded").ok());
   }
-  for (std::size_t i = 0; i < 100; ++i) docs[i].fingerprint ^= Fingerprint{1} << (i % 64);
+  for (std::size_t i = 0; i < 100; ++i) docs[i].fingerprint ^= std::uint64_t{1} << (i % 64);
   for (std::size_t i = 0; i < 150; ++i) {
     ASSERT_TRUE((*loader)->Add(docs[i].id, docs[i].fingerprint, MetadataFor(docs[i].id)).ok());
   }

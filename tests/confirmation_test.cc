@@ -135,6 +135,18 @@ class ConfirmationTest : public ::testing::Test {
     ASSERT_TRUE(store.InsertBatch(staged).ok());
   }
 
+  // `doc` refused with InvalidArgument in a batch, by CheckAndInsert and by
+  // a bulk load, and nothing stored.
+  static void ExpectEveryWriteRefused(Store& store, const NewDocument& doc) {
+    EXPECT_EQ(store.InsertBatch(std::vector<NewDocument>{{2, 7, ""}, doc}).code(),
+              Status::Code::kInvalidArgument);
+    EXPECT_EQ(store.CheckAndInsert(doc).status().code(), Status::Code::kInvalidArgument);
+    std::unique_ptr<BulkLoader> loader = *store.NewBulkLoader();
+    EXPECT_EQ(loader->Add(doc).code(), Status::Code::kInvalidArgument);
+    EXPECT_TRUE(loader->Finish().ok());
+    EXPECT_EQ(store.Stats()->documents, 0u);
+  }
+
   TempDir dir_;
   std::vector<Doc> docs_ = MakeCorpus(60, 6, 1);
 };
@@ -262,13 +274,7 @@ TEST_F(ConfirmationTest, SignaturesOfAnotherSizeAreRefusedAndChangeNothing) {
   const Signature small = *Signature::FromBytes(std::string(kBytes / 2, 's'));
   const NewDocument doc{1, 7, "", small};
   EXPECT_EQ(store->Insert(doc).code(), Status::Code::kInvalidArgument);
-  EXPECT_EQ(store->InsertBatch(std::vector<NewDocument>{{2, 7, ""}, doc}).code(),
-            Status::Code::kInvalidArgument);
-  EXPECT_EQ(store->CheckAndInsert(doc).status().code(), Status::Code::kInvalidArgument);
-  std::unique_ptr<BulkLoader> loader = *store->NewBulkLoader();
-  EXPECT_EQ(loader->Add(doc).code(), Status::Code::kInvalidArgument);
-  EXPECT_TRUE(loader->Finish().ok());
-  EXPECT_EQ(store->Stats()->documents, 0u);
+  ExpectEveryWriteRefused(*store, doc);
   // A store made without signatures takes none.
   StoreOptions none;
   none.fingerprint = FingerprintOptions{.signature_bytes = 0};
@@ -276,6 +282,36 @@ TEST_F(ConfirmationTest, SignaturesOfAnotherSizeAreRefusedAndChangeNothing) {
   EXPECT_EQ(bare->Insert({1, 7, "", *Signature::FromBytes(std::string(kBytes, 's'))}).code(),
             Status::Code::kInvalidArgument);
   EXPECT_TRUE(bare->Insert(1, 7).ok());
+}
+
+TEST_F(ConfirmationTest, WiderFingerprintsAreRefusedByA64BitStoreAndChangeNothing) {
+  std::unique_ptr<Store> store = *Store::Open(StoreAt(dir_, "s"));
+  const Fingerprint wide(1, 7);
+  const NewDocument doc{1, wide, ""};
+  const Status refused = store->Insert(doc);
+  EXPECT_EQ(refused.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(refused.message(),
+            "document 1 has a 128-bit fingerprint (0x00000000000000010000000000000007); "
+            "this store holds 64-bit fingerprints");
+  ExpectEveryWriteRefused(*store, doc);
+  const Result<std::vector<Match>> query = store->Query(wide, 3);
+  EXPECT_EQ(query.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(query.status().message().find("query 0 has a 128-bit fingerprint"), std::string::npos)
+      << query.status().message();
+  EXPECT_EQ(store->QueryBatch(std::vector<Fingerprint>{7, wide}, 3).status().message(),
+            "query 1 has a 128-bit fingerprint (0x00000000000000010000000000000007); "
+            "this store holds 64-bit fingerprints");
+  // The widest 64-bit value is one.
+  EXPECT_TRUE(store->Insert(3, ~std::uint64_t{0}).ok());
+  EXPECT_EQ(store->Query(~std::uint64_t{0}, 0)->size(), 1u);
+  // Nor is a store made with fingerprint options that make wider ones.
+  StoreOptions wide_options;
+  wide_options.fingerprint = FingerprintOptions{.bits = 128};
+  const Result<std::unique_ptr<Store>> refused_store =
+      Store::Open(StoreAt(dir_, "wide"), wide_options);
+  EXPECT_EQ(refused_store.status().message(),
+            "fingerprint options \"v2 window=1 weighting=tf signature=64 signature_window=5 "
+            "bits=128\" make 128-bit fingerprints; a store holds 64-bit fingerprints");
 }
 
 TEST_F(ConfirmationTest, TheThresholdIsRecordedAtCreation) {

@@ -110,7 +110,7 @@ class FailedMergeTest : public ::testing::Test {
       if (id % 5 == 0) {
         const Fingerprint fp = id % 10 == 0 ? model_[id] ^ rnd.Bits(2) : rnd.Next();
         ASSERT_TRUE(store_->Insert(id, fp, MetadataFor(id)).ok());
-        model_[id] = fp;
+        model_[id] = fp.low();
       } else if (id % 7 == 0) {
         ASSERT_TRUE(store_->Remove(id).ok());
         model_.erase(id);
@@ -119,7 +119,7 @@ class FailedMergeTest : public ::testing::Test {
     for (DocumentId id = 10000; id < 10050; ++id) {
       const Fingerprint fp = rnd.Next();
       ASSERT_TRUE(store_->Insert(id, fp, MetadataFor(id)).ok());
-      model_[id] = fp;
+      model_[id] = fp.low();
     }
   }
 
@@ -191,7 +191,7 @@ TEST_F(FailedMergeTest, BackgroundMergeThatFailsStopsWritesUntilTheStoreReopens)
     for (DocumentId id = 30000; failed.ok() && std::chrono::steady_clock::now() < deadline; ++id) {
       const Fingerprint fp = rnd.Next();
       failed = store_->Insert(id, fp, MetadataFor(id));
-      if (failed.ok()) model_[id] = fp;
+      if (failed.ok()) model_[id] = fp.low();
     }
     ExpectFailedWithInjected(failed, "an insert once the background merge failed");
     // The insert may have met the failure before any reopen: this Flush then reopens the store,

@@ -41,7 +41,7 @@ std::vector<IdFingerprint> Copies(std::uint64_t seed, int fingerprints, int copi
   Random rnd(seed);
   std::vector<IdFingerprint> docs;
   for (int f = 0; f < fingerprints; ++f) {
-    const Fingerprint fp = rnd.Next();
+    const std::uint64_t fp = rnd.Next();
     for (int c = 0; c < copies; ++c) docs.push_back({first + docs.size(), fp});
   }
   return docs;
@@ -142,7 +142,7 @@ TEST(FingerprintTablesTest, SharedFingerprintLastsAsLongAsItsLastDocument) {
   ASSERT_NE(store, nullptr);
   ExpectMatchesBruteForce(*store, docs, seed, "all copies");
 
-  // Fingerprint 0 loses one copy, 1 three, 2 all four one by one, 3 all
+  // std::uint64_t 0 loses one copy, 1 three, 2 all four one by one, 3 all
   // four in one batch that moves them elsewhere.
   for (DocumentId id : {0, 4, 5, 6, 8, 9, 10, 11}) ASSERT_TRUE(store->Remove(id).ok());
   std::erase_if(docs, [](const IdFingerprint& d) {
@@ -209,7 +209,7 @@ TEST(FingerprintTablesTest, BulkLoadDropsAFingerprintOnlyWithItsLastDocument) {
   ASSERT_NE(store, nullptr);
 
   Random rnd(seed + 1);
-  const Fingerprint shared_target = rnd.Next();
+  const std::uint64_t shared_target = rnd.Next();
   Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader({});
   ASSERT_TRUE(loader.ok()) << loader.status().ToString();
   for (IdFingerprint& d : docs) {
@@ -217,7 +217,7 @@ TEST(FingerprintTablesTest, BulkLoadDropsAFingerprintOnlyWithItsLastDocument) {
     // Groups 0-4 lose one copy, 5-9 all three, 10-11 move to one shared
     // new fingerprint, 12 takes group 13's fingerprint whose copies move
     // away.
-    Fingerprint next = d.fingerprint;
+    std::uint64_t next = d.fingerprint;
     if (group < 5 && d.id % 3 == 0) next = rnd.Next();
     if (group >= 5 && group < 10) next = rnd.Next();
     if (group == 10 || group == 11) next = shared_target;
@@ -246,9 +246,9 @@ TEST(FingerprintTablesTest, StreamedScansReadIdsInBatches) {
   Random rnd(seed);
   std::vector<IdFingerprint> docs;
   for (DocumentId id = 0; id < 16000; id += 2) {
-    const Fingerprint fp = rnd.Next();
+    const std::uint64_t fp = rnd.Next();
     docs.push_back({id, fp});
-    docs.push_back({id + 1, fp ^ (Fingerprint{1} << rnd.Uniform(64))});
+    docs.push_back({id + 1, fp ^ (std::uint64_t{1} << rnd.Uniform(64))});
   }
   docs.push_back({16000, docs[0].fingerprint});  // a copy: an id-less key with two ids
   TempDir dir;
@@ -276,8 +276,8 @@ TEST(FingerprintTablesTest, StreamedScansReadIdsInBatches) {
 // Adds (or takes out) `fp` in table t (not table 0), as a raw write that
 // bypasses the store.
 void EditTable(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, const TablePermutation& perm,
-               int group_bits, Fingerprint fp, bool add) {
-  const Fingerprint permuted = perm.Apply(fp);
+               int group_bits, std::uint64_t fp, bool add) {
+  const std::uint64_t permuted = perm.Apply(fp).low();
   // The group's value rewritten, with or without the member.
   const internal::GroupLayout layout(perm.prefix_bits(), group_bits);
   const internal::GroupLayout::Key k = layout.KeyOf(permuted);
@@ -285,9 +285,9 @@ void EditTable(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, const Table
   std::string value;
   const rocksdb::Status s = db.Get({}, family, key, &value);
   ASSERT_TRUE(s.ok() || s.IsNotFound()) << s.ToString();
-  std::vector<Fingerprint> members;
+  std::vector<std::uint64_t> members;
   ASSERT_TRUE(internal::DecodeGroupValue(layout, value, members));
-  const Fingerprint member = layout.MemberBits(permuted);
+  const std::uint64_t member = layout.MemberBits(permuted);
   const auto at = std::lower_bound(members.begin(), members.end(), member);
   if (add) {
     members.insert(at, member);
@@ -313,7 +313,7 @@ TEST(FingerprintTablesTest, VerifyFindsStrayAndMissingFingerprints) {
     group_bits = store->Stats()->internals.group_bits;
     ASSERT_TRUE(store->Close().ok());
   }
-  const Fingerprint stray = Random(seed + 1).Next();
+  const std::uint64_t stray = Random(seed + 1).Next();
   testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
     EditTable(db, family("table-005"), plan.table(5), group_bits, docs[0].fingerprint, false);
     EditTable(db, family("table-007"), plan.table(7), group_bits, stray, true);
@@ -336,10 +336,10 @@ TEST(FingerprintTablesTest, VerifyFindsStrayAndMissingFingerprints) {
   EXPECT_EQ(found->size(), 2u);
   // A query whose first table shared with `stray` is table 7 meets the
   // stray entry there, and no document for it in table 0.
-  Fingerprint probe = stray;
+  std::uint64_t probe = stray;
   for (int i = 0; i < 64 && probe == stray; ++i) {
     for (int j = i + 1; j < 64; ++j) {
-      const Fingerprint q = stray ^ (Fingerprint{1} << i) ^ (Fingerprint{1} << j);
+      const std::uint64_t q = stray ^ (std::uint64_t{1} << i) ^ (std::uint64_t{1} << j);
       if (plan.FirstSharedTable(q, stray) == 7) {
         probe = q;
         break;

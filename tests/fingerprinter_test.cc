@@ -54,7 +54,9 @@ TEST(FingerprintOptionsTest, TextFormRoundTrips) {
   EXPECT_EQ(defaults.ToString(), "v2 window=1 weighting=tf signature=64 signature_window=5");
   FingerprintOptions other{.version = 2, .window = 5, .weighting = FeatureWeighting::kPresence};
   EXPECT_EQ(other.ToString(), "v2 window=5 weighting=presence signature=64 signature_window=5");
-  for (const FingerprintOptions& o : {defaults, other}) {
+  FingerprintOptions wide{.bits = 128};
+  EXPECT_EQ(wide.ToString(), "v2 window=1 weighting=tf signature=64 signature_window=5 bits=128");
+  for (const FingerprintOptions& o : {defaults, other, wide}) {
     Result<FingerprintOptions> parsed = FingerprintOptions::Parse(o.ToString());
     ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
     EXPECT_EQ(*parsed, o);
@@ -65,7 +67,10 @@ TEST(FingerprintOptionsTest, BadTextFormsAreRejected) {
   for (const char* text :
        {"", "v2", "v2 window=3", "v2 window=x weighting=tf", "v2 window=3 weighting=idf",
         "v2 window=3 weighting=tf extra=1", "v2 window=0 weighting=tf", "v2 window=65 weighting=tf",
-        "v2 window=3 window=3 weighting=tf", "v2 window=3  weighting=tf"}) {
+        "v2 window=3 window=3 weighting=tf", "v2 window=3  weighting=tf",
+        "v2 window=1 weighting=tf signature=64 signature_window=5 bits=96",
+        "v2 window=1 weighting=tf signature=64 signature_window=5 bits=128 bits=128",
+        "v2 window=1 weighting=tf signature=64 signature_window=5 bits=x"}) {
     Result<FingerprintOptions> parsed = FingerprintOptions::Parse(text);
     EXPECT_FALSE(parsed.ok()) << text;
     EXPECT_NE(parsed.status().message().find("fingerprint options"), std::string::npos)
@@ -85,6 +90,9 @@ TEST(FingerprinterTest, CreateValidatesOptions) {
   EXPECT_TRUE(Fingerprinter::Create({.version = 1}).status().IsNotSupported());
   EXPECT_TRUE(Fingerprinter::Create({.version = 3}).status().IsNotSupported());
   EXPECT_TRUE(Fingerprinter::Create({.window = 64}).ok());
+  EXPECT_TRUE(Fingerprinter::Create({.bits = 128}).ok());
+  EXPECT_EQ(Fingerprinter::Create({.bits = 32}).status().message(),
+            "bits 32 out of range (64 or 128)");
 }
 
 // Fingerprints are stored: these values must never change under v1. If this
@@ -115,14 +123,45 @@ TEST(FingerprinterTest, GoldenFingerprints) {
   }
 }
 
+// The same for 128-bit fingerprints (XXH3-128 features).
+TEST(FingerprinterTest, Golden128BitFingerprints) {
+  const Fingerprinter f = MakeFingerprinter({.window = 3, .bits = 128});
+  const Fingerprinter words = MakeFingerprinter({.window = 1, .bits = 128});
+  struct Golden {
+    const char* text;
+    Fingerprint window3;
+    Fingerprint window1;
+  };
+  const Golden goldens[] = {
+      {"The quick brown fox jumps over the lazy dog.",
+       Fingerprint(0x9c191798e28cb3c7ULL, 0xda976debf49010b8ULL),
+       Fingerprint(0xf84121049bb5ae65ULL, 0x891a8fe11cbb90bfULL)},
+      {"近似重复检测用于网络爬虫，以避免重复抓取相同的网页内容。",
+       Fingerprint(0x64a2824544e84108ULL, 0x65215d532403c349ULL),
+       Fingerprint(0x8c0d4ecab7404850ULL, 0x00098c7503b2c813ULL)},
+      {"", 0, 0},
+  };
+  for (const Golden& g : goldens) {
+    SCOPED_TRACE(g.text);
+    EXPECT_EQ(FingerprintOf(f, g.text), g.window3);
+    EXPECT_EQ(FingerprintOf(words, g.text), g.window1);
+  }
+}
+
 // FromText counts votes with a byte-lane shortcut; the plain simhash core
 // over features built by hand from the tokens must agree with it.
 TEST(FingerprinterTest, AgreesWithSimhashCoreOverHandBuiltShingles) {
   const unsigned seed = 99;
   std::mt19937 rng(seed);
   const char* vocabulary[] = {"alpha", "Beta", "gamma", "δέλτα", "网络", "爬虫", "42", "x"};
-  for (int window : {1, 2, 3, 5}) {
-    const Fingerprinter f = MakeFingerprinter({.window = window});
+  for (const auto& [window, bits] :
+       {std::pair{1, 64}, {2, 64}, {3, 64}, {5, 64}, {1, 128}, {3, 128}}) {
+    const Fingerprinter f = MakeFingerprinter({.window = window, .bits = bits});
+    const auto feature = [bits](const void* data, std::size_t size) {
+      if (bits == 64) return Fingerprint(XXH3_64bits(data, size));
+      const XXH128_hash_t h = XXH3_128bits(data, size);
+      return Fingerprint(h.high64, h.low64);
+    };
     for (int round = 0; round < 50; ++round) {
       std::string text;
       const int words = 1 + static_cast<int>(rng() % 600);
@@ -133,15 +172,15 @@ TEST(FingerprinterTest, AgreesWithSimhashCoreOverHandBuiltShingles) {
       std::vector<WeightedFeature> features;
       const std::size_t n = hashes.size(), w = static_cast<std::size_t>(window);
       if (w == 1) {
-        for (std::uint64_t h : hashes) features.push_back({h, 1});
+        for (const std::string& t : tokens) features.push_back({feature(t.data(), t.size()), 1});
       } else {
         for (std::size_t end = std::min(n, w); end <= n; ++end) {
           const std::size_t begin = end - std::min(n, w);
-          features.push_back({XXH3_64bits(&hashes[begin], 8 * (end - begin)), 1});
+          features.push_back({feature(&hashes[begin], 8 * (end - begin)), 1});
         }
       }
-      ASSERT_EQ(FingerprintOf(f, text), Simhash(features))
-          << "seed " << seed << " window " << window << " round " << round;
+      ASSERT_EQ(FingerprintOf(f, text), Simhash(features, bits))
+          << "seed " << seed << " window " << window << " bits " << bits << " round " << round;
     }
   }
 }
@@ -173,19 +212,37 @@ TEST(FingerprinterTest, ShortTextsStillHaveAFeature) {
 }
 
 TEST(FingerprinterTest, TermsHashLikeSingleWordFeatures) {
-  const Fingerprinter words = MakeFingerprinter({.window = 1});
-  const WeightedTerm terms[] = {{"to", 2}, {"be", 2}, {"or", 1}, {"not", 1}};
-  EXPECT_EQ(words.FromTerms(terms), FingerprintOf(words, "to be or not to be"));
+  for (const int bits : {64, 128}) {
+    const Fingerprinter words = MakeFingerprinter({.window = 1, .bits = bits});
+    const WeightedTerm terms[] = {{"to", 2}, {"be", 2}, {"or", 1}, {"not", 1}};
+    EXPECT_EQ(words.FromTerms(terms), FingerprintOf(words, "to be or not to be")) << bits;
+  }
 }
 
 TEST(FingerprinterTest, PresenceWeightingIgnoresRepetition) {
-  const Fingerprinter presence =
-      MakeFingerprinter({.window = 1, .weighting = FeatureWeighting::kPresence});
-  const Fingerprinter tf = MakeFingerprinter({.window = 1});
-  std::string repeated = "alpha beta gamma delta";
-  for (int i = 0; i < 20; ++i) repeated += " alpha";
-  EXPECT_EQ(FingerprintOf(presence, repeated), FingerprintOf(presence, "alpha beta gamma delta"));
-  EXPECT_EQ(FingerprintOf(tf, repeated), FingerprintOf(tf, "alpha"));
+  for (const int bits : {64, 128}) {
+    SCOPED_TRACE(bits);
+    const Fingerprinter presence =
+        MakeFingerprinter({.window = 1, .weighting = FeatureWeighting::kPresence, .bits = bits});
+    const Fingerprinter tf = MakeFingerprinter({.window = 1, .bits = bits});
+    std::string repeated = "alpha beta gamma delta";
+    for (int i = 0; i < 20; ++i) repeated += " alpha";
+    EXPECT_EQ(FingerprintOf(presence, repeated), FingerprintOf(presence, "alpha beta gamma delta"));
+    EXPECT_EQ(FingerprintOf(tf, repeated), FingerprintOf(tf, "alpha"));
+  }
+}
+
+// A 128-bit fingerprint's signature is the 64-bit one's, and its distances
+// between a text and an edited copy scale with the width.
+TEST(FingerprinterTest, OneHundredTwentyEightBitsKeepTheSignature) {
+  const Fingerprinter narrow = MakeFingerprinter({.window = 1});
+  const Fingerprinter wide = MakeFingerprinter({.window = 1, .bits = 128});
+  const std::string text = ReadLicence("GPL-3");
+  const Sketch a = *narrow.SketchText(text), b = *wide.SketchText(text);
+  EXPECT_EQ(a.signature.bytes(), b.signature.bytes());
+  EXPECT_FALSE(b.fingerprint.fits_64());
+  const std::string edited = ReplaceWord(ReplaceWord(text, 100, "zebra"), 2000, "quokka");
+  EXPECT_LE(HammingDistance(b.fingerprint, FingerprintOf(wide, edited)), 12);
 }
 
 // Simhash promises "usually within a few bits", not always: a replaced word

@@ -29,7 +29,7 @@ TEST(KeyCodecTest, BigEndianBytesOrderAsNumbers) {
 }
 
 TEST(KeyCodecTest, DocumentValuesRoundTripAndShortOnesAreRefused) {
-  Fingerprint fp = 0;
+  Fingerprint fp;
   Signature signature;
   std::string metadata;
   const std::string slots(32, 'x');

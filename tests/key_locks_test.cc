@@ -154,10 +154,10 @@ TEST(NearKeysTest, FingerprintsWithinTheDistanceShareOne) {
     const PermutationPlan plan = *PermutationPlan::Create(k + 1, k);
     int far_sharing = 0;
     for (int i = 0; i < 2000; ++i) {
-      const Fingerprint a = rnd();
-      Fingerprint b = a;
+      const std::uint64_t a = rnd();
+      std::uint64_t b = a;
       for (int flips = static_cast<int>(rnd() % (k + 1)); flips > 0; --flips) {
-        b ^= Fingerprint{1} << (rnd() % 64);
+        b ^= std::uint64_t{1} << (rnd() % 64);
       }
       ASSERT_LE(HammingDistance(a, b), k);
       const std::vector<LockKey> ka = NearKeys(plan, a), kb = NearKeys(plan, b);

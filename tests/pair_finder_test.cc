@@ -96,8 +96,8 @@ TEST(PairFinderTest, MatchesBruteForceOnCrowdedFingerprints) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   testing::Random rnd(seed);
   for (auto [m, k] : {std::pair{6, 3}, {5, 3}, {8, 3}, {10, 4}}) {
-    const Fingerprint base = rnd.Next();
-    const Fingerprint varying = rnd.Bits(12);
+    const std::uint64_t base = rnd.Next();
+    const std::uint64_t varying = rnd.Bits(12);
     std::vector<IdFingerprint> docs;
     for (std::uint64_t id = 0; id < 400; ++id) {
       docs.push_back({id * 3 + 1, base ^ (rnd.Next() & varying)});

@@ -17,22 +17,55 @@ namespace {
 using testing::Random;
 using testing::TestSeed;
 
-PermutationPlan MustCreate(int blocks, int distance) {
-  Result<PermutationPlan> plan = PermutationPlan::Create(blocks, distance);
+PermutationPlan MustCreate(int blocks, int distance, int bits = 64) {
+  Result<PermutationPlan> plan = PermutationPlan::Create(blocks, distance, bits);
   EXPECT_TRUE(plan.ok()) << plan.status().ToString();
   return *std::move(plan);
 }
 
-// Every plan with 1 <= m <= 12 and 0 <= k < m, and a few wide ones.
+// Every plan with 1 <= m <= 12 and 0 <= k < m, and a few with many blocks,
+// of both widths.
 std::vector<PermutationPlan> SweptPlans() {
   std::vector<PermutationPlan> plans;
-  for (int m = 1; m <= 12; ++m) {
-    for (int k = 0; k < m; ++k) plans.push_back(MustCreate(m, k));
-  }
-  for (auto [m, k] : {std::pair{16, 3}, {32, 2}, {64, 0}, {64, 1}, {64, 63}}) {
-    plans.push_back(MustCreate(m, k));
+  for (int bits : {64, 128}) {
+    for (int m = 1; m <= 12; ++m) {
+      for (int k = 0; k < m; ++k) plans.push_back(MustCreate(m, k, bits));
+    }
+    for (auto [m, k] : {std::pair{16, 3}, {32, 2}, {bits, 0}, {bits, 1}, {bits, bits - 1}}) {
+      plans.push_back(MustCreate(m, k, bits));
+    }
   }
   return plans;
+}
+
+int Popcount(Fingerprint fp) { return HammingDistance(fp, Fingerprint{}); }
+
+int CountrZero(Fingerprint fp) {
+  return fp.low() != 0 ? std::countr_zero(fp.low()) : 64 + std::countr_zero(fp.high());
+}
+
+// Zeros above the highest one of a `width`-bit value.
+int CountlZero(Fingerprint fp, int width) {
+  const int zeros = fp.high() != 0 ? std::countl_zero(fp.high()) : 64 + std::countl_zero(fp.low());
+  return zeros - (128 - width);
+}
+
+// The `width` low bits set.
+Fingerprint Ones(int width) { return ~Fingerprint{} >> (128 - width); }
+
+// A random value of the plan's width.
+Fingerprint RandomOf(Random& rnd, const PermutationPlan& plan) {
+  return Fingerprint(rnd.Next(), rnd.Next()) & Ones(plan.bits());
+}
+
+// `count` distinct random bits of the plan's width.
+Fingerprint RandomBits(Random& rnd, const PermutationPlan& plan, int count) {
+  std::vector<int> positions(plan.bits());
+  for (int i = 0; i < plan.bits(); ++i) positions[i] = i;
+  rnd.Shuffle(positions);
+  Fingerprint bits;
+  for (int i = 0; i < count; ++i) bits |= Fingerprint{1} << positions[i];
+  return bits;
 }
 
 // Table t's permutation the slow way: its blocks, one at a time, packed from
@@ -45,11 +78,11 @@ Fingerprint ApplyByBlocks(const PermutationPlan& plan, std::size_t t, Fingerprin
     }
   }
   Fingerprint out = 0;
-  int below = 64;  // bits not yet filled
+  int below = plan.bits();  // bits not yet filled
   for (int b : order) {
     const Fingerprint mask = plan.block_mask(b);
     below -= plan.block_bits()[b];
-    out |= ((fp & mask) >> std::countr_zero(mask)) << below;
+    out |= ((fp & mask) >> CountrZero(mask)) << below;
   }
   return out;
 }
@@ -78,13 +111,21 @@ TEST(PermutationPlanTest, BlockBits) {
   EXPECT_EQ(MustCreate(4, 3).block_bits(), (std::vector<int>{16, 16, 16, 16}));
   EXPECT_EQ(MustCreate(1, 0).block_bits(), (std::vector<int>{64}));
   EXPECT_EQ(MustCreate(64, 0).block_bits(), std::vector<int>(64, 1));
+  EXPECT_EQ(MustCreate(8, 6, 128).block_bits(), std::vector<int>(8, 16));
+  EXPECT_EQ(MustCreate(10, 6, 128).block_bits(),
+            (std::vector<int>{13, 13, 13, 13, 13, 13, 13, 13, 12, 12}));
+  EXPECT_EQ(MustCreate(1, 0, 128).block_bits(), (std::vector<int>{128}));
 }
 
 TEST(PermutationPlanTest, BlockMasksTileTheFingerprint) {
   const PermutationPlan six = MustCreate(6, 3);
   EXPECT_EQ(six.block_mask(0), 0xFFE0000000000000u);
   EXPECT_EQ(six.block_mask(5), 0x00000000000003FFu);
-  EXPECT_EQ(MustCreate(1, 0).block_mask(0), ~Fingerprint{0});
+  EXPECT_EQ(MustCreate(1, 0).block_mask(0), Fingerprint{~std::uint64_t{0}});
+  const PermutationPlan wide = MustCreate(8, 6, 128);
+  EXPECT_EQ(wide.block_mask(0), Fingerprint(0xFFFF000000000000u, 0));
+  EXPECT_EQ(wide.block_mask(4), Fingerprint(0, 0xFFFF000000000000u));
+  EXPECT_EQ(MustCreate(1, 0, 128).block_mask(0), ~Fingerprint{});
 
   for (const PermutationPlan& plan : SweptPlans()) {
     SCOPED_TRACE(plan.ToString());
@@ -92,12 +133,12 @@ TEST(PermutationPlanTest, BlockMasksTileTheFingerprint) {
     for (int b = 0; b < plan.blocks(); ++b) {
       const Fingerprint mask = plan.block_mask(b);
       // Contiguous, right below the blocks before it.
-      EXPECT_EQ(std::popcount(mask), plan.block_bits()[b]);
-      EXPECT_EQ(std::countl_zero(mask), std::popcount(above));
-      EXPECT_EQ(std::countr_zero(mask), 64 - std::popcount(above | mask));
+      EXPECT_EQ(Popcount(mask), plan.block_bits()[b]);
+      EXPECT_EQ(CountlZero(mask, plan.bits()), Popcount(above));
+      EXPECT_EQ(CountrZero(mask), plan.bits() - Popcount(above | mask));
       above |= mask;
     }
-    EXPECT_EQ(above, ~Fingerprint{0});
+    EXPECT_EQ(above, Ones(plan.bits()));
   }
 }
 
@@ -110,6 +151,9 @@ TEST(PermutationPlanTest, TableCounts) {
   EXPECT_EQ(MustCreate(64, 0).table_count(), 1u);
   EXPECT_EQ(MustCreate(64, 1).table_count(), 64u);
   EXPECT_EQ(MustCreate(64, 63).table_count(), 64u);
+  EXPECT_EQ(MustCreate(8, 6, 128).table_count(), 28u);
+  EXPECT_EQ(MustCreate(10, 6, 128).table_count(), 210u);
+  EXPECT_EQ(MustCreate(128, 127, 128).table_count(), 128u);
 }
 
 TEST(PermutationPlanTest, TablesInLexicographicOrder) {
@@ -142,11 +186,16 @@ TEST(PermutationPlanTest, PrefixBitsAndMask) {
   // k = 0: one table whose prefix is the whole fingerprint.
   const PermutationPlan exact = MustCreate(6, 0);
   EXPECT_EQ(exact.table(0).prefix_bits(), 64);
-  EXPECT_EQ(exact.table(0).prefix_mask(), ~Fingerprint{0});
+  EXPECT_EQ(exact.table(0).prefix_mask(), Ones(64));
 
   const PermutationPlan one_bit = MustCreate(64, 63);
   EXPECT_EQ(one_bit.table(0).prefix_bits(), 1);
   EXPECT_EQ(one_bit.table(0).prefix_mask(), Fingerprint{1} << 63);
+  const PermutationPlan wide = MustCreate(8, 6, 128);
+  EXPECT_EQ(wide.table(0).prefix_bits(), 32);
+  EXPECT_EQ(wide.table(0).prefix_mask(), Fingerprint(0xFFFFFFFF00000000u, 0));
+  EXPECT_EQ(MustCreate(4, 1, 128).table(0).prefix_mask(),
+            Fingerprint(~std::uint64_t{0}, 0xFFFFFFFF00000000u));
 
   for (const PermutationPlan& plan : SweptPlans()) {
     SCOPED_TRACE(plan.ToString());
@@ -154,8 +203,8 @@ TEST(PermutationPlanTest, PrefixBitsAndMask) {
       int bits = 0;
       for (int b : table.leading_blocks()) bits += plan.block_bits()[b];
       EXPECT_EQ(table.prefix_bits(), bits);
-      EXPECT_EQ(std::countl_one(table.prefix_mask()), bits);
-      EXPECT_EQ(std::popcount(table.prefix_mask()), bits);
+      EXPECT_EQ(CountlZero(~table.prefix_mask() & Ones(plan.bits()), plan.bits()), bits);
+      EXPECT_EQ(Popcount(table.prefix_mask()), bits);
     }
   }
 }
@@ -204,22 +253,26 @@ TEST(PermutationPlanTest, ApplyMovesBlocksAndInvertUndoesIt) {
     for (std::size_t t = 0; t < plan.table_count(); ++t) {
       SCOPED_TRACE("table " + std::to_string(t));
       const TablePermutation& table = plan.table(t);
-      // Apply is linear over xor, so if the 64 single bits map to 64
-      // distinct single bits, it is a bijection.
+      // Apply is linear over xor, so if the single bits map to distinct
+      // single bits, it is a bijection.
       Fingerprint images = 0;
-      for (int bit = 0; bit < 64; ++bit) {
+      for (int bit = 0; bit < plan.bits(); ++bit) {
         const Fingerprint image = table.Apply(Fingerprint{1} << bit);
-        ASSERT_EQ(std::popcount(image), 1) << "bit " << bit;
+        ASSERT_EQ(Popcount(image), 1) << "bit " << bit;
         images |= image;
       }
-      EXPECT_EQ(images, ~Fingerprint{0});
+      EXPECT_EQ(images, Ones(plan.bits()));
 
       for (int i = 0; i < 4; ++i) {
-        const Fingerprint fp = rnd.Next();
+        const Fingerprint fp = RandomOf(rnd, plan);
         const Fingerprint permuted = table.Apply(fp);
         ASSERT_EQ(permuted, ApplyByBlocks(plan, t, fp)) << "fp " << fp;
         ASSERT_EQ(table.Invert(permuted), fp) << "fp " << fp;
-        ASSERT_EQ(std::popcount(permuted), std::popcount(fp)) << "fp " << fp;
+        ASSERT_EQ(Popcount(permuted), Popcount(fp)) << "fp " << fp;
+        if (plan.bits() == 64) {
+          ASSERT_EQ(table.Apply64(fp.low()), permuted.low()) << "fp " << fp;
+          ASSERT_EQ(table.Invert64(permuted.low()), fp.low()) << "fp " << fp;
+        }
       }
     }
   }
@@ -230,6 +283,10 @@ TEST(PermutationPlanTest, FirstSharedTableOfEqualFingerprintsIsZero) {
     EXPECT_EQ(plan.FirstSharedTable(0, 0), 0) << plan.ToString();
     EXPECT_EQ(plan.FirstSharedTable(0x0123456789ABCDEFu, 0x0123456789ABCDEFu), 0)
         << plan.ToString();
+    if (plan.bits() == 128) {
+      const Fingerprint wide(0xFEDCBA9876543210u, 0x0123456789ABCDEFu);
+      EXPECT_EQ(plan.FirstSharedTable(wide, wide), 0) << plan.ToString();
+    }
   }
 }
 
@@ -241,11 +298,11 @@ TEST(PermutationPlanTest, FirstSharedTableOfRandomBitFlips) {
   Random rnd(seed);
   for (const PermutationPlan& plan : SweptPlans()) {
     SCOPED_TRACE(plan.ToString());
-    const int max_distance = std::min(64, plan.distance() + 2);
+    const int max_distance = std::min(plan.bits(), plan.distance() + 2);
     for (int d = 0; d <= max_distance; ++d) {
       for (int i = 0; i < 8; ++i) {
-        const Fingerprint a = rnd.Next();
-        const Fingerprint b = a ^ rnd.Bits(d);
+        const Fingerprint a = RandomOf(rnd, plan);
+        const Fingerprint b = a ^ RandomBits(rnd, plan, d);
         SCOPED_TRACE(::testing::Message() << "a " << a << " b " << b);
         const int first = plan.FirstSharedTable(a, b);
         ASSERT_EQ(first, LowestSharedTableByScan(plan, a, b));
@@ -274,12 +331,12 @@ TEST(PermutationPlanTest, FirstSharedTableByDifferingBlocks) {
         std::vector<int> blocks(plan.blocks());
         for (int b = 0; b < plan.blocks(); ++b) blocks[b] = b;
         rnd.Shuffle(blocks);
-        const Fingerprint a = rnd.Next();
+        const Fingerprint a = RandomOf(rnd, plan);
         Fingerprint b = a;
         for (int j = 0; j < differing; ++j) {
           const Fingerprint mask = plan.block_mask(blocks[j]);
           Fingerprint change = 0;
-          while (change == 0) change = rnd.Next() & mask;
+          while (change == 0) change = RandomOf(rnd, plan) & mask;
           b ^= change;
         }
         SCOPED_TRACE(::testing::Message() << "a " << a << " b " << b);
@@ -313,10 +370,16 @@ TEST(PermutationPlanTest, InvalidPlans) {
   EXPECT_EQ(PermutationPlan::Create(40, 20).status().message(),
             "blocks (40) and distance (20) need C(40, 20) tables, more than "
             "the limit of 1024");
+  EXPECT_EQ(PermutationPlan::Create(6, 3, 96).status().message(), "bits (96) must be 64 or 128");
+  EXPECT_TRUE(PermutationPlan::Create(6, 3, 32).status().IsInvalidArgument());
+  EXPECT_EQ(PermutationPlan::Create(129, 3, 128).status().message(),
+            "blocks (129) must be between 1 and 128");
+  EXPECT_TRUE(PermutationPlan::Create(65, 3, 128).status().IsInvalidArgument());  // C(65, 3) tables
 }
 
 TEST(PermutationPlanTest, LargestValidPlans) {
   EXPECT_TRUE(PermutationPlan::Create(64, 63).ok());  // C(64, 1) = 64 tables
+  EXPECT_TRUE(PermutationPlan::Create(128, 127, 128).ok());
   EXPECT_TRUE(PermutationPlan::Create(12, 6).ok());   // 924
   EXPECT_TRUE(PermutationPlan::Create(45, 2).ok());   // 990
   EXPECT_FALSE(PermutationPlan::Create(46, 2).ok());  // 1035
@@ -325,6 +388,7 @@ TEST(PermutationPlanTest, LargestValidPlans) {
 TEST(PermutationPlanTest, ToString) {
   EXPECT_EQ(MustCreate(6, 3).ToString(), "blocks=6 distance=3");
   EXPECT_EQ(MustCreate(64, 0).ToString(), "blocks=64 distance=0");
+  EXPECT_EQ(MustCreate(8, 6, 128).ToString(), "blocks=8 distance=6 bits=128");
 }
 
 }  // namespace

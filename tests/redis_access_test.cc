@@ -403,7 +403,7 @@ TEST_P(SecuredStoreTest, NearDuplicatesCheckedAtOnceTakeTurns) {
   auto offer = [&](Store& store, DocumentId base, Fingerprint flip,
                    std::vector<Result<CheckResult>>& out) {
     for (int i = 0; i < kPages; ++i) {
-      const Fingerprint page = 0x5851f42d4c957f2dULL * static_cast<Fingerprint>(i + 1);
+      const Fingerprint page = 0x5851f42d4c957f2dULL * static_cast<std::uint64_t>(i + 1);
       out.push_back(store.CheckAndInsert(base + static_cast<DocumentId>(i), page ^ flip, "",
                                          InsertPolicy::kIfNoMatch));
     }

@@ -277,14 +277,14 @@ std::uint64_t Redirections(const Store& store) {
 
 // For each table, a query that shares with `fp` that table's prefix and no other: `fp` with one
 // bit flipped in each block outside the prefix, at distance exactly the plan's.
-std::vector<Fingerprint> TableProbes(const PermutationPlan& plan, Fingerprint fp) {
-  std::vector<Fingerprint> probes;
+std::vector<std::uint64_t> TableProbes(const PermutationPlan& plan, std::uint64_t fp) {
+  std::vector<std::uint64_t> probes;
   for (const TablePermutation& t : plan.tables()) {
-    Fingerprint q = fp;
+    std::uint64_t q = fp;
     for (int b = 0; b < plan.blocks(); ++b) {
       const std::vector<int>& lead = t.leading_blocks();
       if (std::find(lead.begin(), lead.end(), b) == lead.end()) {
-        q ^= plan.block_mask(b) & (~plan.block_mask(b) + 1);  // the block's lowest bit
+        q ^= plan.block_mask(b).low() & (~plan.block_mask(b).low() + 1);  // the block's lowest bit
       }
     }
     probes.push_back(q);
@@ -296,14 +296,14 @@ std::vector<Fingerprint> TableProbes(const PermutationPlan& plan, Fingerprint fp
 // `may` ones (unacknowledged writes that may have taken effect) either by all of those queries or
 // by none; nothing else is found.
 struct Expected {
-  std::unordered_map<DocumentId, Fingerprint> must, may;
+  std::unordered_map<DocumentId, std::uint64_t> must, may;
 };
 
 // Runs `queries` (k = the plan's distance) in batches and checks every answer: the `must`
 // documents within k all found at their distance, nothing outside must and may. Each `may`
 // document found by some query and missed by another is added to *partial. The number of
 // answers that were wrong.
-std::size_t CheckAnswers(const Store& store, const std::vector<Fingerprint>& queries,
+std::size_t CheckAnswers(const Store& store, const std::vector<std::uint64_t>& queries,
                          const Expected& expected, std::set<DocumentId>* partial,
                          std::string* first_error) {
   const int k = store.plan().distance();
@@ -314,9 +314,9 @@ std::size_t CheckAnswers(const Store& store, const std::vector<Fingerprint>& que
   std::size_t wrong = 0;
   constexpr std::size_t kBatch = 500;
   for (std::size_t begin = 0; begin < queries.size(); begin += kBatch) {
-    const std::span<const Fingerprint> batch =
+    const std::span<const std::uint64_t> batch =
         std::span(queries).subspan(begin, std::min(kBatch, queries.size() - begin));
-    Result<std::vector<std::vector<Match>>> got = store.QueryBatch(batch, k);
+    Result<std::vector<std::vector<Match>>> got = store.QueryBatch(testing::Fingerprints(batch), k);
     if (!got.ok()) {
       if (first_error->empty()) *first_error = got.status().ToString();
       return wrong + batch.size();
@@ -357,11 +357,11 @@ std::size_t CheckAnswers(const Store& store, const std::vector<Fingerprint>& que
 // found by all of its queries or by none.
 ::testing::AssertionResult FoundExactly(const Store& store, const Expected& expected,
                                         bool allow_partial = false) {
-  std::vector<Fingerprint> queries;
+  std::vector<std::uint64_t> queries;
   for (const auto* docs : {&expected.must, &expected.may}) {
     for (const auto& [id, fp] : *docs) {
       queries.push_back(fp);
-      for (const Fingerprint q : TableProbes(store.plan(), fp)) queries.push_back(q);
+      for (const std::uint64_t q : TableProbes(store.plan(), fp)) queries.push_back(q);
     }
   }
   std::set<DocumentId> partial;
@@ -379,7 +379,7 @@ std::size_t CheckAnswers(const Store& store, const std::vector<Fingerprint>& que
 // One insert's outcome.
 struct Write {
   DocumentId id;
-  Fingerprint fingerprint;
+  std::uint64_t fingerprint;
   Clock::time_point started;
   Status status;
 };
@@ -411,7 +411,7 @@ class Writers {
     const auto end = Clock::now() + seconds(90);
     for (std::uint64_t i = 0; !stop_ && i < 20000 && Clock::now() < end; ++i) {
       const DocumentId id = 1'000'000 * static_cast<DocumentId>(thread + 1) + i;
-      const Fingerprint fp = rnd.Next();
+      const std::uint64_t fp = rnd.Next();
       const std::string metadata = "doc " + std::to_string(id);
       Write w{id, fp, Clock::now(), Status::OK()};
       w.status = store.Insert(id, fp, metadata);
@@ -609,13 +609,14 @@ class Querier {
     const auto end = Clock::now() + seconds(150);
     while (!stop_ && batches_ < 100000 && Clock::now() < end) {
       // Near copies of stored documents, up to one bit beyond k, and a few random fingerprints.
-      std::vector<Fingerprint> queries;
+      std::vector<std::uint64_t> queries;
       for (int i = 0; i < 64; ++i) {
-        const Fingerprint near = docs[rnd.Uniform(docs.size())].fingerprint;
+        const std::uint64_t near = docs[rnd.Uniform(docs.size())].fingerprint;
         queries.push_back(i % 8 == 7 ? rnd.Next()
                                      : near ^ rnd.Bits(static_cast<int>(rnd.Uniform(k + 2))));
       }
-      Result<std::vector<std::vector<Match>>> got = store.QueryBatch(queries, k);
+      Result<std::vector<std::vector<Match>>> got =
+          store.QueryBatch(testing::Fingerprints(queries), k);
       for (std::size_t i = 0; i < queries.size(); ++i) {
         const std::vector<testing::IdDistance> expect =
             testing::BruteForceQuery(docs, queries[i], k);
@@ -774,8 +775,8 @@ constexpr int kPairs = 300;
 // Pair i: side 0's document and side 1's, a few bits apart (within k = 3), unsigned.
 NewDocument PairDocument(std::uint64_t seed, int pair, int side) {
   Random rnd(seed * 1000003 + static_cast<std::uint64_t>(pair));
-  const Fingerprint base = rnd.Next();
-  const Fingerprint other = base ^ rnd.Bits(1 + static_cast<int>(rnd.Uniform(3)));
+  const std::uint64_t base = rnd.Next();
+  const std::uint64_t other = base ^ rnd.Bits(1 + static_cast<int>(rnd.Uniform(3)));
   return {static_cast<DocumentId>(2 * pair + side + 1), side == 0 ? base : other, {}, {}};
 }
 

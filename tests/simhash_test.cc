@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
+#include <sstream>
 #include <vector>
 
 namespace fpstore {
@@ -24,8 +26,7 @@ TEST(SimhashTest, ErlangSeedFiveBitExample) {
 
 TEST(SimhashTest, HyperplaneSeedThreeBitExample) {
   // h(w1)=(1,-1,1) ... h(w5)=(1,1,-1) with d=(1,2,0,3,0): m = (-4,-2,6) -> 001.
-  std::vector<WeightedFeature> f = {
-      {0b101, 1}, {0b011, 2}, {0b100, 0}, {0b001, 3}, {0b110, 0}};
+  std::vector<WeightedFeature> f = {{0b101, 1}, {0b011, 2}, {0b100, 0}, {0b001, 3}, {0b110, 0}};
   EXPECT_EQ(Simhash(f, 3), 0b001u);
 }
 
@@ -86,6 +87,69 @@ TEST(HammingTest, MatchesBitByBitCount) {
     for (int bit = 0; bit < 64; ++bit) expected += ((a >> bit) & 1) != ((b >> bit) & 1);
     ASSERT_EQ(HammingDistance(a, b), expected) << "seed " << seed << " a=" << a << " b=" << b;
   }
+}
+
+TEST(HammingTest, MatchesBitByBitCountAt128Bits) {
+  const unsigned seed = 20261207;
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < 10000; ++i) {
+    const Fingerprint a(rng(), rng()), b(rng(), rng());
+    int expected = 0;
+    for (int bit = 0; bit < 128; ++bit) expected += ((a >> bit) & 1) != ((b >> bit) & 1);
+    ASSERT_EQ(HammingDistance(a, b), expected) << "seed " << seed << " a=" << a << " b=" << b;
+    ASSERT_EQ(WithinDistance(a, b, expected), true);
+    ASSERT_EQ(WithinDistance(a, b, expected - 1), false);
+  }
+}
+
+// The 128-bit value behaves as an unsigned 128-bit integer would.
+TEST(FingerprintTest, ArithmeticOfA128BitValue) {
+  __extension__ using U128 = unsigned __int128;
+  const auto wide = [](Fingerprint f) { return (U128{f.high()} << 64) | f.low(); };
+  const unsigned seed = 20261208;
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < 2000; ++i) {
+    const Fingerprint a(rng(), rng()), b(rng(), rng());
+    const int n = static_cast<int>(rng() % 140);
+    const U128 left = n >= 128 ? 0 : wide(a) << n;
+    const U128 right = n >= 128 ? 0 : wide(a) >> n;
+    ASSERT_EQ(wide(a << n), left) << a << " << " << n;
+    ASSERT_EQ(wide(a >> n), right) << a << " >> " << n;
+    ASSERT_EQ(wide(a ^ b), wide(a) ^ wide(b));
+    ASSERT_EQ(wide(a & b), wide(a) & wide(b));
+    ASSERT_EQ(wide(a | b), wide(a) | wide(b));
+    ASSERT_EQ(wide(~a), ~wide(a));
+    ASSERT_EQ(a < b, wide(a) < wide(b));
+    ASSERT_EQ(a == b, wide(a) == wide(b));
+  }
+  // A 64-bit value is the integer it is.
+  const Fingerprint small = 0x0123456789abcdefULL;
+  EXPECT_TRUE(small.fits_64());
+  EXPECT_EQ(small.high(), 0u);
+  EXPECT_EQ(small.low(), 0x0123456789abcdefULL);
+  EXPECT_FALSE((small << 8).fits_64());
+  EXPECT_LT(Fingerprint(~0ULL), Fingerprint(1, 0));
+  EXPECT_NE(std::hash<Fingerprint>{}(Fingerprint(1, 0)),
+            std::hash<Fingerprint>{}(Fingerprint(0, 1)));
+  std::ostringstream text;
+  text << small << " " << Fingerprint(1, 2);
+  EXPECT_EQ(text.str(), "0x0123456789abcdef 0x00000000000000010000000000000002");
+}
+
+TEST(SimhashTest, OneHundredTwentyEightBitFeatures) {
+  // A single feature is its own hash at any width; 128 bits vote as 64 do.
+  const Fingerprint hash(0xfedcba9876543210ULL, 0x0123456789abcdefULL);
+  std::vector<WeightedFeature> one = {{hash, 1.5}};
+  EXPECT_EQ(Simhash(one, 128), hash);
+  EXPECT_EQ(Simhash(one, 100), hash & (~Fingerprint{} >> 28));
+  EXPECT_EQ(Simhash(one), Fingerprint(hash.low()));  // width 64 by default
+
+  // Bit 64 is voted by the high words alone: two for it, one against.
+  std::vector<WeightedFeature> votes = {
+      {Fingerprint(1, 0), 1}, {Fingerprint(1, 0), 1}, {Fingerprint(0, 1), 1}};
+  EXPECT_EQ(Simhash(votes, 128), Fingerprint(1, 0));
+  votes.push_back({Fingerprint(0, 1), 3});
+  EXPECT_EQ(Simhash(votes, 128), Fingerprint(0, 1));
 }
 
 }  // namespace

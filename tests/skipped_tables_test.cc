@@ -69,12 +69,12 @@ void ExpectExact(Store& store, const std::vector<IdFingerprint>& docs, std::uint
   EXPECT_TRUE(verified.ok()) << phase << ": " << verified.ToString();
 }
 
-bool Passes(std::string_view bits, Fingerprint prefix) {
+bool Passes(std::string_view bits, std::uint64_t prefix) {
   const std::uint64_t hash = MemberFilter::Hash(prefix);
   return MemberFilter::BlockPasses(MemberFilter::BlockFor(bits, hash), hash);
 }
 
-bool SaysCrowded(std::string_view bits, Fingerprint prefix) {
+bool SaysCrowded(std::string_view bits, std::uint64_t prefix) {
   const std::uint64_t hash = MemberFilter::Hash(prefix);
   return MemberFilter::BlockSaysCrowded(MemberFilter::BlockFor(bits, hash), hash);
 }
@@ -84,7 +84,7 @@ TEST(MemberFilterTest, MarksCrowdedPrefixesAndFewOthers) {
   Random rnd(TestSeed(71));
   std::vector<MemberFilter::Prefix> prefixes;
   for (int i = 0; i < 20000; ++i) {
-    prefixes.push_back({rnd.Next() & ~Fingerprint{0} << 31, /*crowded=*/i % 10 == 0});
+    prefixes.push_back({rnd.Next() & ~std::uint64_t{0} << 31, /*crowded=*/i % 10 == 0});
   }
   std::string bits;
   MemberFilter::Build(prefixes, bits);
@@ -130,7 +130,7 @@ TEST(SkippedTablesTest, QueriesStayExactThroughEveryWayFilesAreWritten) {
     Random rnd(seed + 7);
     std::vector<IdFingerprint> more;
     for (DocumentId id = 10000; id < 11500; ++id) {
-      const Fingerprint original = docs[rnd.Uniform(docs.size())].fingerprint;
+      const std::uint64_t original = docs[rnd.Uniform(docs.size())].fingerprint;
       more.push_back({id, original ^ rnd.Bits(static_cast<int>(rnd.Uniform(4)))});
     }
     for (const IdFingerprint& d : more) {
@@ -167,7 +167,7 @@ TEST(SkippedTablesTest, QueriesStayExactThroughEveryWayFilesAreWritten) {
 
 // The bytes of the groups a query of `query` reads from the tables: with one file a table, each a
 // RocksDB Get (the documents' records are read by MultiGet, counted apart).
-std::uint64_t GroupBytesRead(Store& store, Fingerprint query) {
+std::uint64_t GroupBytesRead(Store& store, std::uint64_t query) {
   rocksdb::SetPerfLevel(rocksdb::PerfLevel::kEnableCount);
   rocksdb::get_perf_context()->Reset();
   Result<std::vector<Match>> found = store.Query(query, store.plan().distance());
@@ -184,7 +184,7 @@ std::uint64_t GroupBytesRead(Store& store, Fingerprint query) {
 TEST(SkippedTablesTest, ALoneHitReadsOneGroupAndACrowdedOneMore) {
   const std::uint64_t seed = TestSeed(73);
   std::vector<IdFingerprint> docs = MakeCorpus(seed, 2000, {});
-  const Fingerprint crowded = docs[0].fingerprint;
+  const std::uint64_t crowded = docs[0].fingerprint;
   docs.push_back({5000, crowded ^ 1});  // shares the prefix of every table that leaves bit 0 out
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -195,11 +195,11 @@ TEST(SkippedTablesTest, ALoneHitReadsOneGroupAndACrowdedOneMore) {
   const internal::GroupLayout layout0 =
       internal::TableGroupLayout(plan, 0, testing::RecordedGroupBits(path));
   // The value of table 0's group of `fp`: every document whose table-0 key is the same.
-  auto table0_group_bytes = [&](Fingerprint fp) {
-    const Fingerprint group = layout0.GroupOf(plan.table(0).Apply(fp));
+  auto table0_group_bytes = [&](std::uint64_t fp) {
+    const std::uint64_t group = layout0.GroupOf(plan.table(0).Apply(fp).low());
     std::vector<internal::IdMember> members;
     for (const IdFingerprint& d : docs) {
-      const Fingerprint permuted = plan.table(0).Apply(d.fingerprint);
+      const std::uint64_t permuted = plan.table(0).Apply(d.fingerprint).low();
       if (layout0.GroupOf(permuted) == group) {
         members.push_back({layout0.MemberBits(permuted), d.id});
       }
@@ -228,13 +228,13 @@ class LyingCollector final : public rocksdb::TablePropertiesCollector {
   rocksdb::Status AddUserKey(const rocksdb::Slice& key, const rocksdb::Slice& value,
                              rocksdb::EntryType type, rocksdb::SequenceNumber,
                              std::uint64_t) override {
-    Fingerprint group = 0;
+    std::uint64_t group = 0;
     EXPECT_TRUE(layout_.DecodeKey(key.ToStringView(), &group));
     if (prefixes_.empty()) first_ = group;
     last_ = group;
     internal::ForEachMemberOf(layout_, value.ToStringView(), type == rocksdb::kEntryMerge,
-                              [&](Fingerprint member) {
-                                const Fingerprint prefix = (group | member) & prefix_mask_;
+                              [&](std::uint64_t member) {
+                                const std::uint64_t prefix = (group | member) & prefix_mask_;
                                 if (prefixes_.empty() || prefixes_.back().prefix != prefix) {
                                   prefixes_.push_back({prefix, false});
                                 }
@@ -258,9 +258,9 @@ class LyingCollector final : public rocksdb::TablePropertiesCollector {
 
  private:
   const internal::GroupLayout layout_;
-  const Fingerprint prefix_mask_;
+  const std::uint64_t prefix_mask_;
   std::vector<MemberFilter::Prefix> prefixes_;
-  Fingerprint first_ = 0, last_ = 0;
+  std::uint64_t first_ = 0, last_ = 0;
 };
 
 class LyingCollectorFactory final : public rocksdb::TablePropertiesCollectorFactory {
@@ -289,7 +289,7 @@ TEST(SkippedTablesTest, VerifyReportsAFilterThatHidesASharedPrefix) {
   const PermutationPlan plan = *PermutationPlan::Create(6, 3);
   // A near-copy that first shares its prefix with docs[0] in table 1.
   Random rnd(seed + 1);
-  Fingerprint copy = docs[0].fingerprint ^ rnd.Bits(3);
+  std::uint64_t copy = docs[0].fingerprint ^ rnd.Bits(3);
   while (plan.FirstSharedTable(docs[0].fingerprint, copy) != 1) {
     copy = docs[0].fingerprint ^ rnd.Bits(3);
   }

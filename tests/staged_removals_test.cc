@@ -58,7 +58,7 @@ using testing::TestSeed;
 // A fingerprint near `fp`: 1 to 3 bits flipped, so that a query of the old
 // fingerprint reaches the new one too and must report it at the new
 // distance, once.
-Fingerprint Near(Random& rnd, Fingerprint fp) {
+std::uint64_t Near(Random& rnd, std::uint64_t fp) {
   return fp ^ rnd.Bits(1 + static_cast<int>(rnd.Uniform(3)));
 }
 
@@ -74,13 +74,13 @@ std::uint64_t StagedOf(const Store& store) {
 // at every distance, one by one and batched; the fingerprint and metadata
 // each match carries; then ExpectMatchesBruteForce's scans both ways,
 // listing, count and Verify.
-void ExpectExact(Store& store, const Model& model, const std::set<Fingerprint>& written,
+void ExpectExact(Store& store, const Model& model, const std::set<std::uint64_t>& written,
                  std::uint64_t seed, const std::string& phase) {
   SCOPED_TRACE(phase + " seed=" + std::to_string(seed));
   const std::vector<IdFingerprint> docs = DocsOf(model);
   Random rnd(seed + 2);
-  std::vector<Fingerprint> probes(written.begin(), written.end());
-  for (Fingerprint fp : written) probes.push_back(Near(rnd, fp));
+  std::vector<std::uint64_t> probes(written.begin(), written.end());
+  for (std::uint64_t fp : written) probes.push_back(Near(rnd, fp));
   ASSERT_NO_FATAL_FAILURE(ExpectQueriesMatchBruteForce(store, docs, probes));
   ExpectMatchesBruteForce(store, docs, seed, phase);
 }
@@ -119,10 +119,10 @@ class Tracked {
   Store& store() { return *store_; }
   bool ok() const { return store_ != nullptr; }
   const Model& model() const { return model_; }
-  const std::set<Fingerprint>& written() const { return written_; }
+  const std::set<std::uint64_t>& written() const { return written_; }
   const std::string& path() const { return path_; }
 
-  void Insert(DocumentId id, Fingerprint fp) {
+  void Insert(DocumentId id, std::uint64_t fp) {
     const Status s = store_->Insert(id, fp, MetadataFor(id));
     ASSERT_TRUE(s.ok()) << "insert " << id << ": " << s.ToString();
     Wrote(id, fp);
@@ -142,7 +142,7 @@ class Tracked {
   }
 
   // Replaces through CheckAndInsert, whose matches must be brute force's.
-  void CheckAndInsert(DocumentId id, Fingerprint fp) {
+  void CheckAndInsert(DocumentId id, std::uint64_t fp) {
     std::vector<IdDistance> expected =
         BruteForceQuery(DocsOf(model_), fp, store_->plan().distance());
     std::erase_if(expected, [id](const IdDistance& m) { return m.id == id; });
@@ -157,7 +157,7 @@ class Tracked {
 
   // The crawler's call: a new document goes in only if brute force finds
   // nothing near it. Returns whether it went in.
-  bool CheckAndInsertIfNew(DocumentId id, Fingerprint fp) {
+  bool CheckAndInsertIfNew(DocumentId id, std::uint64_t fp) {
     std::vector<IdDistance> expected =
         BruteForceQuery(DocsOf(model_), fp, store_->plan().distance());
     Result<CheckResult> checked =
@@ -173,7 +173,7 @@ class Tracked {
   }
 
   // What another path (a bulk load) wrote: into the model only.
-  void Record(DocumentId id, Fingerprint fp) { Wrote(id, fp); }
+  void Record(DocumentId id, std::uint64_t fp) { Wrote(id, fp); }
 
   void Remove(DocumentId id) {
     const Status s = store_->Remove(id);
@@ -221,7 +221,7 @@ class Tracked {
   }
 
  private:
-  void Wrote(DocumentId id, Fingerprint fp) {
+  void Wrote(DocumentId id, std::uint64_t fp) {
     model_[id] = fp;
     written_.insert(fp);
   }
@@ -231,7 +231,7 @@ class Tracked {
   StoreOptions options_;
   std::unique_ptr<Store> store_;
   Model model_;
-  std::set<Fingerprint> written_;
+  std::set<std::uint64_t> written_;
 };
 
 // ---- Replacements and removals of merged documents ----
@@ -296,7 +296,7 @@ TEST_P(StagedRemovalsTest, ReplacedAndRemovedDocumentsLeaveAtTheNextMerge) {
 
   Random rnd(seed + 1);
   std::vector<IdFingerprint> batch;
-  std::vector<Fingerprint> removed_fps;
+  std::vector<std::uint64_t> removed_fps;
   std::uint64_t marks = 0;
   for (const IdFingerprint& d : docs) {
     switch (d.id % 8) {
@@ -328,7 +328,7 @@ TEST_P(StagedRemovalsTest, ReplacedAndRemovedDocumentsLeaveAtTheNextMerge) {
   ASSERT_NO_FATAL_FAILURE(t.InsertBatch(batch));
   // New documents, staged: some take a fingerprint that is leaving.
   for (std::size_t i = 0; i < 10; ++i) {
-    const Fingerprint fp = i % 2 == 0 ? removed_fps[i] : rnd.Next();
+    const std::uint64_t fp = i % 2 == 0 ? removed_fps[i] : rnd.Next();
     ASSERT_NO_FATAL_FAILURE(t.Insert(1000 + i, fp));
     ++marks;
   }
@@ -390,7 +390,7 @@ TEST_F(StagedRemovalsSequenceTest, SequencesOfWritesBeforeAMerge) {
   Tracked& t = tracked();
   Random rnd(seed + 1);
   auto x = [&](DocumentId id) { return docs[id].fingerprint; };  // in the tables
-  const Fingerprint y0 = Near(rnd, x(0));
+  const std::uint64_t y0 = Near(rnd, x(0));
 
   // X -> Y -> X: back to the fingerprint in the tables, found once.
   ASSERT_NO_FATAL_FAILURE(t.Insert(0, y0));
@@ -408,7 +408,7 @@ TEST_F(StagedRemovalsSequenceTest, SequencesOfWritesBeforeAMerge) {
   ASSERT_NO_FATAL_FAILURE(t.Insert(4, Near(rnd, x(4))));
   ASSERT_NO_FATAL_FAILURE(t.Insert(4, rnd.Next()));
   // X -> Y -> X -> Y.
-  const Fingerprint y5 = Near(rnd, x(5));
+  const std::uint64_t y5 = Near(rnd, x(5));
   ASSERT_NO_FATAL_FAILURE(t.Insert(5, y5));
   ASSERT_NO_FATAL_FAILURE(t.Insert(5, x(5)));
   ASSERT_NO_FATAL_FAILURE(t.Insert(5, y5));
@@ -421,7 +421,7 @@ TEST_F(StagedRemovalsSequenceTest, SequencesOfWritesBeforeAMerge) {
   ASSERT_NO_FATAL_FAILURE(t.Insert(7, x(7)));
   ASSERT_NO_FATAL_FAILURE(t.Insert(7, Near(rnd, x(7))));
   // X -> Y, then Y again (by CheckAndInsert): X still leaves.
-  const Fingerprint y8 = rnd.Next();
+  const std::uint64_t y8 = rnd.Next();
   ASSERT_NO_FATAL_FAILURE(t.Insert(8, y8));
   ASSERT_NO_FATAL_FAILURE(t.CheckAndInsert(8, y8));
   // 9 and 10 swap fingerprints: each leaves for one id and arrives for
@@ -454,7 +454,7 @@ TEST_F(StagedRemovalsSequenceTest, SequencesOfWritesBeforeAMerge) {
                                          {19, rnd.Next()},
                                          {1003, Near(rnd, x(21))}}));
   // By CheckAndInsert: X -> Y -> X.
-  const Fingerprint y22 = Near(rnd, x(22));
+  const std::uint64_t y22 = Near(rnd, x(22));
   ASSERT_NO_FATAL_FAILURE(t.CheckAndInsert(22, y22));
   ASSERT_NO_FATAL_FAILURE(t.CheckAndInsert(22, x(22)));
 
@@ -491,17 +491,17 @@ class StagedRemovalsSharedTest : public MergedStoreTest {};
 TEST_F(StagedRemovalsSharedTest, SharedFingerprintLeavesWithItsLastDocument) {
   const std::uint64_t seed = TestSeed(803);
   Random rnd(seed);
-  const Fingerprint x = rnd.Next();
+  const std::uint64_t x = rnd.Next();
   std::vector<IdFingerprint> docs;
   for (DocumentId id = 0; id < 5; ++id) docs.push_back({id, x});
   docs.push_back({5, x ^ 1});  // near X, always there
-  const Fingerprint w = rnd.Next();
+  const std::uint64_t w = rnd.Next();
   docs.push_back({6, w});  // W alone
   for (DocumentId id = 10; id < 110; ++id) docs.push_back({id, rnd.Next()});
   ASSERT_NO_FATAL_FAILURE(Start(seed, docs));
   Tracked& t = tracked();
 
-  auto ids_at = [&](Fingerprint fp, int k) {
+  auto ids_at = [&](std::uint64_t fp, int k) {
     Result<std::vector<Match>> found = t.store().Query(fp, k);
     EXPECT_TRUE(found.ok()) << found.status().ToString();
     std::vector<DocumentId> ids;
@@ -564,7 +564,7 @@ TEST_F(StagedRemovalsSharedTest, ManySharedFingerprintsLeaveInOneMerge) {
   constexpr DocumentId kShared = 3000;  // fingerprints, three documents each
   std::vector<IdFingerprint> docs;
   for (DocumentId g = 0; g < kShared; ++g) {
-    const Fingerprint fp = rnd.Next();
+    const std::uint64_t fp = rnd.Next();
     for (DocumentId i = 0; i < 3; ++i) docs.push_back({3 * g + i, fp});
   }
   for (DocumentId id = 3 * kShared; id < 3 * kShared + 3000; ++id) docs.push_back({id, rnd.Next()});
@@ -588,7 +588,7 @@ TEST_F(StagedRemovalsSharedTest, ManySharedFingerprintsLeaveInOneMerge) {
   const Status verified = t.store().Verify();
   ASSERT_TRUE(verified.ok()) << verified.ToString();
   for (DocumentId g = 0; g < kShared; ++g) {
-    const Fingerprint fp = docs[3 * g].fingerprint;
+    const std::uint64_t fp = docs[3 * g].fingerprint;
     Result<std::vector<Match>> found = t.store().Query(fp, 0);
     ASSERT_TRUE(found.ok()) << found.status().ToString();
     std::vector<DocumentId> ids;
@@ -616,15 +616,15 @@ TEST(StagedRemovalsSkipTest, CompactedWhileARemovalIsPending) {
   const PermutationPlan& plan = t.store().plan();
   // X, leaving, and F near it, whose first table shared with X is not
   // table 0: a query of X meets X in table 0 first, and F later.
-  const Fingerprint x = rnd.Next();
-  Fingerprint f = x ^ rnd.Bits(3);
+  const std::uint64_t x = rnd.Next();
+  std::uint64_t f = x ^ rnd.Bits(3);
   while (plan.FirstSharedTable(x, f) == 0) f = x ^ rnd.Bits(3);
   std::vector<IdFingerprint> docs = {{1, x}, {2, f}};
   for (DocumentId id = 10; id < 60; ++id) docs.push_back({id, rnd.Next()});
   ASSERT_NO_FATAL_FAILURE(t.InsertBatch(docs));
   ASSERT_NO_FATAL_FAILURE(t.Flush());
 
-  const Fingerprint y = rnd.Next();
+  const std::uint64_t y = rnd.Next();
   ScanOptions scan;
   bool wrote = false;
   // Called after Compact's merge, before it compacts.
@@ -740,7 +740,7 @@ std::map<DocumentId, std::string> MarksOf(const std::string& path) {
   return marks;
 }
 
-std::string BigEndian(Fingerprint fp) {
+std::string BigEndian(std::uint64_t fp) {
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(fp >> (56 - 8 * i));
   return out;
@@ -753,10 +753,10 @@ std::string BigEndian(Fingerprint fp) {
 TEST(StagedRemovalsMarksTest, MarksNameTheFingerprintLeavingTheTables) {
   const std::uint64_t seed = TestSeed(805);
   Random rnd(seed);
-  std::vector<Fingerprint> x(8);
-  for (Fingerprint& fp : x) fp = rnd.Next();
-  std::vector<Fingerprint> y(8);
-  for (Fingerprint& fp : y) fp = rnd.Next();
+  std::vector<std::uint64_t> x(8);
+  for (std::uint64_t& fp : x) fp = rnd.Next();
+  std::vector<std::uint64_t> y(8);
+  for (std::uint64_t& fp : y) fp = rnd.Next();
   TempDir dir;
   const std::string path = dir.Sub("store");
   {
@@ -845,7 +845,7 @@ TEST_F(StagedRemovalsMergeTest, RemovalsStagedDuringAMergeWaitForTheNext) {
   ASSERT_TRUE(held.WaitUntilMerging()) << "no merge started";
   // Writes of ids the merge does not hold, on a thread of their own: one
   // that waited for the merge would hang the test.
-  std::vector<std::pair<DocumentId, std::optional<Fingerprint>>> writes;
+  std::vector<std::pair<DocumentId, std::optional<std::uint64_t>>> writes;
   for (DocumentId id = 1; id < 20; id += 2) writes.push_back({id, Near(rnd, docs[id].fingerprint)});
   for (DocumentId id = 21; id < 30; id += 2) writes.push_back({id, std::nullopt});
   writes.push_back({40, docs[20].fingerprint});   // leaving in the running merge
@@ -862,7 +862,7 @@ TEST_F(StagedRemovalsMergeTest, RemovalsStagedDuringAMergeWaitForTheNext) {
   const Status wrote = writer.get();
   ASSERT_TRUE(wrote.ok()) << wrote.ToString();
   Model model = t.model();
-  std::set<Fingerprint> written = t.written();
+  std::set<std::uint64_t> written = t.written();
   for (const auto& [id, fp] : writes) {
     if (fp) {
       model[id] = *fp;
@@ -875,7 +875,7 @@ TEST_F(StagedRemovalsMergeTest, RemovalsStagedDuringAMergeWaitForTheNext) {
   {
     SCOPED_TRACE("during the merge");
     const std::vector<IdFingerprint> now = DocsOf(model);
-    for (Fingerprint fp : written) {
+    for (std::uint64_t fp : written) {
       for (int k = 0; k <= 3; ++k) {
         Result<std::vector<Match>> found = t.store().Query(fp, k);
         ASSERT_TRUE(found.ok()) << found.status().ToString();
@@ -921,10 +921,10 @@ TEST_F(StagedRemovalsConcurrencyTest, ReplacementsBesideQueriesAndMerges) {
   constexpr int kBatch = 12;
   struct Write {
     DocumentId id;
-    std::optional<Fingerprint> fp;  // none: removed
+    std::optional<std::uint64_t> fp;  // none: removed
   };
   std::vector<std::vector<std::vector<Write>>> plans(kWriters);
-  std::map<DocumentId, std::set<Fingerprint>> versions;
+  std::map<DocumentId, std::set<std::uint64_t>> versions;
   for (const IdFingerprint& d : docs) versions[d.id].insert(d.fingerprint);
   Model final_model = t.model();
   Random rnd(seed + 1);
@@ -934,7 +934,7 @@ TEST_F(StagedRemovalsConcurrencyTest, ReplacementsBesideQueriesAndMerges) {
       for (int i = 0; i < kBatch; ++i) {
         const DocumentId id = 2 * rnd.Uniform(80) + w;
         const std::uint64_t what = rnd.Uniform(4);
-        std::optional<Fingerprint> fp;
+        std::optional<std::uint64_t> fp;
         if (what == 0) {
           fp = docs[id].fingerprint;  // back to the first version
         } else if (what != 3) {
@@ -961,7 +961,7 @@ TEST_F(StagedRemovalsConcurrencyTest, ReplacementsBesideQueriesAndMerges) {
   }
   std::vector<std::thread> writers;
   // Each writer's last write of each id; none: removed.
-  std::vector<std::map<DocumentId, std::optional<Fingerprint>>> wrote(kWriters);
+  std::vector<std::map<DocumentId, std::optional<std::uint64_t>>> wrote(kWriters);
   for (int w = 0; w < kWriters; ++w) {
     writers.emplace_back([&, w] {
       for (const std::vector<Write>& batch : plans[w]) {
@@ -997,7 +997,7 @@ TEST_F(StagedRemovalsConcurrencyTest, ReplacementsBesideQueriesAndMerges) {
       ++rounds;
       // Moving documents' first versions, or documents that stay, near or
       // as they are; alone, or three at once (QueryBatch's own path).
-      std::vector<Fingerprint> queries;
+      std::vector<std::uint64_t> queries;
       for (int i = rounds % 2 == 0 ? 1 : 3; i > 0; --i) {
         const IdFingerprint& d = docs[pick.Uniform(docs.size())];
         queries.push_back(pick.Uniform(2) == 0 ? d.fingerprint : Near(pick, d.fingerprint));
@@ -1011,7 +1011,8 @@ TEST_F(StagedRemovalsConcurrencyTest, ReplacementsBesideQueriesAndMerges) {
         }
         answers.push_back(*std::move(one));
       } else {
-        Result<std::vector<std::vector<Match>>> batch = t.store().QueryBatch(queries, 3);
+        Result<std::vector<std::vector<Match>>> batch =
+            t.store().QueryBatch(testing::Fingerprints(queries), 3);
         if (!batch.ok()) {
           fail(batch.status().ToString());
           continue;
@@ -1019,12 +1020,12 @@ TEST_F(StagedRemovalsConcurrencyTest, ReplacementsBesideQueriesAndMerges) {
         answers = *std::move(batch);
       }
       for (std::size_t i = 0; i < queries.size(); ++i) {
-        const Fingerprint q = queries[i];
+        const std::uint64_t q = queries[i];
         std::set<DocumentId> seen;
         for (const Match& m : answers[i]) {
           if (!seen.insert(m.id).second) fail("document " + std::to_string(m.id) + " found twice");
           const auto known = versions.find(m.id);
-          if (known == versions.end() || !known->second.contains(m.fingerprint)) {
+          if (known == versions.end() || !known->second.contains(m.fingerprint.low())) {
             fail("document " + std::to_string(m.id) + " found with a fingerprint never written");
           }
           if (HammingDistance(m.fingerprint, q) != m.distance || m.distance > 3) {
@@ -1053,7 +1054,7 @@ TEST_F(StagedRemovalsConcurrencyTest, ReplacementsBesideQueriesAndMerges) {
       }
     }
   }
-  std::set<Fingerprint> written;
+  std::set<std::uint64_t> written;
   for (const auto& [id, fps] : versions) written.insert(fps.begin(), fps.end());
   ASSERT_TRUE(t.store().Flush().ok());
   EXPECT_EQ(StagedOf(t.store()), 0u);

@@ -11,25 +11,25 @@
 namespace fpstore::internal {
 namespace {
 
-using Found = std::set<std::tuple<DocumentId, Fingerprint, int>>;
+using Found = std::set<std::tuple<DocumentId, std::uint64_t, int>>;
 
-Fingerprint FlipBits(Fingerprint fp, int bits, std::mt19937_64& rnd) {
+std::uint64_t FlipBits(std::uint64_t fp, int bits, std::mt19937_64& rnd) {
   std::vector<int> positions(64);
   for (int i = 0; i < 64; ++i) positions[i] = i;
   std::shuffle(positions.begin(), positions.end(), rnd);
-  for (int i = 0; i < bits; ++i) fp ^= Fingerprint{1} << positions[i];
+  for (int i = 0; i < bits; ++i) fp ^= std::uint64_t{1} << positions[i];
   return fp;
 }
 
-Found Probe(const StagingIndex& index, Fingerprint query, int k) {
+Found Probe(const StagingIndex& index, std::uint64_t query, int k) {
   Found found;
-  index.ForEachWithin(query, k, [&](DocumentId id, Fingerprint fp, int d) {
+  index.ForEachWithin(query, k, [&](DocumentId id, std::uint64_t fp, int d) {
     EXPECT_TRUE(found.insert({id, fp, d}).second) << "entry " << id << " reported twice";
   });
   return found;
 }
 
-Found BruteForce(const std::vector<StagingIndex::Entry>& entries, Fingerprint query, int k) {
+Found BruteForce(const std::vector<StagingIndex::Entry>& entries, std::uint64_t query, int k) {
   Found found;
   for (const StagingIndex::Entry& e : entries) {
     const int d = HammingDistance(e.fingerprint, query);
@@ -47,12 +47,12 @@ TEST_P(StagingIndexGrowthTest, FindsExactlyTheEntriesWithinKWhileItGrows) {
   std::mt19937_64 rnd(7);
   StagingIndex index(3, GetParam());
   std::vector<StagingIndex::Entry> added;
-  std::vector<Fingerprint> bases;
+  std::vector<std::uint64_t> bases;
   DocumentId next_id = 1;
   for (std::size_t batch_size : {1, 7, 90, 500, 3000, 1, 12000}) {
     std::vector<StagingIndex::Entry> batch;
     for (std::size_t i = 0; i < batch_size; ++i) {
-      Fingerprint fp = rnd();
+      std::uint64_t fp = rnd();
       if (!bases.empty() && rnd() % 3 == 0) {
         fp = FlipBits(bases[rnd() % bases.size()], static_cast<int>(rnd() % 5), rnd);
       } else {
@@ -65,7 +65,7 @@ TEST_P(StagingIndexGrowthTest, FindsExactlyTheEntriesWithinKWhileItGrows) {
     ASSERT_EQ(index.size(), added.size());
 
     for (int q = 0; q < 300; ++q) {
-      const Fingerprint query =
+      const std::uint64_t query =
           FlipBits(bases[rnd() % bases.size()], static_cast<int>(rnd() % 5), rnd);
       for (int k = 0; k <= 3; ++k) {
         ASSERT_EQ(Probe(index, query, k), BruteForce(added, query, k))
@@ -88,7 +88,7 @@ TEST(StagingIndexTest, RoomMadeLaterKeepsWhatIsInAndFindsWhatComes) {
   const auto add = [&](std::size_t n) {
     std::vector<StagingIndex::Entry> batch;
     for (std::size_t i = 0; i < n; ++i) {
-      const Fingerprint fp =
+      const std::uint64_t fp =
           added.empty() || rnd() % 2 ? rnd() : FlipBits(added.back().fingerprint, 2, rnd);
       batch.push_back({added.size() + batch.size() + 1, fp});
     }
@@ -97,7 +97,7 @@ TEST(StagingIndexTest, RoomMadeLaterKeepsWhatIsInAndFindsWhatComes) {
   };
   const auto check = [&](const char* when) {
     for (int q = 0; q < 200; ++q) {
-      const Fingerprint query = FlipBits(added[rnd() % added.size()].fingerprint, rnd() % 4, rnd);
+      const std::uint64_t query = FlipBits(added[rnd() % added.size()].fingerprint, rnd() % 4, rnd);
       for (int k = 0; k <= 3; ++k) {
         ASSERT_EQ(Probe(index, query, k), BruteForce(added, query, k)) << when << ", k " << k;
       }
@@ -161,14 +161,14 @@ TEST(StagingIndexTest, ClearedIndexFindsOnlyWhatIsAddedAfter) {
 
   std::vector<StagingIndex::Entry> added;
   for (DocumentId id = 5000; id < 5500; ++id) {
-    const Fingerprint fp =
+    const std::uint64_t fp =
         rnd() % 2 == 0 ? rnd() : FlipBits(old_entries[id % 3000].fingerprint, 1, rnd);
     added.push_back({id, fp});
   }
   index.Add(added);
   EXPECT_EQ(index.size(), added.size());
   for (int q = 0; q < 300; ++q) {
-    const Fingerprint query =
+    const std::uint64_t query =
         FlipBits(q % 2 == 0 ? added[rnd() % added.size()].fingerprint
                             : old_entries[rnd() % old_entries.size()].fingerprint,
                  static_cast<int>(rnd() % 4), rnd);

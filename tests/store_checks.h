@@ -76,7 +76,7 @@ inline std::unique_ptr<Store> MustOpen(const std::string& path, StoreOptions opt
 
 // What a store should hold, id -> fingerprint, and its documents in id
 // order for the checks below.
-using DocumentModel = std::map<DocumentId, Fingerprint>;
+using DocumentModel = std::map<DocumentId, std::uint64_t>;
 inline std::vector<IdFingerprint> DocsOf(const DocumentModel& model) {
   std::vector<IdFingerprint> docs;
   for (const auto& [id, fp] : model) docs.push_back({id, fp});
@@ -88,11 +88,12 @@ inline std::vector<IdFingerprint> DocsOf(const DocumentModel& model) {
 // distances, nearest first, each with its stored fingerprint and metadata.
 // REQUIRES: every stored document's metadata is MetadataFor(id).
 inline void ExpectQueriesMatchBruteForce(Store& store, const std::vector<IdFingerprint>& docs,
-                                         const std::vector<Fingerprint>& queries) {
-  std::unordered_map<DocumentId, Fingerprint> stored;
+                                         const std::vector<std::uint64_t>& queries) {
+  std::unordered_map<DocumentId, std::uint64_t> stored;
   for (const IdFingerprint& d : docs) stored.emplace(d.id, d.fingerprint);
   for (int k = 0; k <= store.plan().distance(); ++k) {
-    Result<std::vector<std::vector<Match>>> batch = store.QueryBatch(queries, k);
+    Result<std::vector<std::vector<Match>>> batch =
+        store.QueryBatch(testing::Fingerprints(queries), k);
     ASSERT_TRUE(batch.ok()) << batch.status().ToString();
     ASSERT_EQ(batch->size(), queries.size());
     for (std::size_t i = 0; i < queries.size(); ++i) {
@@ -130,11 +131,11 @@ inline void ExpectMatchesBruteForce(Store& store, const std::vector<IdFingerprin
   Random rnd(seed + 1);
   // Queries: stored fingerprints, their planted neighbours at every
   // distance up to k + 1, and random ones.
-  std::vector<Fingerprint> queries;
+  std::vector<std::uint64_t> queries;
   for (int i = 0; i < 30 && !docs.empty(); ++i) {
-    Fingerprint q = docs[rnd.Uniform(docs.size())].fingerprint;
+    std::uint64_t q = docs[rnd.Uniform(docs.size())].fingerprint;
     const int flips = static_cast<int>(rnd.Uniform(k_max + 2));
-    for (int f = 0; f < flips; ++f) q ^= Fingerprint{1} << rnd.Uniform(64);
+    for (int f = 0; f < flips; ++f) q ^= std::uint64_t{1} << rnd.Uniform(64);
     queries.push_back(q);
   }
   for (int i = 0; i < 10; ++i) queries.push_back(rnd.Next());
@@ -172,7 +173,7 @@ inline void ExpectMatchesBruteForce(Store& store, const std::vector<IdFingerprin
   ASSERT_TRUE(store
                   .ForEachDocument([&](const Document& d) {
                     EXPECT_EQ(d.metadata, MetadataFor(d.id));
-                    listed.push_back({d.id, d.fingerprint});
+                    listed.push_back({d.id, d.fingerprint.low()});
                   })
                   .ok());
   std::vector<IdFingerprint> expected_docs = docs;

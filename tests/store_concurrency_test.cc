@@ -72,7 +72,7 @@ std::unique_ptr<Store> MustOpen(const std::string& path, Durability durability) 
   return store.ok() ? *std::move(store) : nullptr;
 }
 
-std::string MetadataFor(DocumentId id, Fingerprint fingerprint) {
+std::string MetadataFor(DocumentId id, std::uint64_t fingerprint) {
   return std::to_string(id) + "@" + std::to_string(fingerprint);
 }
 
@@ -111,14 +111,14 @@ constexpr int kMoves = 1000;
 // A writer's planned operation: `fingerprint` absent means remove.
 struct WriteOp {
   DocumentId id;
-  std::optional<Fingerprint> fingerprint;
+  std::optional<std::uint64_t> fingerprint;
 };
 
 // A document moved back and forth between two fingerprints, both within
 // `distance` of the movers' query.
 struct Mover {
   DocumentId id;
-  Fingerprint a, b;
+  std::uint64_t a, b;
   int distance;
 };
 
@@ -132,7 +132,7 @@ class StoreConcurrencyTest : public ::testing::Test {
 
     // Writers move their documents near the stable ones, so that the
     // readers' queries find them too.
-    std::vector<std::map<DocumentId, Fingerprint>> state(kWriters);
+    std::vector<std::map<DocumentId, std::uint64_t>> state(kWriters);
     plans_.resize(kWriters);
     for (int w = 0; w < kWriters; ++w) {
       for (int i = 0; i < kOpsPerWriter; ++i) {
@@ -142,8 +142,8 @@ class StoreConcurrencyTest : public ::testing::Test {
           state[w].erase(id);
           continue;
         }
-        const Fingerprint near = stable_[rnd.Uniform(stable_.size())].fingerprint;
-        const Fingerprint fp = near ^ rnd.Bits(static_cast<int>(rnd.Uniform(5)));
+        const std::uint64_t near = stable_[rnd.Uniform(stable_.size())].fingerprint;
+        const std::uint64_t fp = near ^ rnd.Bits(static_cast<int>(rnd.Uniform(5)));
         plans_[w].push_back({id, fp});
         state[w][id] = fp;
         history_[id].insert(fp);
@@ -154,8 +154,8 @@ class StoreConcurrencyTest : public ::testing::Test {
     // Through different tables: the bits flipped lie far apart.
     mover_query_ = rnd.Next();
     movers_ = {
-        {kMoverBase, mover_query_ ^ 1, mover_query_ ^ (Fingerprint{1} << 63), 1},
-        {kMoverBase + 1, mover_query_ ^ 0b1110, mover_query_ ^ (Fingerprint{0b111} << 58), 3}};
+        {kMoverBase, mover_query_ ^ 1, mover_query_ ^ (std::uint64_t{1} << 63), 1},
+        {kMoverBase + 1, mover_query_ ^ 0b1110, mover_query_ ^ (std::uint64_t{0b111} << 58), 3}};
     for (const Mover& m : movers_) {
       history_[m.id] = {m.a, m.b};
       final_.push_back({m.id, kMoves % 2 == 0 ? m.a : m.b});
@@ -165,7 +165,7 @@ class StoreConcurrencyTest : public ::testing::Test {
 
   // Checks an answer to `query` at `k` given while writers run; returns
   // what is wrong, or "".
-  std::string CheckAnswer(Fingerprint query, int k, const std::vector<Match>& matches) const {
+  std::string CheckAnswer(std::uint64_t query, int k, const std::vector<Match>& matches) const {
     std::set<DocumentId> seen;
     std::vector<IdDistance> stable_found;
     std::map<DocumentId, int> movers_found;
@@ -187,10 +187,11 @@ class StoreConcurrencyTest : public ::testing::Test {
         continue;
       }
       auto h = history_.find(m.id);
-      if (h == history_.end() || !h->second.contains(m.fingerprint)) {
-        return where + "phantom " + doc + " with fingerprint " + std::to_string(m.fingerprint);
+      if (h == history_.end() || !h->second.contains(m.fingerprint.low())) {
+        return where + "phantom " + doc + " with fingerprint " +
+               std::to_string(m.fingerprint.low());
       }
-      if (m.metadata != MetadataFor(m.id, m.fingerprint)) {
+      if (m.metadata != MetadataFor(m.id, m.fingerprint.low())) {
         return where + doc + " has wrong metadata";
       }
       if (m.id >= kMoverBase) ++movers_found[m.id];
@@ -213,7 +214,7 @@ class StoreConcurrencyTest : public ::testing::Test {
   }
 
   // A query near a stable document, or the movers' query.
-  Fingerprint PickQuery(Random& rnd) const {
+  std::uint64_t PickQuery(Random& rnd) const {
     if (rnd.Uniform(4) == 0) return mover_query_;
     return stable_[rnd.Uniform(stable_.size())].fingerprint ^
            rnd.Bits(static_cast<int>(rnd.Uniform(kDistance + 2)));
@@ -221,10 +222,10 @@ class StoreConcurrencyTest : public ::testing::Test {
 
   std::uint64_t seed_ = 0;
   std::vector<IdFingerprint> stable_;
-  std::map<DocumentId, Fingerprint> stable_fp_;
+  std::map<DocumentId, std::uint64_t> stable_fp_;
   std::vector<std::vector<WriteOp>> plans_;
-  std::map<DocumentId, std::set<Fingerprint>> history_;  // every fingerprint ever written
-  Fingerprint mover_query_ = 0;
+  std::map<DocumentId, std::set<std::uint64_t>> history_;  // every fingerprint ever written
+  std::uint64_t mover_query_ = 0;
   std::vector<Mover> movers_;
   std::vector<IdFingerprint> final_;  // what the store holds once every writer is done
 };
@@ -262,7 +263,7 @@ TEST_F(StoreConcurrencyTest, ReadersBesideWritersSeeNoLossesOrPhantoms) {
     start.arrive_and_wait();
     for (int i = 1; i <= kMoves; ++i) {
       for (const Mover& m : movers_) {
-        const Fingerprint fp = i % 2 == 0 ? m.a : m.b;
+        const std::uint64_t fp = i % 2 == 0 ? m.a : m.b;
         if (Status s = store->Insert(m.id, fp, MetadataFor(m.id, fp)); !s.ok()) {
           failures.Add("mover: " + s.ToString());
         }
@@ -278,9 +279,10 @@ TEST_F(StoreConcurrencyTest, ReadersBesideWritersSeeNoLossesOrPhantoms) {
       while (writers_running > 0 && !failures.any()) {
         const int k = static_cast<int>(rnd.Uniform(kDistance + 1));
         if (rnd.Uniform(4) == 0) {
-          std::vector<Fingerprint> batch;
+          std::vector<std::uint64_t> batch;
           for (int i = 0; i < 8; ++i) batch.push_back(PickQuery(rnd));
-          Result<std::vector<std::vector<Match>>> answers = store->QueryBatch(batch, k);
+          Result<std::vector<std::vector<Match>>> answers =
+              store->QueryBatch(testing::Fingerprints(batch), k);
           if (!answers.ok()) failures.Add("QueryBatch: " + answers.status().ToString());
           for (std::size_t i = 0; answers.ok() && i < batch.size(); ++i) {
             if (std::string e = CheckAnswer(batch[i], k, (*answers)[i]); !e.empty()) {
@@ -288,7 +290,7 @@ TEST_F(StoreConcurrencyTest, ReadersBesideWritersSeeNoLossesOrPhantoms) {
             }
           }
         } else {
-          const Fingerprint q = PickQuery(rnd);
+          const std::uint64_t q = PickQuery(rnd);
           Result<std::vector<Match>> answer = store->Query(q, k);
           if (!answer.ok()) failures.Add("Query: " + answer.status().ToString());
           if (std::string e = answer.ok() ? CheckAnswer(q, k, *answer) : ""; !e.empty()) {
@@ -345,7 +347,7 @@ TEST_F(StoreConcurrencyTest, ReadersBesideWritersSeeNoLossesOrPhantoms) {
   SCOPED_TRACE("seed=" + std::to_string(seed_));
   Random rnd(seed_ + 20);
   for (int i = 0; i < 200; ++i) {
-    const Fingerprint q =
+    const std::uint64_t q =
         i % 2 == 0 ? PickQuery(rnd) : final_[rnd.Uniform(final_.size())].fingerprint;
     const int k = static_cast<int>(rnd.Uniform(kDistance + 1));
     Result<std::vector<Match>> answer = store->Query(q, k);
@@ -392,19 +394,19 @@ TEST_P(StoreConcurrencyRaceTest, CheckAndInsertOfNearDuplicatesAtOnce) {
   const std::uint64_t seed = TestSeed(20261125);
   SCOPED_TRACE("seed=" + std::to_string(seed));
   Random rnd(seed);
-  std::vector<Fingerprint> bases;
+  std::vector<std::uint64_t> bases;
   while (static_cast<int>(bases.size()) < param.groups) {
-    const Fingerprint base = rnd.Next();
+    const std::uint64_t base = rnd.Next();
     // Members are within 2 of their base: bases 9 apart keep groups 5 apart.
     if (std::all_of(bases.begin(), bases.end(),
-                    [&](Fingerprint b) { return HammingDistance(b, base) > 8; })) {
+                    [&](std::uint64_t b) { return HammingDistance(b, base) > 8; })) {
       bases.push_back(base);
     }
   }
   auto member = [&](int g, int t) {
     // Within 2 of the base and 1 to 3 of each other (3: members 1 and 2,
     // members 2 and 3).
-    static constexpr Fingerprint kFlips[kOfferThreads] = {0, 0b1, 0b110, 0b1000};
+    static constexpr std::uint64_t kFlips[kOfferThreads] = {0, 0b1, 0b110, 0b1000};
     return bases[g] ^ (kFlips[t] << (g % 32));
   };
   auto id_of = [](int g, int t) { return static_cast<DocumentId>(g * kOfferThreads + t + 1); };
@@ -421,7 +423,7 @@ TEST_P(StoreConcurrencyRaceTest, CheckAndInsertOfNearDuplicatesAtOnce) {
       threads.emplace_back([&, t] {
         for (int g = 0; g < param.groups; ++g) {
           round.arrive_and_wait();
-          const Fingerprint fp = member(g, t);
+          const std::uint64_t fp = member(g, t);
           results[g][t] =
               store->CheckAndInsert(id_of(g, t), fp, MetadataFor(id_of(g, t), fp), param.policy);
         }
@@ -677,8 +679,8 @@ TEST(StoreIngestionTest, QueriesRightAfterAMergesIngestionAreExact) {
     ++checked;
     for (std::size_t i = 0; i < docs.size(); i += 7) {
       // Near a stored fingerprint, and anywhere.
-      const Fingerprint q =
-          i % 2 == 0 ? docs[i].fingerprint ^ (Fingerprint{1} << (i % 64)) : rnd.Next();
+      const std::uint64_t q =
+          i % 2 == 0 ? docs[i].fingerprint ^ (std::uint64_t{1} << (i % 64)) : rnd.Next();
       Result<std::vector<Match>> found = store.Query(q, kDistance);
       ASSERT_TRUE(found.ok()) << found.status().ToString();
       std::vector<IdDistance> got;
@@ -695,10 +697,10 @@ TEST(StoreIngestionTest, QueriesRightAfterAMergesIngestionAreExact) {
     for (int i = 0; i < 600; ++i) {
       const auto id = static_cast<DocumentId>(docs.size() + 1);
       // A third near an earlier document, so that queries find several.
-      const Fingerprint fp =
+      const std::uint64_t fp =
           docs.empty() || i % 3 != 0
               ? rnd.Next()
-              : docs[rnd.Uniform(docs.size())].fingerprint ^ (Fingerprint{1} << rnd.Uniform(64));
+              : docs[rnd.Uniform(docs.size())].fingerprint ^ (std::uint64_t{1} << rnd.Uniform(64));
       batch.push_back({id, fp, {}});
       docs.push_back({id, fp});
     }
@@ -727,7 +729,7 @@ class ReadersBesideChanges {
   ~ReadersBesideChanges() { readers_.clear(); }
 
   // Between rounds, while the readers wait: what they probe, and the states an answer may equal.
-  void SetRound(std::vector<Fingerprint> probes, std::vector<std::vector<IdFingerprint>> states) {
+  void SetRound(std::vector<std::uint64_t> probes, std::vector<std::vector<IdFingerprint>> states) {
     probes_ = std::move(probes);
     states_ = std::move(states);
   }
@@ -744,7 +746,7 @@ class ReadersBesideChanges {
   std::uint64_t queries() const { return queries_.load(); }
 
  private:
-  void Check(Fingerprint q) {
+  void Check(std::uint64_t q) {
     Result<std::vector<Match>> found = store_.Query(q, kDistance);
     ++queries_;
     if (!found.ok()) {
@@ -764,7 +766,7 @@ class ReadersBesideChanges {
 
   const Store& store_;
   // Set by the changing thread between rounds, read by the readers during them.
-  std::vector<Fingerprint> probes_;
+  std::vector<std::uint64_t> probes_;
   std::vector<std::vector<IdFingerprint>> states_;
   std::atomic<bool> changed_{false};
   std::barrier<> round_{kReaders + 1};
@@ -788,7 +790,7 @@ TEST(StoreIngestionTest, QueriesDuringMergesAreExact) {
   // Ids drawn from a few thousand: after the first rounds most writes
   // replace, and the brute force stays cheap.
   constexpr DocumentId kIds = 6000;
-  std::map<DocumentId, Fingerprint> stored;
+  std::map<DocumentId, std::uint64_t> stored;
   for (int i = 0; i < kRounds; ++i) {
     std::vector<NewDocument> batch;
     std::set<DocumentId> in_batch;
@@ -796,26 +798,26 @@ TEST(StoreIngestionTest, QueriesDuringMergesAreExact) {
       // New documents and replacements; a third land near a stored one.
       const DocumentId id = 1 + rnd.Uniform(kIds);
       if (!in_batch.insert(id).second) continue;
-      const Fingerprint fp = stored.empty() || j % 3 != 0
-                                 ? rnd.Next()
-                                 : std::next(stored.begin(), rnd.Uniform(stored.size()))->second ^
-                                       (Fingerprint{1} << rnd.Uniform(64));
+      const std::uint64_t fp = stored.empty() || j % 3 != 0
+                                   ? rnd.Next()
+                                   : std::next(stored.begin(), rnd.Uniform(stored.size()))->second ^
+                                         (std::uint64_t{1} << rnd.Uniform(64));
       batch.push_back({id, fp, {}});
     }
     Failures& failures = readers.failures();
     if (Status s = store.InsertBatch(batch); !s.ok()) failures.Add("InsertBatch: " + s.ToString());
-    for (const NewDocument& d : batch) stored[d.id] = d.fingerprint;
+    for (const NewDocument& d : batch) stored[d.id] = d.fingerprint.low();
     for (int j = 0; j < 30; ++j) {
       const auto it = std::next(stored.begin(), rnd.Uniform(stored.size()));
       if (Status s = store.Remove(it->first); !s.ok()) failures.Add("Remove: " + s.ToString());
       stored.erase(it);
     }
     std::vector<IdFingerprint> docs;
-    std::vector<Fingerprint> probes;
+    std::vector<std::uint64_t> probes;
     for (const auto& [id, fp] : stored) docs.push_back({id, fp});
     for (std::size_t j = 0; j < docs.size(); j += 11) {
       probes.push_back(docs[j].fingerprint);
-      probes.push_back(docs[j].fingerprint ^ (Fingerprint{1} << (j % 64)));
+      probes.push_back(docs[j].fingerprint ^ (std::uint64_t{1} << (j % 64)));
     }
     readers.SetRound(std::move(probes), {std::move(docs)});
     readers.Run([&] {
@@ -840,16 +842,16 @@ TEST(StoreIngestionTest, QueriesDuringBulkLoadsSeeEachLoadWholeOrNotAtAll) {
   constexpr int kRounds = 20;
   ReadersBesideChanges readers(store, kRounds, 50);
   Random rnd(TestSeed(33));
-  std::map<DocumentId, Fingerprint> stored;
+  std::map<DocumentId, std::uint64_t> stored;
   for (int i = 0; i < kRounds; ++i) {
-    std::map<DocumentId, Fingerprint> next = stored;
+    std::map<DocumentId, std::uint64_t> next = stored;
     for (int j = 0; j < 3000; ++j) {
       // Replacements of stored documents, new ones, and near-copies of stored ones.
       const DocumentId id = 1 + rnd.Uniform(8000);
-      const Fingerprint fp = stored.empty() || j % 3 != 0
-                                 ? rnd.Next()
-                                 : std::next(stored.begin(), rnd.Uniform(stored.size()))->second ^
-                                       (Fingerprint{1} << rnd.Uniform(64));
+      const std::uint64_t fp = stored.empty() || j % 3 != 0
+                                   ? rnd.Next()
+                                   : std::next(stored.begin(), rnd.Uniform(stored.size()))->second ^
+                                         (std::uint64_t{1} << rnd.Uniform(64));
       next[id] = fp;
     }
     std::vector<NewDocument> load;
@@ -857,12 +859,12 @@ TEST(StoreIngestionTest, QueriesDuringBulkLoadsSeeEachLoadWholeOrNotAtAll) {
       if (stored.count(id) == 0 || stored.at(id) != fp) load.push_back({id, fp, {}});
     }
     std::vector<IdFingerprint> before, after;
-    std::vector<Fingerprint> probes;
+    std::vector<std::uint64_t> probes;
     for (const auto& [id, fp] : stored) before.push_back({id, fp});
     for (const auto& [id, fp] : next) after.push_back({id, fp});
     for (std::size_t j = 0; j < after.size(); j += 13) {
       probes.push_back(after[j].fingerprint);
-      probes.push_back(after[j].fingerprint ^ (Fingerprint{1} << (j % 64)));
+      probes.push_back(after[j].fingerprint ^ (std::uint64_t{1} << (j % 64)));
     }
     readers.SetRound(std::move(probes), {std::move(before), std::move(after)});
     readers.Run([&] {

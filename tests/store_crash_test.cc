@@ -72,7 +72,7 @@ StoreOptions TestOptions(Durability durability) {
 }
 
 struct Doc {
-  Fingerprint fingerprint = 0;
+  std::uint64_t fingerprint = 0;
   std::string metadata;
 
   friend bool operator==(const Doc&, const Doc&) = default;
@@ -125,8 +125,8 @@ std::vector<std::vector<Op>> PlanRound(Random& rnd, Model model, int threads, in
       // update) and copies of other documents' (equal table keys).
       auto new_doc = [&](DocumentId id) {
         const std::optional<Doc> old = Lookup(model, id);
-        const Fingerprint base = old ? old->fingerprint : rnd.Next();
-        Fingerprint fp = rnd.Next();
+        const std::uint64_t base = old ? old->fingerprint : rnd.Next();
+        std::uint64_t fp = rnd.Next();
         switch (rnd.Uniform(8)) {
           case 0:
             fp = base;
@@ -393,7 +393,7 @@ void ExpectRecovered(const std::string& path, bool read_only, const Model& befor
   for (DocumentId id = 0; id < kIds; ++id) {
     Result<Document> doc = store.Get(id);
     if (doc.ok()) {
-      actual[id] = {doc->fingerprint, doc->metadata};
+      actual[id] = {doc->fingerprint.low(), doc->metadata};
     } else {
       ASSERT_TRUE(doc.status().IsNotFound()) << doc.status().ToString();
     }

@@ -99,7 +99,8 @@ TEST_P(StoreExactnessTest, MatchesBruteForceThroughItsLife) {
   EXPECT_TRUE(store->Remove(docs[0].id).IsNotFound());
   docs.erase(docs.begin(), docs.begin() + tenth);
   for (std::size_t i = 0; i < tenth; ++i) {
-    Fingerprint moved = docs[docs.size() - 1 - i].fingerprint ^ (Fingerprint{1} << rnd.Uniform(64));
+    std::uint64_t moved =
+        docs[docs.size() - 1 - i].fingerprint ^ (std::uint64_t{1} << rnd.Uniform(64));
     docs[i].fingerprint = moved;
     ASSERT_TRUE(store->Insert(docs[i].id, moved, MetadataFor(docs[i].id)).ok());
   }
@@ -234,11 +235,11 @@ TEST(StoreTest, MergesMoveTheSmallestAndLargestIds) {
       {{5, 0x1111, {}}, {6, 0x2222, {}}},
       {{0, 0x3333, {}}, {kMax - 1, 0x4444, {}}, {kMax, 0x5555, {}}},
       {{7, 0x6666, {}}, {kMax, 0x7777, {}}}};
-  std::map<DocumentId, Fingerprint> stored;
+  std::map<DocumentId, std::uint64_t> stored;
   for (const std::vector<NewDocument>& batch : merges) {
     ASSERT_TRUE(store->InsertBatch(batch).ok());
     ASSERT_TRUE(store->Flush().ok());
-    for (const NewDocument& d : batch) stored[d.id] = d.fingerprint;
+    for (const NewDocument& d : batch) stored[d.id] = d.fingerprint.low();
     Result<StoreStats> stats = store->Stats();
     ASSERT_TRUE(stats.ok());
     EXPECT_EQ(stats->staged_documents, 0u);
@@ -262,7 +263,7 @@ TEST(StoreTest, ThousandsOfIdenticalFingerprints) {
   TempDir dir;
   std::unique_ptr<Store> store = MustOpen(StoreAt(dir, "store"));
   ASSERT_NE(store, nullptr);
-  const Fingerprint common = 0x0123456789abcdefULL;
+  const std::uint64_t common = 0x0123456789abcdefULL;
   std::vector<NewDocument> batch;
   for (DocumentId id = 0; id < 2000; ++id) batch.push_back({id, common, {}});
   // A few near ones, and one at k + 1 from them all but 5000.
@@ -296,7 +297,7 @@ TEST(StoreTest, ThousandsOfIdenticalFingerprints) {
   std::uint64_t pairs = 0;
   ASSERT_TRUE(store->FindAll(3, [&](const NearPair&) { ++pairs; }).ok());
   std::vector<internal::IdFingerprint> docs;
-  for (const NewDocument& d : batch) docs.push_back({d.id, d.fingerprint});
+  for (const NewDocument& d : batch) docs.push_back({d.id, d.fingerprint.low()});
   EXPECT_EQ(pairs, testing::BruteForcePairs(docs, 3).size());
 }
 

@@ -37,7 +37,7 @@ using testing::TestSeed;
 
 // Appends the member `permuted` of its group as `layout` lays it out; `id`
 // only if the layout keeps ids.
-void AppendMember(const GroupLayout& layout, std::string& out, Fingerprint permuted,
+void AppendMember(const GroupLayout& layout, std::string& out, std::uint64_t permuted,
                   DocumentId id = 0) {
   const std::size_t at = out.size();
   out.resize(at + layout.member_bytes());
@@ -45,7 +45,7 @@ void AppendMember(const GroupLayout& layout, std::string& out, Fingerprint permu
   if (layout.keeps_ids()) PutBigEndian64(out.data() + at + layout.bits_bytes(), id);
 }
 
-bool FilterMayContain(std::string_view bits, Fingerprint prefix) {
+bool FilterMayContain(std::string_view bits, std::uint64_t prefix) {
   const std::uint64_t hash = MemberFilter::Hash(prefix);
   return MemberFilter::BlockPasses(MemberFilter::BlockFor(bits, hash), hash);
 }
@@ -60,23 +60,23 @@ TEST(GroupLayoutTest, KeysAndMembersRoundTripInFingerprintOrder) {
       EXPECT_EQ(layout.key_bytes(), static_cast<std::size_t>((g + 7) / 8));
       EXPECT_EQ(layout.member_bytes(), static_cast<std::size_t>((64 - g + 7) / 8));
       std::string previous_key;
-      Fingerprint previous = 0;
-      std::vector<Fingerprint> fps;
+      std::uint64_t previous = 0;
+      std::vector<std::uint64_t> fps;
       for (int i = 0; i < 300; ++i)
-        fps.push_back(i == 0 ? 0 : i == 1 ? ~Fingerprint{0} : rnd.Next());
+        fps.push_back(i == 0 ? 0 : i == 1 ? ~std::uint64_t{0} : rnd.Next());
       std::sort(fps.begin(), fps.end());
-      for (Fingerprint fp : fps) {
+      for (std::uint64_t fp : fps) {
         const GroupLayout::Key key = layout.KeyOf(fp);
         const std::string view(layout.KeyView(key));
-        Fingerprint group = 1;
+        std::uint64_t group = 1;
         ASSERT_TRUE(layout.DecodeKey(view, &group)) << "p=" << p;
         EXPECT_EQ(group, layout.GroupOf(fp));
         EXPECT_EQ(group | layout.MemberBits(fp), fp);
-        std::vector<Fingerprint> decoded;
+        std::vector<std::uint64_t> decoded;
         ASSERT_TRUE(DecodeGroupValue(
-            layout, EncodeGroupValue(layout, std::vector<Fingerprint>{layout.MemberBits(fp)}),
+            layout, EncodeGroupValue(layout, std::vector<std::uint64_t>{layout.MemberBits(fp)}),
             decoded));
-        EXPECT_EQ(decoded, std::vector<Fingerprint>{layout.MemberBits(fp)});
+        EXPECT_EQ(decoded, std::vector<std::uint64_t>{layout.MemberBits(fp)});
         // Byte order of keys is the order of their groups.
         if (!previous_key.empty()) {
           EXPECT_EQ(previous_key < view, layout.GroupOf(previous) < group) << "p=" << p;
@@ -105,17 +105,17 @@ TEST(GroupLayoutTest, GroupsAreCutForTheDocumentsExpected) {
 
 TEST(GroupLayoutTest, MalformedKeysAndValuesAreRefused) {
   const GroupLayout layout(33, 20);  // 20-bit groups in 3 bytes, 44-bit members in 6
-  Fingerprint group;
+  std::uint64_t group;
   EXPECT_FALSE(layout.DecodeKey(std::string("\x01\x02", 2), &group));
   EXPECT_FALSE(layout.DecodeKey(std::string("\x01\x02\x03", 3), &group));  // padding set
   EXPECT_TRUE(layout.DecodeKey(std::string("\x01\x02\x30", 3), &group));
-  std::vector<Fingerprint> members;
+  std::vector<std::uint64_t> members;
   EXPECT_TRUE(DecodeGroupValue(layout, "", members));
   EXPECT_TRUE(members.empty());
   EXPECT_FALSE(DecodeGroupValue(layout, std::string(7, '\0'), members));
-  const std::string two = EncodeGroupValue(layout, std::vector<Fingerprint>{5, 9});
+  const std::string two = EncodeGroupValue(layout, std::vector<std::uint64_t>{5, 9});
   EXPECT_TRUE(DecodeGroupValue(layout, two, members));
-  EXPECT_EQ(members, (std::vector<Fingerprint>{5, 9}));
+  EXPECT_EQ(members, (std::vector<std::uint64_t>{5, 9}));
   // Two members of 44 bits: a count byte, 43 low bits each in 11 bytes, and
   // a high array of 2 bits set at 0 and 1, one byte.
   EXPECT_EQ(two, std::string("\x02", 1) + two.substr(1, 11) + std::string("\x03", 1));
@@ -163,11 +163,11 @@ TEST(GroupLayoutTest, AnyBytesAtAnyWidthDecodeOrAreRefused) {
       for (int round = 0; round < 20; ++round) {
         std::string bytes(rnd.Uniform(4 * (layout.member_bytes() + 1) + 8), '\0');
         for (char& c : bytes) c = static_cast<char>(rnd.Next());
-        std::vector<Fingerprint> members;
+        std::vector<std::uint64_t> members;
         std::vector<IdMember> id_members;
         GroupChange change;
         IdGroupChange id_change;
-        Fingerprint group = 0;
+        std::uint64_t group = 0;
         (void)layout.DecodeKey(bytes.substr(0, layout.key_bytes()), &group);
         if (ids == GroupLayout::Ids::kKept) {
           (void)DecodeGroupValue(layout, bytes, id_members);
@@ -176,11 +176,11 @@ TEST(GroupLayoutTest, AnyBytesAtAnyWidthDecodeOrAreRefused) {
           (void)DecodeGroupValue(layout, bytes, members);
           (void)DecodeGroupOperand(layout, bytes, change);
         }
-        std::vector<Fingerprint> bits;
+        std::vector<std::uint64_t> bits;
         if (ids == GroupLayout::Ids::kNone && DecodeGroupValue(layout, bytes, bits)) {
           EXPECT_EQ(EncodeGroupValue(layout, bits), bytes);  // one code a group
         }
-        (void)ForEachMemberOf(layout, bytes, round % 2 == 0, [](Fingerprint) {});
+        (void)ForEachMemberOf(layout, bytes, round % 2 == 0, [](std::uint64_t) {});
         std::string out;
         const rocksdb::Slice existing(bytes);
         rocksdb::Slice kept;
@@ -195,26 +195,26 @@ TEST(GroupLayoutTest, AnyBytesAtAnyWidthDecodeOrAreRefused) {
       // value that encodes back to it.
       if (ids == GroupLayout::Ids::kNone) {
         for (const int count : {1, 2, 5, 300}) {
-          std::vector<Fingerprint> members;
+          std::vector<std::uint64_t> members;
           for (int i = 0; i < count; ++i) members.push_back(layout.MemberBits(rnd.Next()));
           std::sort(members.begin(), members.end());
           members.erase(std::unique(members.begin(), members.end()), members.end());
           const std::string code = EncodeGroupValue(layout, members);
-          std::vector<Fingerprint> decoded;
+          std::vector<std::uint64_t> decoded;
           ASSERT_TRUE(DecodeGroupValue(layout, code, decoded)) << bits;
           EXPECT_EQ(decoded, members) << bits;
           // A range decodes to the members a whole decode has in it: ranges from a member or
           // between two, of one member or many, past the last.
           for (int r = 0; r < 20; ++r) {
-            const Fingerprint a =
+            const std::uint64_t a =
                 r % 2 == 0 ? members[rnd.Uniform(members.size())] : layout.MemberBits(rnd.Next());
-            const Fingerprint b = r % 4 < 2 ? a : layout.MemberBits(rnd.Next());
-            const Fingerprint lo = std::min(a, b), hi = std::max(a, b);
+            const std::uint64_t b = r % 4 < 2 ? a : layout.MemberBits(rnd.Next());
+            const std::uint64_t lo = std::min(a, b), hi = std::max(a, b);
             GroupValue range;
             ASSERT_TRUE(range.DecodeRange(layout, code, lo, hi)) << bits;
-            std::vector<Fingerprint> in_range, expected;
+            std::vector<std::uint64_t> in_range, expected;
             for (std::size_t i = 0; i < range.size(); ++i) in_range.push_back(range.bits(i));
-            for (const Fingerprint m : members) {
+            for (const std::uint64_t m : members) {
               if (m >= lo && m <= hi) expected.push_back(m);
             }
             EXPECT_EQ(in_range, expected) << bits << " [" << lo << ", " << hi << "]";
@@ -239,11 +239,12 @@ TEST(GroupLayoutTest, MembersWithIdsRoundTripInBitsThenIdOrder) {
     EXPECT_EQ(layout.bits_bytes(), static_cast<std::size_t>((64 - bits + 7) / 8));
     EXPECT_EQ(layout.member_bytes(), layout.bits_bytes() + 8);  // in operands
     // Few fingerprints, each with several ids, in one group.
-    const Fingerprint group = layout.GroupOf(rnd.Next());
+    const std::uint64_t group = layout.GroupOf(rnd.Next());
     std::vector<IdMember> members;
     for (int i = 0; i < 200; ++i) {
-      members.push_back({layout.MemberBits(rnd.Uniform(4) == 0 ? ~Fingerprint{0} : rnd.Uniform(5)),
-                         i % 3 == 0 ? ~DocumentId{0} : rnd.Uniform(1000)});
+      members.push_back(
+          {layout.MemberBits(rnd.Uniform(4) == 0 ? ~std::uint64_t{0} : rnd.Uniform(5)),
+           i % 3 == 0 ? ~DocumentId{0} : rnd.Uniform(1000)});
     }
     std::sort(members.begin(), members.end());
     members.erase(std::unique(members.begin(), members.end()), members.end());
@@ -260,15 +261,15 @@ TEST(GroupLayoutTest, MembersWithIdsRoundTripInBitsThenIdOrder) {
     ASSERT_TRUE(DecodeGroupValue(layout, value, decoded));
     EXPECT_EQ(decoded, members);
     // Only the bits reach the member filters.
-    std::vector<Fingerprint> seen;
-    ASSERT_TRUE(ForEachMemberOf(layout, value, false, [&](Fingerprint b) { seen.push_back(b); }));
+    std::vector<std::uint64_t> seen;
+    ASSERT_TRUE(ForEachMemberOf(layout, value, false, [&](std::uint64_t b) { seen.push_back(b); }));
     ASSERT_EQ(seen.size(), members.size());
     for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], members[i].bits);
     // The ids follow the count, 8 bytes each, in member order: copies of one fingerprint out of
     // id order, or one id twice, are refused, and so is a value cut short.
     GroupValue probe;
     // The copies of one fingerprint, by range: their ids in order.
-    for (const Fingerprint bits : {members.front().bits, members.back().bits, Fingerprint{2}}) {
+    for (const std::uint64_t bits : {members.front().bits, members.back().bits, std::uint64_t{2}}) {
       ASSERT_TRUE(probe.DecodeRange(layout, value, bits, bits));
       std::vector<DocumentId> ids, expected;
       for (std::size_t i = 0; i < probe.size(); ++i) ids.push_back(probe.id(i));
@@ -300,7 +301,7 @@ template <typename Member>
 std::vector<Member> MemberPool(const GroupLayout& layout, int trial, Random& rnd) {
   constexpr bool kIds = std::is_same_v<Member, IdMember>;
   std::vector<Member> pool((trial / 8) % 2 == 0 ? 8 : 256);
-  Fingerprint bits = 0;
+  std::uint64_t bits = 0;
   for (std::size_t i = 0; i < pool.size(); ++i) {
     if (!kIds || i % 3 == 0) bits = layout.MemberBits((trial / 16) % 2 == 0 ? i : rnd.Next());
     if constexpr (kIds) {
@@ -374,7 +375,7 @@ void ExpectFoldsAsApplied(GroupLayout::Ids ids) {
 }
 
 TEST(GroupMergeOperatorTest, FoldsOperandsAsTheyWereApplied) {
-  ExpectFoldsAsApplied<Fingerprint>(GroupLayout::Ids::kNone);
+  ExpectFoldsAsApplied<std::uint64_t>(GroupLayout::Ids::kNone);
 }
 
 TEST(GroupMergeOperatorTest, FoldsMembersWithIdsAsTheyWereApplied) {
@@ -399,7 +400,7 @@ TEST(GroupMergeOperatorTest, MalformedInputFailsTheMerge) {
 
   // Groups cut short, with a byte too many, or a member too wide, under an
   // operand that leaves them alone.
-  const std::string two = EncodeGroupValue(layout, std::vector<Fingerprint>{5, 9});
+  const std::string two = EncodeGroupValue(layout, std::vector<std::uint64_t>{5, 9});
   const std::string operand = EncodeGroupOperand(layout, GroupChange{{7}, {}});
   const std::vector<rocksdb::Slice> operands{rocksdb::Slice(operand)};
   for (const std::string& group : {two.substr(0, two.size() - 1), two + std::string(1, '\x01'),
@@ -412,7 +413,7 @@ TEST(GroupMergeOperatorTest, MalformedInputFailsTheMerge) {
 TEST(MemberFilterTest, HoldsEveryPrefixAndFewOthers) {
   Random rnd(TestSeed(63));
   std::vector<MemberFilter::Prefix> prefixes;
-  for (int i = 0; i < 20000; ++i) prefixes.push_back({rnd.Next() & ~Fingerprint{0} << 31, false});
+  for (int i = 0; i < 20000; ++i) prefixes.push_back({rnd.Next() & ~std::uint64_t{0} << 31, false});
   std::string bits;
   MemberFilter::Build(prefixes, bits);
   for (const MemberFilter::Prefix& p : prefixes) ASSERT_TRUE(FilterMayContain(bits, p.prefix));
@@ -552,14 +553,14 @@ TEST(MemberFiltersTest, LargeFilesCarryTheirFiltersInChunks) {
   PackedTableDb packed(dir.Sub("db"));
   ASSERT_TRUE(packed.db().GetOptions(packed.table()).merge_operator != nullptr);
   const GroupLayout layout = packed.layout();
-  std::vector<Fingerprint> members;
+  std::vector<std::uint64_t> members;
   for (int i = 0; i < 200000; ++i) members.push_back(rnd.Next());
   std::sort(members.begin(), members.end());
   members.erase(std::unique(members.begin(), members.end()), members.end());
   {
     SstSink sink(packed.db(), packed.table(), dir.Sub("load.sst"), SstUse::kLoad);
     GroupWriter writer(sink, layout, GroupWriter::kWhole);
-    for (Fingerprint m : members) ASSERT_TRUE(writer.Add(m, /*put=*/true).ok());
+    for (std::uint64_t m : members) ASSERT_TRUE(writer.Add(m, /*put=*/true).ok());
     ASSERT_TRUE(writer.Finish().ok());
     std::vector<std::string> paths;
     ASSERT_TRUE(sink.Finish(paths).ok());
@@ -579,7 +580,7 @@ TEST(MemberFiltersTest, LargeFilesCarryTheirFiltersInChunks) {
   std::size_t previous_end = 0;
   for (std::size_t i = 0; i < chunks; ++i) {
     const char* entry = value.data() + 4 + 20 * i;
-    const Fingerprint first = GetBigEndian64(entry), last = GetBigEndian64(entry + 8);
+    const std::uint64_t first = GetBigEndian64(entry), last = GetBigEndian64(entry + 8);
     const std::size_t end = GetBigEndianBytes(entry + 16, 4);
     EXPECT_LE(first, last);
     EXPECT_EQ(layout.GroupOf(first), first);
@@ -596,7 +597,7 @@ TEST(MemberFiltersTest, LargeFilesCarryTheirFiltersInChunks) {
   Result<std::shared_ptr<const TableMemberFilter>> filter =
       TableMemberFilter::Read(packed.db(), packed.table(), layout, packed.prefix_bits());
   ASSERT_TRUE(filter.ok()) << filter.status().ToString();
-  for (Fingerprint m : members) ASSERT_TRUE((*filter)->MayContain(m));
+  for (std::uint64_t m : members) ASSERT_TRUE((*filter)->MayContain(m));
   int passed = 0;
   constexpr int kProbes = 100000;
   for (int i = 0; i < kProbes; ++i) passed += (*filter)->MayContain(rnd.Next());
@@ -617,8 +618,8 @@ TEST(MemberFiltersTest, CoverEveryMemberThroughFlushesAndCompactions) {
   rocksdb::DB* const db = &packed.db();
   rocksdb::ColumnFamilyHandle* const table = packed.table();
 
-  std::set<Fingerprint> model;    // permuted fingerprints
-  std::set<Fingerprint> removed;  // once members, no longer
+  std::set<std::uint64_t> model;    // permuted fingerprints
+  std::set<std::uint64_t> removed;  // once members, no longer
   // Few groups' worth of prefixes, so that groups hold several members.
   auto random_permuted = [&] { return (rnd.Next() & 0xff0000ffffffffffULL); };
   auto check = [&](const std::string& when) {
@@ -627,16 +628,16 @@ TEST(MemberFiltersTest, CoverEveryMemberThroughFlushesAndCompactions) {
     ASSERT_TRUE(filter.ok()) << filter.status().ToString();
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), table));
     TableEntryCursor cursor(*it, layout, name);
-    std::vector<Fingerprint> entries;
+    std::vector<std::uint64_t> entries;
     for (cursor.SeekToFirst(); cursor.Valid(); cursor.Next()) {
       entries.push_back(cursor.entry().permuted);
       EXPECT_TRUE((*filter)->MayContain(cursor.entry().permuted)) << when;
     }
     ASSERT_TRUE(cursor.status().ok()) << cursor.status().ToString();
-    EXPECT_EQ(entries, std::vector<Fingerprint>(model.begin(), model.end())) << when;
+    EXPECT_EQ(entries, std::vector<std::uint64_t>(model.begin(), model.end())) << when;
     // A prefix that two members share is never shown as held by one: queries would pass the
     // second by.
-    const Fingerprint mask = PrefixMask(prefix_bits);
+    const std::uint64_t mask = PrefixMask(prefix_bits);
     for (std::size_t i = 1; i < entries.size(); ++i) {
       if ((entries[i] & mask) != (entries[i - 1] & mask)) continue;
       EXPECT_EQ((*filter)->Lookup(entries[i], /*count=*/true), PrefixMembers::kMaybeMany)
@@ -644,9 +645,9 @@ TEST(MemberFiltersTest, CoverEveryMemberThroughFlushesAndCompactions) {
     }
     // Seeks land on the first entry at or past the sought fingerprint.
     for (int i = 0; i < 50; ++i) {
-      const Fingerprint sought = i % 2 == 0 || model.empty()
-                                     ? random_permuted()
-                                     : *std::next(model.begin(), rnd.Uniform(model.size()));
+      const std::uint64_t sought = i % 2 == 0 || model.empty()
+                                       ? random_permuted()
+                                       : *std::next(model.begin(), rnd.Uniform(model.size()));
       cursor.Seek(sought);
       const auto expected = model.lower_bound(sought);
       ASSERT_EQ(cursor.Valid(), expected != model.end()) << when;
@@ -658,11 +659,11 @@ TEST(MemberFiltersTest, CoverEveryMemberThroughFlushesAndCompactions) {
     // change to a member with the probe's prefix, as queries read (so the
     // filters must cover removals too): the members with that prefix,
     // removed ones not back.
-    const Fingerprint prefix_mask = ~Fingerprint{0} << (64 - prefix_bits);
+    const std::uint64_t prefix_mask = ~std::uint64_t{0} << (64 - prefix_bits);
     for (int i = 0; i < 60; ++i) {
-      const std::set<Fingerprint>& from = i % 3 == 0 ? removed : model;
+      const std::set<std::uint64_t>& from = i % 3 == 0 ? removed : model;
       if (from.empty()) continue;
-      const Fingerprint probe = *std::next(from.begin(), rnd.Uniform(from.size()));
+      const std::uint64_t probe = *std::next(from.begin(), rnd.Uniform(from.size()));
       rocksdb::ReadOptions ro;
       ro.table_filter = [&](const rocksdb::TableProperties& file) {
         return FileMayTouch(file, layout, prefix_mask, probe);
@@ -670,18 +671,18 @@ TEST(MemberFiltersTest, CoverEveryMemberThroughFlushesAndCompactions) {
       std::unique_ptr<rocksdb::Iterator> one(db->NewIterator(ro, table));
       const GroupLayout::Key key = layout.KeyOf(probe);
       one->Seek(rocksdb::Slice(key.data(), layout.key_bytes()));
-      std::vector<Fingerprint> found;
+      std::vector<std::uint64_t> found;
       if (one->Valid() && one->key().ToStringView() == layout.KeyView(key)) {
-        std::vector<Fingerprint> members;
+        std::vector<std::uint64_t> members;
         ASSERT_TRUE(DecodeGroupValue(layout, one->value().ToStringView(), members)) << when;
-        for (Fingerprint m : members) {
-          const Fingerprint permuted = layout.GroupOf(probe) | m;
+        for (std::uint64_t m : members) {
+          const std::uint64_t permuted = layout.GroupOf(probe) | m;
           if ((permuted & prefix_mask) == (probe & prefix_mask)) found.push_back(permuted);
         }
       }
       ASSERT_TRUE(one->status().ok()) << one->status().ToString();
-      const Fingerprint low = probe & prefix_mask;
-      std::vector<Fingerprint> expected;
+      const std::uint64_t low = probe & prefix_mask;
+      std::vector<std::uint64_t> expected;
       for (auto m = model.lower_bound(low); m != model.end() && (*m & prefix_mask) == low; ++m) {
         expected.push_back(*m);
       }
@@ -690,7 +691,7 @@ TEST(MemberFiltersTest, CoverEveryMemberThroughFlushesAndCompactions) {
   };
   // An ingested file of ops, written as the store writes them.
   int files = 0;
-  auto ingest = [&](std::vector<std::pair<Fingerprint, bool>> ops, GroupWriter::Mode mode) {
+  auto ingest = [&](std::vector<std::pair<std::uint64_t, bool>> ops, GroupWriter::Mode mode) {
     std::sort(ops.begin(), ops.end());
     ops.erase(std::unique(ops.begin(), ops.end(),
                           [](const auto& a, const auto& b) { return a.first == b.first; }),
@@ -712,7 +713,7 @@ TEST(MemberFiltersTest, CoverEveryMemberThroughFlushesAndCompactions) {
     ASSERT_TRUE(db->IngestExternalFile(table, paths, rocksdb::IngestExternalFileOptions()).ok());
   };
 
-  std::vector<std::pair<Fingerprint, bool>> ops;
+  std::vector<std::pair<std::uint64_t, bool>> ops;
   for (int i = 0; i < 3000; ++i) ops.push_back({random_permuted(), true});
   ingest(ops, GroupWriter::kWhole);
   check("after the first load");
@@ -725,7 +726,7 @@ TEST(MemberFiltersTest, CoverEveryMemberThroughFlushesAndCompactions) {
     ingest(ops, GroupWriter::kOperands);
     // Removals through the memtable, as a store's writers make them.
     for (int i = 0; i < 50; ++i) {
-      const Fingerprint gone = *std::next(model.begin(), rnd.Uniform(model.size()));
+      const std::uint64_t gone = *std::next(model.begin(), rnd.Uniform(model.size()));
       GroupChange change;
       change.removes.push_back(layout.MemberBits(gone));
       const GroupLayout::Key key = layout.KeyOf(gone);
@@ -758,33 +759,33 @@ TEST(MemberFiltersTest, PendingFilesStayThroughRefreshesUntilIngested) {
   PackedTableDb packed(dir.Sub("db"));
   const GroupLayout layout = packed.layout();
   const auto random_members = [&] {
-    std::vector<Fingerprint> members;
+    std::vector<std::uint64_t> members;
     for (int i = 0; i < 3000; ++i) members.push_back(rnd.Next());
     std::sort(members.begin(), members.end());
     members.erase(std::unique(members.begin(), members.end()), members.end());
     return members;
   };
-  const auto write = [&](const std::string& name, const std::vector<Fingerprint>& members,
+  const auto write = [&](const std::string& name, const std::vector<std::uint64_t>& members,
                          GroupWriter::Mode mode) {
     rocksdb::IngestExternalFileArg arg = IngestionInto(packed.table());
     SstSink sink(packed.db(), packed.table(), dir.Sub(name), SstUse::kMerge);
     GroupWriter writer(sink, layout, mode);
-    for (Fingerprint m : members) EXPECT_TRUE(writer.Add(m, /*put=*/true).ok());
+    for (std::uint64_t m : members) EXPECT_TRUE(writer.Add(m, /*put=*/true).ok());
     EXPECT_TRUE(writer.Finish().ok());
     EXPECT_TRUE(sink.Finish(arg.external_files).ok());
     return arg;
   };
-  const std::vector<Fingerprint> loaded = random_members();
+  const std::vector<std::uint64_t> loaded = random_members();
   const rocksdb::IngestExternalFileArg load = write("load.sst", loaded, GroupWriter::kWhole);
   ASSERT_TRUE(packed.db().IngestExternalFiles({load}).ok());
 
   TableFilters filters(*PermutationPlan::Create(6, 3), PackedTableDb::kGroupBits, nullptr);
   const std::vector<rocksdb::ColumnFamilyHandle*> tables = {packed.table(), packed.table()};
   filters.Attach(&packed.db(), tables);
-  const auto passing = [&](const std::vector<Fingerprint>& members) {
+  const auto passing = [&](const std::vector<std::uint64_t>& members) {
     const TableFilters::View view = filters.Current();
     return std::count_if(members.begin(), members.end(),
-                         [&](Fingerprint m) { return (*view)[1]->MayContain(m); });
+                         [&](std::uint64_t m) { return (*view)[1]->MayContain(m); });
   };
   // An ingestion's files, with their filters read ahead (as the table writer reads them) or not.
   const auto output = [&](const rocksdb::IngestExternalFileArg& arg, bool read_ahead) {
@@ -799,7 +800,7 @@ TEST(MemberFiltersTest, PendingFilesStayThroughRefreshesUntilIngested) {
   };
   ASSERT_EQ(passing(loaded), std::ssize(loaded));
 
-  const std::vector<Fingerprint> merged = random_members();
+  const std::vector<std::uint64_t> merged = random_members();
   const rocksdb::IngestExternalFileArg merge = write("merge.sst", merged, GroupWriter::kOperands);
   EXPECT_LT(passing(merged), std::ssize(merged) / 20);
   const TableWriter::Output merge_files = output(merge, /*read_ahead=*/true);
@@ -815,7 +816,7 @@ TEST(MemberFiltersTest, PendingFilesStayThroughRefreshesUntilIngested) {
   EXPECT_EQ(passing(loaded), std::ssize(loaded));
 
   // A file that never went in leaves the views when its ingestion ends.
-  const std::vector<Fingerprint> failed = random_members();
+  const std::vector<std::uint64_t> failed = random_members();
   const TableWriter::Output failed_files =
       output(write("failed.sst", failed, GroupWriter::kOperands), /*read_ahead=*/true);
   filters.AddPending(failed_files);
@@ -825,12 +826,12 @@ TEST(MemberFiltersTest, PendingFilesStayThroughRefreshesUntilIngested) {
 
   // Files whose filters were not read ahead: the table passes every probe while they go in, a
   // refresh after a compaction included, and has their filters once they are in.
-  const std::vector<Fingerprint> unread = random_members();
+  const std::vector<std::uint64_t> unread = random_members();
   const rocksdb::IngestExternalFileArg late = write("unread.sst", unread, GroupWriter::kOperands);
   const TableWriter::Output unread_files = output(late, /*read_ahead=*/false);
   filters.AddPending(unread_files);
   EXPECT_EQ(passing(unread), std::ssize(unread));
-  const std::vector<Fingerprint> others = random_members();
+  const std::vector<std::uint64_t> others = random_members();
   EXPECT_EQ(passing(others), std::ssize(others)) << "every probe passes";
   filters.Refresh({packed.table()->GetID()});
   EXPECT_EQ(passing(unread), std::ssize(unread));

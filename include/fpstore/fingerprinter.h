@@ -1,10 +1,11 @@
-// From text to a 64-bit simhash fingerprint.
+// From text to a simhash fingerprint of 64 or 128 bits.
 //
 // A Fingerprinter splits UTF-8 text into tokens (NFKC normalisation and case
 // folding, then Unicode word boundaries; Chinese, Japanese and Thai text is
 // segmented into words with ICU's dictionaries), makes features out of every
 // `window` consecutive tokens, weights each feature by how often it occurs,
-// hashes it with XXH3-64 and takes the simhash (see simhash.h). In the same
+// hashes it with XXH3-64 (XXH3-128 for 128 bits) and takes the simhash (see
+// simhash.h). In the same
 // pass it can make the document's verification signature (signature.h) from
 // the shingles of `signature_window` tokens.
 //
@@ -69,9 +70,15 @@ struct FPSTORE_EXPORT FingerprintOptions {
   // REQUIRES: 1 <= signature_window <= 64.
   int signature_window = 5;
 
-  // "v2 window=1 weighting=tf signature=64 signature_window=5": stable,
-  // human-readable, and the form a store records. Parse(ToString()) gives
-  // back equal options.
+  // The fingerprints' width: 64, or 128, whose features are hashed with
+  // XXH3-128 (a token's UTF-8 bytes for window 1; a shingle's token hashes,
+  // as for 64 bits, otherwise). The signature is the same at either width.
+  // Default: 64.
+  int bits = 64;
+
+  // "v2 window=1 weighting=tf signature=64 signature_window=5", then
+  // " bits=128" for 128-bit fingerprints: stable, human-readable, and the
+  // form a store records. Parse(ToString()) gives back equal options.
   std::string ToString() const;
   static Result<FingerprintOptions> Parse(std::string_view text);
 
@@ -108,8 +115,8 @@ class FPSTORE_EXPORT Fingerprinter {
   Result<std::vector<std::string>> Tokens(std::string_view utf8) const;
 
   // The fingerprint of caller-chosen terms: each term is hashed as a
-  // one-token feature would be (HashTerm) and weighted as given; `window`
-  // and `weighting` do not apply.
+  // one-token feature would be (HashTerm, or XXH3-128 of the term at 128
+  // bits) and weighted as given; `window` and `weighting` do not apply.
   Fingerprint FromTerms(std::span<const WeightedTerm> terms) const;
 
   // The feature hash of one already-normalised term.

@@ -201,7 +201,7 @@ int fpstore_fingerprint(const fpstore_t* store, const char* text, size_t text_le
     if (fingerprint == nullptr) return Null("fingerprint");
     Result<Fingerprint> fp = FingerprintOf(store, text, text_len);
     if (!fp.ok()) return fp.status();
-    *fingerprint = *fp;
+    *fingerprint = fp->low();
     return Status::OK();
   });
 }
@@ -310,7 +310,7 @@ uint64_t fpstore_matches_id(const fpstore_matches_t* matches, size_t i) {
 
 uint64_t fpstore_matches_fingerprint(const fpstore_matches_t* matches, size_t i) {
   const fpstore::Match* match = MatchAt(matches, i);
-  return match != nullptr ? match->fingerprint : 0;
+  return match != nullptr ? match->fingerprint.low() : 0;
 }
 
 int fpstore_matches_distance(const fpstore_matches_t* matches, size_t i) {

@@ -91,7 +91,7 @@ int fpstore_get(const fpstore_t* store, uint64_t id, uint64_t* fingerprint, char
     Result<fpstore::Document> doc = store->store->Get(id);
     if (!doc.ok()) return doc.status();
     if (Status s = CopyOut(doc->metadata, metadata, metadata_len); !s.ok()) return s;
-    *fingerprint = doc->fingerprint;
+    *fingerprint = doc->fingerprint.low();
     return Status::OK();
   });
 }
@@ -318,7 +318,7 @@ int fpstore_fingerprinter_sketch(const fpstore_fingerprinter_t* fingerprinter, c
     Result<fpstore::Sketch> sketch = fingerprinter->fingerprinter.SketchText(*utf8);
     if (!sketch.ok()) return sketch.status();
     if (Status s = CopyOut(sketch->signature.bytes(), signature, signature_len); !s.ok()) return s;
-    *fingerprint = sketch->fingerprint;
+    *fingerprint = sketch->fingerprint.low();
     return Status::OK();
   });
 }

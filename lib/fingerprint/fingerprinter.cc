@@ -10,6 +10,8 @@
 #include <bit>
 #include <cstring>
 #include <optional>
+#include <type_traits>
+#include <variant>
 
 #if defined(__SSE2__) && defined(__x86_64__)
 #include <emmintrin.h>
@@ -29,6 +31,8 @@ constexpr int kMaxWindow = 64;
 
 // Fingerprinter::HashTerm, which, exported, a call here could not inline.
 std::uint64_t HashToken(std::string_view token) { return XXH3_64bits(token.data(), token.size()); }
+
+Fingerprint Wide(const XXH128_hash_t& h) { return Fingerprint(h.high64, h.low64); }
 
 // Per-bit counts of unit-weight features with the bit set (the simhash vote is
 // then ones - (n - ones)), counted in 64 byte-sized lanes, one per bit, and
@@ -91,11 +95,16 @@ class ShingleHasher {
  public:
   explicit ShingleHasher(int window) : window_(window) {}
 
-  // Adds the next token by its hash (Fingerprinter::HashTerm).
-  template <typename Sink>
-  void Add(std::uint64_t h, Sink&& sink) {
+  // Adds the next token by its hash (Fingerprinter::HashTerm); `token` is
+  // its text, which a 128-bit feature of one token hashes again.
+  template <bool kWide, typename Sink>
+  void Add(std::uint64_t h, std::string_view token, Sink&& sink) {
     if (window_ == 1) {
-      sink(h);
+      if constexpr (kWide) {
+        sink(Wide(XXH3_128bits(token.data(), token.size())));
+      } else {
+        sink(h);
+      }
       return;
     }
     // Each hash is kept twice, window_ apart, so that the last window_ of
@@ -104,22 +113,30 @@ class ShingleHasher {
     newest_ = newest_ + 1 == window_ ? 0 : newest_ + 1;
     ring_[newest_] = ring_[newest_ + window_] = h;
     ++count_;
-    if (count_ >= static_cast<std::uint64_t>(window_)) sink(HashLast(window_));
+    if (count_ >= static_cast<std::uint64_t>(window_)) sink(HashLast<kWide>(window_));
   }
 
   // A text shorter than one window still gets a feature: all its tokens.
-  template <typename Sink>
+  template <bool kWide, typename Sink>
   void Finish(Sink&& sink) {
     if (window_ > 1 && count_ > 0 && count_ < static_cast<std::uint64_t>(window_)) {
-      sink(HashLast(static_cast<int>(count_)));
+      sink(HashLast<kWide>(static_cast<int>(count_)));
     }
   }
 
  private:
   // The hash of the last n token hashes, oldest first, as little-endian
-  // bytes, so the feature hash is the same on every machine.
-  std::uint64_t HashLast(int n) const {
-    return XXH3_64bits(&ring_[newest_ + window_ - n + 1], 8 * static_cast<std::size_t>(n));
+  // bytes, so the feature hash is the same on every machine: XXH3-64, or
+  // XXH3-128 for 128-bit fingerprints.
+  template <bool kWide>
+  auto HashLast(int n) const {
+    const void* first = &ring_[newest_ + window_ - n + 1];
+    const std::size_t bytes = 8 * static_cast<std::size_t>(n);
+    if constexpr (kWide) {
+      return Wide(XXH3_128bits(first, bytes));
+    } else {
+      return XXH3_64bits(first, bytes);
+    }
   }
 
   int window_;
@@ -148,7 +165,8 @@ std::string FingerprintOptions::ToString() const {
   return "v" + std::to_string(version) + " window=" + std::to_string(window) +
          " weighting=" + WeightingName(weighting) +
          " signature=" + std::to_string(signature_bytes) +
-         " signature_window=" + std::to_string(signature_window);
+         " signature_window=" + std::to_string(signature_window) +
+         (bits == 64 ? "" : " bits=" + std::to_string(bits));
 }
 
 Result<FingerprintOptions> FingerprintOptions::Parse(std::string_view text) {
@@ -158,7 +176,7 @@ Result<FingerprintOptions> FingerprintOptions::Parse(std::string_view text) {
   };
   FingerprintOptions options;
   bool seen_version = false, seen_window = false, seen_weighting = false;
-  bool seen_slots = false, seen_signature_window = false;
+  bool seen_slots = false, seen_signature_window = false, seen_bits = false;
   while (!text.empty()) {
     const std::size_t space = text.find(' ');
     const std::string_view field = text.substr(0, space);
@@ -177,6 +195,9 @@ Result<FingerprintOptions> FingerprintOptions::Parse(std::string_view text) {
         return bad("bad signature_window");
       }
       seen_signature_window = true;
+    } else if (field.starts_with("bits=") && !seen_bits) {
+      if (!ParseNumber(field.substr(5), options.bits)) return bad("bad bits");
+      seen_bits = true;
     } else if (field.starts_with("weighting=") && !seen_weighting) {
       const std::string_view name = field.substr(10);
       if (name == "tf") {
@@ -194,7 +215,7 @@ Result<FingerprintOptions> FingerprintOptions::Parse(std::string_view text) {
   if (!seen_version || !seen_window || !seen_weighting || !seen_slots || !seen_signature_window) {
     return bad(
         "expected \"v<version> window=<n> weighting=<tf|presence> signature=<slots> "
-        "signature_window=<n>\"");
+        "signature_window=<n> [bits=128]\"");
   }
   if (Status s = options.Validate(); !s.ok()) {
     return s.WithContext("fingerprint options \"" + original + "\"");
@@ -206,6 +227,9 @@ Status FingerprintOptions::Validate() const {
   if (version != 2) {
     return Status::NotSupported("fingerprint version " + std::to_string(version) +
                                 " (this build knows version 2)");
+  }
+  if (bits != 64 && bits != 128) {
+    return Status::InvalidArgument("bits " + std::to_string(bits) + " out of range (64 or 128)");
   }
   if (window < 1 || window > kMaxWindow) {
     return Status::InvalidArgument("window " + std::to_string(window) + " out of range (1 to 64)");
@@ -233,8 +257,27 @@ std::uint64_t Fingerprinter::HashTerm(std::string_view term) { return HashToken(
 
 namespace {
 
+// Per-bit votes of unit-weight features of 64 or 128 bits.
+template <bool kWide>
+class Votes {
+ public:
+  void Add(Fingerprint feature) {
+    low_.Add(feature.low());
+    if constexpr (kWide) high_.Add(feature.high());
+  }
+  Fingerprint Result() {
+    if constexpr (kWide) return Fingerprint(high_.Result().low(), low_.Result().low());
+    return low_.Result();
+  }
+
+ private:
+  UnitVoteCounter low_;
+  [[no_unique_address]] std::conditional_t<kWide, UnitVoteCounter, std::monostate> high_;
+};
+
 // The fingerprint of `utf8` under `options`, and into *signature, when not
 // null, the slots of its signature: one pass over the tokens.
+template <bool kWide>
 Result<Fingerprint> Analyze(const FingerprintOptions& options, std::string_view utf8,
                             std::string* signature) {
   // The ASCII path's scratch. Not thread_local: in a shared library each
@@ -246,9 +289,10 @@ Result<Fingerprint> Analyze(const FingerprintOptions& options, std::string_view 
   if (signature != nullptr && options.signature_bytes > 0) {
     slots.emplace(options.signature_bytes, options.signature_window);
   }
-  std::vector<std::uint64_t> features;  // kPresence: every feature, to count each once
-  UnitVoteCounter votes;
-  auto vote = [&](std::uint64_t feature) {
+  using Feature = std::conditional_t<kWide, Fingerprint, std::uint64_t>;
+  std::vector<Feature> features;  // kPresence: every feature, to count each once
+  Votes<kWide> votes;
+  auto vote = [&](Feature feature) {
     if (options.weighting == FeatureWeighting::kTermFrequency) {
       votes.Add(feature);
     } else {
@@ -257,18 +301,24 @@ Result<Fingerprint> Analyze(const FingerprintOptions& options, std::string_view 
   };
   Status s = ForEachToken(utf8, buffer, [&](std::string_view t) {
     const std::uint64_t h = HashToken(t);
-    shingles.Add(h, vote);
+    shingles.Add<kWide>(h, t, vote);
     if (slots) slots->AddToken(h);
   });
   if (!s.ok()) return s;
-  shingles.Finish(vote);
+  shingles.Finish<kWide>(vote);
   if (slots) *signature = slots->Finish();
   if (options.weighting == FeatureWeighting::kPresence) {
     std::sort(features.begin(), features.end());
     features.erase(std::unique(features.begin(), features.end()), features.end());
-    for (std::uint64_t f : features) votes.Add(f);
+    for (const Feature f : features) votes.Add(f);
   }
   return votes.Result();
+}
+
+Result<Fingerprint> Analyze(const FingerprintOptions& options, std::string_view utf8,
+                            std::string* signature) {
+  return options.bits == 128 ? Analyze<true>(options, utf8, signature)
+                             : Analyze<false>(options, utf8, signature);
 }
 
 }  // namespace
@@ -295,8 +345,12 @@ Result<std::vector<std::string>> Fingerprinter::Tokens(std::string_view utf8) co
 Fingerprint Fingerprinter::FromTerms(std::span<const WeightedTerm> terms) const {
   std::vector<WeightedFeature> features;
   features.reserve(terms.size());
-  for (const WeightedTerm& t : terms) features.push_back({HashTerm(t.term), t.weight});
-  return Simhash(features);
+  for (const WeightedTerm& t : terms) {
+    const Fingerprint hash = options_.bits == 128 ? Wide(XXH3_128bits(t.term.data(), t.term.size()))
+                                                  : Fingerprint(HashTerm(t.term));
+    features.push_back({hash, t.weight});
+  }
+  return Simhash(features, options_.bits);
 }
 
 }  // namespace fpstore

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "fpstore/store.h"
+#include "plan/table_entry.h"
 
 namespace fpstore {
 
@@ -96,12 +97,12 @@ int GroupBitsFor(std::uint64_t expected_documents) {
 
 namespace {
 
-Fingerprint BitsOf(Fingerprint member) { return member; }
-Fingerprint BitsOf(const IdMember& member) { return member.bits; }
+Word BitsOf(Word member) { return member; }
+Word BitsOf(const IdMember& member) { return member.bits; }
 
 // The member bits at `at`, as one 8-byte load where `end` leaves room: folds
 // and decodes read every member, and bytewise loads would dominate them.
-Fingerprint LoadBits(const GroupLayout& layout, const char* at, const char* end) {
+Word LoadBits(const GroupLayout& layout, const char* at, const char* end) {
   const std::size_t width = layout.bits_bytes();  // 1 to 7 (GroupLayout): no shift by 64
   if (end - at < 8) return GetBigEndianBytes(at, width);
   std::uint64_t word;
@@ -281,7 +282,7 @@ bool DecodeEliasFano(std::string_view code, std::size_t count, int width, const 
   if (high[high_bytes - 1] == 0) return false;
   const std::uint64_t high_limit = std::uint64_t{1} << (width - low);  // width - low <= 63
   std::size_t i = 0;
-  Fingerprint previous = 0;
+  Word previous = 0;
   for (std::size_t byte = 0; byte < high_bytes; byte += 8) {
     std::uint64_t word = 0;
     const std::size_t n = std::min<std::size_t>(8, high_bytes - byte);
@@ -292,7 +293,7 @@ bool DecodeEliasFano(std::string_view code, std::size_t count, int width, const 
       word &= word - 1;
       const std::uint64_t h = at - i;
       if (h >= high_limit) return false;
-      const Fingerprint bits =
+      const Word bits =
           (h << low) |
           (low > 0 ? GetBits(p, code.size(), i * static_cast<std::size_t>(low), low) : 0);
       if (i > 0 &&
@@ -355,7 +356,7 @@ bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
   }
   members.resize(count);
   return DecodeEliasFano(value, count, layout.member_bits(), layout.keeps_ids() ? ids : nullptr,
-                         [&](std::size_t i, Fingerprint bits) {
+                         [&](std::size_t i, Word bits) {
                            if constexpr (std::is_same_v<Member, IdMember>) {
                              members[i] = {bits, GetBigEndian64(ids + 8 * i)};
                            } else {
@@ -364,8 +365,7 @@ bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
                          });
 }
 
-bool GroupValue::DecodeRange(const GroupLayout& layout, std::string_view value, Fingerprint lo,
-                             Fingerprint hi) {
+bool GroupValue::DecodeRange(const GroupLayout& layout, std::string_view value, Word lo, Word hi) {
   bits_.clear();
   ids_ = nullptr;
   if (value.empty()) return true;
@@ -415,7 +415,7 @@ bool GroupValue::DecodeRange(const GroupLayout& layout, std::string_view value, 
     pos += static_cast<std::size_t>(std::countr_zero(word));
     const std::uint64_t h = pos - i;
     if (h > h_hi) break;
-    const Fingerprint bits =
+    const Word bits =
         (h << low) | (low > 0 ? GetBits(p, low_bytes, i * static_cast<std::size_t>(low), low) : 0);
     if (bits > hi) break;
     if (bits >= lo) {
@@ -451,9 +451,9 @@ void EncodeGroupOperand(const GroupLayout& layout, const BasicGroupChange<Member
   AppendMembers<Member>(layout, change.removes, out);
 }
 
-template bool DecodeGroupValue(const GroupLayout&, std::string_view, std::vector<Fingerprint>&);
+template bool DecodeGroupValue(const GroupLayout&, std::string_view, std::vector<Word>&);
 template bool DecodeGroupValue(const GroupLayout&, std::string_view, std::vector<IdMember>&);
-template void EncodeGroupValue(const GroupLayout&, const std::vector<Fingerprint>&, std::string&);
+template void EncodeGroupValue(const GroupLayout&, const std::vector<Word>&, std::string&);
 template void EncodeGroupValue(const GroupLayout&, const std::vector<IdMember>&, std::string&);
 template bool DecodeGroupOperand(const GroupLayout&, std::string_view, GroupChange&);
 template bool DecodeGroupOperand(const GroupLayout&, std::string_view, IdGroupChange&);
@@ -555,10 +555,10 @@ bool MergeOperands(const GroupLayout& layout, const std::deque<rocksdb::Slice>& 
 
 }  // namespace
 
-bool GroupLayout::DecodeKey(std::string_view key, Fingerprint* group) const {
+bool GroupLayout::DecodeKey(std::string_view key, Word* group) const {
   if (key.size() != key_bytes_) return false;
   const std::uint64_t bits = GetBigEndianBytes(key.data(), key_bytes_);
-  const Fingerprint g = key_bytes_ == 8 ? bits : bits << (64 - 8 * key_bytes_);
+  const Word g = key_bytes_ == 8 ? bits : bits << (64 - 8 * key_bytes_);
   if (GroupOf(g) != g) return false;  // padding must be zero
   *group = g;
   return true;
@@ -567,14 +567,14 @@ bool GroupLayout::DecodeKey(std::string_view key, Fingerprint* group) const {
 bool GroupMergeOperator::FullMergeV2(const MergeOperationInput& in,
                                      MergeOperationOutput* out) const {
   return layout_.keeps_ids() ? MergeIntoGroup<IdMember>(layout_, in, out)
-                             : MergeIntoGroup<Fingerprint>(layout_, in, out);
+                             : MergeIntoGroup<Word>(layout_, in, out);
 }
 
 bool GroupMergeOperator::PartialMergeMulti(const rocksdb::Slice&,
                                            const std::deque<rocksdb::Slice>& operands,
                                            std::string* out, rocksdb::Logger*) const {
   return layout_.keeps_ids() ? MergeOperands<IdMember>(layout_, operands, out)
-                             : MergeOperands<Fingerprint>(layout_, operands, out);
+                             : MergeOperands<Word>(layout_, operands, out);
 }
 
 }  // namespace fpstore::internal

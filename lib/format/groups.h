@@ -20,6 +20,7 @@
 #include "fpstore/document.h"
 #include "fpstore/options.h"
 #include "fpstore/permutation.h"
+#include "plan/table_entry.h"
 #include "util/big_endian.h"
 
 namespace fpstore::internal {
@@ -35,7 +36,7 @@ int GroupBitsFor(std::uint64_t expected_documents);
 
 // A member of a group that keeps ids (table 0), ordered by (bits, id).
 struct IdMember {
-  Fingerprint bits;
+  Word bits;
   DocumentId id;
   friend auto operator<=>(const IdMember&, const IdMember&) = default;
 };
@@ -69,22 +70,18 @@ class GroupLayout {
   bool keeps_ids() const { return id_bytes_ != 0; }
 
   // The first fingerprint of `permuted`'s group.
-  Fingerprint GroupOf(Fingerprint permuted) const {
-    return permuted & ~(~Fingerprint{0} >> group_bits_);
-  }
+  Word GroupOf(Word permuted) const { return permuted & ~(~Word{0} >> group_bits_); }
   // Only the first key_bytes() bytes are used.
-  Key KeyOf(Fingerprint permuted) const {
+  Key KeyOf(Word permuted) const {
     Key key{};
     PutBigEndianBytes(key.data(), GroupOf(permuted) >> (64 - 8 * key_bytes_), key_bytes_);
     return key;
   }
   std::string_view KeyView(const Key& key) const { return {key.data(), key_bytes_}; }
   // False if `key` is not a group key of this layout.
-  bool DecodeKey(std::string_view key, Fingerprint* group) const;
+  bool DecodeKey(std::string_view key, Word* group) const;
 
-  Fingerprint MemberBits(Fingerprint permuted) const {
-    return permuted & (~Fingerprint{0} >> group_bits_);
-  }
+  Word MemberBits(Word permuted) const { return permuted & (~Word{0} >> group_bits_); }
 
  private:
   int group_bits_;
@@ -104,7 +101,7 @@ inline GroupLayout TableGroupLayout(const PermutationPlan& plan, std::size_t t, 
 // them, then the Elias-Fano code of their bits. A merge operand: the count
 // of members it adds (4 bytes), the adds, then the removes, each ascending,
 // in the operand layout; applied to a group, removes go first, then adds.
-// Members are Fingerprint bits, or IdMember where the layout keeps ids.
+// Members are Word bits, or IdMember where the layout keeps ids.
 template <typename Member>
 struct BasicGroupChange {
   std::vector<Member> adds;     // ascending, unique
@@ -116,11 +113,11 @@ struct BasicGroupChange {
     removes.clear();
   }
 };
-using GroupChange = BasicGroupChange<Fingerprint>;
+using GroupChange = BasicGroupChange<Word>;
 using IdGroupChange = BasicGroupChange<IdMember>;
 
 // `members` ascending and unique; `out` is overwritten, its capacity kept.
-// Member is Fingerprint or IdMember (groups.cc instantiates both).
+// Member is Word or IdMember (groups.cc instantiates both).
 template <typename Member>
 void EncodeGroupValue(const GroupLayout& layout, const std::vector<Member>& members,
                       std::string& out);
@@ -141,7 +138,7 @@ bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
 class GroupValue {
  public:
   std::size_t size() const { return bits_.size(); }
-  Fingerprint bits(std::size_t i) const { return bits_[i]; }
+  Word bits(std::size_t i) const { return bits_[i]; }
   // REQUIRES: the layout keeps ids.
   DocumentId id(std::size_t i) const { return GetBigEndian64(ids_ + 8 * i); }
 
@@ -149,11 +146,10 @@ class GroupValue {
   // it finds their bucket of the high array by counting, not decoding, the
   // members before. False if what it reads is malformed; the rest of the
   // value is not checked (DecodeGroupValue, as scans and folds use it, checks values whole).
-  bool DecodeRange(const GroupLayout& layout, std::string_view value, Fingerprint lo,
-                   Fingerprint hi);
+  bool DecodeRange(const GroupLayout& layout, std::string_view value, Word lo, Word hi);
 
  private:
-  std::vector<Fingerprint> bits_;
+  std::vector<Word> bits_;
   const char* ids_ = nullptr;  // of the first member decoded
 };
 
@@ -177,9 +173,9 @@ template <typename Visit>
 bool ForEachMemberOf(const GroupLayout& layout, std::string_view value, bool operand,
                      Visit&& visit) {
   if (!operand) {
-    thread_local std::vector<Fingerprint> bits;
+    thread_local std::vector<Word> bits;
     if (!DecodeGroupValue(layout, value, bits)) return false;
-    for (const Fingerprint b : bits) visit(b);
+    for (const Word b : bits) visit(b);
     return true;
   }
   if (value.size() < 4 ||

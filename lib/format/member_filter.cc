@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "plan/table_entry.h"
 #include "util/rocks_status.h"
 
 namespace fpstore::internal {
@@ -79,7 +80,7 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
                              rocksdb::EntryType type, rocksdb::SequenceNumber,
                              std::uint64_t) override {
     if (type != rocksdb::kEntryPut && type != rocksdb::kEntryMerge) return rocksdb::Status::OK();
-    Fingerprint group = 0;
+    Word group = 0;
     if (!layout_.DecodeKey(key.ToStringView(), &group)) {
       // No property (passes everything) keeps probes exact; Verify reports it.
       malformed_ = true;
@@ -90,7 +91,7 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
     group_ = group;
     // The members' order is Verify's to check: the filter needs their bits.
     if (!ForEachMemberOf(layout_, value.ToStringView(), type == rocksdb::kEntryMerge,
-                         [&](Fingerprint member) { members_.push_back(member); })) {
+                         [&](Word member) { members_.push_back(member); })) {
       malformed_ = true;
     }
     return rocksdb::Status::OK();
@@ -132,7 +133,7 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
     const std::size_t before = prefixes_.size();
     for (std::size_t i = 0; i < members_.size(); ++i) {
       if (i > 0 && members_[i] == members_[i - 1]) continue;
-      const Fingerprint prefix = (group_ | members_[i]) & prefix_mask_;
+      const Word prefix = (group_ | members_[i]) & prefix_mask_;
       if (prefixes_.size() > before && prefixes_.back().prefix == prefix) {
         prefixes_.back().crowded = true;
       } else {
@@ -153,11 +154,11 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
   }
 
   const GroupLayout layout_;
-  const Fingerprint prefix_mask_;
-  Fingerprint group_ = 0;                       // of members_
-  std::vector<Fingerprint> members_;            // the member bits of group_'s entries so far
+  const Word prefix_mask_;
+  Word group_ = 0;                              // of members_
+  std::vector<Word> members_;                   // the member bits of group_'s entries so far
   std::vector<MemberFilter::Prefix> prefixes_;  // of the open chunk
-  Fingerprint first_group_ = 0, last_group_ = 0;
+  Word first_group_ = 0, last_group_ = 0;
   std::string index_, filters_;  // of the closed chunks
   bool malformed_ = false;
 };
@@ -184,7 +185,7 @@ const std::string* MemberFilterProperty(const rocksdb::TableProperties& file) {
   return found != file.user_collected_properties.end() ? &found->second : nullptr;
 }
 
-Fingerprint PrefixMask(int prefix_bits) { return ~Fingerprint{0} << (64 - prefix_bits); }
+Word PrefixMask(int prefix_bits) { return ~Word{0} << (64 - prefix_bits); }
 
 void MemberFilter::Build(std::span<const Prefix> prefixes, std::string& out) {
   // A crowded prefix sets twice the bits: sized for them, the filter passes as few falsely.
@@ -206,7 +207,7 @@ void MemberFilter::Build(std::span<const Prefix> prefixes, std::string& out) {
   }
 }
 
-std::uint64_t MemberFilter::Hash(Fingerprint prefix) { return Mix(prefix); }
+std::uint64_t MemberFilter::Hash(Word prefix) { return Mix(prefix); }
 
 const char* MemberFilter::BlockFor(std::string_view bits, std::uint64_t hash) {
   return bits.data() + kBlockBytes * blocked_bloom::BlockOf(hash, bits.size() / kBlockBytes);
@@ -241,10 +242,10 @@ std::optional<FileMemberFilter> FileMemberFilter::Parse(std::string_view value, 
   return f;
 }
 
-Fingerprint FileMemberFilter::FirstGroup(std::size_t i) const {
+Word FileMemberFilter::FirstGroup(std::size_t i) const {
   return GetBigEndian64(index_.data() + i * kIndexEntryBytes);
 }
-Fingerprint FileMemberFilter::LastGroup(std::size_t i) const {
+Word FileMemberFilter::LastGroup(std::size_t i) const {
   return GetBigEndian64(index_.data() + i * kIndexEntryBytes + 8);
 }
 std::size_t FileMemberFilter::FilterEnd(std::size_t i) const {
@@ -253,7 +254,7 @@ std::size_t FileMemberFilter::FilterEnd(std::size_t i) const {
 
 const char* const FileMemberFilter::kUnchecked = "";
 
-bool FileMemberFilter::MayTouch(Fingerprint group, Fingerprint prefix) const {
+bool FileMemberFilter::MayTouch(Word group, Word prefix) const {
   // The last chunk that begins at or before the group.
   std::size_t lo = 0, hi = chunks_;
   while (lo < hi) {
@@ -271,14 +272,13 @@ bool FileMemberFilter::MayTouch(Fingerprint group, Fingerprint prefix) const {
   return block == kUnchecked || MemberFilter::BlockPasses(block, hash);
 }
 
-std::vector<Fingerprint> FileMemberFilter::ChunkFirstGroups() const {
-  std::vector<Fingerprint> groups(chunks_);
+std::vector<Word> FileMemberFilter::ChunkFirstGroups() const {
+  std::vector<Word> groups(chunks_);
   for (std::size_t i = 0; i < chunks_; ++i) groups[i] = FirstGroup(i);
   return groups;
 }
 
-const char* FileMemberFilter::BlockIn(std::size_t chunk, Fingerprint group,
-                                      std::uint64_t hash) const {
+const char* FileMemberFilter::BlockIn(std::size_t chunk, Word group, std::uint64_t hash) const {
   if (group > LastGroup(chunk)) return nullptr;
   const std::size_t begin = chunk == 0 ? 0 : FilterEnd(chunk - 1), end = FilterEnd(chunk);
   // A chunk that a quick parse did not check, and is malformed: no answer.
@@ -288,8 +288,8 @@ const char* FileMemberFilter::BlockIn(std::size_t chunk, Fingerprint group,
   return MemberFilter::BlockFor(filters_.substr(begin, end - begin), hash);
 }
 
-bool FileMayTouch(const rocksdb::TableProperties& file, const GroupLayout& layout,
-                  Fingerprint prefix_mask, Fingerprint permuted) {
+bool FileMayTouch(const rocksdb::TableProperties& file, const GroupLayout& layout, Word prefix_mask,
+                  Word permuted) {
   const std::string* property = MemberFilterProperty(file);
   if (property == nullptr) return true;
   const std::optional<FileMemberFilter> filter =

@@ -9,6 +9,11 @@ Result<RecordedOptions> RecordedOptionsFor(const StoreOptions& options) {
                            options.fingerprint.value_or(FingerprintOptions{}),
                            options.min_similarity.value_or(StoreOptions::kDefaultMinSimilarity)};
   if (Status s = CheckMinSimilarity(recorded.min_similarity); !s.ok()) return s;
+  if (recorded.fingerprint.bits != 64) {
+    return Status::InvalidArgument("fingerprint options \"" + recorded.fingerprint.ToString() +
+                                   "\" make " + std::to_string(recorded.fingerprint.bits) +
+                                   "-bit fingerprints; a store holds 64-bit fingerprints");
+  }
   return recorded;
 }
 

@@ -15,6 +15,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,13 +23,39 @@
 #include "fpstore/document.h"
 #include "fpstore/signature.h"
 #include "fpstore/status.h"
+#include "plan/table_entry.h"
 #include "util/big_endian.h"
 #include "util/rocks_status.h"
 
 namespace fpstore::internal {
 
-// InvalidArgument unless `doc`'s signature is empty or of `bytes` bytes (the store's).
-inline Status CheckSignature(const NewDocument& doc, int bytes) {
+// InvalidArgument naming `what` (a document, a query) unless `fp` fits the
+// store's `bits`.
+inline Status CheckWidth(Fingerprint fp, int bits, const std::string& what) {
+  if (bits == 128 || fp.fits_64()) return Status::OK();
+  std::ostringstream text;
+  text << what << " has a 128-bit fingerprint (" << fp << "); this store holds " << bits
+       << "-bit fingerprints";
+  return Status::InvalidArgument(text.str());
+}
+
+// CheckWidth of every query's fingerprint.
+inline Status CheckQueries(std::span<const Sketch> queries, int bits) {
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    if (Status s = CheckWidth(queries[i].fingerprint, bits, "query " + std::to_string(i));
+        !s.ok()) {
+      return s;
+    }
+  }
+  return Status::OK();
+}
+
+// InvalidArgument unless `doc`'s fingerprint fits the store's `bits` and its
+// signature is empty or of `bytes` bytes (the store's).
+inline Status CheckDocument(const NewDocument& doc, int bits, int bytes) {
+  if (Status s = CheckWidth(doc.fingerprint, bits, "document " + std::to_string(doc.id)); !s.ok()) {
+    return s;
+  }
   if (doc.signature.empty() || doc.signature.size() == static_cast<std::size_t>(bytes)) {
     return Status::OK();
   }
@@ -52,9 +79,10 @@ inline std::string EncodeDocumentTail(std::string_view signature, std::string_vi
   return tail;
 }
 
+// REQUIRES: fingerprint.fits_64()
 inline std::string EncodeDocumentValue(Fingerprint fingerprint, std::string_view tail) {
   std::string value(8 + tail.size(), '\0');
-  PutBigEndian64(value.data(), fingerprint);
+  PutBigEndian64(value.data(), fingerprint.low());
   if (!tail.empty()) std::memcpy(value.data() + 8, tail.data(), tail.size());
   return value;
 }
@@ -80,8 +108,8 @@ inline bool DecodeDocumentValue(std::string_view value, Fingerprint* fingerprint
 // A staging mark: the staged version's fingerprint, and that of the version
 // the next merge takes out of the tables ("leaving"); a removal stages none.
 struct StagingMark {
-  std::optional<Fingerprint> staged;
-  std::optional<Fingerprint> leaving;
+  std::optional<Word> staged;
+  std::optional<Word> leaving;
 };
 
 // 8 bytes: staged alone; 16: staged, then leaving; 9: leaving, then a zero byte.
@@ -113,8 +141,8 @@ inline bool DecodeStagingMark(std::string_view value, StagingMark* mark) {
 // A staged document: its staged version, and the one leaving the tables.
 struct StagedDocument {
   DocumentId id;
-  Fingerprint fingerprint;  // the staged version's; 0 for a removal
-  std::optional<Fingerprint> leaving;
+  Word fingerprint;  // the staged version's; 0 for a removal
+  std::optional<Word> leaving;
   bool removal = false;  // nothing staged: the document was removed
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "plan/table_entry.h"
 #include "util/rocks_status.h"
 
 namespace fpstore::internal {
@@ -11,7 +12,7 @@ void TableEntryCursor::SeekToFirst() {
   Settle(0);
 }
 
-void TableEntryCursor::Seek(Fingerprint permuted) {
+void TableEntryCursor::Seek(Word permuted) {
   const GroupLayout& g = layout_;
   const GroupLayout::Key key = g.KeyOf(permuted);
   it_.Seek(rocksdb::Slice(key.data(), g.key_bytes()));
@@ -42,7 +43,7 @@ void TableEntryCursor::SetEntry() {
   }
 }
 
-void TableEntryCursor::Settle(Fingerprint member_bits) {
+void TableEntryCursor::Settle(Word member_bits) {
   valid_ = false;
   for (; it_.Valid(); it_.Next(), member_bits = 0) {
     const std::string_view key = it_.key().ToStringView();

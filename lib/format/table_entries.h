@@ -23,7 +23,7 @@ class TableEntryCursor {
 
   void SeekToFirst();
   // To the first entry at or past `permuted`.
-  void Seek(Fingerprint permuted);
+  void Seek(Word permuted);
   bool Valid() const { return valid_; }
   const TableEntry& entry() const { return entry_; }
   void Next();
@@ -32,7 +32,7 @@ class TableEntryCursor {
  private:
   // From the iterator's position: the first entry of its key, or of a later
   // one (a group may have no members left), at or past `member_bits`.
-  void Settle(Fingerprint member_bits);
+  void Settle(Word member_bits);
   std::size_t GroupSize() const;
   void SetEntry();
 
@@ -41,9 +41,9 @@ class TableEntryCursor {
   const std::string table_;
   bool valid_ = false;
   TableEntry entry_{};
-  Fingerprint group_ = 0;
+  Word group_ = 0;
   // The group's members: bits alone, or with ids where the layout keeps them.
-  std::vector<Fingerprint> members_;
+  std::vector<Word> members_;
   std::vector<IdMember> id_members_;
   std::size_t member_ = 0;
   Status corruption_;

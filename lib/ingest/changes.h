@@ -11,6 +11,7 @@
 
 #include "format/records.h"
 #include "fpstore/status.h"
+#include "plan/table_entry.h"
 #include "util/record_file.h"
 
 namespace fpstore::internal {
@@ -19,8 +20,8 @@ namespace fpstore::internal {
 // holds one per document, as four integers.
 struct Change {
   DocumentId id = 0;
-  Fingerprint fingerprint = 0;
-  Fingerprint old = 0;        // the replaced version's fingerprint
+  Word fingerprint = 0;
+  Word old = 0;               // the replaced version's fingerprint
   std::uint64_t had_old = 0;  // whether that version is in the tables
   // False for a merge's removal, which only takes `old` out; not in files.
   bool adds = true;

@@ -6,6 +6,7 @@
 
 #include "format/groups.h"
 #include "ingest/sst_sink.h"
+#include "plan/table_entry.h"
 
 namespace fpstore::internal {
 
@@ -18,8 +19,8 @@ class GroupWriter {
 
   // `id` counts only where the layout keeps ids.
   // REQUIRES: (permuted, id) ascending from call to call; each once.
-  Status Add(Fingerprint permuted, bool put, DocumentId id = 0) {
-    const Fingerprint group = layout_.GroupOf(permuted);
+  Status Add(Word permuted, bool put, DocumentId id = 0) {
+    const Word group = layout_.GroupOf(permuted);
     if (group != group_ || !started_) {
       if (Status s = Flush(); !s.ok()) return s;
       group_ = group;
@@ -71,7 +72,7 @@ class GroupWriter {
   SstSink& sink_;
   const GroupLayout layout_;
   const Mode mode_;
-  Fingerprint group_ = 0;
+  Word group_ = 0;
   bool started_ = false;
   GroupChange change_;       // without ids
   IdGroupChange id_change_;  // with ids

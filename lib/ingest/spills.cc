@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
+#include "plan/table_entry.h"
+
 namespace fpstore::internal {
 
-bool SpillCursor::Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& tail) {
+bool SpillCursor::Next(DocumentId& id, std::uint64_t& seq, Word& fp, std::string& tail) {
   if (reader_) {
     std::uint64_t length;
     if (!reader_->GetU64(id) || !reader_->GetU64(seq) || !reader_->GetU64(fp) ||

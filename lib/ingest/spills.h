@@ -14,6 +14,7 @@
 
 #include "fpstore/document.h"
 #include "fpstore/status.h"
+#include "plan/table_entry.h"
 #include "util/record_file.h"
 
 namespace fpstore::internal {
@@ -23,7 +24,7 @@ namespace fpstore::internal {
 struct BufferedRecord {
   DocumentId id;
   std::uint64_t seq;
-  Fingerprint fingerprint;
+  Word fingerprint;
   std::uint64_t tail_offset;  // into the run's tails
   std::uint64_t tail_size;
 };
@@ -42,7 +43,7 @@ class SpillCursor {
   SpillCursor(std::span<const BufferedRecord> records, std::string_view tails)
       : records_(records), tails_(tails) {}
 
-  bool Next(DocumentId& id, std::uint64_t& seq, Fingerprint& fp, std::string& tail);
+  bool Next(DocumentId& id, std::uint64_t& seq, Word& fp, std::string& tail);
   Status status() const { return reader_ ? reader_->status() : Status::OK(); }
 
  private:

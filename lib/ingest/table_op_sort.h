@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "fpstore/document.h"
+#include "plan/table_entry.h"
 
 namespace fpstore::internal {
 
 // A member to add or remove, and the change it comes from (whose id table 0
 // stores). 16 bytes: holding the id would make sorts move half as much again.
 struct TableOp {
-  Fingerprint permuted;
+  Word permuted;
   std::uint64_t change : 63;  // its number among the changes
   std::uint64_t put : 1;
 

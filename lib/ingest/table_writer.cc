@@ -10,6 +10,7 @@
 #include "format/member_filter.h"
 #include "ingest/group_writer.h"
 #include "ingest/table_op_sort.h"
+#include "plan/table_entry.h"
 #include "util/parallel.h"
 #include "util/record_file.h"
 #include "util/rocks_status.h"
@@ -117,11 +118,11 @@ Status TableWriter::Table::CollectOps() {
     // Made whole, then copied: built in place, its bit fields would be
     // or'ed into the buffer's word, a read before the write.
     if (c.adds) {
-      const TableOp put{perm_.Apply(c.fingerprint), change, true};
+      const TableOp put{Permute(perm_, c.fingerprint), change, true};
       ops.push_back(put);
     }
     if (c.had_old && (reads_ids || (!old_keys_leaving_.empty() && old_keys_leaving_[change]))) {
-      const TableOp remove{perm_.Apply(c.old), change, false};
+      const TableOp remove{Permute(perm_, c.old), change, false};
       ops.push_back(remove);
     }
     return Status::OK();

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "plan/run_pairs.h"
+#include "plan/table_entry.h"
 
 namespace fpstore::internal {
 
@@ -40,11 +41,11 @@ void InMemoryTables::ForEachRun(std::span<const IdFingerprint> docs, const Permu
   // entries are built and sorted only for the rare groups of two or more.
   keys_.resize(docs.size());
   for (std::size_t i = 0; i < docs.size(); ++i) {
-    keys_[i] = (perm.Apply(docs[i].fingerprint) >> 32 << 32) | i;
+    keys_[i] = (Permute(perm, docs[i].fingerprint) >> 32 << 32) | i;
   }
   SortByTop32Bits(keys_, scratch_);
   const int group_shift = 64 - std::min(perm.prefix_bits(), 32);
-  const Fingerprint mask = perm.prefix_mask();
+  const Word mask = PrefixMask(perm);
   for (std::size_t begin = 0; begin < keys_.size();) {
     std::size_t end = begin + 1;
     while (end < keys_.size() && keys_[end] >> group_shift == keys_[begin] >> group_shift) ++end;
@@ -52,7 +53,7 @@ void InMemoryTables::ForEachRun(std::span<const IdFingerprint> docs, const Permu
       run_.clear();
       for (std::size_t i = begin; i < end; ++i) {
         const IdFingerprint& doc = docs[keys_[i] & 0xffffffff];
-        run_.push_back({perm.Apply(doc.fingerprint), doc.id});
+        run_.push_back({Permute(perm, doc.fingerprint), doc.id});
       }
       std::sort(run_.begin(), run_.end());
       // A prefix longer than 32 bits splits the group further.

@@ -11,10 +11,8 @@ namespace fpstore {
 
 namespace {
 
-constexpr int kBits = 64;
-
 // C(n, r), or `cap` if that is smaller; 0 when r < 0 or r > n.
-// REQUIRES: n <= 64, cap <= 2^32
+// REQUIRES: n <= 128, cap <= 2^32
 std::uint64_t BinomialAtMost(int n, int r, std::uint64_t cap) {
   if (r < 0 || r > n) return 0;
   r = std::min(r, n - r);
@@ -28,17 +26,28 @@ std::uint64_t BinomialAtMost(int n, int r, std::uint64_t cap) {
   return c;
 }
 
-// `bits` ones starting `top` bits below the most significant bit.
-// REQUIRES: 1 <= bits, top + bits <= 64
-Fingerprint RangeMask(int top, int bits) {
-  return (~Fingerprint{0} >> (kBits - bits)) << (kBits - top - bits);
+// `bits` ones starting `top` bits below the most significant bit of a
+// `width`-bit value.
+// REQUIRES: 1 <= bits, top + bits <= width <= 128
+Fingerprint RangeMask(int top, int bits, int width) {
+  return (~Fingerprint{} >> (128 - bits)) << (width - top - bits);
+}
+
+// How far below the top of a `width`-bit value its highest set bit lies.
+// REQUIRES: v != 0, v < 2^width
+int LeadingZeros(Fingerprint v, int width) {
+  const int zeros = v.high() != 0 ? std::countl_zero(v.high()) : 64 + std::countl_zero(v.low());
+  return zeros - (128 - width);
 }
 
 // The plan's constraints (PermutationPlan::Create).
-Status CheckPlan(int blocks, int distance) {
-  if (blocks < 1 || blocks > kBits) {
+Status CheckPlan(int blocks, int distance, int bits) {
+  if (bits != 64 && bits != 128) {
+    return Status::InvalidArgument("bits (" + std::to_string(bits) + ") must be 64 or 128");
+  }
+  if (blocks < 1 || blocks > bits) {
     return Status::InvalidArgument("blocks (" + std::to_string(blocks) +
-                                   ") must be between 1 and 64");
+                                   ") must be between 1 and " + std::to_string(bits));
   }
   if (distance < 0) {
     return Status::InvalidArgument("distance (" + std::to_string(distance) +
@@ -60,23 +69,24 @@ Status CheckPlan(int blocks, int distance) {
 
 }  // namespace
 
-Result<PermutationPlan> PermutationPlan::Create(int blocks, int distance) {
-  if (Status s = CheckPlan(blocks, distance); !s.ok()) return s;
+Result<PermutationPlan> PermutationPlan::Create(int blocks, int distance, int bits) {
+  if (Status s = CheckPlan(blocks, distance, bits); !s.ok()) return s;
   PermutationPlan plan;
   plan.blocks_ = blocks;
   plan.distance_ = distance;
+  plan.bits_ = bits;
 
   // Blocks as equal as possible, the larger ones first.
   std::vector<int> block_top(blocks);  // bits above each block
   for (int b = 0, top = 0; b < blocks; ++b) {
-    const int bits = kBits / blocks + (b < kBits % blocks ? 1 : 0);
+    const int size = bits / blocks + (b < bits % blocks ? 1 : 0);
     block_top[b] = top;
-    plan.block_bits_.push_back(bits);
-    plan.block_masks_.push_back(RangeMask(top, bits));
-    for (int i = top; i < top + bits; ++i) {
+    plan.block_bits_.push_back(size);
+    plan.block_masks_.push_back(RangeMask(top, size, bits));
+    for (int i = top; i < top + size; ++i) {
       plan.block_of_bit_[i] = static_cast<std::uint8_t>(b);
     }
-    top += bits;
+    top += size;
   }
 
   // Every term FirstSharedTable adds counts tables that precede the answer,
@@ -102,25 +112,32 @@ Result<PermutationPlan> PermutationPlan::Create(int blocks, int distance) {
         order.push_back(b);
       }
     }
+    std::vector<TablePermutation::Move<Fingerprint>> moves;
     int top = 0;
     for (int b : order) {
       const int shift = block_top[b] - top;
-      auto same =
-          std::find_if(table.apply_moves_.begin(), table.apply_moves_.end(),
-                       [shift](const TablePermutation::Move& m) { return m.shift == shift; });
-      if (same == table.apply_moves_.end()) {
-        table.apply_moves_.push_back({plan.block_masks_[b], shift});
+      auto same = std::find_if(moves.begin(), moves.end(),
+                               [shift](const auto& m) { return m.shift == shift; });
+      if (same == moves.end()) {
+        moves.push_back({plan.block_masks_[b], shift});
       } else {
         same->mask |= plan.block_masks_[b];
       }
       top += plan.block_bits_[b];
     }
-    for (const TablePermutation::Move& m : table.apply_moves_) {
-      table.invert_moves_.push_back({TablePermutation::Shift(m.mask, m.shift), -m.shift});
+    for (const auto& m : moves) {
+      const Fingerprint moved = m.shift >= 0 ? m.mask << m.shift : m.mask >> -m.shift;
+      if (bits == 128) {
+        table.apply_wide_.push_back(m);
+        table.invert_wide_.push_back({moved, -m.shift});
+      } else {
+        table.apply_narrow_.push_back({m.mask.low(), m.shift});
+        table.invert_narrow_.push_back({moved.low(), -m.shift});
+      }
     }
 
     for (int b : subset) table.prefix_bits_ += plan.block_bits_[b];
-    table.prefix_mask_ = RangeMask(0, table.prefix_bits_);
+    table.prefix_mask_ = RangeMask(0, table.prefix_bits_, bits);
     plan.tables_.push_back(std::move(table));
 
     // Advance the rightmost element that can still move, reset those after.
@@ -141,8 +158,9 @@ int PermutationPlan::FirstSharedTable(Fingerprint a, Fingerprint b) const {
   const int chosen = blocks_ - distance_;
   Fingerprint diff = a ^ b;
   int table = 0;
-  for (int j = 0; diff != 0; ++j) {
-    const int v = block_of_bit_[std::countl_zero(diff)];
+  if (bits_ == 64) diff = diff.low();
+  for (int j = 0; diff != Fingerprint{}; ++j) {
+    const int v = block_of_bit_[LeadingZeros(diff, bits_)];
     if (v - j >= chosen) break;     // m-k agreeing blocks lie above v
     if (j == distance_) return -1;  // k+1 blocks differ: too few can agree
     table += static_cast<int>(tables_skipped_[v * distance_ + j]);
@@ -152,7 +170,9 @@ int PermutationPlan::FirstSharedTable(Fingerprint a, Fingerprint b) const {
 }
 
 std::string PermutationPlan::ToString() const {
-  return "blocks=" + std::to_string(blocks_) + " distance=" + std::to_string(distance_);
+  std::string text = "blocks=" + std::to_string(blocks_) + " distance=" + std::to_string(distance_);
+  if (bits_ != 64) text += " bits=" + std::to_string(bits_);
+  return text;
 }
 
 }  // namespace fpstore

@@ -36,12 +36,13 @@ void ForEachLinkedCopies(std::span<const TableEntry> run, const PermutationPlan&
   }
   for (std::size_t i = 0; i < sets.size(); ++i) {
     if (t == 0 && sets[i].size() > 1) on_copies(sets[i]);
-    const Fingerprint a = sets[i][0].permuted;
+    const Word a = sets[i][0].permuted;
     for (std::size_t j = i + 1; j < sets.size(); ++j) {
-      const Fingerprint b = sets[j][0].permuted;
+      const Word b = sets[j][0].permuted;
       // A bit permutation keeps Hamming distances.
       const int d = HammingDistance(a, b);
-      if (d <= k && plan.FirstSharedTable(perm.Invert(a), perm.Invert(b)) == static_cast<int>(t)) {
+      if (d <= k &&
+          plan.FirstSharedTable(Unpermute(perm, a), Unpermute(perm, b)) == static_cast<int>(t)) {
         on_linked(sets[i], sets[j], d);
       }
     }

@@ -14,6 +14,7 @@
 
 #include "format/families.h"
 #include "format/groups.h"
+#include "plan/table_entry.h"
 
 namespace fpstore::internal {
 
@@ -55,6 +56,7 @@ Result<std::vector<Match>> Reader::Query(const Sketch& query, const QueryOptions
 
 Result<std::vector<std::vector<Match>>> Reader::QueryBatch(std::span<const Sketch> queries,
                                                            const QueryOptions& options) const {
+  if (Status s = CheckQueries(queries, plan().bits()); !s.ok()) return s;
   Result<Matching> matching = MatchingFor(options.distance, options.min_similarity);
   if (!matching.ok()) return matching.status();
   // One snapshot for every table, the staging marks and the documents: a document being replaced is
@@ -66,10 +68,10 @@ Result<std::vector<std::vector<Match>>> Reader::Run(std::span<const Sketch> quer
                                                     double min_similarity,
                                                     const Staging::ReadPoint& at) const {
   const rocksdb::Snapshot* const snapshot = at.snapshot();
-  std::vector<Fingerprint> fingerprint_list;
+  std::vector<Word> fingerprint_list;
   fingerprint_list.reserve(queries.size());
-  for (const Sketch& q : queries) fingerprint_list.push_back(q.fingerprint);
-  const std::span<const Fingerprint> fingerprints = fingerprint_list;
+  for (const Sketch& q : queries) fingerprint_list.push_back(q.fingerprint.low());
+  const std::span<const Word> fingerprints = fingerprint_list;
   // One filter view, taken after the snapshot: merges and bulk loads publish their files' filters
   // before they ingest them, so the view covers every file the snapshot shows.
   const TableFilters::View filters = tables_.filters().Current();
@@ -117,9 +119,8 @@ Result<std::vector<std::vector<Match>>> Reader::Run(std::span<const Sketch> quer
 }
 
 Status Reader::ProbeTable(std::size_t t, const TableFilters::View& filters,
-                          const rocksdb::Snapshot* snapshot,
-                          std::span<const Fingerprint> fingerprints, int k, const Hits& known,
-                          Hits& hits) const {
+                          const rocksdb::Snapshot* snapshot, std::span<const Word> fingerprints,
+                          int k, const Hits& known, Hits& hits) const {
   const TableMemberFilter& filter = *(*filters)[t];
   if (fingerprints.size() == 1) {
     return tables_.Probe(t, filter, snapshot, fingerprints[0], k, known[0], hits[0]);
@@ -129,7 +130,7 @@ Status Reader::ProbeTable(std::size_t t, const TableFilters::View& filters,
   std::vector<std::size_t> order(fingerprints.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return perm.Apply(fingerprints[a]) < perm.Apply(fingerprints[b]);
+    return Permute(perm, fingerprints[a]) < Permute(perm, fingerprints[b]);
   });
   for (std::size_t i : order) {
     Status s = tables_.Probe(t, filter, snapshot, fingerprints[i], k, known[i], hits[i]);
@@ -140,8 +141,7 @@ Status Reader::ProbeTable(std::size_t t, const TableFilters::View& filters,
 
 Status Reader::ProbeTablesInParallel(std::size_t first, const TableFilters::View& filters,
                                      const rocksdb::Snapshot* snapshot,
-                                     std::span<const Fingerprint> fingerprints, int k,
-                                     Hits& hits) const {
+                                     std::span<const Word> fingerprints, int k, Hits& hits) const {
   const std::size_t count = plan_.table_count() - first;
   std::vector<Hits> found(count, Hits(fingerprints.size()));
   std::vector<Status> statuses(count);

@@ -31,6 +31,7 @@
 #include "format/recorded_options.h"
 #include "format/records.h"
 #include "fpstore/store.h"
+#include "plan/table_entry.h"
 #include "platform/freed_memory.h"
 #include "read/staging.h"
 #include "read/tables.h"
@@ -162,13 +163,13 @@ class Reader : public Store {
   // Adds to hits[i] the hits of fingerprints[i] in table t; known[i]: its hits in earlier tables
   // (may be hits[i] itself).
   Status ProbeTable(std::size_t t, const TableFilters::View& filters,
-                    const rocksdb::Snapshot* snapshot, std::span<const Fingerprint> fingerprints,
-                    int k, const Hits& known, Hits& hits) const;
+                    const rocksdb::Snapshot* snapshot, std::span<const Word> fingerprints, int k,
+                    const Hits& known, Hits& hits) const;
   // ProbeTable for the tables from `first` on in parallel on the read pool, while the caller warms
   // the records of the hits so far. REQUIRES: first > 0.
   Status ProbeTablesInParallel(std::size_t first, const TableFilters::View& filters,
                                const rocksdb::Snapshot* snapshot,
-                               std::span<const Fingerprint> fingerprints, int k, Hits& hits) const;
+                               std::span<const Word> fingerprints, int k, Hits& hits) const;
   // Replaces each hit by fingerprint with one per document table 0 holds with it at `snapshot`,
   // read through `table0` (made if null).
   Status ResolveIds(std::vector<Hit>& hits, const rocksdb::Snapshot* snapshot,

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "format/records.h"
+#include "plan/table_entry.h"
 #include "util/big_endian.h"
 #include "util/rocks_status.h"
 #include "util/test_hooks.h"
@@ -109,17 +110,17 @@ void StagingIndex::Place(std::size_t t, std::size_t begin, std::size_t end) {
   constexpr std::size_t kAhead = 8;
   for (std::size_t e = begin; e < end; ++e) {
     if (e + kAhead < end) {
-      const Fingerprint ahead = perm.Apply(entries_[e + kAhead].fingerprint);
+      const Word ahead = Permute(perm, entries_[e + kAhead].fingerprint);
       __builtin_prefetch(&buckets[Slot(perm, ahead, table_buckets_)], 1);
     }
-    const Fingerprint permuted = perm.Apply(entries_[e].fingerprint);
+    const Word permuted = Permute(perm, entries_[e].fingerprint);
     std::size_t b = Slot(perm, permuted, table_buckets_);
     while (buckets[b].entry != 0) b = (b + 1) & mask;
     buckets[b] = {static_cast<std::uint32_t>(e + 1), Tag(perm, permuted)};
   }
 }
 
-bool StagingIndex::HoldsEntry(DocumentId id, Fingerprint fingerprint) const {
+bool StagingIndex::HoldsEntry(DocumentId id, Word fingerprint) const {
   ReaderLock lock(mu_);
   // An exact match shares every table's prefix: the first table has it.
   return ForEachInTable(0, fingerprint, 0,
@@ -230,14 +231,14 @@ Staging::ReadPoint Staging::ReadAt() const {
   return at;
 }
 
-Result<std::vector<Staging::Candidate>> Staging::Within(std::span<const Fingerprint> queries, int k,
+Result<std::vector<Staging::Candidate>> Staging::Within(std::span<const Word> queries, int k,
                                                         const ReadPoint& at) const {
   const rocksdb::Snapshot* const snapshot = at.snapshot();
   std::vector<Candidate> candidates;
   for (const StagingIndex* index : {at.merging_.get(), at.current_.get()}) {
     if (index == nullptr || index->size() == 0) continue;
     for (std::size_t i = 0; i < queries.size(); ++i) {
-      index->ForEachWithin(queries[i], k, [&](DocumentId id, Fingerprint fp, int d) {
+      index->ForEachWithin(queries[i], k, [&](DocumentId id, Word fp, int d) {
         candidates.push_back({i, id, fp, d});
       });
     }
@@ -331,7 +332,7 @@ Status Staging::WaitForMerge() {
   return failure_;
 }
 
-bool Staging::MayHaveMark(DocumentId id, std::optional<Fingerprint> stored) const {
+bool Staging::MayHaveMark(DocumentId id, std::optional<Word> stored) const {
   return stored ? current().HoldsEntry(id, *stored) : current().HasRemoval(id);
 }
 

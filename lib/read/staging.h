@@ -32,6 +32,7 @@
 #include "fpstore/permutation.h"
 #include "fpstore/simhash.h"
 #include "fpstore/status.h"
+#include "plan/table_entry.h"
 #include "util/holding.h"
 #include "util/mutex.h"
 #include "util/zeroed_mapping.h"
@@ -55,7 +56,7 @@ class StagingIndex {
  public:
   struct Entry {
     DocumentId id;
-    Fingerprint fingerprint;
+    Word fingerprint;
   };
 
   // Room is capped: past it the index grows as it fills.
@@ -89,7 +90,7 @@ class StagingIndex {
   // Calls visit(id, fingerprint, distance) once for every entry within k of `query`, under a shared
   // lock: `visit` must not call Add. REQUIRES: k <= the distance given at construction.
   template <typename Visit>
-  void ForEachWithin(Fingerprint query, int k, Visit&& visit) const EXCLUDES(mu_) {
+  void ForEachWithin(Word query, int k, Visit&& visit) const EXCLUDES(mu_) {
     ReaderLock lock(mu_);
     for (std::size_t t = 0; t < plan_.table_count(); ++t) {
       ForEachInTable(t, query, k, [&](const Entry& e) {
@@ -104,7 +105,7 @@ class StagingIndex {
   }
 
   // Whether an entry has this id and fingerprint: one table's probe.
-  bool HoldsEntry(DocumentId id, Fingerprint fingerprint) const EXCLUDES(mu_);
+  bool HoldsEntry(DocumentId id, Word fingerprint) const EXCLUDES(mu_);
 
   // Every id with an entry or a removal, ascending, each once.
   std::vector<DocumentId> SortedIds() const EXCLUDES(mu_);
@@ -118,12 +119,12 @@ class StagingIndex {
 
   // Where a prefix's probe starts: the top bits of a multiplicative hash of the right-aligned
   // prefix (a left-aligned one's product has all-zero low bits). REQUIRES: `size` a power of two.
-  static std::size_t Slot(const TablePermutation& perm, Fingerprint permuted, std::size_t size) {
+  static std::size_t Slot(const TablePermutation& perm, Word permuted, std::size_t size) {
     const std::uint64_t prefix = permuted >> (64 - perm.prefix_bits());
     return static_cast<std::size_t>((prefix * 0x9e3779b97f4a7c15ULL) >>
                                     (64 - std::countr_zero(size)));
   }
-  static std::uint32_t Tag(const TablePermutation& perm, Fingerprint permuted) {
+  static std::uint32_t Tag(const TablePermutation& perm, Word permuted) {
     const int p = perm.prefix_bits();
     return p >= 64 ? 0 : static_cast<std::uint32_t>((permuted << p) >> 32);
   }
@@ -140,10 +141,9 @@ class StagingIndex {
   // Calls visit(entry) for the entries table t files under `query`'s prefix with tags within k of
   // its, until visit returns true; returns whether it did.
   template <typename Visit>
-  bool ForEachInTable(std::size_t t, Fingerprint query, int k, Visit&& visit) const
-      REQUIRES_SHARED(mu_) {
+  bool ForEachInTable(std::size_t t, Word query, int k, Visit&& visit) const REQUIRES_SHARED(mu_) {
     const TablePermutation& perm = plan_.table(t);
-    const Fingerprint permuted = perm.Apply(query);
+    const Word permuted = Permute(perm, query);
     const std::uint32_t tag = Tag(perm, permuted);
     const Bucket* buckets = TableBuckets(t);
     const std::size_t mask = table_buckets_ - 1;
@@ -223,12 +223,12 @@ class Staging {
   struct Candidate {
     std::size_t query;  // index into the queries
     DocumentId id;
-    Fingerprint fingerprint;
+    Word fingerprint;
     int distance;
   };
   // The staged documents within k of each of `queries` at `at`, once per query (the marks weed out
   // superseded entries).
-  Result<std::vector<Candidate>> Within(std::span<const Fingerprint> queries, int k,
+  Result<std::vector<Candidate>> Within(std::span<const Word> queries, int k,
                                         const ReadPoint& at) const;
 
   // ---- Writers ----
@@ -255,7 +255,7 @@ class Staging {
   Status WaitForMerge() EXCLUDES(mu_);
   // Whether `id` may have a mark: `stored` is staged, or, with none stored, its removal is. Cheap
   // when it has none. Also for a bulk load, which holds the merge lock instead of the gate.
-  bool MayHaveMark(DocumentId id, std::optional<Fingerprint> stored) const;
+  bool MayHaveMark(DocumentId id, std::optional<Word> stored) const;
   // Adds entries or a removal, before the write of their marks reaches RocksDB.
   void Add(std::span<const StagingIndex::Entry> entries);
   void AddRemoval(DocumentId id);

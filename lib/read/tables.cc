@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "format/families.h"
+#include "plan/table_entry.h"
 #include "util/parallel.h"
 #include "util/rocks_status.h"
 
@@ -83,7 +84,7 @@ void TableMemberFilter::Add(const std::shared_ptr<const rocksdb::TableProperties
   std::optional<FileMemberFilter> parsed;
   if (property != nullptr) parsed = FileMemberFilter::Parse(*property, /*thorough=*/true);
   if (parsed && parsed->empty()) return;  // no entry with members
-  files_.push_back({parsed, parsed ? parsed->ChunkFirstGroups() : std::vector<Fingerprint>()});
+  files_.push_back({parsed, parsed ? parsed->ChunkFirstGroups() : std::vector<Word>()});
   if (parsed && charges != nullptr) charges_.push_back(charges->For(file, property->size()));
 }
 
@@ -104,8 +105,8 @@ std::shared_ptr<const TableMemberFilter> TableMemberFilter::PassingAll() {
   return filter;
 }
 
-PrefixMembers TableMemberFilter::Lookup(Fingerprint permuted, bool count) const {
-  const Fingerprint group = layout_.GroupOf(permuted);
+PrefixMembers TableMemberFilter::Lookup(Word permuted, bool count) const {
+  const Word group = layout_.GroupOf(permuted);
   const std::uint64_t hash = MemberFilter::Hash(permuted & prefix_mask_);
   // Prefetch the files' blocks before testing any: a table may have many files, and their cache
   // misses then overlap.
@@ -285,16 +286,16 @@ rocksdb::Iterator* Tables::NewIterator(std::size_t t, const rocksdb::ReadOptions
 }
 
 Status Tables::Probe(std::size_t t, const TableMemberFilter& filter,
-                     const rocksdb::Snapshot* snapshot, Fingerprint query, int k,
+                     const rocksdb::Snapshot* snapshot, Word query, int k,
                      std::span<const Hit> known, std::vector<Hit>& hits) const {
   const TablePermutation& perm = plan_.table(t);
-  const Fingerprint permuted_query = perm.Apply(query);
-  const Fingerprint prefix = permuted_query & perm.prefix_mask();
+  const Word permuted_query = Permute(perm, query);
+  const Word prefix = permuted_query & PrefixMask(perm);
   // A fingerprint found in an earlier table is in this one too (every table holds every
   // fingerprint at the snapshot); if it has the query's prefix here and the filters show no other
   // with it, it is all the group would give for the prefix, and it is reported once already.
   const bool shares_a_hit = std::any_of(known.begin(), known.end(), [&](const Hit& h) {
-    return (perm.Apply(h.fingerprint) & perm.prefix_mask()) == prefix;
+    return (Permute(perm, h.fingerprint) & PrefixMask(perm)) == prefix;
   });
   // Most probes find nothing, which the member filters tell without a read. The prefix lies in one
   // group (group bits <= prefix bits).
@@ -312,19 +313,19 @@ Status Tables::Probe(std::size_t t, const TableMemberFilter& filter,
   if (!found.ok()) return found.status();
   if (!*found) return Status::OK();
   const GroupLayout& layout = layouts_[t];
-  const Fingerprint group = layout.GroupOf(permuted_query);
+  const Word group = layout.GroupOf(permuted_query);
   thread_local GroupValue members;
   if (!members.DecodeRange(layout, read.ToStringView(), layout.MemberBits(prefix),
-                           layout.MemberBits(prefix | ~perm.prefix_mask()))) {
+                           layout.MemberBits(prefix | ~PrefixMask(perm)))) {
     return Status::Corruption(TableFamilyName(t) + " holds a malformed group of fingerprint " +
                               std::to_string(query));
   }
   for (std::size_t i = 0; i < members.size(); ++i) {
-    const Fingerprint permuted = group | members.bits(i);
-    if ((permuted & perm.prefix_mask()) != prefix) break;
+    const Word permuted = group | members.bits(i);
+    if ((permuted & PrefixMask(perm)) != prefix) break;
     const int d = HammingDistance(permuted, permuted_query);
     if (d > k) continue;
-    const Fingerprint fp = perm.Invert(permuted);
+    const Word fp = Unpermute(perm, permuted);
     if (plan_.FirstSharedTable(query, fp) != static_cast<int>(t)) continue;
     if (layout.keeps_ids()) {
       hits.push_back({members.id(i), fp, d, /*by_fingerprint=*/false});
@@ -336,7 +337,7 @@ Status Tables::Probe(std::size_t t, const TableMemberFilter& filter,
 }
 
 Result<bool> Tables::ReadGroup(std::size_t t, const TableMemberFilter& filter,
-                               const rocksdb::Snapshot* snapshot, Fingerprint permuted,
+                               const rocksdb::Snapshot* snapshot, Word permuted,
                                rocksdb::PinnableSlice& value) const {
   const GroupLayout& layout = layouts_[t];
   const GroupLayout::Key key = layout.KeyOf(permuted);
@@ -350,7 +351,7 @@ Result<bool> Tables::ReadGroup(std::size_t t, const TableMemberFilter& filter,
   }
   // Merges and removals write operands for nearly every group, so each group is in every file:
   // passing by files whose filters rule out the prefix saves reads.
-  const Fingerprint prefix_mask = plan_.table(t).prefix_mask();
+  const Word prefix_mask = PrefixMask(plan_.table(t));
   ro.table_filter = [&](const rocksdb::TableProperties& file) {
     return FileMayTouch(file, layout, prefix_mask, permuted);
   };
@@ -364,9 +365,9 @@ Result<bool> Tables::ReadGroup(std::size_t t, const TableMemberFilter& filter,
   return true;
 }
 
-Status Tables::ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
+Status Tables::ForEachIdOf(rocksdb::Iterator& table0, Word fingerprint,
                            const std::function<bool(DocumentId)>& found) const {
-  const Fingerprint permuted = plan_.table(0).Apply(fingerprint);
+  const Word permuted = Permute(plan_.table(0), fingerprint);
   // The fingerprint's documents are a run of members of one group.
   const GroupLayout& layout = layouts_[0];
   const GroupLayout::Key key = layout.KeyOf(permuted);
@@ -377,7 +378,7 @@ Status Tables::ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
     return FromRocks(table0.status(), "reading " + TableFamilyName(0));
   }
   GroupValue members;  // not the thread's: `found` may probe
-  const Fingerprint bits = layout.MemberBits(permuted);
+  const Word bits = layout.MemberBits(permuted);
   if (!members.DecodeRange(layout, table0.value().ToStringView(), bits, bits)) {
     return Status::Corruption(TableFamilyName(0) + " holds a malformed group " +
                               table0.key().ToString(true));
@@ -388,15 +389,13 @@ Status Tables::ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
   return Status::OK();
 }
 
-Result<std::vector<Fingerprint>> Tables::FingerprintsKept(
-    std::span<const IdFingerprint> leaving) const {
+Result<std::vector<Word>> Tables::FingerprintsKept(std::span<const IdFingerprint> leaving) const {
   // A table-0 seek per fingerprint: large inputs take two threads, split between fingerprints.
-  const auto kept_of = [&](std::span<const IdFingerprint> part,
-                           std::vector<Fingerprint>& kept) -> Status {
+  const auto kept_of = [&](std::span<const IdFingerprint> part, std::vector<Word>& kept) -> Status {
     std::unique_ptr<rocksdb::Iterator> table0(
         db_.NewIterator(TableReadOptions(nullptr), families_[0]));
     // Each fingerprint once, in table 0's order, so that each group is read once.
-    std::vector<Fingerprint> fps;
+    std::vector<Word> fps;
     for (std::size_t i = 0; i < part.size(); ++i) {
       if (i == 0 || part[i - 1].fingerprint != part[i].fingerprint) {
         fps.push_back(part[i].fingerprint);
@@ -404,8 +403,8 @@ Result<std::vector<Fingerprint>> Tables::FingerprintsKept(
     }
     const TablePermutation& perm0 = plan_.table(0);
     std::sort(fps.begin(), fps.end(),
-              [&](Fingerprint a, Fingerprint b) { return perm0.Apply(a) < perm0.Apply(b); });
-    for (const Fingerprint fp : fps) {
+              [&](Word a, Word b) { return Permute(perm0, a) < Permute(perm0, b); });
+    for (const Word fp : fps) {
       bool keeps = false;
       Status s = ForEachIdOf(*table0, fp, [&](DocumentId id) {
         keeps = !std::binary_search(leaving.begin(), leaving.end(), IdFingerprint{id, fp},
@@ -418,7 +417,7 @@ Result<std::vector<Fingerprint>> Tables::FingerprintsKept(
     return Status::OK();
   };
   constexpr std::size_t kSplitAbove = 4096;
-  std::vector<Fingerprint> kept, kept_after;
+  std::vector<Word> kept, kept_after;
   const Status s = ForEachHalf(
       leaving, leaving.size() > kSplitAbove, [](const IdFingerprint& f) { return f.fingerprint; },
       [&](std::size_t part, std::span<const IdFingerprint> items) {

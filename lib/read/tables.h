@@ -92,8 +92,8 @@ class TableMemberFilter {
   // kNone only if no file's members have `permuted`'s p-bit prefix. With `count`, kAtMostOne only
   // if one file alone may have it and at most one distinct member there does; without, kMaybeMany
   // for any prefix that may be held.
-  PrefixMembers Lookup(Fingerprint permuted, bool count) const;
-  bool MayContain(Fingerprint permuted) const {
+  PrefixMembers Lookup(Word permuted, bool count) const;
+  bool MayContain(Word permuted) const {
     return Lookup(permuted, /*count=*/false) != PrefixMembers::kNone;
   }
   // The table's files when the filters were read, and added since.
@@ -103,12 +103,12 @@ class TableMemberFilter {
   struct File {
     std::optional<FileMemberFilter> filter;  // none: it may hold anything
     // Its ChunkFirstGroups, side by side: searched in the index, each step would miss the cache.
-    std::vector<Fingerprint> first_groups;
+    std::vector<Word> first_groups;
   };
   // Adds `file`'s filters, unless it holds no members.
   void Add(const std::shared_ptr<const rocksdb::TableProperties>& file, FileCharges* charges);
   GroupLayout layout_{64, 64};
-  Fingerprint prefix_mask_ = 0;
+  Word prefix_mask_ = 0;
   std::vector<File> files_;
   // They hold the filters' bits: the live files' (by name) and those added since.
   rocksdb::TablePropertiesCollection properties_;
@@ -192,7 +192,7 @@ class Tables {
   // A fingerprint within a query's distance, found in one table.
   struct Hit {
     DocumentId id;
-    Fingerprint fingerprint;
+    Word fingerprint;
     int distance;
     // Found in a table without ids: its documents are still to be read (ForEachIdOf).
     bool by_fingerprint = false;
@@ -204,22 +204,22 @@ class Tables {
   // prefix: every table holds every fingerprint at a snapshot, so only that one is there, reported
   // already. `known` may be `hits` itself: it is read before anything is added.
   Status Probe(std::size_t t, const TableMemberFilter& filter, const rocksdb::Snapshot* snapshot,
-               Fingerprint query, int k, std::span<const Hit> known, std::vector<Hit>& hits) const;
+               Word query, int k, std::span<const Hit> known, std::vector<Hit>& hits) const;
 
   // Calls found(id), in id order while it returns true, for each document table 0 holds with
   // `fingerprint`, read through `table0`; callers going in table 0's order read each group once.
-  Status ForEachIdOf(rocksdb::Iterator& table0, Fingerprint fingerprint,
+  Status ForEachIdOf(rocksdb::Iterator& table0, Word fingerprint,
                      const std::function<bool(DocumentId)>& found) const;
 
   // Of the fingerprints of `leaving` (sorted by ByFingerprint), those that table 0, at its latest
   // state, holds for a document not in `leaving`, ascending: the tables without ids keep them.
-  Result<std::vector<Fingerprint>> FingerprintsKept(std::span<const IdFingerprint> leaving) const;
+  Result<std::vector<Word>> FingerprintsKept(std::span<const IdFingerprint> leaving) const;
 
  private:
   // Reads table t's group holding `permuted` at `snapshot`, operands folded; false if none. Reads
   // only the files that `filter` (the reader's view) shows may change a member with its prefix.
   Result<bool> ReadGroup(std::size_t t, const TableMemberFilter& filter,
-                         const rocksdb::Snapshot* snapshot, Fingerprint permuted,
+                         const rocksdb::Snapshot* snapshot, Word permuted,
                          rocksdb::PinnableSlice& value) const;
 
   rocksdb::DB& db_;

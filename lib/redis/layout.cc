@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "format/records.h"
+#include "plan/table_entry.h"
 #include "util/big_endian.h"
 #include "util/parse_number.h"
 
@@ -16,7 +17,7 @@ constexpr int kMaxBits = 32;
 constexpr std::uint64_t kShardMix = 0x9E3779B97F4A7C15ULL;
 
 // The top `bits` bits set.
-Fingerprint TopBits(int bits) { return bits <= 0 ? 0 : ~Fingerprint{0} << (64 - bits); }
+Word TopBits(int bits) { return bits <= 0 ? 0 : ~Word{0} << (64 - bits); }
 
 int ShortestPrefix(const PermutationPlan& plan) {
   int shortest = 64;
@@ -140,23 +141,23 @@ Result<LayoutParams> Layout::Parse(const std::string& where,
   return p;
 }
 
-std::uint64_t Layout::BucketOf(std::size_t t, Fingerprint fp) const {
-  return plan_.table(t).Apply(fp) >> (64 - params_.bucket_bits);
+std::uint64_t Layout::BucketOf(std::size_t t, Word fp) const {
+  return Permute(plan_.table(t), fp) >> (64 - params_.bucket_bits);
 }
 
 std::string Layout::BucketKey(std::size_t t, std::uint64_t bucket) const {
   return "fps:{" + name_ + ":" + std::to_string(t) + ":" + std::to_string(bucket) + "}";
 }
 
-std::string Layout::Rest(Fingerprint permuted) const {
+std::string Layout::Rest(Word permuted) const {
   std::string rest(static_cast<std::size_t>(rest_bytes()), '\0');
-  const Fingerprint bits = permuted << params_.bucket_bits;
+  const Word bits = permuted << params_.bucket_bits;
   PutBigEndianBytes(rest.data(), bits >> (64 - 8 * rest_bytes()), rest.size());
   return rest;
 }
 
-std::string Layout::Member(std::size_t t, Fingerprint fp, DocumentId id) const {
-  std::string member = Rest(plan_.table(t).Apply(fp));
+std::string Layout::Member(std::size_t t, Word fp, DocumentId id) const {
+  std::string member = Rest(Permute(plan_.table(t), fp));
   if (t == 0) {
     char bytes[8];
     PutBigEndian64(bytes, id);
@@ -165,26 +166,26 @@ std::string Layout::Member(std::size_t t, Fingerprint fp, DocumentId id) const {
   return member;
 }
 
-bool Layout::DecodeMember(std::size_t t, std::uint64_t bucket, std::string_view member,
-                          Fingerprint* fp, DocumentId* id) const {
+bool Layout::DecodeMember(std::size_t t, std::uint64_t bucket, std::string_view member, Word* fp,
+                          DocumentId* id) const {
   const std::size_t rest = static_cast<std::size_t>(rest_bytes());
   if (member.size() != rest + (t == 0 ? 8 : 0)) return false;
-  const Fingerprint aligned = GetBigEndianBytes(member.data(), rest) << (64 - 8 * rest);
+  const Word aligned = GetBigEndianBytes(member.data(), rest) << (64 - 8 * rest);
   const int b = params_.bucket_bits;
-  const Fingerprint permuted = (bucket << (64 - b)) | (aligned >> b);
-  *fp = plan_.table(t).Invert(permuted);
+  const Word permuted = (bucket << (64 - b)) | (aligned >> b);
+  *fp = Unpermute(plan_.table(t), permuted);
   *id = t == 0 ? GetBigEndian64(member.data() + rest) : 0;
   return true;
 }
 
-Command Layout::Probe(std::size_t t, Fingerprint q) const {
+Command Layout::Probe(std::size_t t, Word q) const {
   const TablePermutation& table = plan_.table(t);
-  const Fingerprint permuted = table.Apply(q);
+  const Word permuted = Permute(table, q);
   const int b = params_.bucket_bits;
   // Within the bucket, the members that share the rest of the table's prefix.
-  const Fingerprint rest_mask = TopBits(table.prefix_bits() - b);
-  const Fingerprint low = (permuted << b) & rest_mask;
-  const Fingerprint high = low | ~rest_mask;
+  const Word rest_mask = TopBits(table.prefix_bits() - b);
+  const Word low = (permuted << b) & rest_mask;
+  const Word high = low | ~rest_mask;
   std::string lo(static_cast<std::size_t>(rest_bytes()), '\0');
   std::string hi(lo.size(), '\0');
   PutBigEndianBytes(lo.data(), low >> (64 - 8 * rest_bytes()), lo.size());
@@ -193,8 +194,8 @@ Command Layout::Probe(std::size_t t, Fingerprint q) const {
   return {key, {"ZRANGEBYLEX", key, "[" + lo, "[" + hi + std::string(8, '\xff')}};
 }
 
-Command Layout::IdsOf(Fingerprint fp) const {
-  const std::string rest = Rest(plan_.table(0).Apply(fp));
+Command Layout::IdsOf(Word fp) const {
+  const std::string rest = Rest(Permute(plan_.table(0), fp));
   std::string key = BucketKeyOf(0, fp);
   return {key, {"ZRANGEBYLEX", key, "[" + rest, "[" + rest + std::string(8, '\xff')}};
 }

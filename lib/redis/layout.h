@@ -29,6 +29,7 @@
 #include "fpstore/document.h"
 #include "fpstore/permutation.h"
 #include "fpstore/status.h"
+#include "plan/table_entry.h"
 #include "redis/cluster_client.h"
 
 namespace fpstore::internal::redis {
@@ -72,20 +73,18 @@ class Layout {
   const LayoutParams& params() const { return params_; }
 
   // ---- Tables ----
-  std::uint64_t BucketOf(std::size_t t, Fingerprint fp) const;
+  std::uint64_t BucketOf(std::size_t t, Word fp) const;
   std::string BucketKey(std::size_t t, std::uint64_t bucket) const;
-  std::string BucketKeyOf(std::size_t t, Fingerprint fp) const {
-    return BucketKey(t, BucketOf(t, fp));
-  }
+  std::string BucketKeyOf(std::size_t t, Word fp) const { return BucketKey(t, BucketOf(t, fp)); }
   // fp's member in table t.
-  std::string Member(std::size_t t, Fingerprint fp, DocumentId id) const;
+  std::string Member(std::size_t t, Word fp, DocumentId id) const;
   // A member of table t's bucket `bucket`: false if malformed.
-  bool DecodeMember(std::size_t t, std::uint64_t bucket, std::string_view member, Fingerprint* fp,
+  bool DecodeMember(std::size_t t, std::uint64_t bucket, std::string_view member, Word* fp,
                     DocumentId* id) const;
   // ZRANGEBYLEX of the members of table t that share q's prefix in it.
-  Command Probe(std::size_t t, Fingerprint q) const;
+  Command Probe(std::size_t t, Word q) const;
   // ZRANGEBYLEX of table 0's members of fingerprint fp, one per document.
-  Command IdsOf(Fingerprint fp) const;
+  Command IdsOf(Word fp) const;
 
   // The SCAN pattern of every key of the store but its layout record (its locks included), and
   // what one of them is: a bucket (table, bucket), a shard (number), or neither.
@@ -121,7 +120,7 @@ class Layout {
  private:
   int rest_bytes() const { return (64 - params_.bucket_bits + 7) / 8; }
   // The permuted fingerprint's bits after the bucket's, as rest_bytes() big-endian bytes.
-  std::string Rest(Fingerprint permuted) const;
+  std::string Rest(Word permuted) const;
 
   const std::string name_;
   const PermutationPlan plan_;

@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "plan/table_entry.h"
 #include "redis/redis_store.h"
 
 namespace fpstore::internal::redis {
@@ -18,10 +19,10 @@ class RedisBulkLoader final : public BulkLoader {
 
   Status Add(const NewDocument& doc) override {
     if (done_) return Status::InvalidArgument("the bulk load has finished");
-    if (Status s = store_.CheckSignature(doc); !s.ok()) return s;
+    if (Status s = store_.CheckDocument(doc); !s.ok()) return s;
     ++added_;
     const auto [it, fresh] = index_.try_emplace(doc.id, docs_.size());
-    Stored stored{doc.id, doc.fingerprint, std::string(doc.metadata), doc.signature};
+    Stored stored{doc.id, doc.fingerprint.low(), std::string(doc.metadata), doc.signature};
     if (fresh) {
       docs_.push_back(std::move(stored));
     } else {
@@ -54,7 +55,7 @@ class RedisBulkLoader final : public BulkLoader {
  private:
   struct Stored {
     DocumentId id;
-    Fingerprint fingerprint;
+    Word fingerprint;
     std::string metadata;
     Signature signature;
   };

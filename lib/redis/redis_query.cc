@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "plan/table_entry.h"
 #include "redis/redis_store.h"
 
 namespace fpstore::internal::redis {
@@ -16,8 +17,8 @@ namespace {
 // found by), and the fingerprints found in tables without ids, with the queries that wait for
 // their documents.
 struct Candidates {
-  std::vector<std::unordered_map<DocumentId, Fingerprint>> ids;
-  std::unordered_map<Fingerprint, std::vector<std::size_t>> waiting;
+  std::vector<std::unordered_map<DocumentId, Word>> ids;
+  std::unordered_map<Word, std::vector<std::size_t>> waiting;
 };
 
 // The records of `ids`, read through `client`, into `records` (absent: none stored). Their
@@ -54,6 +55,7 @@ Result<std::vector<Match>> RedisStore::Query(const Sketch& query,
 
 Result<std::vector<std::vector<Match>>> RedisStore::QueryBatch(std::span<const Sketch> queries,
                                                                const QueryOptions& options) const {
+  if (Status s = CheckQueries(queries, plan().bits()); !s.ok()) return s;
   Result<Matching> matching = MatchingFor(options.distance, options.min_similarity);
   if (!matching.ok()) return matching.status();
   Result<ClientPool::Lease> client = Client();
@@ -71,20 +73,21 @@ Result<std::vector<std::vector<Match>>> RedisStore::Run(ClusterClient& client,
   std::vector<Command> probes;
   probes.reserve(queries.size() * tables);
   for (const Sketch& q : queries) {
-    for (std::size_t t = 0; t < tables; ++t) probes.push_back(layout_.Probe(t, q.fingerprint));
+    for (std::size_t t = 0; t < tables; ++t)
+      probes.push_back(layout_.Probe(t, q.fingerprint.low()));
   }
   Result<std::vector<Reply>> ranges = client.Run(probes);
   if (!ranges.ok()) return ranges.status();
   Candidates found;
   found.ids.resize(queries.size());
   for (std::size_t qi = 0; qi < queries.size(); ++qi) {
-    const Fingerprint q = queries[qi].fingerprint;
+    const Word q = queries[qi].fingerprint.low();
     for (std::size_t t = 0; t < tables; ++t) {
       const Reply& r = (*ranges)[qi * tables + t];
       if (r.type == Reply::Type::kError) return ReplyError(r, "a table's range");
       const std::uint64_t bucket = layout_.BucketOf(t, q);
       for (const Reply& member : r.elements) {
-        Fingerprint fp = 0;
+        Word fp = 0;
         DocumentId id = 0;
         if (!layout_.DecodeMember(t, bucket, member.str, &fp, &id)) {
           return Status::Corruption(url_ + ": " + probes[qi * tables + t].key +
@@ -105,7 +108,7 @@ Result<std::vector<std::vector<Match>>> RedisStore::Run(ClusterClient& client,
   }
   // Round 2: table 0's entries of the fingerprints found elsewhere, and the records of the ids
   // known.
-  std::vector<Fingerprint> lookups;
+  std::vector<Word> lookups;
   std::vector<Command> ids_of;
   for (const auto& [fp, waiting] : found.waiting) {
     lookups.push_back(fp);
@@ -127,7 +130,7 @@ Result<std::vector<std::vector<Match>>> RedisStore::Run(ClusterClient& client,
           }
           const std::uint64_t bucket = layout_.BucketOf(0, lookups[i]);
           for (const Reply& member : replies[i].elements) {
-            Fingerprint fp = 0;
+            Word fp = 0;
             DocumentId id = 0;
             if (!layout_.DecodeMember(0, bucket, member.str, &fp, &id) || fp != lookups[i]) {
               continue;
@@ -146,14 +149,13 @@ Result<std::vector<std::vector<Match>>> RedisStore::Run(ClusterClient& client,
 }
 
 std::vector<std::vector<Match>> RedisStore::Confirm(
-    std::span<const Sketch> queries,
-    const std::vector<std::unordered_map<DocumentId, Fingerprint>>& found,
+    std::span<const Sketch> queries, const std::vector<std::unordered_map<DocumentId, Word>>& found,
     const std::unordered_map<DocumentId, Document>& records, const Matching& matching) const {
   // A document counts by its record: within k and confirmed. An entry of a version being replaced
   // still finds the document, which then counts by the version its record holds.
   std::vector<std::vector<Match>> results(queries.size());
   for (std::size_t qi = 0; qi < queries.size(); ++qi) {
-    const Fingerprint q = queries[qi].fingerprint;
+    const Word q = queries[qi].fingerprint.low();
     for (const auto& [id, by] : found[qi]) {
       const auto it = records.find(id);
       if (it == records.end() || !WithinDistance(it->second.fingerprint, q, matching.distance)) {

@@ -90,7 +90,7 @@ Status RedisStore::ReadAll(ClusterClient& client, std::vector<IdFingerprint>& do
   Result<StoreKeys> keys = ListKeys(client);
   if (!keys.ok()) return keys.status();
   return ForEachRecord(client, url_, keys->shards, [&](DocumentId id, Document& doc) {
-    docs.push_back({id, doc.fingerprint});
+    docs.push_back({id, doc.fingerprint.low()});
     *any_signed = *any_signed || !doc.signature.empty();
   });
 }

@@ -7,6 +7,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "plan/table_entry.h"
+
 namespace fpstore::internal::redis {
 
 namespace {
@@ -236,13 +238,13 @@ Status RedisStore::Settle(ClusterClient& client) const {
   return client.WaitForReplicas(1, kReplicaWait);
 }
 
-Result<std::vector<std::optional<Fingerprint>>> RedisStore::OldFingerprints(
+Result<std::vector<std::optional<Word>>> RedisStore::OldFingerprints(
     std::span<const NewDocument> docs, std::span<const Reply> replies) const {
-  std::vector<std::optional<Fingerprint>> old(docs.size());
+  std::vector<std::optional<Word>> old(docs.size());
   for (std::size_t i = 0; i < docs.size(); ++i) {
     Result<std::optional<Document>> doc = layout_.RecordOf(docs[i].id, replies[i], url_);
     if (!doc.ok()) return doc.status();
-    if (*doc) old[i] = (*doc)->fingerprint;
+    if (*doc) old[i] = (*doc)->fingerprint.low();
   }
   return old;
 }
@@ -275,13 +277,13 @@ class Grouped {
 }  // namespace
 
 Status RedisStore::WriteHeld(ClusterClient& client, std::span<const NewDocument> docs,
-                             std::span<const std::optional<Fingerprint>> old, LockSet& locks) {
+                             std::span<const std::optional<Word>> old, LockSet& locks) {
   // Entries first, one ZADD a bucket.
   Grouped entries("ZADD");
   for (const NewDocument& d : docs) {
     for (std::size_t t = 0; t < plan().table_count(); ++t) {
-      entries.Add(layout_.BucketKeyOf(t, d.fingerprint),
-                  {"0", layout_.Member(t, d.fingerprint, d.id)});
+      entries.Add(layout_.BucketKeyOf(t, d.fingerprint.low()),
+                  {"0", layout_.Member(t, d.fingerprint.low(), d.id)});
     }
   }
   Status s = client.RunAll(std::move(entries).Commands(), "adding table entries");
@@ -316,7 +318,7 @@ Status RedisStore::InsertBatch(std::span<const NewDocument> docs) { return Write
 Status RedisStore::Write(std::span<const NewDocument> docs, std::uint64_t* replaced) {
   if (Status s = CheckWritable(); !s.ok()) return s;
   for (const NewDocument& d : docs) {
-    if (Status s = CheckSignature(d); !s.ok()) return s;
+    if (Status s = CheckDocument(d); !s.ok()) return s;
   }
   // A repeated id: the last one wins.
   std::unordered_map<DocumentId, std::size_t> last;
@@ -335,13 +337,13 @@ Status RedisStore::Write(std::span<const NewDocument> docs, std::uint64_t* repla
     std::vector<Command> reads;
     for (const NewDocument& d : chunk) {
       keys.push_back(layout_.IdLockKey(d.id));
-      keys.push_back(Layout::BucketLockKey(layout_.BucketKeyOf(0, d.fingerprint)));
+      keys.push_back(Layout::BucketLockKey(layout_.BucketKeyOf(0, d.fingerprint.low())));
       reads.push_back(layout_.ReadRecord(d.id));
     }
     LockSet locks;
     std::vector<Reply> replies;
     if (Status s = locks.Acquire(**client, std::move(keys), reads, &replies); !s.ok()) return s;
-    Result<std::vector<std::optional<Fingerprint>>> old = OldFingerprints(chunk, replies);
+    Result<std::vector<std::optional<Word>>> old = OldFingerprints(chunk, replies);
     if (!old.ok()) {
       (void)locks.Release(**client);
       return old.status();
@@ -366,8 +368,7 @@ Status RedisStore::Remove(DocumentId id) {
     return s;
   }
   const NewDocument probe{id, 0, {}, {}};
-  Result<std::vector<std::optional<Fingerprint>>> old =
-      OldFingerprints(std::span(&probe, 1), replies);
+  Result<std::vector<std::optional<Word>>> old = OldFingerprints(std::span(&probe, 1), replies);
   Status s = old.ok() ? Status::OK() : old.status();
   if (s.ok() && !(*old)[0]) s = Status::NotFound("document " + std::to_string(id));
   // The record goes first: from then on no reader counts the entry, which goes last, confirmed
@@ -400,7 +401,7 @@ Result<Document> RedisStore::Get(DocumentId id) const {
 Result<CheckResult> RedisStore::CheckAndInsert(const NewDocument& doc, InsertPolicy policy,
                                                const QueryOptions& options) {
   if (Status s = CheckWritable(); !s.ok()) return s;
-  if (Status s = CheckSignature(doc); !s.ok()) return s;
+  if (Status s = CheckDocument(doc); !s.ok()) return s;
   Result<Matching> matching = MatchingFor(options.distance, options.min_similarity);
   if (!matching.ok()) return matching.status();
   Result<ClientPool::Lease> client = Client();
@@ -409,7 +410,7 @@ Result<CheckResult> RedisStore::CheckAndInsert(const NewDocument& doc, InsertPol
   // its fingerprint, a check-and-insert runs alone among those of its near-duplicates.
   std::vector<std::string> keys = {layout_.IdLockKey(doc.id)};
   for (std::size_t t = 0; t < plan().table_count(); ++t) {
-    keys.push_back(Layout::BucketLockKey(layout_.BucketKeyOf(t, doc.fingerprint)));
+    keys.push_back(Layout::BucketLockKey(layout_.BucketKeyOf(t, doc.fingerprint.low())));
   }
   const Command read = layout_.ReadRecord(doc.id);
   LockSet locks;
@@ -417,8 +418,7 @@ Result<CheckResult> RedisStore::CheckAndInsert(const NewDocument& doc, InsertPol
   if (Status s = locks.Acquire(**client, std::move(keys), std::span(&read, 1), &replies); !s.ok()) {
     return s;
   }
-  Result<std::vector<std::optional<Fingerprint>>> old =
-      OldFingerprints(std::span(&doc, 1), replies);
+  Result<std::vector<std::optional<Word>>> old = OldFingerprints(std::span(&doc, 1), replies);
   const Sketch query{doc.fingerprint, doc.signature};
   Result<std::vector<std::vector<Match>>> found =
       old.ok() ? Run(**client, std::span(&query, 1), *matching) : old.status();

@@ -129,8 +129,8 @@ class RedisStore final : public Store {
   // For the bulk loader: InsertBatch, counting into *replaced (may be null) the documents that
   // were stored before; and the check of a signature's size.
   Status Write(std::span<const NewDocument> docs, std::uint64_t* replaced);
-  Status CheckSignature(const NewDocument& doc) const {
-    return internal::CheckSignature(doc, fingerprinter_.options().signature_bytes);
+  Status CheckDocument(const NewDocument& doc) const {
+    return internal::CheckDocument(doc, plan().bits(), fingerprinter_.options().signature_bytes);
   }
 
   // For tests: the MOVED and ASK redirections the store's idle connections have followed.
@@ -147,10 +147,10 @@ class RedisStore final : public Store {
   // locks and the table 0 bucket locks of their new fingerprints): entries, then records (the
   // commit), then the old entries out and the locks given back.
   Status WriteHeld(ClusterClient& client, std::span<const NewDocument> docs,
-                   std::span<const std::optional<Fingerprint>> old, LockSet& locks);
+                   std::span<const std::optional<Word>> old, LockSet& locks);
   // The stored fingerprints of the records in `replies` (HGETs), Corruption if one is malformed.
-  Result<std::vector<std::optional<Fingerprint>>> OldFingerprints(
-      std::span<const NewDocument> docs, std::span<const Reply> replies) const;
+  Result<std::vector<std::optional<Word>>> OldFingerprints(std::span<const NewDocument> docs,
+                                                           std::span<const Reply> replies) const;
   // Waits for replicas when the durability asks for them.
   Status Settle(ClusterClient& client) const;
 
@@ -161,7 +161,7 @@ class RedisStore final : public Store {
   // The matches of each query among the documents `found` for it (by id), by their `records`.
   std::vector<std::vector<Match>> Confirm(
       std::span<const Sketch> queries,
-      const std::vector<std::unordered_map<DocumentId, Fingerprint>>& found,
+      const std::vector<std::unordered_map<DocumentId, Word>>& found,
       const std::unordered_map<DocumentId, Document>& records, const Matching& matching) const;
 
   // The keys of the store's shards, and of each table's buckets, by number, from one SCAN of the

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "plan/table_entry.h"
 #include "redis/redis_store.h"
 
 namespace fpstore::internal::redis {
@@ -26,7 +27,7 @@ constexpr std::size_t kSuspectsPerRound = 256;
 struct Suspect {
   enum class Kind { kNoRecord, kMissing, kUnheld } kind;
   std::size_t table;
-  Fingerprint fingerprint;
+  Word fingerprint;
   DocumentId id;  // kNoRecord, kMissing
 };
 
@@ -38,8 +39,8 @@ class Tidier {
 
   Status ReadRecords(const std::vector<std::string>& shards) {
     return ForEachRecord(client_, url_, shards, [&](DocumentId id, Document& doc) {
-      records_.emplace(id, doc.fingerprint);
-      held_.insert(doc.fingerprint);
+      records_.emplace(id, doc.fingerprint.low());
+      held_.insert(doc.fingerprint.low());
     });
   }
 
@@ -86,8 +87,8 @@ class Tidier {
   const Layout& layout_;
   const std::string& url_;
   const bool fix_;
-  std::unordered_map<DocumentId, Fingerprint> records_;
-  std::unordered_set<Fingerprint> held_;
+  std::unordered_map<DocumentId, Word> records_;
+  std::unordered_set<Word> held_;
   std::vector<Command> malformed_;
   std::uint64_t no_record_ = 0, missing_ = 0, malformed_count_ = 0;
   std::string first_;  // the first problem, in words
@@ -95,8 +96,8 @@ class Tidier {
 
 Status Tidier::ReadTable(std::size_t t, const std::vector<std::uint64_t>& buckets,
                          std::vector<Suspect>& suspects) {
-  std::unordered_set<DocumentId> entered;   // table 0: documents with their entry
-  std::unordered_set<Fingerprint> present;  // other tables: fingerprints held
+  std::unordered_set<DocumentId> entered;  // table 0: documents with their entry
+  std::unordered_set<Word> present;        // other tables: fingerprints held
   std::vector<std::string> keys;
   keys.reserve(buckets.size());
   for (const std::uint64_t b : buckets) keys.push_back(layout_.BucketKey(t, b));
@@ -105,7 +106,7 @@ Status Tidier::ReadTable(std::size_t t, const std::vector<std::uint64_t>& bucket
       ForEachReply(client_, keys, {"ZRANGE", "0", "-1"}, [&](const std::string& key, Reply& r) {
         const std::uint64_t bucket = buckets[next++];
         for (const Reply& member : r.elements) {
-          Fingerprint fp = 0;
+          Word fp = 0;
           DocumentId id = 0;
           if (!layout_.DecodeMember(t, bucket, member.str, &fp, &id)) {
             Note(malformed_count_, key + " holds a malformed member");
@@ -140,7 +141,7 @@ Result<std::unordered_set<std::size_t>> Tidier::StillHeld(std::span<const Suspec
     if (suspects[i].kind != Suspect::Kind::kUnheld) continue;
     const std::uint64_t bucket = layout_.BucketOf(0, suspects[i].fingerprint);
     for (const Reply& member : replies[i].elements) {
-      Fingerprint fp = 0;
+      Word fp = 0;
       DocumentId id = 0;
       if (layout_.DecodeMember(0, bucket, member.str, &fp, &id)) {
         reads.push_back(layout_.ReadRecord(id));

@@ -12,6 +12,7 @@
 #include "plan/near_pairs.h"
 #include "plan/pair_finder.h"
 #include "plan/run_pairs.h"
+#include "plan/table_entry.h"
 #include "util/parallel.h"
 #include "util/rocks_status.h"
 
@@ -46,14 +47,14 @@ class LeavingVersions {
       if (doc.leaving) by_id_.emplace(doc.id, *doc.leaving);
     }
   }
-  bool Contains(DocumentId id, Fingerprint fingerprint) const {
+  bool Contains(DocumentId id, Word fingerprint) const {
     if (by_id_.empty()) return false;
     const auto it = by_id_.find(id);
     return it != by_id_.end() && it->second == fingerprint;
   }
 
  private:
-  std::unordered_map<DocumentId, Fingerprint> by_id_;
+  std::unordered_map<DocumentId, Word> by_id_;
 };
 
 // One table's runs in key order, staged documents merged in. In a table without ids a run keeps
@@ -77,7 +78,7 @@ class TableRunReader {
   // Adds the next entry in table order; `from_table`: not staged.
   Status Take(const TableEntry& e, bool from_table) {
     if (!run_.empty() &&
-        (run_.front().permuted & perm_.prefix_mask()) != (e.permuted & perm_.prefix_mask())) {
+        (run_.front().permuted & PrefixMask(perm_)) != (e.permuted & PrefixMask(perm_))) {
       if (Status s = EndRun(); !s.ok()) return s;
     }
     run_.push_back(e);
@@ -128,17 +129,17 @@ class TableRunReader {
       table0_.reset(tables_.NewIterator(0, ro));
     }
     const TablePermutation& perm0 = plan_.table(0);
-    std::vector<Fingerprint> wanted;  // permuted as in table 0
+    std::vector<Word> wanted;  // permuted as in table 0
     for (std::size_t i = 0; i < waiting_.size(); ++i) {
       if (waiting_by_fingerprint_[i]) {
-        wanted.push_back(perm0.Apply(perm_.Invert(waiting_[i].permuted)));
+        wanted.push_back(Permute(perm0, Unpermute(perm_, waiting_[i].permuted)));
       }
     }
     std::sort(wanted.begin(), wanted.end());
     wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
     std::vector<IdFingerprint> docs;
-    for (Fingerprint permuted0 : wanted) {
-      const Fingerprint fp = perm0.Invert(permuted0);
+    for (Word permuted0 : wanted) {
+      const Word fp = Unpermute(perm0, permuted0);
       bool held = false;
       Status s = tables_.ForEachIdOf(*table0_, fp, [&](DocumentId id) {
         held = true;
@@ -171,7 +172,7 @@ class TableRunReader {
           resolved.push_back(waiting_[i]);
           continue;
         }
-        const Fingerprint fp = perm_.Invert(waiting_[i].permuted);
+        const Word fp = Unpermute(perm_, waiting_[i].permuted);
         // None if every document with it is leaving.
         const auto [lo, hi] =
             std::equal_range(docs->begin(), docs->end(), IdFingerprint{0, fp}, by_fp);
@@ -275,7 +276,7 @@ Result<std::optional<std::vector<IdFingerprint>>> Scanner::ReadAllDocuments(
   Status s = ForEachInParallel(slices, static_cast<int>(slices), [&](std::size_t slice, int) {
     // The first permuted fingerprint of slice i.
     auto first_of = [&](std::size_t i) {
-      return (Fingerprint{i} << slice_bits) / slices << (64 - slice_bits);
+      return (Word{i} << slice_bits) / slices << (64 - slice_bits);
     };
     rocksdb::ReadOptions ro = ScanReadOptions(snapshot);
     const std::string upper = slice + 1 < slices
@@ -290,7 +291,7 @@ Result<std::optional<std::vector<IdFingerprint>>> Scanner::ReadAllDocuments(
     docs.reserve(estimate / slices * 9 / 8);
     for (entries.Seek(first_of(slice)); entries.Valid() && !over; entries.Next()) {
       const TableEntry& e = entries.entry();
-      const Fingerprint fp = perm.Invert(e.permuted);
+      const Word fp = Unpermute(perm, e.permuted);
       if (leaving.Contains(e.id, fp)) continue;
       docs.push_back({e.id, fp});
       if ((docs.size() & 4095) == 0) {
@@ -332,7 +333,7 @@ Status Scanner::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Snaps
     std::vector<TableEntry> staged_entries;
     staged_entries.reserve(staged.size());
     for (const StagedDocument& doc : staged) {
-      if (!doc.removal) staged_entries.push_back({perm.Apply(doc.fingerprint), doc.id});
+      if (!doc.removal) staged_entries.push_back({Permute(perm, doc.fingerprint), doc.id});
     }
     std::sort(staged_entries.begin(), staged_entries.end());
     auto next_staged = staged_entries.begin();
@@ -351,7 +352,7 @@ Status Scanner::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Snaps
     Status status;
     for (entries.SeekToFirst(); entries.Valid() && status.ok(); entries.Next()) {
       const TableEntry& e = entries.entry();
-      if (t == 0 && leaving.Contains(e.id, perm.Invert(e.permuted))) continue;
+      if (t == 0 && leaving.Contains(e.id, Unpermute(perm, e.permuted))) continue;
       for (; next_staged != staged_entries.end() && *next_staged <= e && status.ok();
            ++next_staged) {
         status = take(*next_staged, false);

@@ -13,6 +13,7 @@
 
 #include "format/families.h"
 #include "format/table_entries.h"
+#include "plan/table_entry.h"
 #include "util/parallel.h"
 #include "util/rocks_status.h"
 #include "util/test_hooks.h"
@@ -28,14 +29,14 @@ using namespace ::roaring;  // NOLINT(google-build-using-namespace)
 namespace {
 
 // A table-0 entry's hash: its permuted fingerprint and id.
-std::uint64_t EntryHash(Fingerprint permuted, DocumentId id) {
+std::uint64_t EntryHash(Word permuted, DocumentId id) {
   const std::uint64_t entry[2] = {permuted, id};
   return XXH3_64bits(entry, sizeof entry);
 }
 
 // A table without ids hashes each entry's fingerprint, unpermuted, so that one sum over table 0's
 // distinct fingerprints is what each must match.
-std::uint64_t FingerprintHash(Fingerprint fp) { return XXH3_64bits(&fp, sizeof fp); }
+std::uint64_t FingerprintHash(Word fp) { return XXH3_64bits(&fp, sizeof fp); }
 
 constexpr std::size_t kMaxProblems = 20;
 
@@ -94,20 +95,21 @@ class Verifier::Verification {
 
   // Every document but the staged ones has table-0 entries, and so has every leaving version.
   Status ReadDocuments() {
-    std::unordered_map<DocumentId, Fingerprint> unseen = staged_;
+    std::unordered_map<DocumentId, Word> unseen = staged_;
     std::unique_ptr<rocksdb::Iterator> it(
         v_.db_.NewIterator(ScanReadOptions(snapshot()), v_.documents_.family()));
     Result<bool> signed_record = v_.documents_.AnySigned(snapshot());
     if (!signed_record.ok()) return signed_record.status();
     bool unsigned_reported = false;
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      Fingerprint fp;
+      Fingerprint decoded;
       Signature signature;
       if (it->key().size() != 8 ||
-          !DecodeDocumentValue(it->value().ToStringView(), &fp, &signature, nullptr)) {
+          !DecodeDocumentValue(it->value().ToStringView(), &decoded, &signature, nullptr)) {
         Problem("documents: malformed record with key " + it->key().ToString(true));
         continue;
       }
+      const Word fp = decoded.low();
       const DocumentId id = GetBigEndian64(it->key().data());
       if (!signature.empty() && !*signed_record && !std::exchange(unsigned_reported, true)) {
         Problem("documents: document " + std::to_string(id) + " has a signature, but no " +
@@ -127,7 +129,7 @@ class Verifier::Verification {
         continue;
       }
       ids_.add(id);
-      expected_sum_ += EntryHash(plan_.table(0).Apply(fp), id);
+      expected_sum_ += EntryHash(Permute(plan_.table(0), fp), id);
     }
     if (!it->status().ok()) return FromRocks(it->status(), "scanning documents");
     for (const auto& [id, fp] : unseen) {
@@ -135,7 +137,7 @@ class Verifier::Verification {
     }
     for (const auto& [id, fp] : leaving_) {
       ids_.add(id);
-      expected_sum_ += EntryHash(plan_.table(0).Apply(fp), id);
+      expected_sum_ += EntryHash(Permute(plan_.table(0), fp), id);
     }
     return Status::OK();
   }
@@ -147,10 +149,10 @@ class Verifier::Verification {
     const TableMemberFilter& filter = *(*filters_)[t];
     std::unique_ptr<rocksdb::Iterator> it(v_.tables_.NewIterator(t, ScanReadOptions(snapshot())));
     TableEntryCursor entries(*it, v_.tables_.layout(t), TableFamilyName(t));
-    std::vector<Fingerprint> sharing;  // the fingerprints with the current prefix
+    std::vector<Word> sharing;  // the fingerprints with the current prefix
     for (entries.SeekToFirst(); entries.Valid(); entries.Next()) {
       const TableEntry& e = entries.entry();
-      const Fingerprint fp = perm.Invert(e.permuted);
+      const Word fp = Unpermute(perm, e.permuted);
       if (t == 0) {
         actual_sum_[0] += EntryHash(e.permuted, e.id);
         if (fingerprint_count_ == 0 || e.permuted != last0_) {
@@ -167,7 +169,7 @@ class Verifier::Verification {
                 " is missing from its files' member filters");
       }
       if (!sharing.empty() &&
-          (perm.Apply(sharing.back()) & perm.prefix_mask()) != (e.permuted & perm.prefix_mask())) {
+          (Permute(perm, sharing.back()) & PrefixMask(perm)) != (e.permuted & PrefixMask(perm))) {
         CheckShared(t, filter, sharing);
         sharing.clear();
       }
@@ -184,9 +186,9 @@ class Verifier::Verification {
   // The fingerprints of `sharing` have one prefix in table t: if several, its filters must not say
   // that at most one has it, or queries would pass by the others.
   void CheckShared(std::size_t t, const TableMemberFilter& filter,
-                   const std::vector<Fingerprint>& sharing) {
+                   const std::vector<Word>& sharing) {
     if (sharing.size() < 2) return;
-    const Fingerprint permuted = plan_.table(t).Apply(sharing.front());
+    const Word permuted = Permute(plan_.table(t), sharing.front());
     if (filter.Lookup(permuted, /*count=*/true) == PrefixMembers::kAtMostOne) {
       Problem(TableFamilyName(t) + ": the member filters show fingerprint " +
               std::to_string(sharing.front()) + " alone with its prefix, which " +
@@ -213,14 +215,15 @@ class Verifier::Verification {
         Problem(TableFamilyName(0) + ": document " + std::to_string(e.id) +
                 " has more than one entry");
       }
-      std::optional<Fingerprint> fp;
+      std::optional<Word> fp;
       if (const auto l = leaving_.find(e.id); l != leaving_.end()) {
         fp = l->second;
       } else {
-        (void)v_.documents_.Read(snapshot(), std::span(&e.id, 1), false,
-                                 [&](std::size_t, const Document& doc) { fp = doc.fingerprint; });
+        (void)v_.documents_.Read(
+            snapshot(), std::span(&e.id, 1), false,
+            [&](std::size_t, const Document& doc) { fp = doc.fingerprint.low(); });
       }
-      if (fp && plan_.table(0).Apply(*fp) != e.permuted) {
+      if (fp && Permute(plan_.table(0), *fp) != e.permuted) {
         ++found;
         Problem(TableFamilyName(0) + ": entry for document " + std::to_string(e.id) +
                 " does not match its fingerprint");
@@ -247,7 +250,7 @@ class Verifier::Verification {
     std::unique_ptr<rocksdb::Iterator> table0(v_.tables_.NewIterator(0, lookups));
     TableEntryCursor entries(*it, v_.tables_.layout(t), TableFamilyName(t));
     for (entries.SeekToFirst(); entries.Valid(); entries.Next()) {
-      const Fingerprint fp = perm.Invert(entries.entry().permuted);
+      const Word fp = Unpermute(perm, entries.entry().permuted);
       bool held = false;
       Status s = v_.tables_.ForEachIdOf(*table0, fp, [&](DocumentId) { return !(held = true); });
       // A malformed group of table 0 ends the walk: table 0's own problem.
@@ -263,9 +266,9 @@ class Verifier::Verification {
     TableEntryCursor in_t(*it, v_.tables_.layout(t), TableFamilyName(t));
     TableEntryCursor in_0(*table0, v_.tables_.layout(0), TableFamilyName(0));
     for (in_0.SeekToFirst(); in_0.Valid(); in_0.Next()) {
-      const Fingerprint fp = plan_.table(0).Invert(in_0.entry().permuted);
-      in_t.Seek(perm.Apply(fp));
-      if (in_t.Valid() && in_t.entry().permuted == perm.Apply(fp)) continue;
+      const Word fp = Unpermute(plan_.table(0), in_0.entry().permuted);
+      in_t.Seek(Permute(perm, fp));
+      if (in_t.Valid() && in_t.entry().permuted == Permute(perm, fp)) continue;
       if (Status s = in_t.status(); !s.ok()) return Problem(s.ToString());
       Problem(TableFamilyName(t) + ": fingerprint " + std::to_string(fp) + " of document " +
               std::to_string(in_0.entry().id) + " has no entry");
@@ -302,14 +305,14 @@ class Verifier::Verification {
   std::mutex mu_;
   std::vector<std::string> problems_;  // guarded by mu_
   // The staged versions and those whose removal is staged, by id.
-  std::unordered_map<DocumentId, Fingerprint> staged_, leaving_;
+  std::unordered_map<DocumentId, Word> staged_, leaving_;
   std::uint64_t documents_ = 0;
   // The documents with table entries, and the sum of their table-0 hashes.
   Roaring64Map ids_;
   std::uint64_t expected_sum_ = 0;
   std::vector<std::uint64_t> actual_sum_, actual_count_;  // per table, each its thread's
   // Table 0's distinct fingerprints, by its scan's thread.
-  Fingerprint last0_ = 0;
+  Word last0_ = 0;
   std::uint64_t fingerprint_sum_ = 0, fingerprint_count_ = 0;
 };
 

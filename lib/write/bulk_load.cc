@@ -11,6 +11,7 @@
 
 #include "format/families.h"
 #include "format/records.h"
+#include "plan/table_entry.h"
 #include "util/record_file.h"
 #include "util/rocks_status.h"
 #include "util/test_hooks.h"
@@ -47,7 +48,7 @@ class InIdOrder {
   struct Doc {
     DocumentId id;
     std::uint64_t seq;
-    Fingerprint fp;
+    Word fp;
     std::string tail;  // of its documents-family value (format/records.h)
     std::size_t cursor;
     bool operator>(const Doc& o) const { return id != o.id ? id > o.id : seq > o.seq; }
@@ -100,14 +101,14 @@ struct BulkLoaderImpl::Matched {
 
 Status BulkLoaderImpl::Add(const NewDocument& doc) {
   if (finished_) return Status::InvalidArgument("the bulk load has finished");
-  if (Status s = CheckSignature(doc, store_.signature_bytes); !s.ok()) return s;
+  if (Status s = CheckDocument(doc, store_.bits, store_.signature_bytes); !s.ok()) return s;
   if (buffer_.capacity() == 0) ReserveBuffer();
   const std::string tail = EncodeDocumentTail(doc.signature.bytes(), doc.metadata);
   // All or nothing on bad_alloc: a record without its tail would take the next one's.
   const std::size_t offset = buffer_tails_.size();
   buffer_tails_.append(tail);
   try {
-    buffer_.push_back({doc.id, next_seq_, doc.fingerprint, offset, tail.size()});
+    buffer_.push_back({doc.id, next_seq_, doc.fingerprint.low(), offset, tail.size()});
   } catch (...) {
     buffer_tails_.resize(offset);
     throw;
@@ -206,16 +207,17 @@ Status BulkLoaderImpl::Match(Matched& m) {
     const InIdOrder::Doc& doc = **next;
     const Key8 key(doc.id);
     const rocksdb::Slice key_slice = key.view();
-    Fingerprint old = 0;
+    Fingerprint stored;
     bool had_old = false;
     // Into an empty store there is nothing to find.
     if (!m.into_empty) {
       existing->Seek(key_slice);
       had_old = existing->Valid() && existing->key() == key_slice &&
-                DecodeDocumentValue(existing->value().ToStringView(), &old, nullptr, nullptr);
+                DecodeDocumentValue(existing->value().ToStringView(), &stored, nullptr, nullptr);
       if (!existing->status().ok()) return FromRocks(existing->status(), "reading documents");
     }
     ++(had_old ? m.stats.replaced : m.stats.added);
+    Word old = stored.low();
     bool old_in_tables = had_old;
     if (had_old || store_.staging->MayHaveMark(doc.id, std::nullopt)) {
       staged->Seek(key_slice);

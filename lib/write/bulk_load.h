@@ -31,6 +31,7 @@ class BulkLoaderImpl final : public BulkLoader {
     const Staging* staging;
     Ingestion* ingestion;
     StoreLocks* locks;
+    int bits;             // the store's fingerprints' width
     int signature_bytes;  // the store's; a document's signature has these or none
   };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "plan/table_entry.h"
 #include "util/rocks_status.h"
 #include "util/test_hooks.h"
 
@@ -10,16 +11,16 @@ namespace fpstore::internal {
 Result<std::vector<bool>> Ingestion::OldKeysLeaving(std::vector<IdFingerprint> leaving,
                                                     const Changes& changes) const {
   if (leaving.empty()) return std::vector<bool>();
-  std::vector<Fingerprint> dropped;
+  std::vector<Word> dropped;
   std::sort(leaving.begin(), leaving.end(), ByFingerprint);
   for (const IdFingerprint& l : leaving) {
     if (dropped.empty() || dropped.back() != l.fingerprint) dropped.push_back(l.fingerprint);
   }
   // A fingerprint stays if a document that stays in the tables has it...
-  Result<std::vector<Fingerprint>> kept = tables_.FingerprintsKept(leaving);
+  Result<std::vector<Word>> kept = tables_.FingerprintsKept(leaving);
   if (!kept.ok()) return kept.status();
   std::vector<bool> stays(dropped.size(), false);
-  for (Fingerprint fp : *kept) {
+  for (Word fp : *kept) {
     stays[std::lower_bound(dropped.begin(), dropped.end(), fp) - dropped.begin()] = true;
   }
   // ... or a document of the changes takes it.

@@ -3,15 +3,17 @@
 #include <algorithm>
 #include <utility>
 
+#include "plan/table_entry.h"
+
 namespace fpstore::internal {
 
-std::vector<LockKey> NearKeys(const PermutationPlan& plan, Fingerprint fp) {
+std::vector<LockKey> NearKeys(const PermutationPlan& plan, Word fp) {
   std::vector<LockKey> keys;
   for (std::size_t t = 0; t < plan.table_count(); ++t) {
     const TablePermutation& perm = plan.table(t);
     // splitmix64's finalizer of the prefix, offset by the table: prefixes of different tables
     // rarely meet.
-    std::uint64_t x = (perm.Apply(fp) & perm.prefix_mask()) + 0x9e3779b97f4a7c15ULL * (t + 1);
+    std::uint64_t x = (Permute(perm, fp) & PrefixMask(perm)) + 0x9e3779b97f4a7c15ULL * (t + 1);
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
     keys.push_back(x ^ (x >> 31));

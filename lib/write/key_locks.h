@@ -12,6 +12,7 @@
 
 #include "fpstore/document.h"
 #include "fpstore/permutation.h"
+#include "plan/table_entry.h"
 #include "util/holding.h"
 #include "util/mutex.h"
 
@@ -24,7 +25,7 @@ using LockKey = std::uint64_t;
 // The keys of which any two fingerprints within `plan`'s distance share one: `fp`'s prefix in each
 // table of `plan`, with the table's number. For the store's distance k, plan (k + 1, k) gives k + 1
 // keys.
-std::vector<LockKey> NearKeys(const PermutationPlan& plan, Fingerprint fp);
+std::vector<LockKey> NearKeys(const PermutationPlan& plan, Word fp);
 
 // A writer holds every key of its batch or none, so writers cannot deadlock each other, and two
 // batches wait for each other only if they share a key (striped mutexes would let a large batch

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "format/families.h"
+#include "plan/table_entry.h"
 #include "util/rocks_status.h"
 #include "write/bulk_load.h"
 
@@ -55,7 +56,7 @@ Result<std::vector<Writer::IdVersions>> Writer::CurrentVersions(
   std::vector<IdVersions> versions(ids.size());
   Status s = documents_.Read(
       nullptr, ids, /*whole=*/false,
-      [&](std::size_t i, const Document& doc) { versions[i].stored = doc.fingerprint; });
+      [&](std::size_t i, const Document& doc) { versions[i].stored = doc.fingerprint.low(); });
   if (!s.ok()) return s;
   // Only staged documents and removals have marks; MayHaveMark spares most inserts the read.
   std::vector<DocumentId> marked;
@@ -95,12 +96,12 @@ Status Writer::WriteInserts(std::span<const DocumentId> ids,
     const NewDocument& doc = *docs[i];
     documents_.Put(batch, doc);
     added += !old[i].stored;
-    if (old[i].stored == doc.fingerprint) continue;  // its entries stay as they are
-    staged.push_back({doc.id, doc.fingerprint});
+    if (old[i].stored == doc.fingerprint.low()) continue;  // its entries stay as they are
+    staged.push_back({doc.id, doc.fingerprint.low()});
     // The mark names any version in the tables, which the next merge takes out.
     batch
         .Put(staging_.family(), Key8(doc.id).view(),
-             EncodeStagingMark({doc.fingerprint, old[i].in_tables()}))
+             EncodeStagingMark({doc.fingerprint.low(), old[i].in_tables()}))
         .PermitUncheckedError();
   }
   // Indexed before the RocksDB write: a snapshot that holds it must find them.
@@ -134,7 +135,10 @@ Status Writer::InsertBatch(std::span<const NewDocument> docs) {
   if (Status s = CheckWritable(); !s.ok()) return s;
   if (docs.empty()) return Status::OK();
   for (const NewDocument& d : docs) {
-    if (Status s = CheckSignature(d, fingerprinter_.options().signature_bytes); !s.ok()) return s;
+    if (Status s = CheckDocument(d, plan().bits(), fingerprinter_.options().signature_bytes);
+        !s.ok()) {
+      return s;
+    }
   }
   // The last occurrence of an id wins.
   std::map<DocumentId, const NewDocument*> latest;
@@ -173,7 +177,7 @@ Status Writer::Remove(DocumentId id) {
     documents_.Delete(batch, id);
     const Key8 key(id);
     const rocksdb::Slice key_slice = key.view();
-    if (const std::optional<Fingerprint> in_tables = (*old)[0].in_tables()) {
+    if (const std::optional<Word> in_tables = (*old)[0].in_tables()) {
       // The next merge takes the version in the tables out.
       staging_.AddRemoval(id);
       batch.Put(staging_.family(), key_slice, EncodeStagingMark({std::nullopt, in_tables}))
@@ -193,12 +197,15 @@ Result<CheckResult> Writer::CheckAndInsert(const NewDocument& doc, InsertPolicy 
   if (Status s = CheckWritable(); !s.ok()) return s;
   Result<Matching> matching = MatchingFor(options.distance, options.min_similarity);
   if (!matching.ok()) return matching.status();
-  if (Status s = CheckSignature(doc, fingerprinter_.options().signature_bytes); !s.ok()) return s;
+  if (Status s = CheckDocument(doc, plan().bits(), fingerprinter_.options().signature_bytes);
+      !s.ok()) {
+    return s;
+  }
   const DocumentId id = doc.id;
   CheckResult result;
   {
     // Near-duplicates share a near key: of two offered at once, one waits for the other's write.
-    const std::vector<LockKey> near = NearKeys(near_plan_, doc.fingerprint);
+    const std::vector<LockKey> near = NearKeys(near_plan_, doc.fingerprint.low());
     WriteLocks locks;
     if (Status s = LockForWrite(std::span(&id, 1), 1, locks, near); !s.ok()) return s;
     const Sketch query{doc.fingerprint, doc.signature};
@@ -224,9 +231,13 @@ Result<std::unique_ptr<BulkLoader>> Writer::NewBulkLoader(const BulkLoadOptions&
   if (Status s = CheckWritable(); !s.ok()) return s;
   Result<ScratchDir> dir = ScratchDir::Make(path_, options.temp_dir);
   if (!dir.ok()) return dir.status();
-  const BulkLoaderImpl::Context context{db_.get(), &documents_,
-                                        &staging_, &ingestion_,
-                                        &locks_,   fingerprinter_.options().signature_bytes};
+  const BulkLoaderImpl::Context context{db_.get(),
+                                        &documents_,
+                                        &staging_,
+                                        &ingestion_,
+                                        &locks_,
+                                        plan().bits(),
+                                        fingerprinter_.options().signature_bytes};
   return std::unique_ptr<BulkLoader>(
       std::make_unique<BulkLoaderImpl>(context, options, *std::move(dir)));
 }

@@ -17,6 +17,7 @@
 
 #include "faults/background_errors.h"
 #include "faults/ingest_guard.h"
+#include "plan/table_entry.h"
 #include "read/reader.h"
 #include "write/ingestion.h"
 #include "write/key_locks.h"
@@ -70,11 +71,11 @@ class Writer : public Reader {
   // An id's versions: the stored one, if any, whether it is staged, and the fingerprint of one
   // still in the tables until the next merge takes it out.
   struct IdVersions {
-    std::optional<Fingerprint> stored;
+    std::optional<Word> stored;
     bool staged = false;
-    std::optional<Fingerprint> leaving;
+    std::optional<Word> leaving;
     // The fingerprint its table entries have, if it has any.
-    std::optional<Fingerprint> in_tables() const { return stored && !staged ? stored : leaving; }
+    std::optional<Word> in_tables() const { return stored && !staged ? stored : leaving; }
   };
   // The versions of each of `ids` (sorted). REQUIRES: the ids held.
   Result<std::vector<IdVersions>> CurrentVersions(std::span<const DocumentId> ids) const;

@@ -64,7 +64,7 @@ def _fingerprinter(options: dict) -> Fingerprinter:
 
 def fingerprint(text: str, **options) -> int:
     """The simhash fingerprint of a UTF-8 text; options as Fingerprinter's
-    (window, weighting, signature_bytes, signature_window)."""
+    (window, weighting, signature_bytes, signature_window, bits)."""
     return _fingerprinter(options).fingerprint(text)
 
 

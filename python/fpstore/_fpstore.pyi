@@ -28,6 +28,8 @@ class FingerprintOptions:
     def signature_bytes(self) -> int: ...
     @property
     def signature_window(self) -> int: ...
+    @property
+    def bits(self) -> int: ...
 
 class Fingerprinter:
     def __init__(
@@ -37,6 +39,7 @@ class Fingerprinter:
         weighting: str = "tf",
         signature_bytes: int = 64,
         signature_window: int = 5,
+        bits: int = 64,
     ) -> None: ...
     @property
     def options(self) -> FingerprintOptions: ...

@@ -27,6 +27,44 @@
 
 namespace py = pybind11;
 
+// A Fingerprint is a Python int from 0 to 2**128 - 1 (a 64-bit one below 2**64).
+template <>
+struct pybind11::detail::type_caster<fpstore::Fingerprint> {
+  PYBIND11_TYPE_CASTER(fpstore::Fingerprint, const_name("int"));
+
+  bool load(handle src, bool /*convert*/) {
+    if (!PyLong_Check(src.ptr()) || PyBool_Check(src.ptr())) return false;
+    const int negative = PyObject_RichCompareBool(src.ptr(), int_(0).ptr(), Py_LT);
+    if (negative != 0) {
+      PyErr_Clear();
+      return false;
+    }
+    const object high = reinterpret_steal<object>(PyNumber_Rshift(src.ptr(), int_(64).ptr()));
+    const object rest =
+        high ? reinterpret_steal<object>(PyNumber_Rshift(high.ptr(), int_(64).ptr())) : object();
+    if (!rest || PyObject_IsTrue(rest.ptr()) != 0) {
+      PyErr_Clear();
+      return false;
+    }
+    const unsigned long long h = PyLong_AsUnsignedLongLong(high.ptr());
+    const unsigned long long l = PyLong_AsUnsignedLongLongMask(src.ptr());
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    value = fpstore::Fingerprint(h, l);
+    return true;
+  }
+
+  static handle cast(fpstore::Fingerprint fp, return_value_policy, handle) {
+    if (fp.fits_64()) return PyLong_FromUnsignedLongLong(fp.low());
+    const object high = reinterpret_steal<object>(PyLong_FromUnsignedLongLong(fp.high()));
+    const object shifted = reinterpret_steal<object>(PyNumber_Lshift(high.ptr(), int_(64).ptr()));
+    const object low = reinterpret_steal<object>(PyLong_FromUnsignedLongLong(fp.low()));
+    return PyNumber_Or(shifted.ptr(), low.ptr());
+  }
+};
+
 namespace fpstore::python {
 namespace {
 
@@ -97,7 +135,7 @@ Signature SignatureFrom(const std::optional<py::bytes>& bytes) {
 }
 
 // What a document or query is given as: a text (fingerprinted and signed with the store's
-// options), a bare 64-bit fingerprint, or a Sketch.
+// options), a bare fingerprint, or a Sketch.
 struct Content {
   std::optional<std::string> text;
   Sketch sketch;
@@ -111,9 +149,9 @@ Content ContentFrom(const py::handle& value, const char* what) {
     content.sketch = value.cast<Sketch>();
   } else if (py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value)) {
     try {
-      content.sketch.fingerprint = value.cast<std::uint64_t>();
+      content.sketch.fingerprint = value.cast<Fingerprint>();
     } catch (const py::cast_error&) {
-      RaiseInvalid(std::string(what) + ": a fingerprint is an int from 0 to 2**64 - 1");
+      RaiseInvalid(std::string(what) + ": a fingerprint is an int from 0 to 2**128 - 1");
     }
   } else {
     throw py::type_error(std::string(what) +
@@ -607,7 +645,7 @@ PYBIND11_MODULE(_fpstore, m) {
   m.attr("__version__") = FPSTORE_VERSION_STRING;
 
   py::class_<Sketch>(m, "Sketch")
-      .def(py::init([](std::uint64_t fingerprint, const std::optional<py::bytes>& signature) {
+      .def(py::init([](Fingerprint fingerprint, const std::optional<py::bytes>& signature) {
              return Sketch{fingerprint, SignatureFrom(signature)};
            }),
            py::arg("fingerprint"), py::arg("signature") = py::none())
@@ -621,8 +659,8 @@ PYBIND11_MODULE(_fpstore, m) {
              return a.fingerprint == b.fingerprint && a.signature == b.signature;
            })
       .def("__repr__", [](const Sketch& s) {
-        return "Sketch(fingerprint=" + std::to_string(s.fingerprint) + ", signature=<" +
-               std::to_string(s.signature.size()) + " bytes>)";
+        return "Sketch(fingerprint=" + py::repr(py::cast(s.fingerprint)).cast<std::string>() +
+               ", signature=<" + std::to_string(s.signature.size()) + " bytes>)";
       });
 
   py::class_<FingerprintOptions>(m, "FingerprintOptions")
@@ -632,6 +670,7 @@ PYBIND11_MODULE(_fpstore, m) {
                              [](const FingerprintOptions& o) { return WeightingName(o.weighting); })
       .def_readonly("signature_bytes", &FingerprintOptions::signature_bytes)
       .def_readonly("signature_window", &FingerprintOptions::signature_window)
+      .def_readonly("bits", &FingerprintOptions::bits)
       .def("__str__", &FingerprintOptions::ToString)
       .def("__repr__", [](const FingerprintOptions& o) {
         return "FingerprintOptions(\"" + o.ToString() + "\")";
@@ -639,16 +678,17 @@ PYBIND11_MODULE(_fpstore, m) {
 
   py::class_<Fingerprinter>(m, "Fingerprinter")
       .def(py::init([](int window, const std::string& weighting, int signature_bytes,
-                       int signature_window) {
+                       int signature_window, int bits) {
              FingerprintOptions options;
              options.window = window;
              options.weighting = WeightingFrom(weighting);
              options.signature_bytes = signature_bytes;
              options.signature_window = signature_window;
+             options.bits = bits;
              return Value(Fingerprinter::Create(options));
            }),
            py::kw_only(), py::arg("window") = 1, py::arg("weighting") = "tf",
-           py::arg("signature_bytes") = 64, py::arg("signature_window") = 5)
+           py::arg("signature_bytes") = 64, py::arg("signature_window") = 5, py::arg("bits") = 64)
       .def_property_readonly("options", &Fingerprinter::options)
       .def(
           "fingerprint",
@@ -698,7 +738,7 @@ PYBIND11_MODULE(_fpstore, m) {
                              [](const Document& d) { return Bytes(d.signature.bytes()); })
       .def("__repr__", [](const Document& d) {
         return "Document(id=" + std::to_string(d.id) +
-               ", fingerprint=" + std::to_string(d.fingerprint) + ")";
+               ", fingerprint=" + py::repr(py::cast(d.fingerprint)).cast<std::string>() + ")";
       });
 
   py::class_<Match>(m, "Match")

@@ -77,6 +77,35 @@ def test_sketches_estimate_similarity():
     assert fpstore.hamming_distance(0b1011, 0b0001) == 2
 
 
+def test_fingerprints_are_ints_of_up_to_128_bits(tmp_path):
+    wide = (1 << 127) | 5
+    assert fpstore.hamming_distance(wide, 5) == 1
+    assert fpstore.hamming_distance((1 << 128) - 1, 0) == 128
+    assert fpstore.Sketch(wide).fingerprint == wide
+    with pytest.raises(TypeError):
+        fpstore.hamming_distance(1 << 128, 0)
+    with pytest.raises(TypeError):
+        fpstore.hamming_distance(-1, 0)
+    narrow = fpstore.sketch(PAGE)
+    wide_sketch = fpstore.sketch(PAGE, bits=128)
+    assert wide_sketch.signature == narrow.signature
+    assert wide_sketch.fingerprint >= 1 << 64 or wide_sketch.fingerprint != narrow.fingerprint
+    assert fpstore.Fingerprinter(bits=128).options.bits == 128
+    # tests/fingerprinter_test.cc's golden value, as one int
+    fox = "The quick brown fox jumps over the lazy dog."
+    assert fpstore.fingerprint(fox, window=3, bits=128) == 0x9C191798E28CB3C7DA976DEBF49010B8
+    with pytest.raises(fpstore.InvalidArgumentError, match="bits"):
+        fpstore.Fingerprinter(bits=32)
+    with fpstore.open(str(tmp_path / "db")) as store:
+        with pytest.raises(fpstore.InvalidArgumentError, match="128-bit fingerprint"):
+            store.insert(1, wide)
+        with pytest.raises(fpstore.InvalidArgumentError, match="2\\*\\*128"):
+            store.insert(1, 1 << 128)
+        store.insert(2, (1 << 64) - 1)
+        assert [m.id for m in store.query((1 << 64) - 1, distance=0)] == [2]
+        assert store.stats().documents == 1
+
+
 def test_bad_fingerprint_options_are_value_errors():
     with pytest.raises(fpstore.InvalidArgumentError):
         fpstore.Fingerprinter(window=0)

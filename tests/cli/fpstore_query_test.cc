@@ -66,6 +66,25 @@ TEST(FingerprintModeTest, WindowAndWeightingMatchTheLibrary) {
   EXPECT_NE(r.out, Expected(text) + "\n") << "the options must make a difference here";
 }
 
+TEST(FingerprintModeTest, OneHundredTwentyEightBitsMatchTheLibrary) {
+  FingerprintOptions options;
+  options.bits = 128;
+  const Fingerprint fp = *Fingerprinter::Create(options)->FromText(kFox);
+  ToolResult r = Query({"--fingerprint", "--text", kFox, "--bits", "128"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, FormatFingerprint(fp, 128) + "\n");
+  EXPECT_EQ(r.out.size(), 2 + 32 + 1u);
+  // Two texts' distance at that width.
+  const Fingerprint other = *Fingerprinter::Create(options)->FromText("The quick brown fox.");
+  r = Query(
+      {"--distance-between", "--text", kFox, "--text", "The quick brown fox.", "--bits", "128"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, std::to_string(HammingDistance(fp, other)) + "\n");
+  r = Query({"--fingerprint", "--text", kFox, "--bits", "96"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--bits: 96 is neither 64 nor 128"), std::string::npos) << r.err;
+}
+
 TEST(FingerprintModeTest, FileAndStdinMatchText) {
   ScratchDir dir;
   const std::string path = dir.Write("fox.txt", kFox);
@@ -233,6 +252,15 @@ TEST(DistanceModeTest, BetweenTwoHashes) {
   EXPECT_EQ(r.out, "64\n");
   r = Query({"--distance-between", "81985529216486895", "0x0123456789ABCDEF"});
   EXPECT_EQ(r.out, "0\n");
+  // 128-bit values, as 32 hex digits or unsigned decimal.
+  r = Query({"--distance-between", "0xffffffffffffffffffffffffffffffff", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "128\n");
+  r = Query({"--distance-between", "0x00000000000000010000000000000001", "18446744073709551617"});
+  EXPECT_EQ(r.out, "0\n");
+  r = Query({"--distance-between", "0x80000000000000000000000000000000", "0x1", "--distance", "2"});
+  EXPECT_EQ(r.out, "2\n");
+  EXPECT_EQ(r.exit_code, 0);
 }
 
 TEST(DistanceModeTest, ThresholdGivesGrepLikeStatus) {
@@ -316,16 +344,17 @@ INSTANTIATE_TEST_SUITE_P(
               "--distance-between needs two fingerprints (hashes, --text or --file), got 1"},
         Usage{{"--distance-between", "1", "2", "3"},
               "--distance-between needs two fingerprints (hashes, --text or --file), got 3"},
-        Usage{{"--distance-between", "0x1", "0x10000000000000000"},
-              "--distance-between: hash \"0x10000000000000000\" does not fit in 64 bits"},
+        Usage{{"--distance-between", "0x1", "0x100000000000000000000000000000000"},
+              "--distance-between: hash \"0x100000000000000000000000000000000\" does not fit in "
+              "128 bits"},
         Usage{{"--distance-between", "0x1", "banana"},
               "--distance-between: hash \"banana\" is not a decimal or 0x-hexadecimal number"},
         Usage{{"--distance-between", "1", "2", "--window", "5"},
-              "--window and --weighting only apply to --text and --file, not to hashes"},
+              "--window, --weighting and --bits only apply to --text and --file, not to hashes"},
         Usage{{"--distance-between", "1", "2", "--db", "store"},
               "--db only applies to --text and --file, not to hashes"},
-        Usage{{"--distance-between", "1", "2", "--distance", "65"},
-              "--distance: \"65\" is not a whole number from 0 to 64"},
+        Usage{{"--distance-between", "1", "2", "--distance", "129"},
+              "--distance: \"129\" is not a whole number from 0 to 128"},
         Usage{{"--text", "a"},
               "searching needs --db STORE (the store); to print a fingerprint, add --fingerprint"},
         Usage{{"--db", "store"}, "--db needs one of --hash, --text, --file or --input"},
@@ -355,7 +384,7 @@ class StoreModeTest : public ::testing::Test {
         {1, fox_, "https://example.com/fox", fox.signature},
         {2, fox_ ^ 0b101, "tab\there, line\nend, quote \" and \xff byte"},
         {30, fox_ ^ 0xF000'0000'0000'0000u, ""},
-        {4, ~fox_, "far away"}};
+        {4, ~fox_.low(), "far away"}};
     ASSERT_TRUE((*store)->InsertBatch(docs).ok());
     ASSERT_TRUE((*store)->Close().ok());
   }
@@ -428,7 +457,7 @@ TEST_F(StoreModeTest, HashFileAndJson) {
   };
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--hash", FormatFingerprint(fox_), "--json"},
-        std::vector<std::string>{"--hash", std::to_string(fox_), "--json"},
+        std::vector<std::string>{"--hash", FormatFingerprintDecimal(fox_), "--json"},
         std::vector<std::string>{"--file", file, "--json"},
         std::vector<std::string>{"--file", "-", "--json"}}) {
     const ToolResult r = Search(args, kFox);
@@ -458,10 +487,10 @@ TEST_F(StoreModeTest, AnswersEachLineOfAPipeBeforeTheNext) {
        "\"fingerprint\":\"" +
            FormatFingerprint(fox_ ^ 0xF000'0000'0000'0000u) + "\",\"metadata\":\"\"}]}"},
       {"8\t0x5555555555555555", "{\"query\":8,\"matches\":[]}"},
-      {"9\t" + FormatFingerprint(~fox_),
+      {"9\t" + FormatFingerprint(~fox_.low()),
        "{\"query\":9,\"matches\":[{\"id\":4,\"distance\":0,\"similarity\":null,"
        "\"fingerprint\":\"" +
-           FormatFingerprint(~fox_) + "\",\"metadata\":\"far away\"}]}"}};
+           FormatFingerprint(~fox_.low()) + "\",\"metadata\":\"far away\"}]}"}};
   for (const auto& [line, answer] : lines) {
     ASSERT_TRUE(query.Write(line + "\n"));
     EXPECT_EQ(query.ReadLine(), answer) << "no answer to " << line << " before the next line";
@@ -504,7 +533,7 @@ TEST_F(StoreModeTest, BatchFromTsvAndJsonl) {
   ScratchDir dir;
   const std::string tsv =
       dir.Write("q.tsv", "7\t" + FormatFingerprint(fox_) + "\n8\t0x5555555555555555\n9\t" +
-                             FormatFingerprint(~fox_) + "\n");
+                             FormatFingerprint(~fox_.low()) + "\n");
   ToolResult r = Search({"--input", tsv, "--format", "tsv"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
@@ -516,7 +545,7 @@ TEST_F(StoreModeTest, BatchFromTsvAndJsonl) {
                 FormatFingerprint(fox_ ^ 0b101) +
                 "  tab\\there, line\\nend, quote \" and \xff byte\n"
                 "9      4   0         -           " +
-                FormatFingerprint(~fox_) + "  far away\n");
+                FormatFingerprint(~fox_.low()) + "  far away\n");
 
   const std::string jsonl =
       dir.Write("q.jsonl", "{\"id\": 70, \"text\": \"" + std::string(kFox) + "\"}\n");

@@ -120,13 +120,14 @@ TEST(LongInputTest, QueryQuotesAtMost40BytesOfAnIdOrHash) {
 
   r = RunTool(FPSTORE_QUERY_BINARY, {"--distance-between", "0x1", kDigits});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, Usage("fpstore-query", "--distance-between: " + too_big));
+  EXPECT_EQ(r.err, Usage("fpstore-query", "--distance-between: hash \"" + kForty +
+                                              "\"... (3000 bytes) does not fit in 128 bits"));
 
   r = RunTool(FPSTORE_QUERY_BINARY, {"--db", db, "--hash", "1", "--distance", kDigits});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, Usage("fpstore-query", "--distance: \"" + kForty +
                                               "\"... (3000 bytes) is not a whole number from 0 "
-                                              "to 64"));
+                                              "to 128"));
 
   r = RunTool(FPSTORE_QUERY_BINARY, {"--db", db, "--hash", "1", "--" + kDigits});
   EXPECT_EQ(r.exit_code, 2);

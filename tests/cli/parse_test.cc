@@ -102,8 +102,68 @@ TEST(FormatFingerprintTest, SixteenLowerCaseDigits) {
   EXPECT_EQ(FormatFingerprint(0), "0x0000000000000000");
   EXPECT_EQ(FormatFingerprint(0x0123456789ABCDEFULL), "0x0123456789abcdef");
   EXPECT_EQ(FormatFingerprint(kMax), "0xffffffffffffffff");
-  for (Fingerprint fp : {Fingerprint{0}, Fingerprint{1}, Fingerprint{0xdeadbeef}, kMax}) {
+  for (Fingerprint fp :
+       {Fingerprint{0}, Fingerprint{1}, Fingerprint{0xdeadbeef}, Fingerprint{kMax}}) {
     EXPECT_EQ(*ParseFingerprint(FormatFingerprint(fp)), fp);
+  }
+}
+
+// 2^128 - 1, 2^127 and 2^64 in every form the tools read.
+TEST(ParseFingerprintTest, OneHundredTwentyEightBitValues) {
+  const Fingerprint all(kMax, kMax), top(std::uint64_t{1} << 63, 0), past64(1, 0);
+  EXPECT_EQ(*ParseFingerprint("340282366920938463463374607431768211455", 128), all);
+  EXPECT_EQ(*ParseFingerprint("0xffffffffffffffffffffffffffffffff", 128), all);
+  EXPECT_EQ(*ParseFingerprint("0X80000000000000000000000000000000", 128), top);
+  EXPECT_EQ(*ParseFingerprint("18446744073709551616", 128), past64);
+  EXPECT_EQ(
+      *ParseFingerprint("0x00000000000000000000000000000000000000000000010000000000000000", 128),
+      past64);
+  EXPECT_EQ(*ParseFingerprint("42", 128), Fingerprint{42});
+  EXPECT_EQ(*ParseFingerprintAs("ffffffffffffffffffffffffffffffff", HashEncoding::kHex, 128), all);
+  EXPECT_EQ(ParseFingerprint("340282366920938463463374607431768211456", 128).status().message(),
+            "hash \"340282366920938463463374607431768211456\" does not fit in 128 bits");
+  EXPECT_EQ(ParseFingerprint("0x100000000000000000000000000000000", 128).status().message(),
+            "hash \"0x100000000000000000000000000000000\" does not fit in 128 bits");
+  EXPECT_EQ(ParseFingerprint("-1", 128).status().message(),
+            "hash \"-1\" has a sign; hashes are unsigned 128-bit integers");
+  EXPECT_EQ(ParseFingerprint("3402823669209384634633746074317682114x", 128).status().message(),
+            "hash \"3402823669209384634633746074317682114x\" is not a decimal or 0x-hexadecimal "
+            "number");
+  // A 64-bit store's reading refuses them.
+  EXPECT_EQ(ParseFingerprint("0xffffffffffffffffffffffffffffffff").status().message(),
+            "hash \"0xffffffffffffffffffffffffffffffff\" does not fit in 64 bits");
+
+  // A Java BigInteger's signed decimal: two's complement within 128 bits.
+  EXPECT_EQ(*ParseFingerprintAs("-1", HashEncoding::kSigned, 128), all);
+  EXPECT_EQ(
+      *ParseFingerprintAs("-170141183460469231731687303715884105728", HashEncoding::kSigned, 128),
+      top);
+  EXPECT_EQ(
+      *ParseFingerprintAs("170141183460469231731687303715884105727", HashEncoding::kSigned, 128),
+      ~top);
+  EXPECT_EQ(*ParseFingerprintAs("-18446744073709551616", HashEncoding::kSigned, 128),
+            Fingerprint(kMax, 0));
+  EXPECT_EQ(
+      ParseFingerprintAs("170141183460469231731687303715884105728", HashEncoding::kSigned, 128)
+          .status()
+          .message(),
+      "hash \"170141183460469231731687303715884105728\" is outside the signed 128-bit range");
+  EXPECT_EQ(*ParseFingerprintAs("-1", HashEncoding::kSigned), Fingerprint{kMax});
+  EXPECT_EQ(ParseFingerprintAs("9223372036854775808", HashEncoding::kSigned).status().message(),
+            "hash \"9223372036854775808\" is outside the signed 64-bit range");
+}
+
+TEST(FormatFingerprintTest, ThirtyTwoDigitsAndDecimalAt128Bits) {
+  const Fingerprint wide(0x0123456789ABCDEFULL, 0xFEDCBA9876543210ULL);
+  EXPECT_EQ(FormatFingerprint(wide), "0x0123456789abcdeffedcba9876543210");
+  EXPECT_EQ(FormatFingerprint(7, 128), "0x00000000000000000000000000000007");
+  EXPECT_EQ(FormatFingerprintDecimal(Fingerprint(kMax, kMax)),
+            "340282366920938463463374607431768211455");
+  EXPECT_EQ(FormatFingerprintDecimal(0), "0");
+  EXPECT_EQ(FormatFingerprintDecimal(kMax), "18446744073709551615");
+  for (const Fingerprint fp : {wide, Fingerprint(1, 0), Fingerprint(kMax, kMax), Fingerprint{5}}) {
+    EXPECT_EQ(*ParseFingerprint(FormatFingerprint(fp, 128), 128), fp);
+    EXPECT_EQ(*ParseFingerprint(FormatFingerprintDecimal(fp), 128), fp);
   }
 }
 

@@ -180,8 +180,13 @@ std::string OptionTable::Help() const {
   return text + "\n";
 }
 
-void FingerprintFlags::Define(OptionTable& table) {
+void FingerprintFlags::Define(OptionTable& table, bool offer_bits) {
   const FingerprintOptions defaults;
+  if (offer_bits) {
+    table.Add(kFingerprintGroup, "bits", WholeNumber("bits", &bits_, 64, 128)->value_name("B"),
+              "Width of the fingerprints, 64 or 128 (features hashed with XXH3-128). Default: " +
+                  std::to_string(defaults.bits) + ", or the store's with --db. e.g. --bits 128");
+  }
   table.Add(kFingerprintGroup, "window", WholeNumber("window", &window_, 1, 64)->value_name("N"),
             "Tokens per feature (shingle), 1 to 64. Default: " + std::to_string(defaults.window) +
                 ", or the store's with --db. e.g. --window 5");
@@ -207,6 +212,10 @@ void FingerprintFlags::Check(const po::variables_map& vm) {
   weighting_given_ = vm.count("weighting") > 0;
   signature_bytes_given_ = vm.count("signature-bytes") > 0;
   signature_window_given_ = vm.count("signature-window") > 0;
+  bits_given_ = vm.count("bits") > 0;
+  if (bits_given_ && bits_ != 64 && bits_ != 128) {
+    throw UsageError("--bits: " + std::to_string(bits_) + " is neither 64 nor 128");
+  }
   if (signature_bytes_given_) {
     FingerprintOptions options;
     options.signature_bytes = signature_bytes_;
@@ -236,6 +245,7 @@ FingerprintOptions FingerprintFlags::Apply(FingerprintOptions base) const {
   if (weighting_given_) base.weighting = weighting_value_;
   if (signature_bytes_given_) base.signature_bytes = signature_bytes_;
   if (signature_window_given_) base.signature_window = signature_window_;
+  if (bits_given_) base.bits = bits_;
   return base;
 }
 

@@ -138,14 +138,17 @@ void DefineMinSimilarity(OptionTable& table, std::string_view group, const std::
 // --signature-window N: how texts are fingerprinted and signed.
 class FingerprintFlags {
  public:
-  void Define(OptionTable& table);
+  // `offer_bits`: --bits too, for the modes that make fingerprints without
+  // storing them.
+  void Define(OptionTable& table, bool offer_bits = false);
 
   // Throws UsageError for an out-of-range window or unknown weighting.
   void Check(const boost::program_options::variables_map& vm);
 
   // Whether the user gave any of them.
   bool given() const {
-    return window_given_ || weighting_given_ || signature_bytes_given_ || signature_window_given_;
+    return window_given_ || weighting_given_ || signature_bytes_given_ || signature_window_given_ ||
+           bits_given_;
   }
 
   // `base` with the options the user gave put in. `base` is
@@ -163,6 +166,8 @@ class FingerprintFlags {
   int signature_window_ = FingerprintOptions{}.signature_window;
   bool signature_bytes_given_ = false;
   bool signature_window_given_ = false;
+  int bits_ = FingerprintOptions{}.bits;
+  bool bits_given_ = false;
 };
 
 // --input FILE, --format and the JSONL column options (with the original

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <iterator>
+#include <string>
 
 #include "fpstore/signature.h"
 
@@ -20,15 +22,23 @@ constexpr std::array<std::uint8_t, 256> kDigitValues = [] {
   return values;
 }();
 
-// The value of `digits` in `base` (10 or 16), or why not. `noun` and
-// `original` name the whole token in messages ("hash \"0x12g\""). A bulk
-// load parses two numbers a line: one pass, a table instead of branches
-// on the digit's kind (mispredicted on random hex digits), and overflow
-// counted by digits, checked per digit only for the twentieth decimal
-// one. Parsing took half of reading a 10M tsv when it branched.
+__extension__ using Uint128 = unsigned __int128;
+
+Fingerprint FromUint128(Uint128 v) {
+  return Fingerprint(static_cast<std::uint64_t>(v >> 64), static_cast<std::uint64_t>(v));
+}
+
+// The value of `digits` in `base` (10 or 16), up to 2^bits - 1 (`bits` 64
+// or 128), or why not. `noun` and `original` name the whole token in
+// messages ("hash \"0x12g\""). A bulk load parses two numbers a line: one
+// pass, a table instead of branches on the digit's kind (mispredicted on
+// random hex digits), and only digits past the 16th hexadecimal or 19th
+// decimal one (every such number fits 64 bits) checked for overflow, in
+// 128-bit arithmetic. Parsing took half of reading a 10M tsv when it
+// branched.
 template <unsigned base>
-Result<std::uint64_t> ParseDigits(std::string_view noun, std::string_view original,
-                                  std::string_view digits) {
+Result<Fingerprint> ParseDigits(std::string_view noun, std::string_view original,
+                                std::string_view digits, int bits = 64) {
   static_assert(base == 10 || base == 16);
   if (digits.empty()) {
     return Status::InvalidArgument(std::string(noun) + " " + QuoteForMessage(original) +
@@ -37,10 +47,8 @@ Result<std::uint64_t> ParseDigits(std::string_view noun, std::string_view origin
   // Leading zeros take no room in the value.
   std::size_t first = 0;
   while (first + 1 < digits.size() && digits[first] == '0') ++first;
-  constexpr std::size_t kMaxDigits = base == 16 ? 16 : 20;
   const std::size_t count = digits.size() - first;
-  // Every decimal number of 19 digits fits; of 20, not every one.
-  const std::size_t unchecked = base == 16 ? count : std::min<std::size_t>(count, kMaxDigits - 1);
+  const std::size_t unchecked = std::min<std::size_t>(count, base == 16 ? 16 : 19);
   std::uint64_t value = 0;
   bool bad = false;  // a byte that is no digit of the base
   for (std::size_t i = first; i < first + unchecked; ++i) {
@@ -48,12 +56,16 @@ Result<std::uint64_t> ParseDigits(std::string_view noun, std::string_view origin
     bad |= d >= base;
     value = value * base + d;
   }
-  bool overflow = count > kMaxDigits;
-  for (std::size_t i = first + unchecked; i < digits.size(); ++i) {
-    const unsigned d = kDigitValues[static_cast<unsigned char>(digits[i])];
-    bad |= d >= base;
-    overflow = overflow || __builtin_mul_overflow(value, std::uint64_t{base}, &value) ||
-               __builtin_add_overflow(value, std::uint64_t{d}, &value);
+  Uint128 wide = value;
+  bool overflow = false;
+  if (unchecked < count) {
+    const Uint128 limit = bits == 128 ? ~Uint128{0} : Uint128{~std::uint64_t{0}};
+    for (std::size_t i = first + unchecked; i < digits.size(); ++i) {
+      const unsigned d = kDigitValues[static_cast<unsigned char>(digits[i])];
+      bad |= d >= base;
+      overflow = overflow || d >= base || wide > (limit - d) / base;
+      if (!overflow) wide = wide * base + d;
+    }
   }
   if (bad) {
     return Status::InvalidArgument(std::string(noun) + " " + QuoteForMessage(original) +
@@ -63,18 +75,19 @@ Result<std::uint64_t> ParseDigits(std::string_view noun, std::string_view origin
   }
   if (overflow) {
     return Status::InvalidArgument(std::string(noun) + " " + QuoteForMessage(original) +
-                                   " does not fit in 64 bits");
+                                   " does not fit in " + std::to_string(bits) + " bits");
   }
-  return value;
+  return FromUint128(wide);
 }
 
 // `plural` names the kind in "hashes are unsigned 64-bit integers".
-Status RejectEmptyOrSigned(std::string_view noun, std::string_view plural, std::string_view text) {
+Status RejectEmptyOrSigned(std::string_view noun, std::string_view plural, std::string_view text,
+                           int bits = 64) {
   if (text.empty()) return Status::InvalidArgument("empty " + std::string(noun));
   if (text[0] == '-' || text[0] == '+') {
     return Status::InvalidArgument(std::string(noun) + " " + QuoteForMessage(text) +
-                                   " has a sign; " + std::string(plural) +
-                                   " are unsigned 64-bit integers");
+                                   " has a sign; " + std::string(plural) + " are unsigned " +
+                                   std::to_string(bits) + "-bit integers");
   }
   return Status::OK();
 }
@@ -115,15 +128,15 @@ void AppendHexEscape(std::string& out, unsigned char c) {
 
 }  // namespace
 
-Result<Fingerprint> ParseFingerprint(std::string_view text) {
-  if (Status s = RejectEmptyOrSigned("hash", "hashes", text); !s.ok()) return s;
+Result<Fingerprint> ParseFingerprint(std::string_view text, int bits) {
+  if (Status s = RejectEmptyOrSigned("hash", "hashes", text, bits); !s.ok()) return s;
   if (text.size() >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
     if (text.size() == 2) {
       return Status::InvalidArgument("hash " + QuoteForMessage(text) + " has no digits after 0x");
     }
-    return ParseDigits<16>("hash", text, text.substr(2));
+    return ParseDigits<16>("hash", text, text.substr(2), bits);
   }
-  return ParseDigits<10>("hash", text, text);
+  return ParseDigits<10>("hash", text, text, bits);
 }
 
 Result<HashEncoding> ParseHashEncoding(std::string_view name) {
@@ -134,10 +147,10 @@ Result<HashEncoding> ParseHashEncoding(std::string_view name) {
                                  " (expected unsigned, signed or hex)");
 }
 
-Result<Fingerprint> ParseFingerprintAs(std::string_view text, HashEncoding encoding) {
+Result<Fingerprint> ParseFingerprintAs(std::string_view text, HashEncoding encoding, int bits) {
   switch (encoding) {
     case HashEncoding::kUnsigned:
-      return ParseFingerprint(text);
+      return ParseFingerprint(text, bits);
     case HashEncoding::kHex: {
       std::string_view digits = text;
       if (digits.size() >= 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
@@ -146,7 +159,7 @@ Result<Fingerprint> ParseFingerprintAs(std::string_view text, HashEncoding encod
       if (digits.empty())
         return Status::InvalidArgument("hash " + QuoteForMessage(text) +
                                        " has no hexadecimal digits");
-      return ParseDigits<16>("hash", text, digits);
+      return ParseDigits<16>("hash", text, digits, bits);
     }
     case HashEncoding::kSigned: {
       const bool negative = !text.empty() && text[0] == '-';
@@ -155,14 +168,19 @@ Result<Fingerprint> ParseFingerprintAs(std::string_view text, HashEncoding encod
         return Status::InvalidArgument("hash " + QuoteForMessage(text) +
                                        " is not a signed decimal number");
       }
-      Result<std::uint64_t> magnitude = ParseDigits<10>("hash", text, digits);
+      Result<Fingerprint> magnitude = ParseDigits<10>("hash", text, digits, bits);
       if (!magnitude.ok()) return magnitude.status();
-      constexpr std::uint64_t kLimit = std::uint64_t{1} << 63;  // |INT64_MIN|
-      if (*magnitude > kLimit - (negative ? 0 : 1)) {
-        return Status::InvalidArgument("hash " + QuoteForMessage(text) +
-                                       " is outside the signed 64-bit range");
+      // |the least value|, 2^(bits - 1): a Java long's, or a 128-bit BigInteger's.
+      const Fingerprint limit = Fingerprint{1} << (bits - 1);
+      if (*magnitude > limit || (!negative && *magnitude == limit)) {
+        return Status::InvalidArgument("hash " + QuoteForMessage(text) + " is outside the signed " +
+                                       std::to_string(bits) + "-bit range");
       }
-      return negative ? ~*magnitude + 1 : *magnitude;  // two's complement
+      if (!negative) return *magnitude;
+      // Two's complement within `bits`.
+      const Uint128 value = -((Uint128{magnitude->high()} << 64) | magnitude->low());
+      const Fingerprint within = FromUint128(value);
+      return bits == 128 ? within : Fingerprint(within.low());
     }
   }
   return Status::InvalidArgument("unknown hash encoding");
@@ -170,13 +188,32 @@ Result<Fingerprint> ParseFingerprintAs(std::string_view text, HashEncoding encod
 
 Result<std::uint64_t> ParseId(std::string_view text) {
   if (Status s = RejectEmptyOrSigned("id", "ids", text); !s.ok()) return s;
-  return ParseDigits<10>("id", text, text);
+  Result<Fingerprint> id = ParseDigits<10>("id", text, text);
+  if (!id.ok()) return id.status();
+  return id->low();
 }
 
-std::string FormatFingerprint(Fingerprint fp) {
-  char buffer[19];
-  std::snprintf(buffer, sizeof(buffer), "0x%016llx", static_cast<unsigned long long>(fp));
+std::string FormatFingerprint(Fingerprint fp, int bits) {
+  char buffer[35];
+  if (bits == 64 && fp.fits_64()) {
+    std::snprintf(buffer, sizeof(buffer), "0x%016llx", static_cast<unsigned long long>(fp.low()));
+  } else {
+    std::snprintf(buffer, sizeof(buffer), "0x%016llx%016llx",
+                  static_cast<unsigned long long>(fp.high()),
+                  static_cast<unsigned long long>(fp.low()));
+  }
   return buffer;
+}
+
+std::string FormatFingerprintDecimal(Fingerprint fp) {
+  Uint128 v = (Uint128{fp.high()} << 64) | fp.low();
+  char digits[40];
+  std::size_t n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + static_cast<int>(v % 10));
+    v /= 10;
+  } while (v != 0);
+  return std::string(std::reverse_iterator(digits + n), std::reverse_iterator(digits));
 }
 
 std::string FormatSignature(std::string_view bytes) {

@@ -24,14 +24,16 @@ namespace fpstore::cli {
 // A fingerprint in decimal ("12345") or hexadecimal with a 0x or 0X prefix
 // ("0x3039", upper or lower case digits). Leading zeros are allowed. No
 // sign, no spaces, no other prefix or suffix. Fails with InvalidArgument
-// for an empty text, a sign, a non-digit, or a value above 2^64 - 1.
-Result<Fingerprint> ParseFingerprint(std::string_view text);
+// for an empty text, a sign, a non-digit, or a value above 2^bits - 1
+// (`bits` 64 or 128).
+Result<Fingerprint> ParseFingerprint(std::string_view text, int bits = 64);
 
 // How --input's hashes are written (--hash-encoding).
 enum class HashEncoding {
   kUnsigned,  // decimal or 0x-hexadecimal, as ParseFingerprint reads them
-  kSigned,    // decimal from -2^63 to 2^63 - 1, two's complement (a Java long)
-  kHex,       // hexadecimal, 1 to 16 digits, with or without 0x
+  kSigned,    // decimal from -2^(bits-1) to 2^(bits-1) - 1, two's complement (a Java long,
+              // or the BigInteger of a 128-bit simhash)
+  kHex,       // hexadecimal, 1 to bits/4 digits, with or without 0x
 };
 
 // "unsigned", "signed", "hex".
@@ -39,14 +41,17 @@ Result<HashEncoding> ParseHashEncoding(std::string_view name);
 
 // A fingerprint written as `encoding` says. Fails with InvalidArgument
 // naming the value, as ParseFingerprint does.
-Result<Fingerprint> ParseFingerprintAs(std::string_view text, HashEncoding encoding);
+Result<Fingerprint> ParseFingerprintAs(std::string_view text, HashEncoding encoding, int bits = 64);
 
 // A document id: a decimal integer from 0 to 2^64 - 1, digits only (no sign,
 // no hex, no spaces). Fails with InvalidArgument otherwise.
 Result<std::uint64_t> ParseId(std::string_view text);
 
-// "0x" and 16 lower-case hex digits: the form every tool prints.
-std::string FormatFingerprint(Fingerprint fp);
+// "0x" and bits/4 lower-case hex digits (32 for any value past 64 bits):
+// the form every tool prints.
+std::string FormatFingerprint(Fingerprint fp, int bits = 64);
+// Unsigned decimal digits, as JSON output's strings and TSV hold them.
+std::string FormatFingerprintDecimal(Fingerprint fp);
 
 // A signature as `fpstore-admin dump` writes it: two lower-case hex digits
 // a byte, or "-" for none (an empty signature).

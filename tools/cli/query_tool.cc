@@ -57,8 +57,8 @@ FingerprintOptions ResolveFingerprintOptions(const StoreFlags& store,
 // ---- Helpers shared by the modes --------------------------------------------
 
 void DefineDistance(OptionTable& table, int* distance) {
-  table.Add(kQueryGroup, "distance", WholeNumber("distance", distance, 0, 64)->value_name("K"),
-            "The largest Hamming distance, in bits (0 to 64), that counts as a near-duplicate. "
+  table.Add(kQueryGroup, "distance", WholeNumber("distance", distance, 0, 128)->value_name("K"),
+            "The largest Hamming distance, in bits (0 to 128), that counts as a near-duplicate. "
             "Search: default the store's planned distance. With --distance-between: exit 0 if "
             "the two are within K, 1 if not. e.g. --distance 3");
 }
@@ -118,17 +118,18 @@ class FingerprintCommand final : public Command {
     DefineDb(table, &store_);
     sources_.Define(table);
     input_.Define(table, kInputHelp);
-    flags_.Define(table);
+    flags_.Define(table, /*offer_bits=*/true);
     DefineQuiet(table, &quiet_);
   }
 
   int Run() override {
     const Fingerprinter fingerprinter =
         MakeFingerprinter(ResolveFingerprintOptions(store_, flags_));
+    const int bits = fingerprinter.options().bits;
     if (!sources_.texts.empty()) {
-      Print(SketchOf(fingerprinter, sources_.texts.front(), "--text").fingerprint);
+      Print(SketchOf(fingerprinter, sources_.texts.front(), "--text").fingerprint, bits);
     } else if (!sources_.files.empty()) {
-      Print(SketchOfFile(fingerprinter, sources_.files.front()).fingerprint);
+      Print(SketchOfFile(fingerprinter, sources_.files.front()).fingerprint, bits);
     } else {
       FingerprintDocuments(fingerprinter);
     }
@@ -152,7 +153,9 @@ class FingerprintCommand final : public Command {
   }
 
  private:
-  void Print(Fingerprint fp) { std::fprintf(out(), "%s\n", FormatFingerprint(fp).c_str()); }
+  void Print(Fingerprint fp, int bits) {
+    std::fprintf(out(), "%s\n", FormatFingerprint(fp, bits).c_str());
+  }
 
   void FingerprintDocuments(const Fingerprinter& fingerprinter) {
     std::unique_ptr<RecordReader> reader = RecordReader::Open(input_.reader_options());
@@ -172,7 +175,7 @@ class FingerprintCommand final : public Command {
             QuoteForMessage(input_.reader_options().text_column) + ": " + fp.status().message());
       }
       std::fprintf(out(), "%llu\t%s\n", static_cast<unsigned long long>(record.id),
-                   FormatFingerprint(*fp).c_str());
+                   FormatFingerprint(*fp, fingerprinter.options().bits).c_str());
       progress.AddDocuments(1);
       progress.AddBytes(reader->bytes_read() - bytes);
       bytes = reader->bytes_read();
@@ -210,12 +213,12 @@ class DistanceCommand final : public Command {
   void DefineOptions(OptionTable& table) override {
     table.Add(kModeGroup, "distance-between",
               po::value(&hashes_)->value_name("[A B]")->multitoken()->zero_tokens(),
-              "Print the Hamming distance between two fingerprints: two hashes (decimal or 0x "
-              "hex) after the flag, or two of --text and --file, or one of each. "
+              "Print the Hamming distance between two fingerprints: two hashes of up to 128 bits "
+              "(decimal or 0x hex) after the flag, or two of --text and --file, or one of each. "
               "e.g. --distance-between 0x1f 0x2f");
     DefineDb(table, &store_);
     sources_.Define(table);
-    flags_.Define(table);
+    flags_.Define(table, /*offer_bits=*/true);
     DefineDistance(table, &distance_);
   }
 
@@ -243,15 +246,15 @@ class DistanceCommand final : public Command {
     flags_.Check(vm);
     has_threshold_ = vm.count("distance") > 0;
     for (const std::string& hash : hashes_) {
-      Result<Fingerprint> fp = ParseFingerprint(hash);
+      Result<Fingerprint> fp = ParseFingerprint(hash, 128);
       if (!fp.ok()) throw UsageError("--distance-between: " + fp.status().message());
       parsed_.push_back(*fp);
     }
     if (sources_.count() == 0 && (store_.given() || flags_.given())) {
       throw UsageError(store_.given()
                            ? "--db only applies to --text and --file, not to hashes"
-                           : "--window and --weighting only apply to --text and --file, not to "
-                             "hashes");
+                           : "--window, --weighting and --bits only apply to --text and --file, "
+                             "not to hashes");
     }
     const std::size_t count = parsed_.size() + sources_.count();
     if (count != 2) {
