@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -406,6 +407,30 @@ TEST(LoadTest, SkipBadWithOnlyBadLinesLoadsNothing) {
   EXPECT_EQ(r.err, "fpstore-load: " + Data("negative_id.jsonl") +
                        ": no valid records (1 bad line written to " + bad + ")\n");
   ExpectSeeded(db);
+}
+
+// A load that cannot open its store leaves --skip-bad's file as it was, and
+// nothing beside it.
+TEST(LoadTest, SkipBadFileIsUntouchedWhenTheStoreCannotBeOpened) {
+  ScratchDir dir;
+  const std::string input = dir.Write("mixed.jsonl",
+                                      "{\"id\": 1, \"text\": \"good one\"}\n"
+                                      "{\"id\": 2, \"text\": \"broken\"\n");
+  const std::string bad = dir.Write("bad.txt", "an earlier run's report\n");
+  const std::string not_a_store = dir.Write("file.txt", "not a store");
+  const ToolResult r = Load({"--db", not_a_store, "--input", input, "--skip-bad", bad});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(ReadFile(bad), "an earlier run's report\n");
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"bad.txt", "file.txt", "mixed.jsonl"}));
+  // Into /dev/null, which is no regular file, the lines go directly.
+  const std::string db = SeededStore(dir);
+  const ToolResult direct = Load({"--db", db, "--input", input, "--skip-bad", "/dev/null"});
+  EXPECT_EQ(direct.exit_code, 0) << direct.err;
 }
 
 // ---- Bad input: one message naming the file and line, exit 1, store unchanged ---

@@ -1,6 +1,9 @@
 #include "cli/document_pipeline.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -277,14 +280,30 @@ void PipelineFlags::Check(const po::variables_map& vm) const {
 }
 
 BadLineFile::BadLineFile(const std::string& path) : path_(path) {
-  file_ = std::fopen(path.c_str(), "wb");
+  struct stat st;
+  const bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+  if (special) {
+    file_ = std::fopen(path.c_str(), "wb");
+  } else {
+    partial_ = path + ".partial-" + std::to_string(::getpid());
+    const int fd = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      file_ = ::fdopen(fd, "wb");
+      if (file_ == nullptr) ::close(fd);
+    }
+  }
   if (file_ == nullptr) {
-    throw RuntimeError("cannot create " + path + ": " + std::strerror(errno));
+    const int error = errno;
+    if (!partial_.empty()) ::unlink(partial_.c_str());
+    throw RuntimeError("cannot create " + (partial_.empty() ? path : partial_) + ": " +
+                       std::strerror(error));
   }
 }
 
 BadLineFile::~BadLineFile() {
-  if (file_ != nullptr) std::fclose(file_);
+  if (file_ == nullptr) return;
+  std::fclose(file_);
+  if (!partial_.empty()) ::unlink(partial_.c_str());
 }
 
 std::function<void(std::uint64_t, std::string_view, const std::string&)> BadLineFile::Callback(
@@ -307,7 +326,14 @@ void BadLineFile::Close() {
   const int closed = std::fclose(file_);
   file_ = nullptr;
   if (failed || closed != 0) {
-    throw RuntimeError("cannot write " + path_ + ": " + std::strerror(errno));
+    const int error = errno;
+    if (!partial_.empty()) ::unlink(partial_.c_str());
+    throw RuntimeError("cannot write " + path_ + ": " + std::strerror(error));
+  }
+  if (!partial_.empty() && std::rename(partial_.c_str(), path_.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(partial_.c_str());
+    throw RuntimeError("cannot rename " + partial_ + " to " + path_ + ": " + std::strerror(error));
   }
 }
 

@@ -112,10 +112,13 @@ class PipelineFlags {
 
 // --skip-bad FILE: where malformed lines go instead of stopping the run.
 // Each becomes one line "LINE<TAB>REASON<TAB>ORIGINAL-LINE", so that
-// `cut -f3-` gives back the lines to fix and load again.
+// `cut -f3-` gives back the lines to fix and load again. The lines are
+// written to a file beside `path` that Close renames over it: a run that
+// fails before Close leaves `path` as it was, or absent. A `path` that is
+// not a regular file (/dev/stderr, a pipe) is written directly.
 class BadLineFile {
  public:
-  // Creates or truncates `path`. Throws RuntimeError if it cannot.
+  // Creates the file beside `path`. Throws RuntimeError if it cannot.
   explicit BadLineFile(const std::string& path);
   ~BadLineFile();
   BadLineFile(const BadLineFile&) = delete;
@@ -129,11 +132,13 @@ class BadLineFile {
   std::uint64_t count() const { return count_; }
   const std::string& path() const { return path_; }
 
-  // Flushes and closes; throws RuntimeError on a write error.
+  // Flushes, closes and puts the file at path(); throws RuntimeError on a
+  // write error.
   void Close();
 
  private:
   std::string path_;
+  std::string partial_;  // where the lines go until Close; empty: path_ itself
   std::FILE* file_ = nullptr;
   std::uint64_t count_ = 0;
 };
