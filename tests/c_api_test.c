@@ -678,21 +678,38 @@ static void TestFingerprinter(void) {
   static const char kQuick[] = "The quick brown fox jumps over the lazy dog.";
   fpstore_fingerprinter_t* words = NULL;
   fpstore_fingerprinter_t* shingles = NULL;
-  CHECK_OK(fpstore_fingerprinter_create(0, NULL, 0, 0, &words, &errmsg));
-  CHECK_OK(fpstore_fingerprinter_create(3, "tf", 0, 0, &shingles, &errmsg));
+  CHECK_OK(fpstore_fingerprinter_create(0, NULL, 0, 0, 0, &words, &errmsg));
+  CHECK_OK(fpstore_fingerprinter_create(3, "tf", 0, 0, 0, &shingles, &errmsg));
   uint64_t fp = 0;
   char* signature = NULL;
   size_t signature_len = 0;
-  CHECK_OK(fpstore_fingerprinter_sketch(words, kQuick, strlen(kQuick), &fp, &signature,
+  CHECK_OK(fpstore_fingerprinter_sketch(words, kQuick, strlen(kQuick), &fp, NULL, &signature,
                                         &signature_len, &errmsg));
   CHECK(fp == 0x8212868318d29267ULL && signature != NULL && signature_len == 64);
-  CHECK_OK(
-      fpstore_fingerprinter_sketch(shingles, kQuick, strlen(kQuick), &fp, NULL, NULL, &errmsg));
+  CHECK_OK(fpstore_fingerprinter_sketch(shingles, kQuick, strlen(kQuick), &fp, NULL, NULL, NULL,
+                                        &errmsg));
   CHECK(fp == 0x75a5b714549a617aULL);
+  /* 128 bits: the golden value of tests/fingerprinter_test.cc, high and low. */
+  fpstore_fingerprinter_t* wide = NULL;
+  CHECK_OK(fpstore_fingerprinter_create(3, NULL, 0, 0, 128, &wide, &errmsg));
+  uint64_t high = 1;
+  CHECK_OK(
+      fpstore_fingerprinter_sketch(wide, kQuick, strlen(kQuick), &fp, &high, NULL, NULL, &errmsg));
+  CHECK(high == 0x9c191798e28cb3c7ULL && fp == 0xda976debf49010b8ULL);
+  CHECK(fpstore_hamming_distance(high, fp, high, fp ^ 5) == 2);
+  CHECK(fpstore_hamming_distance(~0ULL, ~0ULL, 0, 0) == 128);
+  CHECK_CODE(
+      fpstore_fingerprinter_sketch(wide, kQuick, strlen(kQuick), &fp, NULL, NULL, NULL, &errmsg),
+      FPSTORE_INVALID_ARGUMENT, "fingerprint_high is NULL");
+  high = 7;
+  CHECK_OK(fpstore_fingerprinter_sketch(shingles, kQuick, strlen(kQuick), &fp, &high, NULL, NULL,
+                                        &errmsg));
+  CHECK(high == 0 && fp == 0x75a5b714549a617aULL);
+  fpstore_fingerprinter_destroy(wide);
   char* other = NULL;
   size_t other_len = 0;
-  CHECK_OK(fpstore_fingerprinter_sketch(words, kOther, strlen(kOther), &fp, &other, &other_len,
-                                        &errmsg));
+  CHECK_OK(fpstore_fingerprinter_sketch(words, kOther, strlen(kOther), &fp, NULL, &other,
+                                        &other_len, &errmsg));
   CHECK(fpstore_estimate_similarity(signature, signature_len, signature, signature_len) == 1.0);
   const double similarity = fpstore_estimate_similarity(signature, signature_len, other, other_len);
   CHECK(similarity >= 0 && similarity < 0.75); /* not near-copies; coarse when low */
@@ -701,15 +718,17 @@ static void TestFingerprinter(void) {
   fpstore_free(signature);
   fpstore_free(other);
   fpstore_fingerprinter_t* bad = NULL;
-  CHECK_CODE(fpstore_fingerprinter_create(1, "idf", 0, 0, &bad, &errmsg), FPSTORE_INVALID_ARGUMENT,
-             "weighting");
-  CHECK_CODE(fpstore_fingerprinter_create(-1, NULL, 0, 0, &bad, &errmsg), FPSTORE_INVALID_ARGUMENT,
-             "window");
+  CHECK_CODE(fpstore_fingerprinter_create(1, "idf", 0, 0, 0, &bad, &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "weighting");
+  CHECK_CODE(fpstore_fingerprinter_create(-1, NULL, 0, 0, 0, &bad, &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "window");
   CHECK(bad == NULL);
-  CHECK_CODE(fpstore_fingerprinter_sketch(NULL, "x", 1, &fp, NULL, NULL, &errmsg),
+  CHECK_CODE(fpstore_fingerprinter_create(1, NULL, 0, 0, 96, &bad, &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "bits 96");
+  CHECK_CODE(fpstore_fingerprinter_sketch(NULL, "x", 1, &fp, NULL, NULL, NULL, &errmsg),
              FPSTORE_INVALID_ARGUMENT, "fingerprinter is NULL");
   char* unsized = NULL;
-  CHECK_CODE(fpstore_fingerprinter_sketch(words, "x", 1, &fp, &unsized, NULL, &errmsg),
+  CHECK_CODE(fpstore_fingerprinter_sketch(words, "x", 1, &fp, NULL, &unsized, NULL, &errmsg),
              FPSTORE_INVALID_ARGUMENT, "signature_len is NULL");
   CHECK(unsized == NULL);
   fpstore_fingerprinter_destroy(words);

@@ -368,19 +368,29 @@ typedef struct fpstore_fingerprinter_t fpstore_fingerprinter_t;
 
 /* A fingerprinter (thread-safe once made) with the options of fingerprinter.h: window (0: the
  * default, 1), weighting "tf" or "presence" (NULL: "tf"), signature_bytes
- * (0: 64; else 16, 32, 64, 128 or 256) and signature_window (0: 5). */
+ * (0: 64; else 16, 32, 64, 128 or 256), signature_window (0: 5) and bits,
+ * the fingerprints' width (0: 64; else 64 or 128). */
 FPSTORE_EXPORT int fpstore_fingerprinter_create(int window, const char* weighting,
-                                                int signature_bytes, int signature_window,
+                                                int signature_bytes, int signature_window, int bits,
                                                 fpstore_fingerprinter_t** fingerprinter,
                                                 char** errmsg);
 /* A UTF-8 text's fingerprint and, if signature is not NULL, its
  * verification signature: *signature_len bytes (signature_len must then not
- * be NULL) in a buffer the caller frees with fpstore_free. */
+ * be NULL) in a buffer the caller frees with fpstore_free. A 128-bit
+ * fingerprint is two uint64_t: its low 64 bits in *fingerprint, its high 64
+ * bits in *fingerprint_high, which a 128-bit fingerprinter needs and a
+ * 64-bit one sets to 0 (fingerprint_high may then be NULL). */
 FPSTORE_EXPORT int fpstore_fingerprinter_sketch(const fpstore_fingerprinter_t* fingerprinter,
                                                 const char* text, size_t text_len,
-                                                uint64_t* fingerprint, char** signature,
-                                                size_t* signature_len, char** errmsg);
+                                                uint64_t* fingerprint, uint64_t* fingerprint_high,
+                                                char** signature, size_t* signature_len,
+                                                char** errmsg);
 FPSTORE_EXPORT void fpstore_fingerprinter_destroy(fpstore_fingerprinter_t* fingerprinter);
+
+/* The Hamming distance of two fingerprints of up to 128 bits, each given as
+ * its high and low 64 bits (high 0 for a 64-bit one): 0 to 128. */
+FPSTORE_EXPORT int fpstore_hamming_distance(uint64_t a_high, uint64_t a, uint64_t b_high,
+                                            uint64_t b);
 
 /* The estimated similarity of two signatures, from 0 to 1; -1 when either
  * is empty or they are not signatures of the same size. */

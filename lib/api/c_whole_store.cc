@@ -282,11 +282,12 @@ int fpstore_repair(fpstore_t* store, char** errmsg) {
 }
 
 int fpstore_fingerprinter_create(int window, const char* weighting, int signature_bytes,
-                                 int signature_window, fpstore_fingerprinter_t** fingerprinter,
-                                 char** errmsg) {
+                                 int signature_window, int bits,
+                                 fpstore_fingerprinter_t** fingerprinter, char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
     if (fingerprinter == nullptr) return Null("fingerprinter");
     fpstore::FingerprintOptions options;
+    if (bits != 0) options.bits = bits;
     if (window != 0) options.window = window;
     if (signature_bytes != 0) options.signature_bytes = signature_bytes;
     if (signature_window != 0) options.signature_window = signature_window;
@@ -307,11 +308,16 @@ int fpstore_fingerprinter_create(int window, const char* weighting, int signatur
 }
 
 int fpstore_fingerprinter_sketch(const fpstore_fingerprinter_t* fingerprinter, const char* text,
-                                 size_t text_len, uint64_t* fingerprint, char** signature,
-                                 size_t* signature_len, char** errmsg) {
+                                 size_t text_len, uint64_t* fingerprint, uint64_t* fingerprint_high,
+                                 char** signature, size_t* signature_len, char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
     if (fingerprinter == nullptr) return Null("fingerprinter");
     if (fingerprint == nullptr) return Null("fingerprint");
+    if (fingerprint_high == nullptr && fingerprinter->fingerprinter.options().bits == 128) {
+      return Status::InvalidArgument(
+          "fingerprint_high is NULL; this fingerprinter makes 128-bit "
+          "fingerprints");
+    }
     if (signature != nullptr && signature_len == nullptr) return Null("signature_len");
     Result<std::string_view> utf8 = Bytes(text, text_len, "text");
     if (!utf8.ok()) return utf8.status();
@@ -319,8 +325,13 @@ int fpstore_fingerprinter_sketch(const fpstore_fingerprinter_t* fingerprinter, c
     if (!sketch.ok()) return sketch.status();
     if (Status s = CopyOut(sketch->signature.bytes(), signature, signature_len); !s.ok()) return s;
     *fingerprint = sketch->fingerprint.low();
+    if (fingerprint_high != nullptr) *fingerprint_high = sketch->fingerprint.high();
     return Status::OK();
   });
+}
+
+int fpstore_hamming_distance(uint64_t a_high, uint64_t a, uint64_t b_high, uint64_t b) {
+  return fpstore::HammingDistance({a_high, a}, {b_high, b});
 }
 
 void fpstore_fingerprinter_destroy(fpstore_fingerprinter_t* fingerprinter) { delete fingerprinter; }
