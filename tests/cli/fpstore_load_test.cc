@@ -410,7 +410,7 @@ TEST(LoadTest, SkipBadWithOnlyBadLinesLoadsNothing) {
 }
 
 // A load that cannot open its store leaves --skip-bad's file as it was, and
-// nothing beside it.
+// nothing beside it; links and devices are written through.
 TEST(LoadTest, SkipBadFileIsUntouchedWhenTheStoreCannotBeOpened) {
   ScratchDir dir;
   const std::string input = dir.Write("mixed.jsonl",
@@ -427,10 +427,18 @@ TEST(LoadTest, SkipBadFileIsUntouchedWhenTheStoreCannotBeOpened) {
   }
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"bad.txt", "file.txt", "mixed.jsonl"}));
-  // Into /dev/null, which is no regular file, the lines go directly.
+  // Into /dev/null, which is no regular file, the lines go directly; through
+  // a link, to the file it names, and the link stays.
   const std::string db = SeededStore(dir);
   const ToolResult direct = Load({"--db", db, "--input", input, "--skip-bad", "/dev/null"});
   EXPECT_EQ(direct.exit_code, 0) << direct.err;
+  const std::string real = dir.Write("real.txt", "");
+  const std::string link = (dir.path() / "link.txt").string();
+  std::filesystem::create_symlink(real, link);
+  const ToolResult linked = Load({"--db", db, "--input", input, "--skip-bad", link});
+  ASSERT_EQ(linked.exit_code, 0) << linked.err;
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(ReadFile(real).substr(0, 2), "2\t");
 }
 
 // ---- Bad input: one message naming the file and line, exit 1, store unchanged ---

@@ -1,17 +1,29 @@
 #include "cli/record_reader.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/document_pipeline.h"
 #include "scratch_dir.h"
 
 namespace fpstore::cli {
 namespace {
+
+std::string ReadWhole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 using fpstore::testing::ScratchDir;
 
@@ -406,6 +418,34 @@ TEST_F(RecordReaderTest, MissingFileIsARuntimeError) {
   ReaderOptions options;
   options.path = (dir_.path() / "missing.jsonl").string();
   EXPECT_THROW(RecordReader::Open(options), RuntimeError);
+}
+
+// A partial file another process left under this one's name is not this
+// one's to remove: the lines go to another name, and both stay.
+TEST(BadLineFileTest, KeepsAPartialFileItDidNotMake) {
+  ScratchDir dir;
+  const std::string path = (dir.path() / "bad.txt").string();
+  const std::string stranger =
+      dir.Write("bad.txt.partial-" + std::to_string(::getpid()), "someone else's\n");
+  {
+    BadLineFile bad(path);
+    bad.Callback()(3, "broken", "reason");
+    bad.Close();
+  }
+  EXPECT_EQ(ReadWhole(path), "3\treason\tbroken\n");
+  EXPECT_EQ(ReadWhole(stranger), "someone else's\n");
+  // Not closed (the run failed): its partial file goes, the stranger's stays.
+  {
+    BadLineFile failed((dir.path() / "other.txt").string());
+    failed.Callback()(1, "x", "y");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "other.txt"));
+  EXPECT_EQ(ReadWhole(stranger), "someone else's\n");
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    ++files;
+  }
+  EXPECT_EQ(files, 2u);  // bad.txt and the stranger's
 }
 
 }  // namespace

@@ -280,23 +280,33 @@ void PipelineFlags::Check(const po::variables_map& vm) const {
 }
 
 BadLineFile::BadLineFile(const std::string& path) : path_(path) {
+  // A link (/dev/stderr, or one the user keeps) or a device is written
+  // through, as it is: renaming over it would replace the link itself.
   struct stat st;
-  const bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
-  if (special) {
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     file_ = std::fopen(path.c_str(), "wb");
-  } else {
-    partial_ = path + ".partial-" + std::to_string(::getpid());
-    const int fd = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) {
-      file_ = ::fdopen(fd, "wb");
-      if (file_ == nullptr) ::close(fd);
+    if (file_ == nullptr) {
+      throw RuntimeError("cannot create " + path + ": " + std::strerror(errno));
     }
+    return;
   }
+  // A name no other file has: one a killed run left behind is not ours to remove.
+  const std::string stem = path + ".partial-" + std::to_string(::getpid());
+  int fd = -1;
+  for (int n = 0; fd < 0 && n < 100; ++n) {
+    partial_ = n == 0 ? stem : stem + "-" + std::to_string(n);
+    fd = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    throw RuntimeError("cannot create " + partial_ + ": " + std::strerror(errno));
+  }
+  file_ = ::fdopen(fd, "wb");
   if (file_ == nullptr) {
     const int error = errno;
-    if (!partial_.empty()) ::unlink(partial_.c_str());
-    throw RuntimeError("cannot create " + (partial_.empty() ? path : partial_) + ": " +
-                       std::strerror(error));
+    ::close(fd);
+    ::unlink(partial_.c_str());
+    throw RuntimeError("cannot create " + partial_ + ": " + std::strerror(error));
   }
 }
 

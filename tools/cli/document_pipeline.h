@@ -115,7 +115,7 @@ class PipelineFlags {
 // `cut -f3-` gives back the lines to fix and load again. The lines are
 // written to a file beside `path` that Close renames over it: a run that
 // fails before Close leaves `path` as it was, or absent. A `path` that is
-// not a regular file (/dev/stderr, a pipe) is written directly.
+// a link or not a regular file (/dev/stderr, a pipe) is written directly.
 class BadLineFile {
  public:
   // Creates the file beside `path`. Throws RuntimeError if it cannot.
