@@ -123,7 +123,8 @@ void BM_PermuteAllTables(benchmark::State& state) {
   const std::vector<std::uint64_t> fps = RandomFingerprints(kBatch, 1);
   for (auto _ : state) {
     for (std::uint64_t f : fps) {
-      for (const fpstore::TablePermutation& t : plan.tables()) benchmark::DoNotOptimize(t.Apply(f));
+      for (const fpstore::TablePermutation& t : plan.tables())
+        benchmark::DoNotOptimize(t.Apply64(f));
     }
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kBatch * plan.table_count()));

@@ -522,6 +522,24 @@ TEST(StoreBadStateTest, OtherFormatVersionsAreNotSupported) {
   }
 }
 
+// A store recording 128-bit fingerprints is refused, unchanged: this build's
+// stores hold 64-bit ones.
+TEST(StoreBadStateTest, RecordedWiderFingerprintsAreNotSupported) {
+  TempDir dir;
+  const std::string path = dir.Sub("store");
+  ASSERT_NO_FATAL_FAILURE(CreateStore(path, 10));
+  FingerprintOptions wide;
+  wide.bits = 128;
+  ASSERT_NO_FATAL_FAILURE(SetMetadataRecord(path, "fpstore.fingerprint", wide.ToString()));
+  const FileMap before = SnapshotFiles(path);
+  Result<std::unique_ptr<Store>> store = OpenWith(path, {});
+  ASSERT_FALSE(store.ok());
+  EXPECT_TRUE(store.status().IsNotSupported()) << store.status().ToString();
+  EXPECT_TRUE(Contains(store.status(), "records 128-bit fingerprints"))
+      << store.status().ToString();
+  EXPECT_EQ(ChangedFiles(before, SnapshotFiles(path)), "");
+}
+
 TEST(StoreBadStateTest, DifferentPlanOrFingerprintOptionsAreRefused) {
   TempDir dir;
   const std::string path = dir.Sub("store");

@@ -17,6 +17,12 @@ Result<RecordedOptions> RecordedOptionsFor(const StoreOptions& options) {
   return recorded;
 }
 
+Status CheckRecordedWidth(const FingerprintOptions& recorded) {
+  if (recorded.bits == 64) return Status::OK();
+  return Status::NotSupported("the store records " + std::to_string(recorded.bits) +
+                              "-bit fingerprints; this build's stores hold 64-bit ones");
+}
+
 Status CheckAgainstRecorded(const std::string& where, const StoreOptions& options,
                             const RecordedOptions& recorded) {
   auto mismatch = [&](const std::string& what, const std::string& asked, const std::string& was) {

@@ -28,6 +28,10 @@ struct RecordedOptions {
 // InvalidArgument if min_similarity is out of range.
 Result<RecordedOptions> RecordedOptionsFor(const StoreOptions& options);
 
+// NotSupported unless the recorded fingerprint options make 64-bit
+// fingerprints, the only ones a store holds.
+Status CheckRecordedWidth(const FingerprintOptions& recorded);
+
 // InvalidArgument naming `where` and the first option set in `options` that disagrees with
 // `recorded`.
 Status CheckAgainstRecorded(const std::string& where, const StoreOptions& options,

@@ -29,21 +29,22 @@
 
 namespace fpstore::internal {
 
-// InvalidArgument naming `what` (a document, a query) unless `fp` fits the
-// store's `bits`.
-inline Status CheckWidth(Fingerprint fp, int bits, const std::string& what) {
-  if (bits == 128 || fp.fits_64()) return Status::OK();
+// InvalidArgument naming `what` and `number` ("document 7", "query 0")
+// unless `fp` fits the store's `bits`.
+inline Status CheckWidth(Fingerprint fp, int bits, const char* what, std::uint64_t number) {
+  if (bits == 128 || fp.fits_64()) [[likely]] {
+    return Status::OK();
+  }
   std::ostringstream text;
-  text << what << " has a 128-bit fingerprint (" << fp << "); this store holds " << bits
-       << "-bit fingerprints";
+  text << what << " " << number << " has a 128-bit fingerprint (" << fp << "); this store holds "
+       << bits << "-bit fingerprints";
   return Status::InvalidArgument(text.str());
 }
 
 // CheckWidth of every query's fingerprint.
 inline Status CheckQueries(std::span<const Sketch> queries, int bits) {
   for (std::size_t i = 0; i < queries.size(); ++i) {
-    if (Status s = CheckWidth(queries[i].fingerprint, bits, "query " + std::to_string(i));
-        !s.ok()) {
+    if (Status s = CheckWidth(queries[i].fingerprint, bits, "query", i); !s.ok()) {
       return s;
     }
   }
@@ -53,7 +54,7 @@ inline Status CheckQueries(std::span<const Sketch> queries, int bits) {
 // InvalidArgument unless `doc`'s fingerprint fits the store's `bits` and its
 // signature is empty or of `bytes` bytes (the store's).
 inline Status CheckDocument(const NewDocument& doc, int bits, int bytes) {
-  if (Status s = CheckWidth(doc.fingerprint, bits, "document " + std::to_string(doc.id)); !s.ok()) {
+  if (Status s = CheckWidth(doc.fingerprint, bits, "document", doc.id); !s.ok()) {
     return s;
   }
   if (doc.signature.empty() || doc.signature.size() == static_cast<std::size_t>(bytes)) {

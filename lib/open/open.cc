@@ -75,6 +75,8 @@ Result<Metadata> ReadMetadata(const std::string& path) {
     result = Status::Corruption(path + ": missing fingerprint options record");
   } else if (Result<FingerprintOptions> fp = FingerprintOptions::Parse(value); !fp.ok()) {
     result = fp.status().WithContext(path);
+  } else if (Status width = CheckRecordedWidth(*fp); !width.ok()) {
+    result = width.WithContext(path);
   } else if (meta.recorded.fingerprint = *fp; !get(kMinSimilarityKey, value).ok()) {
     result = Status::Corruption(path + ": missing min_similarity record");
   } else if (!ParseNumber(value, meta.recorded.min_similarity) ||

@@ -122,6 +122,7 @@ Result<LayoutParams> Layout::Parse(const std::string& where,
   if (field("fingerprint") == nullptr) return bad("fingerprint");
   Result<FingerprintOptions> fp = FingerprintOptions::Parse(*field("fingerprint"));
   if (!fp.ok()) return fp.status().WithContext(where);
+  if (Status width = CheckRecordedWidth(*fp); !width.ok()) return width.WithContext(where);
   p.recorded.fingerprint = *fp;
   if (field("min_similarity") == nullptr ||
       !ParseNumber(*field("min_similarity"), p.recorded.min_similarity) ||

@@ -32,8 +32,18 @@ template <>
 struct pybind11::detail::type_caster<fpstore::Fingerprint> {
   PYBIND11_TYPE_CASTER(fpstore::Fingerprint, const_name("int"));
 
-  bool load(handle src, bool /*convert*/) {
-    if (!PyLong_Check(src.ptr()) || PyBool_Check(src.ptr())) return false;
+  bool load(handle src, bool convert) {
+    if (PyBool_Check(src.ptr())) return false;
+    if (!PyLong_Check(src.ptr())) {
+      // With conversions allowed, what has __index__ (a numpy integer) is one.
+      if (!convert || !PyIndex_Check(src.ptr())) return false;
+      const object index = reinterpret_steal<object>(PyNumber_Index(src.ptr()));
+      if (!index) {
+        PyErr_Clear();
+        return false;
+      }
+      return load(index, false);
+    }
     const int negative = PyObject_RichCompareBool(src.ptr(), int_(0).ptr(), Py_LT);
     if (negative != 0) {
       PyErr_Clear();
