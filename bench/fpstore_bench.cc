@@ -28,6 +28,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -65,6 +66,9 @@ struct Config {
   // (half of them waited 2 s from when they were due).
   double sustained_queries_per_second = 200;
   bool keep = false;
+  // The 128-bit store's plan ("wide" phase).
+  int wide_blocks = 8;
+  int wide_distance = 6;
   // Phases left out (--skip): a run at a size where the unsigned and the
   // signed store do not fit on the disk together takes them in two runs.
   std::set<std::string> skip;
@@ -72,8 +76,8 @@ struct Config {
 };
 
 // What --skip accepts. "unsigned" is the main store and every row on it.
-const std::set<std::string> kPhases = {"jsonl",   "unsigned",  "scans",  "signed",
-                                       "inserts", "sustained", "replace"};
+const std::set<std::string> kPhases = {"jsonl",   "unsigned",  "scans",   "signed",
+                                       "inserts", "sustained", "replace", "wide"};
 
 [[noreturn]] void Die(const std::string& message) {
   std::cerr << "fpstore-bench: " << message << "\n";
@@ -167,24 +171,32 @@ std::uint64_t DirectoryBytes(const std::string& dir) {
 
 // ---- Data ----
 
-// 85% random fingerprints, 10% within 1..3 bits of an earlier one and 5% at
-// 4..6 bits; ids are 0..n-1 in shuffled order.
-std::vector<IdFingerprint> MakeFingerprints(const Config& c) {
+// 85% random fingerprints of `bits` bits, 10% within 1..3 bits of an
+// earlier one and 5% at 4..6 bits (twice that at 128 bits, the distances
+// that correspond: docs/quality.md); ids are 0..n-1 in shuffled order.
+std::vector<IdFingerprint> MakeFingerprints(const Config& c, int bits = 64) {
   const auto share = [&](double f) { return static_cast<int>(c.n * f / 3); };
+  const int scale = bits / 64;
   std::vector<testing::Plant> plants;
-  for (int d = 1; d <= 3; ++d) plants.push_back({d, share(0.10)});
-  for (int d = 4; d <= 6; ++d) plants.push_back({d, share(0.05)});
+  for (int d = 1; d <= 3; ++d) plants.push_back({scale * d, share(0.10)});
+  for (int d = 4; d <= 6; ++d) plants.push_back({scale * d, share(0.05)});
   std::uint64_t planted = 0;
   for (const testing::Plant& p : plants) planted += p.count;
-  return testing::MakeCorpus(c.seed, c.n - planted, plants);
+  return testing::MakeCorpus(c.seed, c.n - planted, plants, bits);
 }
 
-void WriteTsv(const std::vector<IdFingerprint>& docs, const std::string& path) {
+void WriteTsv(const std::vector<IdFingerprint>& docs, const std::string& path, int bits = 64) {
   std::FILE* out = std::fopen(path.c_str(), "w");
   if (out == nullptr) Die("cannot write " + path);
   for (const IdFingerprint& d : docs) {
-    std::fprintf(out, "%llu\t0x%016llx\n", static_cast<unsigned long long>(d.id),
-                 static_cast<unsigned long long>(d.fingerprint));
+    if (bits == 64) {
+      std::fprintf(out, "%llu\t0x%016llx\n", static_cast<unsigned long long>(d.id),
+                   static_cast<unsigned long long>(d.fingerprint.low()));
+    } else {
+      std::fprintf(out, "%llu\t0x%016llx%016llx\n", static_cast<unsigned long long>(d.id),
+                   static_cast<unsigned long long>(d.fingerprint.high()),
+                   static_cast<unsigned long long>(d.fingerprint.low()));
+    }
   }
   if (std::fclose(out) != 0) Die("cannot write " + path);
 }
@@ -245,13 +257,13 @@ struct QuerySet {
 };
 
 QuerySet MakeQueries(const std::vector<IdFingerprint>& docs, std::size_t count, int k,
-                     std::uint64_t seed) {
+                     std::uint64_t seed, int bits = 64) {
   Random rnd(seed + 3);
   QuerySet q;
   for (std::size_t i = 0; i < count / 2; ++i) {
     const Fingerprint stored = docs[rnd.Uniform(docs.size())].fingerprint;
-    q.hits.push_back(stored ^ rnd.Bits(static_cast<int>(rnd.Uniform(k + 1))));
-    q.misses.push_back(rnd.Next());
+    q.hits.push_back(stored ^ rnd.Bits(static_cast<int>(rnd.Uniform(k + 1)), bits));
+    q.misses.push_back(rnd.Next(bits));
   }
   return q;
 }
@@ -315,8 +327,10 @@ void CheckAgainstBruteForce(const Store& store, const std::vector<IdFingerprint>
     std::vector<testing::IdDistance> found;
     for (const Match& m : Must(store.Query(q, k), "query")) found.push_back({m.id, m.distance});
     std::sort(found.begin(), found.end());
-    if (found != testing::BruteForceQuery(docs, q.low(), k)) {
-      Die("the store's answer for " + std::to_string(q.low()) + " differs from brute force");
+    if (found != testing::BruteForceQuery(docs, q, k)) {
+      std::ostringstream text;
+      text << q;
+      Die("the store's answer for " + text.str() + " differs from brute force");
     }
   }
 }
@@ -536,8 +550,112 @@ void RunConfirmation(const Config& c, const QuerySet& queries, std::uint64_t bar
   fs::remove_all(path);
 }
 
+// Seconds FindAll takes at k; dies unless it finds `expected` pairs. `what` names the store.
+double TimeFindAll(const Store& store, int k, std::size_t expected, const std::string& what) {
+  std::uint64_t pairs = 0;
+  const Clock::time_point start = Clock::now();
+  Must(store.FindAll(k, [&](const NearPair&) { ++pairs; }, {}), "FindAll");
+  const double seconds = SecondsSince(start);
+  if (pairs != expected) {
+    Die(what + "FindAll found " + std::to_string(pairs) + " pairs, the reference " +
+        std::to_string(expected));
+  }
+  return seconds;
+}
+
+// What the wide phase compares with: the main store's rows, where it ran.
+struct StoreRows {
+  double load_rate = 0;    // fingerprints a second
+  double table_bytes = 0;  // per fingerprint per table
+  double cold_hits = 0, cold_misses = 0, warm_hits = 0, warm_misses = 0;  // queries a second
+  double find_all_seconds = 0;
+};
+
+// "(0.85x the 64-bit store's)" where the main store measured `base`.
+std::string RatioTo(double value, double base) {
+  if (base <= 0) return "";
+  return " (" + Fixed(value / base, 2) + "x the 64-bit store's)";
+}
+
+// A store of 128-bit fingerprints, as many as the main store's, made and measured as it is: its
+// bulk load, disk, cold and warm queries on one thread and FindAll, each beside the main store's.
+void RunWide(const Config& c, const StoreRows& narrow, Report& report) {
+  const std::string path = c.dir + "/wide-store";
+  const int k = c.wide_distance;
+  std::cerr << "fpstore-bench: 128 bits: generating " << Grouped(c.n) << " fingerprints\n";
+  std::vector<IdFingerprint> docs = MakeFingerprints(c, 128);
+  const QuerySet queries = MakeQueries(docs, c.queries, k, c.seed, 128);
+  const std::string tsv = c.dir + "/wide.tsv";
+  WriteTsv(docs, tsv, 128);
+  std::cerr << "fpstore-bench: 128 bits: bulk load\n";
+  Clock::time_point start = Clock::now();
+  RunLoadTool(c, "--db " + path + " --input " + tsv + " --format tsv --bits 128 --blocks " +
+                     std::to_string(c.wide_blocks) + " --distance " + std::to_string(k) +
+                     " --expected-documents " + std::to_string(c.n));
+  const double load_rate = c.n / SecondsSince(start);
+  fs::remove(tsv);
+  const std::string plan = "(" + std::to_string(c.wide_blocks) + ", " + std::to_string(k) + ")";
+  report.Add("128 bits " + plan + ": bulk load, fpstore-load tsv",
+             Grouped(load_rate) + " fingerprints/s" + RatioTo(load_rate, narrow.load_rate));
+  std::unique_ptr<Store> store = OpenStore(path, Durability::kGroupCommit);
+  {
+    const StoreStats stats = Must(store->Stats(), "stats");
+    std::uint64_t table_bytes = 0;
+    for (std::uint64_t b : stats.table_bytes) table_bytes += b;
+    const double per = double(table_bytes) / c.n / stats.table_bytes.size();
+    report.Add("128 bits " + plan + ": disk, per fingerprint per table",
+               Fixed(per, 2) + " bytes (" + Gib(DirectoryBytes(path)) + " in all)" +
+                   RatioTo(per, narrow.table_bytes));
+  }
+  const std::vector<Fingerprint> check_hits(
+      queries.hits.begin(), queries.hits.begin() + std::min<std::size_t>(100, queries.hits.size()));
+  CheckAgainstBruteForce(*store, docs, check_hits, k);
+  const std::size_t pairs_expected =
+      c.Runs("scans")
+          ? internal::FindAllPairsInMemory(docs, *PermutationPlan::Create(c.wide_blocks, k, 128), k)
+                .size()
+          : 0;
+  docs = {};
+  docs.shrink_to_fit();
+  std::cerr << "fpstore-bench: 128 bits: queries\n";
+  const std::size_t cold = std::min(c.cold_queries / 2, queries.hits.size());
+  const std::vector<Fingerprint> hits(queries.hits.begin(), queries.hits.begin() + cold);
+  const std::vector<Fingerprint> misses(queries.misses.begin(), queries.misses.begin() + cold);
+  for (const auto& [name, set, base] : {std::tuple{"hits", &hits, narrow.cold_hits},
+                                        std::tuple{"misses", &misses, narrow.cold_misses}}) {
+    store.reset();
+    EvictFromPageCache(path);
+    store = OpenStore(path, Durability::kGroupCommit);
+    const Latencies l = TimeQueries(*store, *set, k, 1);
+    report.Add(std::string("128 bits ") + plan + ": query, cold, " + name + ", 1 thread",
+               l.Summary() + RatioTo(l.PerSecond(), base));
+  }
+  TimeQueries(*store, queries.hits, k, 2);
+  TimeQueries(*store, queries.misses, k, 2);
+  for (const auto& [name, set, base] :
+       {std::tuple{"hits", &queries.hits, narrow.warm_hits},
+        std::tuple{"misses", &queries.misses, narrow.warm_misses}}) {
+    const Latencies l = TimeQueries(*store, *set, k, 1);
+    report.Add(std::string("128 bits ") + plan + ": query, warm, " + name + ", 1 thread",
+               l.Summary() + RatioTo(l.PerSecond(), base));
+  }
+  if (c.Runs("scans")) {
+    std::cerr << "fpstore-bench: 128 bits: FindAll\n";
+    const double seconds = TimeFindAll(*store, k, pairs_expected, "128 bits: ");
+    report.Add(
+        "128 bits " + plan + ": FindAll (" + Grouped(pairs_expected) + " pairs)",
+        Fixed(seconds, 1) + " s" +
+            (narrow.find_all_seconds > 0
+                 ? " (" + Fixed(seconds / narrow.find_all_seconds, 2) + "x the 64-bit store's time)"
+                 : std::string()));
+  }
+  store.reset();
+  fs::remove_all(path);
+}
+
 void Run(const Config& c) {
   Report report;
+  StoreRows narrow;
   const std::string store_path = c.dir + "/store";
   const int k = c.distance;
 
@@ -565,6 +683,7 @@ void Run(const Config& c) {
                        std::to_string(c.blocks) + " --distance " + std::to_string(k) +
                        " --expected-documents " + std::to_string(c.n));
     const double load_seconds = SecondsSince(start);
+    narrow.load_rate = c.n / load_seconds;
     report.Add("bulk load, fpstore-load tsv",
                Grouped(c.n / load_seconds) + " fingerprints/s (" + Fixed(load_seconds, 1) + " s)");
     fs::remove(tsv);
@@ -590,9 +709,10 @@ void Run(const Config& c) {
       const StoreStats stats = Must(store->Stats(), "stats");
       std::uint64_t table_bytes = 0;
       for (std::uint64_t b : stats.table_bytes) table_bytes += b;
-      report.Add("disk, per fingerprint per table",
-                 Fixed(double(table_bytes) / c.n / stats.table_bytes.size(), 2) + " bytes (" +
-                     Gib(DirectoryBytes(store_path)) + " in all)");
+      narrow.table_bytes = double(table_bytes) / c.n / stats.table_bytes.size();
+      report.Add(
+          "disk, per fingerprint per table",
+          Fixed(narrow.table_bytes, 2) + " bytes (" + Gib(DirectoryBytes(store_path)) + " in all)");
     }
 
     std::cerr << "fpstore-bench: checking answers against brute force\n";
@@ -616,8 +736,9 @@ void Run(const Config& c) {
         store.reset();
         EvictFromPageCache(store_path);
         store = OpenStore(store_path, Durability::kGroupCommit);
-        report.Add(std::string("query, cold, ") + name + ", 1 thread",
-                   TimeQueries(*store, *set, k, 1).Summary());
+        const Latencies l = TimeQueries(*store, *set, k, 1);
+        (set == &hits ? narrow.cold_hits : narrow.cold_misses) = l.PerSecond();
+        report.Add(std::string("query, cold, ") + name + ", 1 thread", l.Summary());
       }
     }
 
@@ -627,9 +748,11 @@ void Run(const Config& c) {
     Latencies warm_misses;
     for (int threads : {1, 2}) {
       const std::string suffix = threads == 1 ? " thread" : " threads";
-      report.Add("query, warm, hits, " + std::to_string(threads) + suffix,
-                 TimeQueries(*store, queries.hits, k, threads).Summary());
+      const Latencies hits = TimeQueries(*store, queries.hits, k, threads);
+      if (threads == 1) narrow.warm_hits = hits.PerSecond();
+      report.Add("query, warm, hits, " + std::to_string(threads) + suffix, hits.Summary());
       Latencies misses = TimeQueries(*store, queries.misses, k, threads);
+      if (threads == 1) narrow.warm_misses = misses.PerSecond();
       report.Add("query, warm, misses, " + std::to_string(threads) + suffix, misses.Summary());
       if (threads == 1) warm_misses = std::move(misses);
     }
@@ -644,14 +767,9 @@ void Run(const Config& c) {
     std::cerr << "fpstore-bench: FindAll and Clusters\n";
     ResetPeakResident();
     {
-      std::uint64_t pairs = 0;
-      start = Clock::now();
-      Must(store->FindAll(k, [&](const NearPair&) { ++pairs; }, {}), "FindAll");
-      const double seconds = SecondsSince(start);
-      if (pairs != reference_pairs) {
-        Die("FindAll found " + std::to_string(pairs) + " pairs, the reference " +
-            std::to_string(reference_pairs));
-      }
+      const std::uint64_t pairs = reference_pairs;
+      const double seconds = TimeFindAll(*store, k, reference_pairs, "");
+      narrow.find_all_seconds = seconds;
       report.Add("FindAll (" + Grouped(pairs) + " pairs)", Fixed(seconds, 1) + " s");
       report.Add("baseline: in-memory sorted tables, find-all",
                  Fixed(reference_find_all, 1) + " s; fpstore takes " +
@@ -668,6 +786,7 @@ void Run(const Config& c) {
   // After the scans, so that they run on the store the queries warmed. It builds a second store
   // of its own; the inserts below reopen this one.
   store.reset();  // one store's cache at a time
+  if (c.Runs("wide")) RunWide(c, narrow, report);
   if (c.Runs("signed")) {
     std::cerr << "fpstore-bench: confirmation\n";
     RunConfirmation(c, queries, main_store ? DirectoryBytes(store_path) : 0, report);
@@ -794,7 +913,12 @@ int main(int argc, char** argv) {
       ("skip", po::value<std::vector<std::string>>()->multitoken()->value_name("PHASE..."),
        "Phases to leave out: jsonl, unsigned (the main store and every row on it, the "
        "JSONL load's included), scans, "
-       "signed, inserts, sustained, replace. e.g. --skip signed")
+       "signed, inserts, sustained, replace, wide (a store of 128-bit fingerprints). "
+       "e.g. --skip signed")
+      ("wide-blocks", po::value(&c.wide_blocks)->default_value(c.wide_blocks),
+       "The 128-bit store's blocks m.")
+      ("wide-distance", po::value(&c.wide_distance)->default_value(c.wide_distance),
+       "The 128-bit store's distance k.")
       ("load-tool", po::value(&c.load_tool)->default_value(FPSTORE_LOAD_TOOL),
        "The fpstore-load binary.");
   // clang-format on

@@ -278,7 +278,7 @@ void StageInBatches(AddBatch&& add) {
 
 void BM_StagingIndexAdd(benchmark::State& state, bool reserved) {
   for (auto _ : state) {
-    fpstore::internal::StagingIndex index(3, reserved ? 2 * StagedEntries().size() : 0);
+    fpstore::internal::StagingIndex index(3, 64, reserved ? 2 * StagedEntries().size() : 0);
     StageInBatches([&](auto batch) { index.Add(batch); });
     benchmark::DoNotOptimize(index.size());
   }
@@ -371,10 +371,10 @@ void BM_InsertIntoEveryTable(benchmark::State& state) {
       for (std::size_t j = i; j < std::min(fps.size(), i + kInsertBatch); ++j) {
         const fi::Key8 id(j);
         batch.Put(families[1], id.view(),
-                  fi::EncodeDocumentValue(fps[j], fi::EncodeDocumentTail({}, {})));
+                  fi::EncodeDocumentValue(fps[j], fi::EncodeDocumentTail({}, {}), 64));
         for (std::size_t t = 0; t < plan.table_count(); ++t) {
           const fi::GroupLayout layout = fi::TableGroupLayout(plan, t, group_bits);
-          const std::uint64_t permuted = plan.table(t).Apply(fps[j]).low();
+          const fpstore::Fingerprint permuted = plan.table(t).Apply(fps[j]);
           const fi::GroupLayout::Key key = layout.KeyOf(permuted);
           const std::string operand =
               t == 0 ? fi::EncodeGroupOperand(
@@ -414,8 +414,8 @@ const GroupFoldInput& FoldInput() {
     GroupFoldInput in;
     std::mt19937_64 rnd(12);
     const auto members = [&](std::size_t n) {
-      std::vector<std::uint64_t> m(n);
-      for (std::uint64_t& f : m) f = in.layout.MemberBits(rnd());
+      std::vector<fpstore::Fingerprint> m(n);
+      for (fpstore::Fingerprint& f : m) f = in.layout.MemberBits(rnd());
       std::sort(m.begin(), m.end());
       m.erase(std::unique(m.begin(), m.end()), m.end());
       return m;

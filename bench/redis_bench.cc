@@ -137,7 +137,7 @@ void Run(const Config& config) {
   // Queries: half near a stored document (hits), half random (misses).
   std::vector<std::uint64_t> hits, misses;
   for (std::size_t i = 0; i < config.queries; ++i) {
-    hits.push_back(docs[rnd.Uniform(docs.size())].fingerprint ^
+    hits.push_back(docs[rnd.Uniform(docs.size())].fingerprint.low() ^
                    (std::uint64_t{1} << rnd.Uniform(64)));
     misses.push_back(rnd.Next());
   }
@@ -300,7 +300,7 @@ void Model(const Config& config) {
       std::vector<std::string> args = {"HSET", key};
       for (int i = 0; i < count; ++i) {
         args.push_back(Layout::IdField(rnd.Next()));
-        args.push_back(Layout::EncodeRecord({0, rnd.Next(), metadata, signature}));
+        args.push_back(layout.EncodeRecord({0, rnd.Next(), metadata, signature}));
       }
       written += count;
       commands.push_back({key, std::move(args)});

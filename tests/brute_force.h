@@ -39,6 +39,12 @@ class Random {
   explicit Random(std::uint64_t seed) : engine_(seed) {}
 
   std::uint64_t Next() { return engine_(); }
+  // A random fingerprint of `bits` bits, 64 or 128 (for 64, Next()).
+  Fingerprint Next(int bits) {
+    if (bits == 64) return Next();
+    const std::uint64_t high = Next();
+    return {high, Next()};
+  }
 
   // Uniform in [0, n), up to a bias of n / 2^64.
   // REQUIRES: n > 0
@@ -53,6 +59,20 @@ class Random {
     for (int i = 0; i < count; ++i) {
       std::swap(positions[i], positions[i + Uniform(64 - i)]);
       mask |= std::uint64_t{1} << positions[i];
+    }
+    return mask;
+  }
+
+  // Bits(count) within `bits` bits, 64 or 128 (for 64, Bits(count)).
+  // REQUIRES: 0 <= count <= bits
+  Fingerprint Bits(int count, int bits) {
+    if (bits == 64) return Bits(count);
+    std::array<int, 128> positions;
+    for (int i = 0; i < 128; ++i) positions[i] = i;
+    Fingerprint mask;
+    for (int i = 0; i < count; ++i) {
+      std::swap(positions[i], positions[i + Uniform(128 - i)]);
+      mask |= Fingerprint(1) << positions[i];
     }
     return mask;
   }
@@ -75,20 +95,21 @@ struct Plant {
   int count;
 };
 
-// `n` uniformly random fingerprints, then the plants in order, each copying a
-// document chosen uniformly among those made so far, so plants may copy
-// plants and form clusters. The result is shuffled and docs[i].id == i: a
-// copy's id may be above or below its original's.
+// `n` uniformly random fingerprints of `bits` bits (64 or 128), then the
+// plants in order, each copying a document chosen uniformly among those made
+// so far, so plants may copy plants and form clusters. The result is shuffled
+// and docs[i].id == i: a copy's id may be above or below its original's.
 inline std::vector<internal::IdFingerprint> MakeCorpus(std::uint64_t seed, std::size_t n,
-                                                       const std::vector<Plant>& plants) {
+                                                       const std::vector<Plant>& plants,
+                                                       int bits = 64) {
   Random rnd(seed);
-  std::vector<std::uint64_t> fps;
-  for (std::size_t i = 0; i < n; ++i) fps.push_back(rnd.Next());
+  std::vector<Fingerprint> fps;
+  for (std::size_t i = 0; i < n; ++i) fps.push_back(rnd.Next(bits));
   for (const Plant& plant : plants) {
     for (int i = 0; i < plant.count; ++i) {
       // With n == 0 the first plant has nothing to copy, so it starts fresh.
-      const std::uint64_t original = fps.empty() ? rnd.Next() : fps[rnd.Uniform(fps.size())];
-      fps.push_back(original ^ rnd.Bits(plant.distance));
+      const Fingerprint original = fps.empty() ? rnd.Next(bits) : fps[rnd.Uniform(fps.size())];
+      fps.push_back(original ^ rnd.Bits(plant.distance, bits));
     }
   }
   rnd.Shuffle(fps);
@@ -123,7 +144,7 @@ struct IdDistance {
 
 // Every document within k of `query`, sorted by id.
 inline std::vector<IdDistance> BruteForceQuery(std::span<const internal::IdFingerprint> docs,
-                                               std::uint64_t query, int k) {
+                                               Fingerprint query, int k) {
   std::vector<IdDistance> matches;
   for (const internal::IdFingerprint& doc : docs) {
     const int d = HammingDistance(doc.fingerprint, query);

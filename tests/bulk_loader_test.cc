@@ -108,6 +108,52 @@ TEST(BulkLoaderTest, LoadsAnEmptyStoreExactly) {
   }
 }
 
+// A 128-bit store's load: tables cut on the head, with crowds whose heads
+// are all one (their tails set apart in the writer's runs) or whose tails are
+// (two copies of each fingerprint), whatever the load's budget and threads.
+TEST(BulkLoaderTest, LoadsA128BitStoreExactly) {
+  const std::uint64_t seed = TestSeed(12);
+  std::vector<IdFingerprint> docs = MakeCorpus(
+      seed, 1500, {Plant{0, 30}, Plant{2, 30}, Plant{4, 30}, Plant{6, 30}, Plant{7, 30}}, 128);
+  Random rnd(seed + 7);
+  const Fingerprint base = rnd.Next(128);
+  for (int i = 0; i < 300; ++i) docs.push_back({docs.size(), {base.high(), rnd.Uniform(64)}});
+  for (int i = 0; i < 100; ++i) docs.push_back({docs.size(), {rnd.Next(), base.low()}});
+  for (const BulkLoadOptions& options :
+       {BulkLoadOptions{}, SpillingOptions(), OneThreadOptions()}) {
+    TempDir dir;
+    StoreOptions store_options;
+    store_options.bits = 128;
+    std::unique_ptr<Store> store = MustOpen(dir.Sub("store"), store_options);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->plan().bits(), 128);
+    Result<std::unique_ptr<BulkLoader>> loader = store->NewBulkLoader(options);
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    for (const IdFingerprint& d : docs) {
+      ASSERT_TRUE((*loader)->Add(d.id, d.fingerprint, MetadataFor(d.id)).ok());
+    }
+    Result<BulkLoadStats> stats = (*loader)->Finish();
+    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+    ExpectMatchesBruteForce(*store, docs, seed, "after a 128-bit bulk load");
+    // A second load replaces a third of them and adds more, through merge operands.
+    Result<std::unique_ptr<BulkLoader>> again = store->NewBulkLoader(options);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    for (std::size_t i = 0; i < docs.size(); i += 3) {
+      docs[i].fingerprint = docs[(i + 1) % docs.size()].fingerprint ^ rnd.Bits(1, 128);
+      ASSERT_TRUE((*again)->Add(docs[i].id, docs[i].fingerprint, MetadataFor(docs[i].id)).ok());
+    }
+    for (int i = 0; i < 100; ++i) {
+      docs.push_back({docs.size(), {base.high(), 64 + rnd.Uniform(64)}});
+      ASSERT_TRUE(
+          (*again)->Add(docs.back().id, docs.back().fingerprint, MetadataFor(docs.back().id)).ok());
+    }
+    ASSERT_TRUE((*again)->Finish().ok());
+    ExpectMatchesBruteForce(*store, docs, seed, "after a second 128-bit bulk load");
+    loader->reset();
+    again->reset();
+  }
+}
+
 // Progress comes from the table threads, one call at a time, never goes
 // back, and ends at its total; an exception from it fails the load cleanly.
 TEST(BulkLoaderTest, ProgressFromTableThreadsEndsAtTheTotal) {
@@ -200,7 +246,7 @@ TEST(BulkLoaderTest, QueriesGoOnAndWritesWaitWhileALoadFinishes) {
   ASSERT_TRUE(store->Flush().ok());
 
   // The write replaces a document the load brings.
-  const IdFingerprint written{docs.back().id, ~docs.back().fingerprint};
+  const IdFingerprint written{docs.back().id, ~docs.back().fingerprint.low()};
   std::future<Result<std::vector<Match>>> query;
   std::future<Status> write;
   bool answered_during_load = false;

@@ -304,14 +304,53 @@ TEST_F(ConfirmationTest, WiderFingerprintsAreRefusedByA64BitStoreAndChangeNothin
   // The widest 64-bit value is one.
   EXPECT_TRUE(store->Insert(3, ~std::uint64_t{0}).ok());
   EXPECT_EQ(store->Query(~std::uint64_t{0}, 0)->size(), 1u);
-  // Nor is a store made with fingerprint options that make wider ones.
+}
+
+// Fingerprint options that make 128-bit fingerprints make a 128-bit store,
+// with the plan of that width by default; a width that disagrees with them,
+// or is neither 64 nor 128, is refused and creates nothing.
+TEST_F(ConfirmationTest, TheWidthIsTheFingerprintOptionsAndIsRecorded) {
   StoreOptions wide_options;
   wide_options.fingerprint = FingerprintOptions{.bits = 128};
-  const Result<std::unique_ptr<Store>> refused_store =
-      Store::Open(StoreAt(dir_, "wide"), wide_options);
-  EXPECT_EQ(refused_store.status().message(),
-            "fingerprint options \"v2 window=1 weighting=tf signature=64 signature_window=5 "
-            "bits=128\" make 128-bit fingerprints; a store holds 64-bit fingerprints");
+  {
+    Result<std::unique_ptr<Store>> store = Store::Open(StoreAt(dir_, "wide"), wide_options);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    EXPECT_EQ((*store)->plan().bits(), 128);
+    EXPECT_EQ((*store)->plan().blocks(), 8);
+    EXPECT_EQ((*store)->plan().distance(), 6);
+    const Fingerprint wide(1, 7);
+    ASSERT_TRUE((*store)->Insert(1, wide).ok());
+    ASSERT_TRUE((*store)->Insert(2, 7).ok());  // a value below 2^64 is a 128-bit one too
+    EXPECT_EQ((*store)->Get(1)->fingerprint, wide);
+    const Result<std::vector<Match>> near = (*store)->Query(wide, 1);
+    ASSERT_TRUE(near.ok()) << near.status().ToString();
+    ASSERT_EQ(near->size(), 2u);
+    EXPECT_EQ((*near)[1].id, 2u);
+    EXPECT_EQ((*near)[1].distance, 1);
+    const Sketch text = *(*store)->fingerprinter().SketchText("the quick brown fox");
+    EXPECT_FALSE(text.fingerprint.fits_64());
+    ASSERT_TRUE((*store)->Insert(NewDocument{3, text.fingerprint, "fox", text.signature}).ok());
+    EXPECT_EQ((*store)->Query(text, QueryOptions{})->size(), 1u);
+    ASSERT_TRUE((*store)->Close().ok());
+  }
+  StoreOptions by_bits;
+  by_bits.bits = 128;
+  EXPECT_EQ(Store::Open(StoreAt(dir_, "wide"), by_bits).status().code(), Status::Code::kOk);
+  by_bits.bits = 64;
+  const Status narrower = Store::Open(StoreAt(dir_, "wide"), by_bits).status();
+  EXPECT_EQ(narrower.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(narrower.message().find(" was created with bits 128, not 64"), std::string::npos)
+      << narrower.message();
+  StoreOptions disagreeing = wide_options;
+  disagreeing.bits = 64;
+  EXPECT_EQ(Store::Open(StoreAt(dir_, "new"), disagreeing).status().message(),
+            "bits 64 disagrees with the fingerprint options \"v2 window=1 weighting=tf "
+            "signature=64 signature_window=5 bits=128\", which make 128-bit fingerprints");
+  StoreOptions odd;
+  odd.bits = 96;
+  EXPECT_EQ(Store::Open(StoreAt(dir_, "new"), odd).status().message(),
+            "bits 96 is neither 64 nor 128");
+  EXPECT_FALSE(std::filesystem::exists(StoreAt(dir_, "new")));
 }
 
 TEST_F(ConfirmationTest, TheThresholdIsRecordedAtCreation) {

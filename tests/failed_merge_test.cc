@@ -94,7 +94,7 @@ class FailedMergeTest : public ::testing::Test {
     std::vector<NewDocument> batch;
     for (std::size_t i = 0; i < docs.size(); ++i) {
       batch.push_back({docs[i].id, docs[i].fingerprint, metadata[i]});
-      model_[docs[i].id] = docs[i].fingerprint;
+      model_[docs[i].id] = docs[i].fingerprint.low();
     }
     ASSERT_TRUE(store_->InsertBatch(batch).ok());
     ASSERT_TRUE(store_->Flush().ok());

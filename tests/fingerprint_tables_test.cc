@@ -217,11 +217,11 @@ TEST(FingerprintTablesTest, BulkLoadDropsAFingerprintOnlyWithItsLastDocument) {
     // Groups 0-4 lose one copy, 5-9 all three, 10-11 move to one shared
     // new fingerprint, 12 takes group 13's fingerprint whose copies move
     // away.
-    std::uint64_t next = d.fingerprint;
+    std::uint64_t next = d.fingerprint.low();
     if (group < 5 && d.id % 3 == 0) next = rnd.Next();
     if (group >= 5 && group < 10) next = rnd.Next();
     if (group == 10 || group == 11) next = shared_target;
-    if (group == 12) next = docs[13 * 3].fingerprint;
+    if (group == 12) next = docs[13 * 3].fingerprint.low();
     if (group == 13) next = rnd.Next();
     if (next == d.fingerprint) continue;
     d.fingerprint = next;
@@ -277,7 +277,7 @@ TEST(FingerprintTablesTest, StreamedScansReadIdsInBatches) {
 // bypasses the store.
 void EditTable(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, const TablePermutation& perm,
                int group_bits, std::uint64_t fp, bool add) {
-  const std::uint64_t permuted = perm.Apply(fp).low();
+  const Fingerprint permuted = perm.Apply(fp);
   // The group's value rewritten, with or without the member.
   const internal::GroupLayout layout(perm.prefix_bits(), group_bits);
   const internal::GroupLayout::Key k = layout.KeyOf(permuted);
@@ -285,9 +285,9 @@ void EditTable(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, const Table
   std::string value;
   const rocksdb::Status s = db.Get({}, family, key, &value);
   ASSERT_TRUE(s.ok() || s.IsNotFound()) << s.ToString();
-  std::vector<std::uint64_t> members;
+  std::vector<Fingerprint> members;
   ASSERT_TRUE(internal::DecodeGroupValue(layout, value, members));
-  const std::uint64_t member = layout.MemberBits(permuted);
+  const Fingerprint member = layout.MemberBits(permuted);
   const auto at = std::lower_bound(members.begin(), members.end(), member);
   if (add) {
     members.insert(at, member);
@@ -315,15 +315,15 @@ TEST(FingerprintTablesTest, VerifyFindsStrayAndMissingFingerprints) {
   }
   const std::uint64_t stray = Random(seed + 1).Next();
   testing::EditWithRocksDb(path, [&](rocksdb::DB& db, const auto& family) {
-    EditTable(db, family("table-005"), plan.table(5), group_bits, docs[0].fingerprint, false);
+    EditTable(db, family("table-005"), plan.table(5), group_bits, docs[0].fingerprint.low(), false);
     EditTable(db, family("table-007"), plan.table(7), group_bits, stray, true);
   });
   std::unique_ptr<Store> store = MustOpen(path);
   ASSERT_NE(store, nullptr);
   const Status verify = store->Verify();
   ASSERT_TRUE(verify.IsCorruption()) << verify.ToString();
-  EXPECT_NE(verify.message().find("table-005: fingerprint " + std::to_string(docs[0].fingerprint) +
-                                  " of document "),
+  EXPECT_NE(verify.message().find("table-005: fingerprint " +
+                                  std::to_string(docs[0].fingerprint.low()) + " of document "),
             std::string::npos)
       << verify.message();
   EXPECT_NE(verify.message().find("table-007: fingerprint " + std::to_string(stray) +

@@ -611,7 +611,7 @@ class Querier {
       // Near copies of stored documents, up to one bit beyond k, and a few random fingerprints.
       std::vector<std::uint64_t> queries;
       for (int i = 0; i < 64; ++i) {
-        const std::uint64_t near = docs[rnd.Uniform(docs.size())].fingerprint;
+        const std::uint64_t near = docs[rnd.Uniform(docs.size())].fingerprint.low();
         queries.push_back(i % 8 == 7 ? rnd.Next()
                                      : near ^ rnd.Bits(static_cast<int>(rnd.Uniform(k + 2))));
       }

@@ -130,7 +130,7 @@ TEST(SkippedTablesTest, QueriesStayExactThroughEveryWayFilesAreWritten) {
     Random rnd(seed + 7);
     std::vector<IdFingerprint> more;
     for (DocumentId id = 10000; id < 11500; ++id) {
-      const std::uint64_t original = docs[rnd.Uniform(docs.size())].fingerprint;
+      const std::uint64_t original = docs[rnd.Uniform(docs.size())].fingerprint.low();
       more.push_back({id, original ^ rnd.Bits(static_cast<int>(rnd.Uniform(4)))});
     }
     for (const IdFingerprint& d : more) {
@@ -184,7 +184,7 @@ std::uint64_t GroupBytesRead(Store& store, std::uint64_t query) {
 TEST(SkippedTablesTest, ALoneHitReadsOneGroupAndACrowdedOneMore) {
   const std::uint64_t seed = TestSeed(73);
   std::vector<IdFingerprint> docs = MakeCorpus(seed, 2000, {});
-  const std::uint64_t crowded = docs[0].fingerprint;
+  const std::uint64_t crowded = docs[0].fingerprint.low();
   docs.push_back({5000, crowded ^ 1});  // shares the prefix of every table that leaves bit 0 out
   TempDir dir;
   const std::string path = dir.Sub("store");
@@ -196,10 +196,10 @@ TEST(SkippedTablesTest, ALoneHitReadsOneGroupAndACrowdedOneMore) {
       internal::TableGroupLayout(plan, 0, testing::RecordedGroupBits(path));
   // The value of table 0's group of `fp`: every document whose table-0 key is the same.
   auto table0_group_bytes = [&](std::uint64_t fp) {
-    const std::uint64_t group = layout0.GroupOf(plan.table(0).Apply(fp).low());
+    const Fingerprint group = layout0.GroupOf(plan.table(0).Apply(fp));
     std::vector<internal::IdMember> members;
     for (const IdFingerprint& d : docs) {
-      const std::uint64_t permuted = plan.table(0).Apply(d.fingerprint).low();
+      const Fingerprint permuted = plan.table(0).Apply(d.fingerprint);
       if (layout0.GroupOf(permuted) == group) {
         members.push_back({layout0.MemberBits(permuted), d.id});
       }
@@ -211,8 +211,8 @@ TEST(SkippedTablesTest, ALoneHitReadsOneGroupAndACrowdedOneMore) {
   EXPECT_EQ(GroupBytesRead(*store, rnd.Next()), 0u);  // a miss: the filters tell
   std::size_t lone_read_one = 0;
   for (std::size_t i = 1; i < 21; ++i) {
-    lone_read_one +=
-        GroupBytesRead(*store, docs[i].fingerprint) == table0_group_bytes(docs[i].fingerprint);
+    lone_read_one += GroupBytesRead(*store, docs[i].fingerprint.low()) ==
+                     table0_group_bytes(docs[i].fingerprint.low());
   }
   // A lone prefix reads as crowded where a filter errs, about 1% a table.
   EXPECT_GE(lone_read_one, 16u) << "of 20 lone hits";
@@ -228,13 +228,14 @@ class LyingCollector final : public rocksdb::TablePropertiesCollector {
   rocksdb::Status AddUserKey(const rocksdb::Slice& key, const rocksdb::Slice& value,
                              rocksdb::EntryType type, rocksdb::SequenceNumber,
                              std::uint64_t) override {
-    std::uint64_t group = 0;
-    EXPECT_TRUE(layout_.DecodeKey(key.ToStringView(), &group));
+    Fingerprint group_word;
+    EXPECT_TRUE(layout_.DecodeKey(key.ToStringView(), &group_word));
+    const std::uint64_t group = group_word.low();
     if (prefixes_.empty()) first_ = group;
     last_ = group;
     internal::ForEachMemberOf(layout_, value.ToStringView(), type == rocksdb::kEntryMerge,
-                              [&](std::uint64_t member) {
-                                const std::uint64_t prefix = (group | member) & prefix_mask_;
+                              [&](Fingerprint member) {
+                                const std::uint64_t prefix = (group | member.low()) & prefix_mask_;
                                 if (prefixes_.empty() || prefixes_.back().prefix != prefix) {
                                   prefixes_.push_back({prefix, false});
                                 }
@@ -289,9 +290,9 @@ TEST(SkippedTablesTest, VerifyReportsAFilterThatHidesASharedPrefix) {
   const PermutationPlan plan = *PermutationPlan::Create(6, 3);
   // A near-copy that first shares its prefix with docs[0] in table 1.
   Random rnd(seed + 1);
-  std::uint64_t copy = docs[0].fingerprint ^ rnd.Bits(3);
+  std::uint64_t copy = docs[0].fingerprint.low() ^ rnd.Bits(3);
   while (plan.FirstSharedTable(docs[0].fingerprint, copy) != 1) {
-    copy = docs[0].fingerprint ^ rnd.Bits(3);
+    copy = docs[0].fingerprint.low() ^ rnd.Bits(3);
   }
   docs.push_back({900, copy});
   {

@@ -138,7 +138,7 @@ class Tracked {
     }
     const Status s = store_->InsertBatch(batch);
     ASSERT_TRUE(s.ok()) << s.ToString();
-    for (const IdFingerprint& d : docs) Wrote(d.id, d.fingerprint);  // the last one wins
+    for (const IdFingerprint& d : docs) Wrote(d.id, d.fingerprint.low());  // the last one wins
   }
 
   // Replaces through CheckAndInsert, whose matches must be brute force's.
@@ -257,7 +257,7 @@ void Fill(Tracked& t, const std::vector<IdFingerprint>& docs, Base base) {
     ASSERT_TRUE((*loader)->Add(d.id, d.fingerprint, MetadataFor(d.id)).ok());
   }
   ASSERT_TRUE((*loader)->Finish().ok());
-  for (const IdFingerprint& d : docs) t.Record(d.id, d.fingerprint);
+  for (const IdFingerprint& d : docs) t.Record(d.id, d.fingerprint.low());
 }
 
 // Tests that start from a tracked store whose tables hold documents that
@@ -301,7 +301,7 @@ TEST_P(StagedRemovalsTest, ReplacedAndRemovedDocumentsLeaveAtTheNextMerge) {
   for (const IdFingerprint& d : docs) {
     switch (d.id % 8) {
       case 0:  // near: a query of the old fingerprint finds the new one
-        ASSERT_NO_FATAL_FAILURE(t.Insert(d.id, Near(rnd, d.fingerprint)));
+        ASSERT_NO_FATAL_FAILURE(t.Insert(d.id, Near(rnd, d.fingerprint.low())));
         ++marks;
         break;
       case 1:
@@ -309,17 +309,17 @@ TEST_P(StagedRemovalsTest, ReplacedAndRemovedDocumentsLeaveAtTheNextMerge) {
         ++marks;
         break;
       case 2:
-        ASSERT_NO_FATAL_FAILURE(t.CheckAndInsert(d.id, Near(rnd, d.fingerprint)));
+        ASSERT_NO_FATAL_FAILURE(t.CheckAndInsert(d.id, Near(rnd, d.fingerprint.low())));
         ++marks;
         break;
       case 3:
       case 4:
         ASSERT_NO_FATAL_FAILURE(t.Remove(d.id));
-        removed_fps.push_back(d.fingerprint);
+        removed_fps.push_back(d.fingerprint.low());
         ++marks;
         break;
       case 5:  // the same fingerprint again: nothing leaves the tables
-        ASSERT_NO_FATAL_FAILURE(t.Insert(d.id, d.fingerprint));
+        ASSERT_NO_FATAL_FAILURE(t.Insert(d.id, d.fingerprint.low()));
         break;
       default:
         break;
@@ -348,11 +348,11 @@ TEST_P(StagedRemovalsTest, ReplacedAndRemovedDocumentsLeaveAtTheNextMerge) {
   // and replaced ones are replaced again or removed.
   for (const IdFingerprint& d : docs) {
     if (d.id % 8 == 3 && d.id % 16 < 8) {
-      ASSERT_NO_FATAL_FAILURE(t.Insert(d.id, d.fingerprint));
+      ASSERT_NO_FATAL_FAILURE(t.Insert(d.id, d.fingerprint.low()));
     } else if (d.id % 8 == 4) {
-      ASSERT_NO_FATAL_FAILURE(t.Insert(d.id, Near(rnd, d.fingerprint)));
+      ASSERT_NO_FATAL_FAILURE(t.Insert(d.id, Near(rnd, d.fingerprint.low())));
     } else if (d.id % 8 == 0 && d.id % 16 < 8) {
-      ASSERT_NO_FATAL_FAILURE(t.Insert(d.id, d.fingerprint));  // back to the tables' version
+      ASSERT_NO_FATAL_FAILURE(t.Insert(d.id, d.fingerprint.low()));  // back to the tables' version
     } else if (d.id % 8 == 1) {
       ASSERT_NO_FATAL_FAILURE(t.Remove(d.id));
     }
@@ -389,7 +389,7 @@ TEST_F(StagedRemovalsSequenceTest, SequencesOfWritesBeforeAMerge) {
   ASSERT_NO_FATAL_FAILURE(Start(seed, docs));
   Tracked& t = tracked();
   Random rnd(seed + 1);
-  auto x = [&](DocumentId id) { return docs[id].fingerprint; };  // in the tables
+  auto x = [&](DocumentId id) { return docs[id].fingerprint.low(); };  // in the tables
   const std::uint64_t y0 = Near(rnd, x(0));
 
   // X -> Y -> X: back to the fingerprint in the tables, found once.
@@ -588,7 +588,7 @@ TEST_F(StagedRemovalsSharedTest, ManySharedFingerprintsLeaveInOneMerge) {
   const Status verified = t.store().Verify();
   ASSERT_TRUE(verified.ok()) << verified.ToString();
   for (DocumentId g = 0; g < kShared; ++g) {
-    const std::uint64_t fp = docs[3 * g].fingerprint;
+    const std::uint64_t fp = docs[3 * g].fingerprint.low();
     Result<std::vector<Match>> found = t.store().Query(fp, 0);
     ASSERT_TRUE(found.ok()) << found.status().ToString();
     std::vector<DocumentId> ids;
@@ -671,7 +671,7 @@ TEST_P(StagedRemovalsBulkLoadTest, LoadOverPendingRemovals) {
   ASSERT_NO_FATAL_FAILURE(Start(seed, docs));
   Tracked& t = tracked();
   Random rnd(seed + 1);
-  auto x = [&](DocumentId id) { return docs[id].fingerprint; };
+  auto x = [&](DocumentId id) { return docs[id].fingerprint.low(); };
 
   ASSERT_NO_FATAL_FAILURE(t.Insert(0, Near(rnd, x(0))));  // loaded with a new one
   ASSERT_NO_FATAL_FAILURE(t.Remove(1));                   // loaded with a new one
@@ -706,7 +706,7 @@ TEST_P(StagedRemovalsBulkLoadTest, LoadOverPendingRemovals) {
   EXPECT_EQ(stats->added, 3u);     // 1 and 3 were removed; 500
   EXPECT_EQ(stats->replaced, 6u);  // 0, 2, 4, 7, 8, 1000
   loader->reset();
-  for (const IdFingerprint& d : loaded) t.Record(d.id, d.fingerprint);
+  for (const IdFingerprint& d : loaded) t.Record(d.id, d.fingerprint.low());
   // 5 and 6 are still pending.
   ASSERT_NO_FATAL_FAILURE(t.ExpectAllExact("loaded"));
   ASSERT_NO_FATAL_FAILURE(t.Reopen());
@@ -817,7 +817,7 @@ TEST_F(StagedRemovalsMergeTest, RemovalsStagedDuringAMergeWaitForTheNext) {
   // The merge takes the even ids below 30; the odd ones between them are
   // written while it runs, so that its marks and theirs interleave.
   for (DocumentId id = 0; id < 20; id += 2) {
-    ASSERT_NO_FATAL_FAILURE(t.Insert(id, Near(rnd, docs[id].fingerprint)));
+    ASSERT_NO_FATAL_FAILURE(t.Insert(id, Near(rnd, docs[id].fingerprint.low())));
   }
   for (DocumentId id = 20; id < 30; id += 2) ASSERT_NO_FATAL_FAILURE(t.Remove(id));
 
@@ -846,10 +846,11 @@ TEST_F(StagedRemovalsMergeTest, RemovalsStagedDuringAMergeWaitForTheNext) {
   // Writes of ids the merge does not hold, on a thread of their own: one
   // that waited for the merge would hang the test.
   std::vector<std::pair<DocumentId, std::optional<std::uint64_t>>> writes;
-  for (DocumentId id = 1; id < 20; id += 2) writes.push_back({id, Near(rnd, docs[id].fingerprint)});
+  for (DocumentId id = 1; id < 20; id += 2)
+    writes.push_back({id, Near(rnd, docs[id].fingerprint.low())});
   for (DocumentId id = 21; id < 30; id += 2) writes.push_back({id, std::nullopt});
-  writes.push_back({40, docs[20].fingerprint});   // leaving in the running merge
-  writes.push_back({2000, docs[0].fingerprint});  // new, with a leaving fingerprint
+  writes.push_back({40, docs[20].fingerprint.low()});   // leaving in the running merge
+  writes.push_back({2000, docs[0].fingerprint.low()});  // new, with a leaving fingerprint
   writer = std::async(std::launch::async, [&] {
     for (const auto& [id, fp] : writes) {
       const Status s = fp ? t.store().Insert(id, *fp, MetadataFor(id)) : t.store().Remove(id);
@@ -925,7 +926,7 @@ TEST_F(StagedRemovalsConcurrencyTest, ReplacementsBesideQueriesAndMerges) {
   };
   std::vector<std::vector<std::vector<Write>>> plans(kWriters);
   std::map<DocumentId, std::set<std::uint64_t>> versions;
-  for (const IdFingerprint& d : docs) versions[d.id].insert(d.fingerprint);
+  for (const IdFingerprint& d : docs) versions[d.id].insert(d.fingerprint.low());
   Model final_model = t.model();
   Random rnd(seed + 1);
   for (int w = 0; w < kWriters; ++w) {
@@ -936,9 +937,9 @@ TEST_F(StagedRemovalsConcurrencyTest, ReplacementsBesideQueriesAndMerges) {
         const std::uint64_t what = rnd.Uniform(4);
         std::optional<std::uint64_t> fp;
         if (what == 0) {
-          fp = docs[id].fingerprint;  // back to the first version
+          fp = docs[id].fingerprint.low();  // back to the first version
         } else if (what != 3) {
-          fp = Near(rnd, docs[id].fingerprint);
+          fp = Near(rnd, docs[id].fingerprint.low());
         }
         batch.push_back({id, fp});
         if (fp) versions[id].insert(*fp);
@@ -1000,7 +1001,8 @@ TEST_F(StagedRemovalsConcurrencyTest, ReplacementsBesideQueriesAndMerges) {
       std::vector<std::uint64_t> queries;
       for (int i = rounds % 2 == 0 ? 1 : 3; i > 0; --i) {
         const IdFingerprint& d = docs[pick.Uniform(docs.size())];
-        queries.push_back(pick.Uniform(2) == 0 ? d.fingerprint : Near(pick, d.fingerprint));
+        queries.push_back(pick.Uniform(2) == 0 ? d.fingerprint.low()
+                                               : Near(pick, d.fingerprint.low()));
       }
       std::vector<std::vector<Match>> answers;
       if (queries.size() == 1) {

@@ -23,8 +23,8 @@ std::uint64_t FlipBits(std::uint64_t fp, int bits, std::mt19937_64& rnd) {
 
 Found Probe(const StagingIndex& index, std::uint64_t query, int k) {
   Found found;
-  index.ForEachWithin(query, k, [&](DocumentId id, std::uint64_t fp, int d) {
-    EXPECT_TRUE(found.insert({id, fp, d}).second) << "entry " << id << " reported twice";
+  index.ForEachWithin(query, k, [&](DocumentId id, Fingerprint fp, int d) {
+    EXPECT_TRUE(found.insert({id, fp.low(), d}).second) << "entry " << id << " reported twice";
   });
   return found;
 }
@@ -33,7 +33,7 @@ Found BruteForce(const std::vector<StagingIndex::Entry>& entries, std::uint64_t 
   Found found;
   for (const StagingIndex::Entry& e : entries) {
     const int d = HammingDistance(e.fingerprint, query);
-    if (d <= k) found.insert({e.id, e.fingerprint, d});
+    if (d <= k) found.insert({e.id, e.fingerprint.low(), d});
   }
   return found;
 }
@@ -45,7 +45,7 @@ class StagingIndexGrowthTest : public testing::TestWithParam<std::size_t> {};
 
 TEST_P(StagingIndexGrowthTest, FindsExactlyTheEntriesWithinKWhileItGrows) {
   std::mt19937_64 rnd(7);
-  StagingIndex index(3, GetParam());
+  StagingIndex index(3, 64, GetParam());
   std::vector<StagingIndex::Entry> added;
   std::vector<std::uint64_t> bases;
   DocumentId next_id = 1;
@@ -83,13 +83,13 @@ INSTANTIATE_TEST_SUITE_P(Rooms, StagingIndexGrowthTest, testing::Values(0, 5000)
 // the entries already in are placed again, and later ones fit without growth.
 TEST(StagingIndexTest, RoomMadeLaterKeepsWhatIsInAndFindsWhatComes) {
   std::mt19937_64 rnd(13);
-  StagingIndex index(3, 0);
+  StagingIndex index(3, 64, 0);
   std::vector<StagingIndex::Entry> added;
   const auto add = [&](std::size_t n) {
     std::vector<StagingIndex::Entry> batch;
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t fp =
-          added.empty() || rnd() % 2 ? rnd() : FlipBits(added.back().fingerprint, 2, rnd);
+          added.empty() || rnd() % 2 ? rnd() : FlipBits(added.back().fingerprint.low(), 2, rnd);
       batch.push_back({added.size() + batch.size() + 1, fp});
     }
     index.Add(batch);
@@ -97,7 +97,8 @@ TEST(StagingIndexTest, RoomMadeLaterKeepsWhatIsInAndFindsWhatComes) {
   };
   const auto check = [&](const char* when) {
     for (int q = 0; q < 200; ++q) {
-      const std::uint64_t query = FlipBits(added[rnd() % added.size()].fingerprint, rnd() % 4, rnd);
+      const std::uint64_t query =
+          FlipBits(added[rnd() % added.size()].fingerprint.low(), rnd() % 4, rnd);
       for (int k = 0; k <= 3; ++k) {
         ASSERT_EQ(Probe(index, query, k), BruteForce(added, query, k)) << when << ", k " << k;
       }
@@ -113,7 +114,7 @@ TEST(StagingIndexTest, RoomMadeLaterKeepsWhatIsInAndFindsWhatComes) {
 }
 
 TEST(StagingIndexTest, SortedIdsNameEachIdOnceThoughAddedAgain) {
-  StagingIndex index(3, 4);
+  StagingIndex index(3, 64, 4);
   const std::vector<StagingIndex::Entry> first = {{9, 1}, {3, 2}, {7, 3}};
   const std::vector<StagingIndex::Entry> again = {{3, 4}, {12, 5}, {9, 6}};
   index.Add(first);
@@ -128,7 +129,7 @@ TEST(StagingIndexTest, SortedIdsNameEachIdOnceThoughAddedAgain) {
 
 TEST(StagingIndexTest, HoldsEntryOnlyForTheSameIdAndFingerprint) {
   std::mt19937_64 rnd(5);
-  StagingIndex index(3, 16);
+  StagingIndex index(3, 64, 16);
   std::vector<StagingIndex::Entry> entries;
   for (DocumentId id = 1; id <= 2000; ++id) entries.push_back({id, rnd()});
   entries.push_back({3000, entries[10].fingerprint});  // shared with document 11
@@ -136,7 +137,7 @@ TEST(StagingIndexTest, HoldsEntryOnlyForTheSameIdAndFingerprint) {
   for (const StagingIndex::Entry& e : entries) {
     ASSERT_TRUE(index.HoldsEntry(e.id, e.fingerprint)) << e.id;
     ASSERT_FALSE(index.HoldsEntry(e.id + 5000, e.fingerprint)) << e.id;
-    ASSERT_FALSE(index.HoldsEntry(e.id, FlipBits(e.fingerprint, 1, rnd))) << e.id;
+    ASSERT_FALSE(index.HoldsEntry(e.id, FlipBits(e.fingerprint.low(), 1, rnd))) << e.id;
   }
   EXPECT_FALSE(index.HoldsEntry(11, entries[11].fingerprint));
 }
@@ -145,7 +146,7 @@ TEST(StagingIndexTest, HoldsEntryOnlyForTheSameIdAndFingerprint) {
 // spare): nothing of its old entries, buckets or removals may show.
 TEST(StagingIndexTest, ClearedIndexFindsOnlyWhatIsAddedAfter) {
   std::mt19937_64 rnd(11);
-  StagingIndex index(3, 1000);
+  StagingIndex index(3, 64, 1000);
   std::vector<StagingIndex::Entry> old_entries;
   for (DocumentId id = 1; id <= 3000; ++id) old_entries.push_back({id, rnd()});  // past its room
   index.Add(old_entries);
@@ -156,21 +157,21 @@ TEST(StagingIndexTest, ClearedIndexFindsOnlyWhatIsAddedAfter) {
   EXPECT_FALSE(index.HasRemoval(77));
   EXPECT_TRUE(index.SortedIds().empty());
   for (int q = 0; q < 100; ++q) {
-    ASSERT_TRUE(Probe(index, old_entries[rnd() % old_entries.size()].fingerprint, 3).empty());
+    ASSERT_TRUE(Probe(index, old_entries[rnd() % old_entries.size()].fingerprint.low(), 3).empty());
   }
 
   std::vector<StagingIndex::Entry> added;
   for (DocumentId id = 5000; id < 5500; ++id) {
     const std::uint64_t fp =
-        rnd() % 2 == 0 ? rnd() : FlipBits(old_entries[id % 3000].fingerprint, 1, rnd);
+        rnd() % 2 == 0 ? rnd() : FlipBits(old_entries[id % 3000].fingerprint.low(), 1, rnd);
     added.push_back({id, fp});
   }
   index.Add(added);
   EXPECT_EQ(index.size(), added.size());
   for (int q = 0; q < 300; ++q) {
     const std::uint64_t query =
-        FlipBits(q % 2 == 0 ? added[rnd() % added.size()].fingerprint
-                            : old_entries[rnd() % old_entries.size()].fingerprint,
+        FlipBits(q % 2 == 0 ? added[rnd() % added.size()].fingerprint.low()
+                            : old_entries[rnd() % old_entries.size()].fingerprint.low(),
                  static_cast<int>(rnd() % 4), rnd);
     ASSERT_EQ(Probe(index, query, 3), BruteForce(added, query, 3)) << "query " << q;
   }

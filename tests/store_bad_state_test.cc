@@ -524,7 +524,9 @@ TEST(StoreBadStateTest, OtherFormatVersionsAreNotSupported) {
 
 // A store recording 128-bit fingerprints is refused, unchanged: this build's
 // stores hold 64-bit ones.
-TEST(StoreBadStateTest, RecordedWiderFingerprintsAreNotSupported) {
+// A 64-bit store whose fingerprint record says 128 bits, or whose plan
+// record does, would read its records and tables at the wrong width.
+TEST(StoreBadStateTest, RecordsThatDisagreeOnTheWidthAreCorrupt) {
   TempDir dir;
   const std::string path = dir.Sub("store");
   ASSERT_NO_FATAL_FAILURE(CreateStore(path, 10));
@@ -534,10 +536,20 @@ TEST(StoreBadStateTest, RecordedWiderFingerprintsAreNotSupported) {
   const FileMap before = SnapshotFiles(path);
   Result<std::unique_ptr<Store>> store = OpenWith(path, {});
   ASSERT_FALSE(store.ok());
-  EXPECT_TRUE(store.status().IsNotSupported()) << store.status().ToString();
-  EXPECT_TRUE(Contains(store.status(), "records 128-bit fingerprints"))
+  EXPECT_TRUE(store.status().IsCorruption()) << store.status().ToString();
+  EXPECT_TRUE(Contains(store.status(),
+                       "the plan record is of 64-bit fingerprints, the "
+                       "fingerprint options record of 128"))
       << store.status().ToString();
   EXPECT_EQ(ChangedFiles(before, SnapshotFiles(path)), "");
+  ASSERT_NO_FATAL_FAILURE(
+      SetMetadataRecord(path, "fpstore.fingerprint", FingerprintOptions{}.ToString()));
+  for (const std::string plan : {"blocks=6 distance=3 bits=128", "blocks=6 distance=3 bits=64"}) {
+    ASSERT_NO_FATAL_FAILURE(SetMetadataRecord(path, "fpstore.plan", plan));
+    store = OpenWith(path, {});
+    ASSERT_FALSE(store.ok()) << plan;
+    EXPECT_TRUE(store.status().IsCorruption()) << store.status().ToString();
+  }
 }
 
 TEST(StoreBadStateTest, DifferentPlanOrFingerprintOptionsAreRefused) {
@@ -549,7 +561,10 @@ TEST(StoreBadStateTest, DifferentPlanOrFingerprintOptionsAreRefused) {
     StoreOptions options;
     std::string recorded, asked;
   };
-  std::vector<Case> cases(4);
+  std::vector<Case> cases(5);
+  cases[4].options.bits = 128;
+  cases[4].recorded = "bits 64";
+  cases[4].asked = "128";
   cases[0].options.blocks = 5;
   cases[0].recorded = "blocks 6";
   cases[0].asked = "5";

@@ -88,12 +88,11 @@ inline std::vector<IdFingerprint> DocsOf(const DocumentModel& model) {
 // distances, nearest first, each with its stored fingerprint and metadata.
 // REQUIRES: every stored document's metadata is MetadataFor(id).
 inline void ExpectQueriesMatchBruteForce(Store& store, const std::vector<IdFingerprint>& docs,
-                                         const std::vector<std::uint64_t>& queries) {
-  std::unordered_map<DocumentId, std::uint64_t> stored;
+                                         const std::vector<Fingerprint>& queries) {
+  std::unordered_map<DocumentId, Fingerprint> stored;
   for (const IdFingerprint& d : docs) stored.emplace(d.id, d.fingerprint);
   for (int k = 0; k <= store.plan().distance(); ++k) {
-    Result<std::vector<std::vector<Match>>> batch =
-        store.QueryBatch(testing::Fingerprints(queries), k);
+    Result<std::vector<std::vector<Match>>> batch = store.QueryBatch(queries, k);
     ASSERT_TRUE(batch.ok()) << batch.status().ToString();
     ASSERT_EQ(batch->size(), queries.size());
     for (std::size_t i = 0; i < queries.size(); ++i) {
@@ -122,23 +121,29 @@ inline void ExpectQueriesMatchBruteForce(Store& store, const std::vector<IdFinge
   }
 }
 
+inline void ExpectQueriesMatchBruteForce(Store& store, const std::vector<IdFingerprint>& docs,
+                                         const std::vector<std::uint64_t>& queries) {
+  ExpectQueriesMatchBruteForce(store, docs, Fingerprints(queries));
+}
+
 // REQUIRES: every stored document's metadata is MetadataFor(id).
 inline void ExpectMatchesBruteForce(Store& store, const std::vector<IdFingerprint>& docs,
                                     std::uint64_t seed, const std::string& phase) {
   SCOPED_TRACE(std::string(phase) + " seed=" + std::to_string(seed) +
                " plan=" + store.plan().ToString());
   const int k_max = store.plan().distance();
+  const int bits = store.plan().bits();
   Random rnd(seed + 1);
   // Queries: stored fingerprints, their planted neighbours at every
   // distance up to k + 1, and random ones.
-  std::vector<std::uint64_t> queries;
+  std::vector<Fingerprint> queries;
   for (int i = 0; i < 30 && !docs.empty(); ++i) {
-    std::uint64_t q = docs[rnd.Uniform(docs.size())].fingerprint;
+    Fingerprint q = docs[rnd.Uniform(docs.size())].fingerprint;
     const int flips = static_cast<int>(rnd.Uniform(k_max + 2));
-    for (int f = 0; f < flips; ++f) q ^= std::uint64_t{1} << rnd.Uniform(64);
+    for (int f = 0; f < flips; ++f) q ^= Fingerprint(1) << static_cast<int>(rnd.Uniform(bits));
     queries.push_back(q);
   }
-  for (int i = 0; i < 10; ++i) queries.push_back(rnd.Next());
+  for (int i = 0; i < 10; ++i) queries.push_back(rnd.Next(bits));
   ASSERT_NO_FATAL_FAILURE(ExpectQueriesMatchBruteForce(store, docs, queries));
 
   // Sorted in memory, and (no memory for that) read table by table.
@@ -173,7 +178,7 @@ inline void ExpectMatchesBruteForce(Store& store, const std::vector<IdFingerprin
   ASSERT_TRUE(store
                   .ForEachDocument([&](const Document& d) {
                     EXPECT_EQ(d.metadata, MetadataFor(d.id));
-                    listed.push_back({d.id, d.fingerprint.low()});
+                    listed.push_back({d.id, d.fingerprint});
                   })
                   .ok());
   std::vector<IdFingerprint> expected_docs = docs;

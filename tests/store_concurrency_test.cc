@@ -128,7 +128,7 @@ class StoreConcurrencyTest : public ::testing::Test {
     seed_ = TestSeed(20261124);
     Random rnd(seed_);
     stable_ = MakeCorpus(seed_, 300, {{0, 20}, {1, 30}, {2, 30}, {3, 30}, {4, 20}});
-    for (const IdFingerprint& d : stable_) stable_fp_[d.id] = d.fingerprint;
+    for (const IdFingerprint& d : stable_) stable_fp_[d.id] = d.fingerprint.low();
 
     // Writers move their documents near the stable ones, so that the
     // readers' queries find them too.
@@ -142,7 +142,7 @@ class StoreConcurrencyTest : public ::testing::Test {
           state[w].erase(id);
           continue;
         }
-        const std::uint64_t near = stable_[rnd.Uniform(stable_.size())].fingerprint;
+        const std::uint64_t near = stable_[rnd.Uniform(stable_.size())].fingerprint.low();
         const std::uint64_t fp = near ^ rnd.Bits(static_cast<int>(rnd.Uniform(5)));
         plans_[w].push_back({id, fp});
         state[w][id] = fp;
@@ -216,7 +216,7 @@ class StoreConcurrencyTest : public ::testing::Test {
   // A query near a stable document, or the movers' query.
   std::uint64_t PickQuery(Random& rnd) const {
     if (rnd.Uniform(4) == 0) return mover_query_;
-    return stable_[rnd.Uniform(stable_.size())].fingerprint ^
+    return stable_[rnd.Uniform(stable_.size())].fingerprint.low() ^
            rnd.Bits(static_cast<int>(rnd.Uniform(kDistance + 2)));
   }
 
@@ -235,7 +235,8 @@ TEST_F(StoreConcurrencyTest, ReadersBesideWritersSeeNoLossesOrPhantoms) {
   std::unique_ptr<Store> store = MustOpen(dir.Sub("store"), Durability::kNoSync);
   ASSERT_NE(store, nullptr);
   for (const IdFingerprint& d : stable_) {
-    ASSERT_TRUE(store->Insert(d.id, d.fingerprint, MetadataFor(d.id, d.fingerprint)).ok());
+    ASSERT_TRUE(
+        store->Insert(d.id, d.fingerprint.low(), MetadataFor(d.id, d.fingerprint.low())).ok());
   }
   for (const Mover& m : movers_) {
     ASSERT_TRUE(store->Insert(m.id, m.a, MetadataFor(m.id, m.a)).ok());
@@ -348,7 +349,7 @@ TEST_F(StoreConcurrencyTest, ReadersBesideWritersSeeNoLossesOrPhantoms) {
   Random rnd(seed_ + 20);
   for (int i = 0; i < 200; ++i) {
     const std::uint64_t q =
-        i % 2 == 0 ? PickQuery(rnd) : final_[rnd.Uniform(final_.size())].fingerprint;
+        i % 2 == 0 ? PickQuery(rnd) : final_[rnd.Uniform(final_.size())].fingerprint.low();
     const int k = static_cast<int>(rnd.Uniform(kDistance + 1));
     Result<std::vector<Match>> answer = store->Query(q, k);
     ASSERT_TRUE(answer.ok()) << answer.status().ToString();
@@ -680,7 +681,7 @@ TEST(StoreIngestionTest, QueriesRightAfterAMergesIngestionAreExact) {
     for (std::size_t i = 0; i < docs.size(); i += 7) {
       // Near a stored fingerprint, and anywhere.
       const std::uint64_t q =
-          i % 2 == 0 ? docs[i].fingerprint ^ (std::uint64_t{1} << (i % 64)) : rnd.Next();
+          i % 2 == 0 ? docs[i].fingerprint.low() ^ (std::uint64_t{1} << (i % 64)) : rnd.Next();
       Result<std::vector<Match>> found = store.Query(q, kDistance);
       ASSERT_TRUE(found.ok()) << found.status().ToString();
       std::vector<IdDistance> got;
@@ -697,10 +698,10 @@ TEST(StoreIngestionTest, QueriesRightAfterAMergesIngestionAreExact) {
     for (int i = 0; i < 600; ++i) {
       const auto id = static_cast<DocumentId>(docs.size() + 1);
       // A third near an earlier document, so that queries find several.
-      const std::uint64_t fp =
-          docs.empty() || i % 3 != 0
-              ? rnd.Next()
-              : docs[rnd.Uniform(docs.size())].fingerprint ^ (std::uint64_t{1} << rnd.Uniform(64));
+      const std::uint64_t fp = docs.empty() || i % 3 != 0
+                                   ? rnd.Next()
+                                   : docs[rnd.Uniform(docs.size())].fingerprint.low() ^
+                                         (std::uint64_t{1} << rnd.Uniform(64));
       batch.push_back({id, fp, {}});
       docs.push_back({id, fp});
     }
@@ -816,8 +817,8 @@ TEST(StoreIngestionTest, QueriesDuringMergesAreExact) {
     std::vector<std::uint64_t> probes;
     for (const auto& [id, fp] : stored) docs.push_back({id, fp});
     for (std::size_t j = 0; j < docs.size(); j += 11) {
-      probes.push_back(docs[j].fingerprint);
-      probes.push_back(docs[j].fingerprint ^ (std::uint64_t{1} << (j % 64)));
+      probes.push_back(docs[j].fingerprint.low());
+      probes.push_back(docs[j].fingerprint.low() ^ (std::uint64_t{1} << (j % 64)));
     }
     readers.SetRound(std::move(probes), {std::move(docs)});
     readers.Run([&] {
@@ -863,8 +864,8 @@ TEST(StoreIngestionTest, QueriesDuringBulkLoadsSeeEachLoadWholeOrNotAtAll) {
     for (const auto& [id, fp] : stored) before.push_back({id, fp});
     for (const auto& [id, fp] : next) after.push_back({id, fp});
     for (std::size_t j = 0; j < after.size(); j += 13) {
-      probes.push_back(after[j].fingerprint);
-      probes.push_back(after[j].fingerprint ^ (std::uint64_t{1} << (j % 64)));
+      probes.push_back(after[j].fingerprint.low());
+      probes.push_back(after[j].fingerprint.low() ^ (std::uint64_t{1} << (j % 64)));
     }
     readers.SetRound(std::move(probes), {std::move(before), std::move(after)});
     readers.Run([&] {

@@ -72,7 +72,7 @@ StoreOptions TestOptions(Durability durability) {
 }
 
 struct Doc {
-  std::uint64_t fingerprint = 0;
+  Fingerprint fingerprint = 0;
   std::string metadata;
 
   friend bool operator==(const Doc&, const Doc&) = default;
@@ -115,7 +115,8 @@ std::string Describe(const std::optional<Doc>& doc) {
 
 // The writes of one round, kOpsPerThread per thread, planned as if each
 // were applied in turn to `model`, the store's state before the round.
-std::vector<std::vector<Op>> PlanRound(Random& rnd, Model model, int threads, int round) {
+// `bits`: of the store's fingerprints.
+std::vector<std::vector<Op>> PlanRound(Random& rnd, Model model, int threads, int round, int bits) {
   const DocumentId ids_per_thread = kIds / threads;
   std::vector<std::vector<Op>> plan(threads);
   for (std::size_t i = 0; i < kOpsPerThread; ++i) {
@@ -125,15 +126,15 @@ std::vector<std::vector<Op>> PlanRound(Random& rnd, Model model, int threads, in
       // update) and copies of other documents' (equal table keys).
       auto new_doc = [&](DocumentId id) {
         const std::optional<Doc> old = Lookup(model, id);
-        const std::uint64_t base = old ? old->fingerprint : rnd.Next();
-        std::uint64_t fp = rnd.Next();
+        const Fingerprint base = old ? old->fingerprint : rnd.Next(bits);
+        Fingerprint fp = rnd.Next(bits);
         switch (rnd.Uniform(8)) {
           case 0:
             fp = base;
             break;
           case 1:
           case 2:
-            fp = base ^ rnd.Bits(1 + static_cast<int>(rnd.Uniform(3)));
+            fp = base ^ rnd.Bits(1 + static_cast<int>(rnd.Uniform(3)), bits);
             break;
           case 3:
             if (!model.empty()) {
@@ -235,8 +236,8 @@ void WritePlan(const std::string& file, const std::vector<std::vector<Op>>& plan
       out << static_cast<int>(op.kind) << " " << op.ids.size() << "\n";
       for (std::size_t i = 0; i < op.ids.size(); ++i) {
         const Doc doc = op.docs.empty() ? Doc{} : op.docs[i];
-        out << op.ids[i] << " " << doc.fingerprint << " " << doc.metadata.size() << " "
-            << doc.metadata << "\n";
+        out << op.ids[i] << " " << doc.fingerprint.high() << " " << doc.fingerprint.low() << " "
+            << doc.metadata.size() << " " << doc.metadata << "\n";
       }
     }
   }
@@ -260,7 +261,9 @@ std::vector<std::vector<Op>> ReadPlan(const std::string& file) {
         Doc doc;
         std::size_t length = 0;
         op.ids.emplace_back();
-        in >> op.ids.back() >> doc.fingerprint >> length;
+        std::uint64_t high = 0, low = 0;
+        in >> op.ids.back() >> high >> low >> length;
+        doc.fingerprint = Fingerprint(high, low);
         in.get();  // the space before the metadata
         doc.metadata.resize(length);
         in.read(doc.metadata.data(), static_cast<std::streamsize>(length));
@@ -393,7 +396,7 @@ void ExpectRecovered(const std::string& path, bool read_only, const Model& befor
   for (DocumentId id = 0; id < kIds; ++id) {
     Result<Document> doc = store.Get(id);
     if (doc.ok()) {
-      actual[id] = {doc->fingerprint.low(), doc->metadata};
+      actual[id] = {doc->fingerprint, doc->metadata};
     } else {
       ASSERT_TRUE(doc.status().IsNotFound()) << doc.status().ToString();
     }
@@ -444,11 +447,12 @@ void ExpectRecovered(const std::string& path, bool read_only, const Model& befor
 struct CrashCase {
   Durability durability;
   int writer_threads;
+  int bits = 64;  // of the store's fingerprints
 };
 
 std::string Name(const CrashCase& c) {
   return std::string(c.durability == Durability::kSync ? "Sync" : "GroupCommit") + "_" +
-         std::to_string(c.writer_threads) + "Writers";
+         std::to_string(c.writer_threads) + "Writers" + (c.bits == 64 ? "" : "_128Bits");
 }
 
 void PrintTo(const CrashCase& c, std::ostream* out) { *out << Name(c); }
@@ -462,7 +466,8 @@ TEST_P(StoreCrashTest, AcknowledgedWritesSurviveSigkill) {
   Random rnd(seed);
   TempDir dir;
   const std::string path = dir.Sub("store");
-  const StoreOptions options = TestOptions(param.durability);
+  StoreOptions options = TestOptions(param.durability);
+  options.bits = param.bits;
   {
     // Created here, so that no kill lands in the creation: a store whose
     // creation was cut short is refused (see CreationCutShortIsRefused).
@@ -473,7 +478,8 @@ TEST_P(StoreCrashTest, AcknowledgedWritesSurviveSigkill) {
 
   Model model;
   for (int round = 0; round < kRounds; ++round) {
-    const std::vector<std::vector<Op>> plan = PlanRound(rnd, model, param.writer_threads, round);
+    const std::vector<std::vector<Op>> plan =
+        PlanRound(rnd, model, param.writer_threads, round, param.bits);
     // Even rounds kill after a number of acknowledgements, in the middle of
     // a write; odd ones after a delay, which may also cut the child's
     // opening of the store (its recovery of the previous kill).
@@ -504,7 +510,8 @@ TEST_P(StoreCrashTest, AcknowledgedWritesSurviveSigkill) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, StoreCrashTest,
                          ::testing::Values(CrashCase{Durability::kSync, 1},
-                                           CrashCase{Durability::kGroupCommit, 2}),
+                                           CrashCase{Durability::kGroupCommit, 2},
+                                           CrashCase{Durability::kGroupCommit, 2, 128}),
                          [](const auto& info) { return Name(info.param); });
 
 // What a creation cut short leaves: a RocksDB database, with or without the

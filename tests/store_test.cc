@@ -49,6 +49,7 @@ struct PlanCase {
   // 1e7; for 1e12, 32, so that some tables' groups are their whole prefix.
   // A plan of 13-bit prefixes cuts them there whatever this says.
   std::optional<std::uint64_t> expected_documents = std::nullopt;
+  int bits = 64;  // of the store's fingerprints
 };
 
 class StoreExactnessTest : public ::testing::TestWithParam<PlanCase> {
@@ -59,6 +60,7 @@ class StoreExactnessTest : public ::testing::TestWithParam<PlanCase> {
     options_.distance = GetParam().distance;
     options_.staged_documents = GetParam().staged_documents;
     options_.expected_documents = GetParam().expected_documents;
+    options_.bits = GetParam().bits;
   }
 
   std::uint64_t seed_ = 0;
@@ -69,7 +71,8 @@ TEST_P(StoreExactnessTest, MatchesBruteForceThroughItsLife) {
   const int k = GetParam().distance;
   std::vector<Plant> plants;
   for (int d = 0; d <= k + 1; ++d) plants.push_back({d, 60});
-  std::vector<IdFingerprint> docs = MakeCorpus(seed_, 600, plants);
+  const int bits = GetParam().bits;
+  std::vector<IdFingerprint> docs = MakeCorpus(seed_, 600, plants, bits);
 
   TempDir dir;
   std::unique_ptr<Store> store = MustOpen(StoreAt(dir, "store"), options_);
@@ -99,8 +102,8 @@ TEST_P(StoreExactnessTest, MatchesBruteForceThroughItsLife) {
   EXPECT_TRUE(store->Remove(docs[0].id).IsNotFound());
   docs.erase(docs.begin(), docs.begin() + tenth);
   for (std::size_t i = 0; i < tenth; ++i) {
-    std::uint64_t moved =
-        docs[docs.size() - 1 - i].fingerprint ^ (std::uint64_t{1} << rnd.Uniform(64));
+    const Fingerprint moved = docs[docs.size() - 1 - i].fingerprint ^
+                              (Fingerprint(1) << static_cast<int>(rnd.Uniform(bits)));
     docs[i].fingerprint = moved;
     ASSERT_TRUE(store->Insert(docs[i].id, moved, MetadataFor(docs[i].id)).ok());
   }
@@ -307,12 +310,18 @@ INSTANTIATE_TEST_SUITE_P(Plans, StoreExactnessTest,
                                            PlanCase{8, 3, 37}, PlanCase{10, 4, 1 << 19},
                                            PlanCase{6, 3, 37, 10'000'000},
                                            PlanCase{6, 3, 37, 1'000'000'000'000},
-                                           PlanCase{5, 4, 37}),
+                                           PlanCase{5, 4, 37},
+                                           // 128 bits: prefixes within the head and past it,
+                                           // tables that group by all of a short prefix.
+                                           PlanCase{8, 6, 37, std::nullopt, 128},
+                                           PlanCase{4, 1, 1 << 19, std::nullopt, 128},
+                                           PlanCase{7, 6, 37, 10'000'000, 128}),
                          [](const auto& info) {
                            return "blocks" + std::to_string(info.param.blocks) + "_distance" +
                                   std::to_string(info.param.distance) + "_staged" +
                                   std::to_string(info.param.staged_documents) + "_expected" +
-                                  std::to_string(info.param.expected_documents.value_or(0));
+                                  std::to_string(info.param.expected_documents.value_or(0)) +
+                                  (info.param.bits == 64 ? "" : "_bits128");
                          });
 
 }  // namespace

@@ -37,12 +37,14 @@ using testing::TestSeed;
 
 // Appends the member `permuted` of its group as `layout` lays it out; `id`
 // only if the layout keeps ids.
-void AppendMember(const GroupLayout& layout, std::string& out, std::uint64_t permuted,
+void AppendMember(const GroupLayout& layout, std::string& out, Fingerprint permuted,
                   DocumentId id = 0) {
   const std::size_t at = out.size();
   out.resize(at + layout.member_bytes());
-  PutBigEndianBytes(out.data() + at, layout.MemberBits(permuted), layout.bits_bytes());
-  if (layout.keeps_ids()) PutBigEndian64(out.data() + at + layout.bits_bytes(), id);
+  PutBigEndianBytes(out.data() + at, layout.HeadOf(layout.MemberBits(permuted)),
+                    layout.bits_bytes());
+  if (layout.keeps_tails()) PutBigEndian64(out.data() + at + layout.bits_bytes(), permuted.low());
+  if (layout.keeps_ids()) PutBigEndian64(out.data() + at + layout.member_bytes() - 8, id);
 }
 
 bool FilterMayContain(std::string_view bits, std::uint64_t prefix) {
@@ -60,23 +62,23 @@ TEST(GroupLayoutTest, KeysAndMembersRoundTripInFingerprintOrder) {
       EXPECT_EQ(layout.key_bytes(), static_cast<std::size_t>((g + 7) / 8));
       EXPECT_EQ(layout.member_bytes(), static_cast<std::size_t>((64 - g + 7) / 8));
       std::string previous_key;
-      std::uint64_t previous = 0;
-      std::vector<std::uint64_t> fps;
+      Fingerprint previous = 0;
+      std::vector<Fingerprint> fps;
       for (int i = 0; i < 300; ++i)
         fps.push_back(i == 0 ? 0 : i == 1 ? ~std::uint64_t{0} : rnd.Next());
       std::sort(fps.begin(), fps.end());
-      for (std::uint64_t fp : fps) {
+      for (Fingerprint fp : fps) {
         const GroupLayout::Key key = layout.KeyOf(fp);
         const std::string view(layout.KeyView(key));
-        std::uint64_t group = 1;
+        Fingerprint group = 1;
         ASSERT_TRUE(layout.DecodeKey(view, &group)) << "p=" << p;
         EXPECT_EQ(group, layout.GroupOf(fp));
         EXPECT_EQ(group | layout.MemberBits(fp), fp);
-        std::vector<std::uint64_t> decoded;
+        std::vector<Fingerprint> decoded;
         ASSERT_TRUE(DecodeGroupValue(
-            layout, EncodeGroupValue(layout, std::vector<std::uint64_t>{layout.MemberBits(fp)}),
+            layout, EncodeGroupValue(layout, std::vector<Fingerprint>{layout.MemberBits(fp)}),
             decoded));
-        EXPECT_EQ(decoded, std::vector<std::uint64_t>{layout.MemberBits(fp)});
+        EXPECT_EQ(decoded, std::vector<Fingerprint>{layout.MemberBits(fp)});
         // Byte order of keys is the order of their groups.
         if (!previous_key.empty()) {
           EXPECT_EQ(previous_key < view, layout.GroupOf(previous) < group) << "p=" << p;
@@ -105,17 +107,17 @@ TEST(GroupLayoutTest, GroupsAreCutForTheDocumentsExpected) {
 
 TEST(GroupLayoutTest, MalformedKeysAndValuesAreRefused) {
   const GroupLayout layout(33, 20);  // 20-bit groups in 3 bytes, 44-bit members in 6
-  std::uint64_t group;
+  Fingerprint group;
   EXPECT_FALSE(layout.DecodeKey(std::string("\x01\x02", 2), &group));
   EXPECT_FALSE(layout.DecodeKey(std::string("\x01\x02\x03", 3), &group));  // padding set
   EXPECT_TRUE(layout.DecodeKey(std::string("\x01\x02\x30", 3), &group));
-  std::vector<std::uint64_t> members;
+  std::vector<Fingerprint> members;
   EXPECT_TRUE(DecodeGroupValue(layout, "", members));
   EXPECT_TRUE(members.empty());
   EXPECT_FALSE(DecodeGroupValue(layout, std::string(7, '\0'), members));
-  const std::string two = EncodeGroupValue(layout, std::vector<std::uint64_t>{5, 9});
+  const std::string two = EncodeGroupValue(layout, std::vector<Fingerprint>{5, 9});
   EXPECT_TRUE(DecodeGroupValue(layout, two, members));
-  EXPECT_EQ(members, (std::vector<std::uint64_t>{5, 9}));
+  EXPECT_EQ(members, (std::vector<Fingerprint>{5, 9}));
   // Two members of 44 bits: a count byte, 43 low bits each in 11 bytes, and
   // a high array of 2 bits set at 0 and 1, one byte.
   EXPECT_EQ(two, std::string("\x02", 1) + two.substr(1, 11) + std::string("\x03", 1));
@@ -163,11 +165,11 @@ TEST(GroupLayoutTest, AnyBytesAtAnyWidthDecodeOrAreRefused) {
       for (int round = 0; round < 20; ++round) {
         std::string bytes(rnd.Uniform(4 * (layout.member_bytes() + 1) + 8), '\0');
         for (char& c : bytes) c = static_cast<char>(rnd.Next());
-        std::vector<std::uint64_t> members;
+        std::vector<Fingerprint> members;
         std::vector<IdMember> id_members;
         GroupChange change;
         IdGroupChange id_change;
-        std::uint64_t group = 0;
+        Fingerprint group = 0;
         (void)layout.DecodeKey(bytes.substr(0, layout.key_bytes()), &group);
         if (ids == GroupLayout::Ids::kKept) {
           (void)DecodeGroupValue(layout, bytes, id_members);
@@ -176,11 +178,11 @@ TEST(GroupLayoutTest, AnyBytesAtAnyWidthDecodeOrAreRefused) {
           (void)DecodeGroupValue(layout, bytes, members);
           (void)DecodeGroupOperand(layout, bytes, change);
         }
-        std::vector<std::uint64_t> bits;
+        std::vector<Fingerprint> bits;
         if (ids == GroupLayout::Ids::kNone && DecodeGroupValue(layout, bytes, bits)) {
           EXPECT_EQ(EncodeGroupValue(layout, bits), bytes);  // one code a group
         }
-        (void)ForEachMemberOf(layout, bytes, round % 2 == 0, [](std::uint64_t) {});
+        (void)ForEachMemberOf(layout, bytes, round % 2 == 0, [](Fingerprint) {});
         std::string out;
         const rocksdb::Slice existing(bytes);
         rocksdb::Slice kept;
@@ -195,26 +197,26 @@ TEST(GroupLayoutTest, AnyBytesAtAnyWidthDecodeOrAreRefused) {
       // value that encodes back to it.
       if (ids == GroupLayout::Ids::kNone) {
         for (const int count : {1, 2, 5, 300}) {
-          std::vector<std::uint64_t> members;
-          for (int i = 0; i < count; ++i) members.push_back(layout.MemberBits(rnd.Next()));
+          std::vector<Fingerprint> members;
+          for (int i = 0; i < count; ++i) members.push_back(layout.MemberBits(rnd.Next()).low());
           std::sort(members.begin(), members.end());
           members.erase(std::unique(members.begin(), members.end()), members.end());
           const std::string code = EncodeGroupValue(layout, members);
-          std::vector<std::uint64_t> decoded;
+          std::vector<Fingerprint> decoded;
           ASSERT_TRUE(DecodeGroupValue(layout, code, decoded)) << bits;
           EXPECT_EQ(decoded, members) << bits;
           // A range decodes to the members a whole decode has in it: ranges from a member or
           // between two, of one member or many, past the last.
           for (int r = 0; r < 20; ++r) {
-            const std::uint64_t a =
-                r % 2 == 0 ? members[rnd.Uniform(members.size())] : layout.MemberBits(rnd.Next());
-            const std::uint64_t b = r % 4 < 2 ? a : layout.MemberBits(rnd.Next());
+            const std::uint64_t a = r % 2 == 0 ? members[rnd.Uniform(members.size())].low()
+                                               : layout.MemberBits(rnd.Next()).low();
+            const std::uint64_t b = r % 4 < 2 ? a : layout.MemberBits(rnd.Next()).low();
             const std::uint64_t lo = std::min(a, b), hi = std::max(a, b);
             GroupValue range;
             ASSERT_TRUE(range.DecodeRange(layout, code, lo, hi)) << bits;
-            std::vector<std::uint64_t> in_range, expected;
-            for (std::size_t i = 0; i < range.size(); ++i) in_range.push_back(range.bits(i));
-            for (const std::uint64_t m : members) {
+            std::vector<Fingerprint> in_range, expected;
+            for (std::size_t i = 0; i < range.size(); ++i) in_range.push_back(range.bits(i).low());
+            for (const Fingerprint m : members) {
               if (m >= lo && m <= hi) expected.push_back(m);
             }
             EXPECT_EQ(in_range, expected) << bits << " [" << lo << ", " << hi << "]";
@@ -239,7 +241,7 @@ TEST(GroupLayoutTest, MembersWithIdsRoundTripInBitsThenIdOrder) {
     EXPECT_EQ(layout.bits_bytes(), static_cast<std::size_t>((64 - bits + 7) / 8));
     EXPECT_EQ(layout.member_bytes(), layout.bits_bytes() + 8);  // in operands
     // Few fingerprints, each with several ids, in one group.
-    const std::uint64_t group = layout.GroupOf(rnd.Next());
+    const Fingerprint group = layout.GroupOf(rnd.Next());
     std::vector<IdMember> members;
     for (int i = 0; i < 200; ++i) {
       members.push_back(
@@ -261,15 +263,17 @@ TEST(GroupLayoutTest, MembersWithIdsRoundTripInBitsThenIdOrder) {
     ASSERT_TRUE(DecodeGroupValue(layout, value, decoded));
     EXPECT_EQ(decoded, members);
     // Only the bits reach the member filters.
-    std::vector<std::uint64_t> seen;
-    ASSERT_TRUE(ForEachMemberOf(layout, value, false, [&](std::uint64_t b) { seen.push_back(b); }));
+    std::vector<Fingerprint> seen;
+    ASSERT_TRUE(
+        ForEachMemberOf(layout, value, false, [&](Fingerprint b) { seen.push_back(b.low()); }));
     ASSERT_EQ(seen.size(), members.size());
     for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], members[i].bits);
     // The ids follow the count, 8 bytes each, in member order: copies of one fingerprint out of
     // id order, or one id twice, are refused, and so is a value cut short.
     GroupValue probe;
     // The copies of one fingerprint, by range: their ids in order.
-    for (const std::uint64_t bits : {members.front().bits, members.back().bits, std::uint64_t{2}}) {
+    for (const std::uint64_t bits :
+         {members.front().bits.low(), members.back().bits.low(), std::uint64_t{2}}) {
       ASSERT_TRUE(probe.DecodeRange(layout, value, bits, bits));
       std::vector<DocumentId> ids, expected;
       for (std::size_t i = 0; i < probe.size(); ++i) ids.push_back(probe.id(i));
@@ -296,14 +300,24 @@ TEST(GroupLayoutTest, MembersWithIdsRoundTripInBitsThenIdOrder) {
 
 // The members a fold test draws: few values, so that operands meet often,
 // or more, so that a group is long runs its operands leave alone; small,
-// or with every member bit random; with ids, several a fingerprint.
+// or with every member bit random; with ids, several a fingerprint. At 128
+// bits, members of one head with several tails, too.
 template <typename Member>
 std::vector<Member> MemberPool(const GroupLayout& layout, int trial, Random& rnd) {
   constexpr bool kIds = std::is_same_v<Member, IdMember>;
   std::vector<Member> pool((trial / 8) % 2 == 0 ? 8 : 256);
-  std::uint64_t bits = 0;
+  Fingerprint bits = 0;
   for (std::size_t i = 0; i < pool.size(); ++i) {
-    if (!kIds || i % 3 == 0) bits = layout.MemberBits((trial / 16) % 2 == 0 ? i : rnd.Next());
+    if (!kIds || i % 3 == 0) {
+      const bool small = (trial / 16) % 2 == 0;
+      if (layout.width() == 64) {
+        bits = layout.MemberBits(small ? i : rnd.Next());
+      } else if (i % 2 == 1) {
+        bits = layout.MemberBits(Fingerprint(bits.high(), small ? i : rnd.Next()));
+      } else {
+        bits = layout.MemberBits(small ? Fingerprint(i, i) : rnd.Next(128));
+      }
+    }
     if constexpr (kIds) {
       pool[i] = {bits, i % 3 == 2 ? ~DocumentId{0} : i % 3};
     } else {
@@ -319,11 +333,12 @@ std::vector<Member> MemberPool(const GroupLayout& layout, int trial, Random& rnd
 // random ways (whole, or first partly merged in runs), against a set, for
 // members of every width from 1 to 8 bytes, without ids and with.
 template <typename Member>
-void ExpectFoldsAsApplied(GroupLayout::Ids ids) {
+void ExpectFoldsAsApplied(GroupLayout::Ids ids, int width = 64) {
   Random rnd(TestSeed(62));
   for (int trial = 0; trial < 1600; ++trial) {
-    // Groups of 57 bits down to 1: members of 1 to 8 bytes (and the id).
-    const GroupLayout layout(64, std::array{57, 48, 40, 32, 24, 16, 9, 1}[trial % 8], ids);
+    // Groups of 57 bits down to 1: members of 1 to 8 bytes (and the tail, and the id).
+    const GroupLayout layout(width, std::array{57, 48, 40, 32, 24, 16, 9, 1}[trial % 8], ids,
+                             width);
     const GroupMergeOperator op(layout);
     const std::vector<Member> pool = MemberPool<Member>(layout, trial, rnd);
     const auto draw = [&] { return pool[rnd.Uniform(pool.size())]; };
@@ -375,11 +390,139 @@ void ExpectFoldsAsApplied(GroupLayout::Ids ids) {
 }
 
 TEST(GroupMergeOperatorTest, FoldsOperandsAsTheyWereApplied) {
-  ExpectFoldsAsApplied<std::uint64_t>(GroupLayout::Ids::kNone);
+  ExpectFoldsAsApplied<Fingerprint>(GroupLayout::Ids::kNone);
 }
 
 TEST(GroupMergeOperatorTest, FoldsMembersWithIdsAsTheyWereApplied) {
   ExpectFoldsAsApplied<IdMember>(GroupLayout::Ids::kKept);
+}
+
+TEST(GroupMergeOperatorTest, FoldsMembersWithTailsAsTheyWereApplied) {
+  ExpectFoldsAsApplied<Fingerprint>(GroupLayout::Ids::kNone, 128);
+  ExpectFoldsAsApplied<IdMember>(GroupLayout::Ids::kKept, 128);
+}
+
+// A 128-bit layout: a member is its head bits, then its tail verbatim; the
+// tails follow the count (and the ids), 8 bytes each, in member order, so
+// that members of one head are ordered by tail, then id. Byte order of
+// operand members is that order; a probe's range of head bits gives every
+// tail; values out of order are refused.
+TEST(GroupLayoutTest, MembersWithTailsRoundTripInHeadThenTailOrder) {
+  Random rnd(TestSeed(64));
+  for (const GroupLayout::Ids ids : {GroupLayout::Ids::kNone, GroupLayout::Ids::kKept}) {
+    for (const int group_bits : {16, 20, 57}) {
+      for (const int prefix_bits : {32, 96}) {
+        const GroupLayout layout(prefix_bits, group_bits, ids, 128);
+        EXPECT_TRUE(layout.keeps_tails());
+        EXPECT_EQ(layout.member_bytes(),
+                  layout.bits_bytes() + 8 + (ids == GroupLayout::Ids::kKept ? 8 : 0));
+        const Fingerprint group = layout.GroupOf(rnd.Next(128));
+        EXPECT_EQ(group.low(), 0u);
+        // A few heads, each with several tails; with ids, several a fingerprint.
+        std::vector<IdMember> members;
+        for (int i = 0; i < 200; ++i) {
+          const Head head = rnd.Uniform(4) == 0 ? ~Head{0} : rnd.Uniform(3);
+          const std::uint64_t tail = rnd.Uniform(3) == 0 ? rnd.Next() : rnd.Uniform(4);
+          members.push_back({layout.MemberBits(Fingerprint(head, tail)),
+                             ids == GroupLayout::Ids::kKept ? rnd.Uniform(5) : 0});
+        }
+        std::sort(members.begin(), members.end());
+        members.erase(std::unique(members.begin(), members.end()), members.end());
+        std::vector<Fingerprint> bits;
+        for (const IdMember& m : members) {
+          if (bits.empty() || bits.back() != m.bits) bits.push_back(m.bits);
+        }
+        // Keys and member bits make the fingerprint whole again.
+        for (const Fingerprint b : bits) {
+          Fingerprint decoded_group;
+          ASSERT_TRUE(layout.DecodeKey(layout.KeyView(layout.KeyOf(group | b)), &decoded_group));
+          EXPECT_EQ(decoded_group, group);
+          EXPECT_EQ(layout.MemberBits(group | b), b);
+        }
+        std::string previous;
+        for (const IdMember& m : members) {
+          std::string member;
+          AppendMember(layout, member, group | m.bits, m.id);
+          ASSERT_EQ(member.size(), layout.member_bytes());
+          EXPECT_LT(previous, member);  // byte order is (head, tail, id) order
+          previous = member;
+        }
+        std::string value;
+        if (ids == GroupLayout::Ids::kKept) {
+          value = EncodeGroupValue(layout, members);
+          std::vector<IdMember> decoded;
+          ASSERT_TRUE(DecodeGroupValue(layout, value, decoded));
+          EXPECT_EQ(decoded, members);
+          const std::string operand =
+              EncodeGroupOperand(layout, IdGroupChange{members, {members.front()}});
+          IdGroupChange change;
+          ASSERT_TRUE(DecodeGroupOperand(layout, operand, change));
+          EXPECT_EQ(change.adds, members);
+          EXPECT_EQ(change.removes, std::vector<IdMember>{members.front()});
+        } else {
+          value = EncodeGroupValue(layout, bits);
+          std::vector<Fingerprint> decoded;
+          ASSERT_TRUE(DecodeGroupValue(layout, value, decoded));
+          EXPECT_EQ(decoded, bits);
+          const std::string operand = EncodeGroupOperand(layout, GroupChange{bits, {bits.back()}});
+          GroupChange change;
+          ASSERT_TRUE(DecodeGroupOperand(layout, operand, change));
+          EXPECT_EQ(change.adds, bits);
+          EXPECT_EQ(change.removes, std::vector<Fingerprint>{bits.back()});
+          std::vector<Fingerprint> seen;
+          ASSERT_TRUE(ForEachMemberOf(layout, operand, /*operand=*/true,
+                                      [&](Fingerprint b) { seen.push_back(b); }));
+          std::vector<Fingerprint> expected = bits;
+          expected.push_back(bits.back());
+          EXPECT_EQ(seen, expected);
+        }
+        // A probe of one head's range reads every tail of it, in order.
+        for (const Head head : {Head{0}, Head{2}, layout.MemberHead(~Head{0})}) {
+          GroupValue probe;
+          ASSERT_TRUE(probe.DecodeRange(layout, value, head, head));
+          std::vector<Fingerprint> got, expected;
+          for (std::size_t i = 0; i < probe.size(); ++i) got.push_back(probe.bits(i));
+          if (ids == GroupLayout::Ids::kKept) {
+            for (const IdMember& m : members) {
+              if (m.bits.high() == head) expected.push_back(m.bits);
+            }
+            for (std::size_t i = 0; i < probe.size(); ++i) {
+              EXPECT_EQ(IdMember({probe.bits(i), probe.id(i)}),
+                        members[std::lower_bound(members.begin(), members.end(),
+                                                 IdMember{probe.bits(0), 0}) -
+                                members.begin() + i]);
+            }
+          } else {
+            for (const Fingerprint b : bits) {
+              if (b.high() == head) expected.push_back(b);
+            }
+          }
+          EXPECT_EQ(got, expected) << "head " << head;
+        }
+        // Two tails of one head swapped: out of order, refused.
+        const std::size_t count = ids == GroupLayout::Ids::kKept ? members.size() : bits.size();
+        const std::size_t tails =
+            (count < 128 ? 1 : 2) + (ids == GroupLayout::Ids::kKept ? 8 * count : 0);
+        std::size_t at = 1;
+        auto bits_at = [&](std::size_t i) {
+          return ids == GroupLayout::Ids::kKept ? members[i].bits : bits[i];
+        };
+        while (at < count && (bits_at(at).high() != bits_at(at - 1).high() ||
+                              bits_at(at).low() == bits_at(at - 1).low())) {
+          ++at;
+        }
+        ASSERT_LT(at, count);
+        std::string swapped = value;
+        std::swap_ranges(swapped.begin() + tails + 8 * (at - 1), swapped.begin() + tails + 8 * at,
+                         swapped.begin() + tails + 8 * at);
+        std::vector<Fingerprint> unused;
+        std::vector<IdMember> unused_ids;
+        EXPECT_FALSE(ids == GroupLayout::Ids::kKept ? DecodeGroupValue(layout, swapped, unused_ids)
+                                                    : DecodeGroupValue(layout, swapped, unused));
+        EXPECT_FALSE(DecodeGroupValue(layout, value.substr(0, value.size() - 1), unused_ids));
+      }
+    }
+  }
 }
 
 TEST(GroupMergeOperatorTest, MalformedInputFailsTheMerge) {
@@ -400,7 +543,7 @@ TEST(GroupMergeOperatorTest, MalformedInputFailsTheMerge) {
 
   // Groups cut short, with a byte too many, or a member too wide, under an
   // operand that leaves them alone.
-  const std::string two = EncodeGroupValue(layout, std::vector<std::uint64_t>{5, 9});
+  const std::string two = EncodeGroupValue(layout, std::vector<Fingerprint>{5, 9});
   const std::string operand = EncodeGroupOperand(layout, GroupChange{{7}, {}});
   const std::vector<rocksdb::Slice> operands{rocksdb::Slice(operand)};
   for (const std::string& group : {two.substr(0, two.size() - 1), two + std::string(1, '\x01'),
@@ -553,14 +696,14 @@ TEST(MemberFiltersTest, LargeFilesCarryTheirFiltersInChunks) {
   PackedTableDb packed(dir.Sub("db"));
   ASSERT_TRUE(packed.db().GetOptions(packed.table()).merge_operator != nullptr);
   const GroupLayout layout = packed.layout();
-  std::vector<std::uint64_t> members;
+  std::vector<Fingerprint> members;
   for (int i = 0; i < 200000; ++i) members.push_back(rnd.Next());
   std::sort(members.begin(), members.end());
   members.erase(std::unique(members.begin(), members.end()), members.end());
   {
     SstSink sink(packed.db(), packed.table(), dir.Sub("load.sst"), SstUse::kLoad);
     GroupWriter writer(sink, layout, GroupWriter::kWhole);
-    for (std::uint64_t m : members) ASSERT_TRUE(writer.Add(m, /*put=*/true).ok());
+    for (Fingerprint m : members) ASSERT_TRUE(writer.Add(m, /*put=*/true).ok());
     ASSERT_TRUE(writer.Finish().ok());
     std::vector<std::string> paths;
     ASSERT_TRUE(sink.Finish(paths).ok());
@@ -597,7 +740,7 @@ TEST(MemberFiltersTest, LargeFilesCarryTheirFiltersInChunks) {
   Result<std::shared_ptr<const TableMemberFilter>> filter =
       TableMemberFilter::Read(packed.db(), packed.table(), layout, packed.prefix_bits());
   ASSERT_TRUE(filter.ok()) << filter.status().ToString();
-  for (std::uint64_t m : members) ASSERT_TRUE((*filter)->MayContain(m));
+  for (Fingerprint m : members) ASSERT_TRUE((*filter)->MayContain(m));
   int passed = 0;
   constexpr int kProbes = 100000;
   for (int i = 0; i < kProbes; ++i) passed += (*filter)->MayContain(rnd.Next());
@@ -628,13 +771,13 @@ TEST(MemberFiltersTest, CoverEveryMemberThroughFlushesAndCompactions) {
     ASSERT_TRUE(filter.ok()) << filter.status().ToString();
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), table));
     TableEntryCursor cursor(*it, layout, name);
-    std::vector<std::uint64_t> entries;
+    std::vector<Fingerprint> entries;
     for (cursor.SeekToFirst(); cursor.Valid(); cursor.Next()) {
-      entries.push_back(cursor.entry().permuted);
+      entries.push_back(cursor.entry().permuted.low());
       EXPECT_TRUE((*filter)->MayContain(cursor.entry().permuted)) << when;
     }
     ASSERT_TRUE(cursor.status().ok()) << cursor.status().ToString();
-    EXPECT_EQ(entries, std::vector<std::uint64_t>(model.begin(), model.end())) << when;
+    EXPECT_EQ(entries, std::vector<Fingerprint>(model.begin(), model.end())) << when;
     // A prefix that two members share is never shown as held by one: queries would pass the
     // second by.
     const std::uint64_t mask = PrefixMask(prefix_bits);
@@ -671,18 +814,18 @@ TEST(MemberFiltersTest, CoverEveryMemberThroughFlushesAndCompactions) {
       std::unique_ptr<rocksdb::Iterator> one(db->NewIterator(ro, table));
       const GroupLayout::Key key = layout.KeyOf(probe);
       one->Seek(rocksdb::Slice(key.data(), layout.key_bytes()));
-      std::vector<std::uint64_t> found;
+      std::vector<Fingerprint> found;
       if (one->Valid() && one->key().ToStringView() == layout.KeyView(key)) {
-        std::vector<std::uint64_t> members;
+        std::vector<Fingerprint> members;
         ASSERT_TRUE(DecodeGroupValue(layout, one->value().ToStringView(), members)) << when;
-        for (std::uint64_t m : members) {
-          const std::uint64_t permuted = layout.GroupOf(probe) | m;
+        for (Fingerprint m : members) {
+          const std::uint64_t permuted = (layout.GroupOf(probe) | m).low();
           if ((permuted & prefix_mask) == (probe & prefix_mask)) found.push_back(permuted);
         }
       }
       ASSERT_TRUE(one->status().ok()) << one->status().ToString();
       const std::uint64_t low = probe & prefix_mask;
-      std::vector<std::uint64_t> expected;
+      std::vector<Fingerprint> expected;
       for (auto m = model.lower_bound(low); m != model.end() && (*m & prefix_mask) == low; ++m) {
         expected.push_back(*m);
       }
@@ -759,33 +902,33 @@ TEST(MemberFiltersTest, PendingFilesStayThroughRefreshesUntilIngested) {
   PackedTableDb packed(dir.Sub("db"));
   const GroupLayout layout = packed.layout();
   const auto random_members = [&] {
-    std::vector<std::uint64_t> members;
+    std::vector<Fingerprint> members;
     for (int i = 0; i < 3000; ++i) members.push_back(rnd.Next());
     std::sort(members.begin(), members.end());
     members.erase(std::unique(members.begin(), members.end()), members.end());
     return members;
   };
-  const auto write = [&](const std::string& name, const std::vector<std::uint64_t>& members,
+  const auto write = [&](const std::string& name, const std::vector<Fingerprint>& members,
                          GroupWriter::Mode mode) {
     rocksdb::IngestExternalFileArg arg = IngestionInto(packed.table());
     SstSink sink(packed.db(), packed.table(), dir.Sub(name), SstUse::kMerge);
     GroupWriter writer(sink, layout, mode);
-    for (std::uint64_t m : members) EXPECT_TRUE(writer.Add(m, /*put=*/true).ok());
+    for (Fingerprint m : members) EXPECT_TRUE(writer.Add(m, /*put=*/true).ok());
     EXPECT_TRUE(writer.Finish().ok());
     EXPECT_TRUE(sink.Finish(arg.external_files).ok());
     return arg;
   };
-  const std::vector<std::uint64_t> loaded = random_members();
+  const std::vector<Fingerprint> loaded = random_members();
   const rocksdb::IngestExternalFileArg load = write("load.sst", loaded, GroupWriter::kWhole);
   ASSERT_TRUE(packed.db().IngestExternalFiles({load}).ok());
 
   TableFilters filters(*PermutationPlan::Create(6, 3), PackedTableDb::kGroupBits, nullptr);
   const std::vector<rocksdb::ColumnFamilyHandle*> tables = {packed.table(), packed.table()};
   filters.Attach(&packed.db(), tables);
-  const auto passing = [&](const std::vector<std::uint64_t>& members) {
+  const auto passing = [&](const std::vector<Fingerprint>& members) {
     const TableFilters::View view = filters.Current();
     return std::count_if(members.begin(), members.end(),
-                         [&](std::uint64_t m) { return (*view)[1]->MayContain(m); });
+                         [&](Fingerprint m) { return (*view)[1]->MayContain(m); });
   };
   // An ingestion's files, with their filters read ahead (as the table writer reads them) or not.
   const auto output = [&](const rocksdb::IngestExternalFileArg& arg, bool read_ahead) {
@@ -800,7 +943,7 @@ TEST(MemberFiltersTest, PendingFilesStayThroughRefreshesUntilIngested) {
   };
   ASSERT_EQ(passing(loaded), std::ssize(loaded));
 
-  const std::vector<std::uint64_t> merged = random_members();
+  const std::vector<Fingerprint> merged = random_members();
   const rocksdb::IngestExternalFileArg merge = write("merge.sst", merged, GroupWriter::kOperands);
   EXPECT_LT(passing(merged), std::ssize(merged) / 20);
   const TableWriter::Output merge_files = output(merge, /*read_ahead=*/true);
@@ -816,7 +959,7 @@ TEST(MemberFiltersTest, PendingFilesStayThroughRefreshesUntilIngested) {
   EXPECT_EQ(passing(loaded), std::ssize(loaded));
 
   // A file that never went in leaves the views when its ingestion ends.
-  const std::vector<std::uint64_t> failed = random_members();
+  const std::vector<Fingerprint> failed = random_members();
   const TableWriter::Output failed_files =
       output(write("failed.sst", failed, GroupWriter::kOperands), /*read_ahead=*/true);
   filters.AddPending(failed_files);
@@ -826,12 +969,12 @@ TEST(MemberFiltersTest, PendingFilesStayThroughRefreshesUntilIngested) {
 
   // Files whose filters were not read ahead: the table passes every probe while they go in, a
   // refresh after a compaction included, and has their filters once they are in.
-  const std::vector<std::uint64_t> unread = random_members();
+  const std::vector<Fingerprint> unread = random_members();
   const rocksdb::IngestExternalFileArg late = write("unread.sst", unread, GroupWriter::kOperands);
   const TableWriter::Output unread_files = output(late, /*read_ahead=*/false);
   filters.AddPending(unread_files);
   EXPECT_EQ(passing(unread), std::ssize(unread));
-  const std::vector<std::uint64_t> others = random_members();
+  const std::vector<Fingerprint> others = random_members();
   EXPECT_EQ(passing(others), std::ssize(others)) << "every probe passes";
   filters.Refresh({packed.table()->GetID()});
   EXPECT_EQ(passing(unread), std::ssize(unread));

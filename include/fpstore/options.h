@@ -45,10 +45,19 @@ struct StoreOptions {
   // handles may be open in several processes beside one writer. Default: false.
   bool read_only = false;
 
+  // The width of the store's fingerprints: 64 or 128 bits. Recorded at
+  // creation as the fingerprint options' `bits` (which, if set, it must
+  // agree with); same rules as the plan on open. Every call of the store
+  // takes fingerprints of that width: a 64-bit store refuses one with high
+  // bits set. Default at creation: the fingerprint options' bits, else 64.
+  std::optional<int> bits;
+
   // The permutation plan: `blocks` m and `distance` k (see permutation.h).
   // Used when creating a store; an existing store keeps the plan it was
   // created with, and opening it with a different value set here fails with
-  // InvalidArgument. Defaults at creation: 6 and 3 (20 tables).
+  // InvalidArgument. Defaults at creation: 6 and 3 (20 tables) for 64 bits;
+  // 8 and 6 (28 tables) for 128, whose k = 6 finds about what 64 bits' 3
+  // does (docs/quality.md).
   std::optional<int> blocks;
   std::optional<int> distance;
 

@@ -39,15 +39,19 @@ TableBytes EstimateTable(const PermutationPlan& plan, std::size_t t, double n, i
   const internal::GroupLayout layout = internal::TableGroupLayout(plan, t, group_bits);
   const double groups = std::ldexp(1.0, layout.group_bits());
   const double held = groups * -std::expm1(-n / groups);  // groups with a member
-  // Elias-Fano: a member's low bits, about 2 bits of unary high part, and its id in table 0.
+  // Elias-Fano: a member's low bits, about 2 bits of unary high part, its tail at 128 bits, and
+  // its id in table 0. The filters hold the head's prefix.
   const double per_group = n / held;
   const double low = std::max(0.0, std::floor(layout.member_bits() - std::log2(per_group)));
-  const double member_bytes = (low + 2) / 8 + (layout.keeps_ids() ? 8 : 0);
-  return {n * member_bytes + held * kBytesPerGroup, FilterBytes(n, plan.tables()[t].prefix_bits())};
+  const double member_bytes =
+      (low + 2) / 8 + (layout.keeps_tails() ? 8 : 0) + (layout.keeps_ids() ? 8 : 0);
+  return {n * member_bytes + held * kBytesPerGroup,
+          FilterBytes(n, std::min(plan.tables()[t].prefix_bits(), 64))};
 }
 
-double RecordBytes(double n, int signature_bytes) {
-  return n * (kRecordBytes + (signature_bytes > 0 ? signature_bytes + 2 : 0));
+// A 128-bit fingerprint takes 8 bytes more.
+double RecordBytes(double n, int signature_bytes, int bits) {
+  return n * (kRecordBytes + (bits - 64) / 8 + (signature_bytes > 0 ? signature_bytes + 2 : 0));
 }
 
 }  // namespace
@@ -56,7 +60,7 @@ double EstimateStoreBytes(const PermutationPlan& plan, std::uint64_t documents,
                           int signature_bytes) {
   const double n = static_cast<double>(documents);
   const int group_bits = internal::GroupBitsFor(documents);
-  double bytes = RecordBytes(n, signature_bytes);
+  double bytes = RecordBytes(n, signature_bytes, plan.bits());
   for (std::size_t t = 0; t < plan.table_count(); ++t) {
     const TableBytes table = EstimateTable(plan, t, n, group_bits);
     bytes += table.data + table.filters;
@@ -69,7 +73,7 @@ double EstimateStoreMemory(const PermutationPlan& plan, std::uint64_t documents,
   const double n = static_cast<double>(documents);
   const int group_bits = internal::GroupBitsFor(documents);
   // The records' key filter (10 bits a document) and index.
-  const double records = RecordBytes(n, signature_bytes);
+  const double records = RecordBytes(n, signature_bytes, plan.bits());
   double bytes = n * 10 / 8 + records / kBlockBytes * kIndexBytesPerBlock;
   for (std::size_t t = 0; t < plan.table_count(); ++t) {
     const TableBytes table = EstimateTable(plan, t, n, group_bits);

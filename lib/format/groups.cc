@@ -24,9 +24,9 @@ namespace {
 Word BitsOf(Word member) { return member; }
 Word BitsOf(const IdMember& member) { return member.bits; }
 
-// The member bits at `at`, as one 8-byte load where `end` leaves room: folds
-// and decodes read every member, and bytewise loads would dominate them.
-Word LoadBits(const GroupLayout& layout, const char* at, const char* end) {
+// The member head bits at `at`, as one 8-byte load where `end` leaves room:
+// folds and decodes read every member, and bytewise loads would dominate them.
+Head LoadHead(const GroupLayout& layout, const char* at, const char* end) {
   const std::size_t width = layout.bits_bytes();  // 1 to 7 (GroupLayout): no shift by 64
   if (end - at < 8) return GetBigEndianBytes(at, width);
   std::uint64_t word;
@@ -37,21 +37,25 @@ Word LoadBits(const GroupLayout& layout, const char* at, const char* end) {
 
 template <typename Member>
 Member LoadMember(const GroupLayout& layout, const char* at, const char* end) {
+  const Head head = LoadHead(layout, at, end);
+  const Word bits =
+      layout.WordOf(head, layout.keeps_tails() ? GetBigEndian64(at + layout.bits_bytes()) : 0);
   if constexpr (std::is_same_v<Member, IdMember>) {
-    return {LoadBits(layout, at, end), GetBigEndian64(at + layout.bits_bytes())};
+    return {bits, GetBigEndian64(at + layout.member_bytes() - 8)};
   } else {
-    return LoadBits(layout, at, end);
+    return bits;
   }
 }
 
-// Writes `member`'s bits as a whole 8-byte word: the caller leaves room past it.
+// Writes `member`'s head bits as a whole 8-byte word: the caller leaves room past it.
 template <typename Member>
 void StoreMember(const GroupLayout& layout, const Member& member, char* out) {
-  std::uint64_t word = BitsOf(member) << (64 - 8 * layout.bits_bytes());
+  std::uint64_t word = layout.HeadOf(BitsOf(member)) << (64 - 8 * layout.bits_bytes());
   if constexpr (std::endian::native == std::endian::little) word = __builtin_bswap64(word);
   std::memcpy(out, &word, 8);
+  if (layout.keeps_tails()) PutBigEndian64(out + layout.bits_bytes(), BitsOf(member).low());
   if constexpr (std::is_same_v<Member, IdMember>) {
-    PutBigEndian64(out + layout.bits_bytes(), member.id);
+    PutBigEndian64(out + layout.member_bytes() - 8, member.id);
   }
 }
 
@@ -190,10 +194,11 @@ void AppendEliasFano(std::size_t count, int width, BitsOfMember&& bits_of, std::
 // Decodes `count` members of `width` bits from `code`, the rest of a value,
 // calling emit(i, bits) in order; false unless the code is exactly that: its
 // high array holds `count` set bits and ends in the byte of the last, every
-// member is below 2^width, and the members ascend, by (bits, id) where `ids`
-// (8 bytes a member, in order) is not null, else each once.
-template <typename Emit>
-bool DecodeEliasFano(std::string_view code, std::size_t count, int width, const char* ids,
+// member is below 2^width, and the members ascend: where two have the same
+// bits, after(i) must say member i comes after member i - 1 by what else it
+// has (its tail, its id).
+template <typename After, typename Emit>
+bool DecodeEliasFano(std::string_view code, std::size_t count, int width, After&& after,
                      Emit&& emit) {
   const int low = LowBitsFor(count, width);
   const std::size_t low_bytes = (count * static_cast<std::size_t>(low) + 7) / 8;
@@ -206,7 +211,7 @@ bool DecodeEliasFano(std::string_view code, std::size_t count, int width, const 
   if (high[high_bytes - 1] == 0) return false;
   const std::uint64_t high_limit = std::uint64_t{1} << (width - low);  // width - low <= 63
   std::size_t i = 0;
-  Word previous = 0;
+  Head previous = 0;
   for (std::size_t byte = 0; byte < high_bytes; byte += 8) {
     std::uint64_t word = 0;
     const std::size_t n = std::min<std::size_t>(8, high_bytes - byte);
@@ -217,15 +222,10 @@ bool DecodeEliasFano(std::string_view code, std::size_t count, int width, const 
       word &= word - 1;
       const std::uint64_t h = at - i;
       if (h >= high_limit) return false;
-      const Word bits =
+      const Head bits =
           (h << low) |
           (low > 0 ? GetBits(p, code.size(), i * static_cast<std::size_t>(low), low) : 0);
-      if (i > 0 &&
-          (bits < previous ||
-           (bits == previous && (ids == nullptr || GetBigEndian64(ids + 8 * i) <=
-                                                       GetBigEndian64(ids + 8 * (i - 1)))))) {
-        return false;
-      }
+      if (i > 0 && (bits < previous || (bits == previous && !after(i)))) return false;
       previous = bits;
       emit(i, bits);
       ++i;
@@ -234,17 +234,37 @@ bool DecodeEliasFano(std::string_view code, std::size_t count, int width, const 
   return i == count;
 }
 
-// The count and, where kept, the ids of a value; `value` is left at the code.
-bool DecodeValueHead(const GroupLayout& layout, std::string_view& value, std::size_t* count,
-                     const char** ids) {
+// The start of a value: its count, and where kept, its ids and tails (null
+// where not kept); `value` is left at the code.
+struct ValueStart {
+  std::size_t count = 0;
+  const char* ids = nullptr;
+  const char* tails = nullptr;
+
+  std::uint64_t id(std::size_t i) const { return GetBigEndian64(ids + 8 * i); }
+  std::uint64_t tail(std::size_t i) const { return GetBigEndian64(tails + 8 * i); }
+  // Whether member i comes after member i - 1, their head bits the same.
+  bool After(std::size_t i) const {
+    if (tails != nullptr && tail(i) != tail(i - 1)) return tail(i) > tail(i - 1);
+    return ids != nullptr && id(i) > id(i - 1);
+  }
+};
+
+bool DecodeValueStart(const GroupLayout& layout, std::string_view& value, ValueStart* start) {
   std::uint64_t c = 0;
   if (!GetVarint(value, &c) || c == 0) return false;
-  const std::size_t id_bytes = layout.keeps_ids() ? 8 : 0;
-  // Each member has its id and a bit of the high array: no count larger is read.
-  if (c > value.size() * 8 || (id_bytes != 0 && c > value.size() / id_bytes)) return false;
-  *count = static_cast<std::size_t>(c);
-  *ids = value.data();
-  value.remove_prefix(c * id_bytes);
+  const std::size_t fixed_bytes = (layout.keeps_ids() ? 8 : 0) + (layout.keeps_tails() ? 8 : 0);
+  // Each member has its id and tail and a bit of the high array: no count larger is read.
+  if (c > value.size() * 8 || (fixed_bytes != 0 && c > value.size() / fixed_bytes)) return false;
+  start->count = static_cast<std::size_t>(c);
+  if (layout.keeps_ids()) {
+    start->ids = value.data();
+    value.remove_prefix(c * 8);
+  }
+  if (layout.keeps_tails()) {
+    start->tails = value.data();
+    value.remove_prefix(c * 8);
+  }
   return true;
 }
 
@@ -263,8 +283,16 @@ void EncodeGroupValue(const GroupLayout& layout, const std::vector<Member>& memb
       PutBigEndian64(out.data() + start + 8 * i, members[i].id);
     }
   }
+  if (layout.keeps_tails()) {
+    const std::size_t start = out.size();
+    out.resize(start + 8 * members.size());
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      PutBigEndian64(out.data() + start + 8 * i, BitsOf(members[i]).low());
+    }
+  }
   AppendEliasFano(
-      members.size(), layout.member_bits(), [&](std::size_t i) { return BitsOf(members[i]); }, out);
+      members.size(), layout.member_bits(),
+      [&](std::size_t i) { return layout.HeadOf(BitsOf(members[i])); }, out);
 }
 
 template <typename Member>
@@ -272,30 +300,32 @@ bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
                       std::vector<Member>& members) {
   members.clear();
   if (value.empty()) return true;
-  std::size_t count = 0;
-  const char* ids = nullptr;
-  if (!DecodeValueHead(layout, value, &count, &ids)) return false;
+  ValueStart start;
+  if (!DecodeValueStart(layout, value, &start)) return false;
   if constexpr (std::is_same_v<Member, IdMember>) {
     if (!layout.keeps_ids()) return false;
   }
-  members.resize(count);
-  return DecodeEliasFano(value, count, layout.member_bits(), layout.keeps_ids() ? ids : nullptr,
-                         [&](std::size_t i, Word bits) {
-                           if constexpr (std::is_same_v<Member, IdMember>) {
-                             members[i] = {bits, GetBigEndian64(ids + 8 * i)};
-                           } else {
-                             members[i] = bits;
-                           }
-                         });
+  members.resize(start.count);
+  return DecodeEliasFano(
+      value, start.count, layout.member_bits(), [&](std::size_t i) { return start.After(i); },
+      [&](std::size_t i, Head head) {
+        const Word bits = layout.WordOf(head, start.tails != nullptr ? start.tail(i) : 0);
+        if constexpr (std::is_same_v<Member, IdMember>) {
+          members[i] = {bits, start.id(i)};
+        } else {
+          members[i] = bits;
+        }
+      });
 }
 
-bool GroupValue::DecodeRange(const GroupLayout& layout, std::string_view value, Word lo, Word hi) {
-  bits_.clear();
+bool GroupValue::DecodeRange(const GroupLayout& layout, std::string_view value, Head lo, Head hi) {
+  heads_.clear();
   ids_ = nullptr;
+  tails_ = nullptr;
   if (value.empty()) return true;
-  std::size_t count = 0;
-  const char* ids = nullptr;
-  if (!DecodeValueHead(layout, value, &count, &ids)) return false;
+  ValueStart start;
+  if (!DecodeValueStart(layout, value, &start)) return false;
+  const std::size_t count = start.count;
   const int low = LowBitsFor(count, layout.member_bits());
   const std::size_t low_bytes = (count * static_cast<std::size_t>(low) + 7) / 8;
   if (value.size() <= low_bytes) return false;
@@ -339,18 +369,21 @@ bool GroupValue::DecodeRange(const GroupLayout& layout, std::string_view value, 
     pos += static_cast<std::size_t>(std::countr_zero(word));
     const std::uint64_t h = pos - i;
     if (h > h_hi) break;
-    const Word bits =
+    const Head bits =
         (h << low) | (low > 0 ? GetBits(p, low_bytes, i * static_cast<std::size_t>(low), low) : 0);
     if (bits > hi) break;
     if (bits >= lo) {
       if (first == count) first = i;
-      if (!bits_.empty() && bits < bits_.back()) return false;
-      bits_.push_back(bits);
+      if (!heads_.empty() && bits < heads_.back()) return false;
+      heads_.push_back(bits);
     }
     ++i;
     ++pos;
   }
-  if (first != count) ids_ = ids + 8 * first;
+  if (first != count) {
+    if (start.ids != nullptr) ids_ = start.ids + 8 * first;
+    if (start.tails != nullptr) tails_ = start.tails + 8 * first;
+  }
   return true;
 }
 
@@ -482,9 +515,9 @@ bool MergeOperands(const GroupLayout& layout, const std::deque<rocksdb::Slice>& 
 bool GroupLayout::DecodeKey(std::string_view key, Word* group) const {
   if (key.size() != key_bytes_) return false;
   const std::uint64_t bits = GetBigEndianBytes(key.data(), key_bytes_);
-  const Word g = key_bytes_ == 8 ? bits : bits << (64 - 8 * key_bytes_);
-  if (GroupOf(g) != g) return false;  // padding must be zero
-  *group = g;
+  const Head g = key_bytes_ == 8 ? bits : bits << (64 - 8 * key_bytes_);
+  if (GroupHead(g) != g) return false;  // padding must be zero
+  *group = WordOf(g, 0);
   return true;
 }
 

@@ -80,13 +80,14 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
                              rocksdb::EntryType type, rocksdb::SequenceNumber,
                              std::uint64_t) override {
     if (type != rocksdb::kEntryPut && type != rocksdb::kEntryMerge) return rocksdb::Status::OK();
-    Word group = 0;
-    if (!layout_.DecodeKey(key.ToStringView(), &group)) {
+    Word group_word = 0;
+    if (!layout_.DecodeKey(key.ToStringView(), &group_word)) {
       // No property (passes everything) keeps probes exact; Verify reports it.
       malformed_ = true;
       return rocksdb::Status::OK();
     }
     // A group's versions kept for snapshots come one after another.
+    const Head group = layout_.HeadOf(group_word);
     if (group != group_) AddGroup();
     group_ = group;
     // The members' order is Verify's to check: the filter needs their bits.
@@ -133,7 +134,9 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
     const std::size_t before = prefixes_.size();
     for (std::size_t i = 0; i < members_.size(); ++i) {
       if (i > 0 && members_[i] == members_[i - 1]) continue;
-      const Word prefix = (group_ | members_[i]) & prefix_mask_;
+      // A 128-bit prefix longer than the head is filtered by the head's: distinct members that
+      // share it count as crowded, which only costs a read.
+      const Head prefix = (group_ | layout_.HeadOf(members_[i])) & prefix_mask_;
       if (prefixes_.size() > before && prefixes_.back().prefix == prefix) {
         prefixes_.back().crowded = true;
       } else {
@@ -154,11 +157,11 @@ class MemberFilterCollector final : public rocksdb::TablePropertiesCollector {
   }
 
   const GroupLayout layout_;
-  const Word prefix_mask_;
-  Word group_ = 0;                              // of members_
+  const Head prefix_mask_;
+  Head group_ = 0;                              // of members_
   std::vector<Word> members_;                   // the member bits of group_'s entries so far
   std::vector<MemberFilter::Prefix> prefixes_;  // of the open chunk
-  Word first_group_ = 0, last_group_ = 0;
+  Head first_group_ = 0, last_group_ = 0;
   std::string index_, filters_;  // of the closed chunks
   bool malformed_ = false;
 };
@@ -185,7 +188,9 @@ const std::string* MemberFilterProperty(const rocksdb::TableProperties& file) {
   return found != file.user_collected_properties.end() ? &found->second : nullptr;
 }
 
-Word PrefixMask(int prefix_bits) { return ~Word{0} << (64 - prefix_bits); }
+Head PrefixMask(int prefix_bits) {
+  return prefix_bits >= 64 ? ~Head{0} : ~Head{0} << (64 - prefix_bits);
+}
 
 void MemberFilter::Build(std::span<const Prefix> prefixes, std::string& out) {
   // A crowded prefix sets twice the bits: sized for them, the filter passes as few falsely.
@@ -207,7 +212,7 @@ void MemberFilter::Build(std::span<const Prefix> prefixes, std::string& out) {
   }
 }
 
-std::uint64_t MemberFilter::Hash(Word prefix) { return Mix(prefix); }
+std::uint64_t MemberFilter::Hash(Head prefix) { return Mix(prefix); }
 
 const char* MemberFilter::BlockFor(std::string_view bits, std::uint64_t hash) {
   return bits.data() + kBlockBytes * blocked_bloom::BlockOf(hash, bits.size() / kBlockBytes);
@@ -242,10 +247,10 @@ std::optional<FileMemberFilter> FileMemberFilter::Parse(std::string_view value, 
   return f;
 }
 
-Word FileMemberFilter::FirstGroup(std::size_t i) const {
+Head FileMemberFilter::FirstGroup(std::size_t i) const {
   return GetBigEndian64(index_.data() + i * kIndexEntryBytes);
 }
-Word FileMemberFilter::LastGroup(std::size_t i) const {
+Head FileMemberFilter::LastGroup(std::size_t i) const {
   return GetBigEndian64(index_.data() + i * kIndexEntryBytes + 8);
 }
 std::size_t FileMemberFilter::FilterEnd(std::size_t i) const {
@@ -254,7 +259,7 @@ std::size_t FileMemberFilter::FilterEnd(std::size_t i) const {
 
 const char* const FileMemberFilter::kUnchecked = "";
 
-bool FileMemberFilter::MayTouch(Word group, Word prefix) const {
+bool FileMemberFilter::MayTouch(Head group, Head prefix) const {
   // The last chunk that begins at or before the group.
   std::size_t lo = 0, hi = chunks_;
   while (lo < hi) {
@@ -272,13 +277,13 @@ bool FileMemberFilter::MayTouch(Word group, Word prefix) const {
   return block == kUnchecked || MemberFilter::BlockPasses(block, hash);
 }
 
-std::vector<Word> FileMemberFilter::ChunkFirstGroups() const {
-  std::vector<Word> groups(chunks_);
+std::vector<Head> FileMemberFilter::ChunkFirstGroups() const {
+  std::vector<Head> groups(chunks_);
   for (std::size_t i = 0; i < chunks_; ++i) groups[i] = FirstGroup(i);
   return groups;
 }
 
-const char* FileMemberFilter::BlockIn(std::size_t chunk, Word group, std::uint64_t hash) const {
+const char* FileMemberFilter::BlockIn(std::size_t chunk, Head group, std::uint64_t hash) const {
   if (group > LastGroup(chunk)) return nullptr;
   const std::size_t begin = chunk == 0 ? 0 : FilterEnd(chunk - 1), end = FilterEnd(chunk);
   // A chunk that a quick parse did not check, and is malformed: no answer.
@@ -288,13 +293,14 @@ const char* FileMemberFilter::BlockIn(std::size_t chunk, Word group, std::uint64
   return MemberFilter::BlockFor(filters_.substr(begin, end - begin), hash);
 }
 
-bool FileMayTouch(const rocksdb::TableProperties& file, const GroupLayout& layout, Word prefix_mask,
+bool FileMayTouch(const rocksdb::TableProperties& file, const GroupLayout& layout, Head prefix_mask,
                   Word permuted) {
   const std::string* property = MemberFilterProperty(file);
   if (property == nullptr) return true;
   const std::optional<FileMemberFilter> filter =
       FileMemberFilter::Parse(*property, /*thorough=*/false);
-  return !filter || filter->MayTouch(layout.GroupOf(permuted), permuted & prefix_mask);
+  const Head head = layout.HeadOf(permuted);
+  return !filter || filter->MayTouch(layout.GroupHead(head), head & prefix_mask);
 }
 
 std::shared_ptr<rocksdb::TablePropertiesCollectorFactory> NewMemberFilterCollectorFactory(

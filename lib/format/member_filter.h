@@ -43,7 +43,7 @@ inline constexpr char kMemberFilterProperty[] = "fpstore.members";
 class MemberFilter {
  public:
   struct Prefix {
-    Word prefix;
+    Head prefix;
     bool crowded;  // more than one distinct member has it
   };
   // Appends the filter of `prefixes` to `out`.
@@ -51,7 +51,7 @@ class MemberFilter {
   // A probe for `prefix` is BlockPasses(BlockFor(bits, Hash(prefix)), hash), in
   // steps, for callers that fetch many filters' blocks for one prefix before
   // testing any.
-  static std::uint64_t Hash(Word prefix);
+  static std::uint64_t Hash(Head prefix);
   static const char* BlockFor(std::string_view bits, std::uint64_t hash);
   static bool BlockPasses(const char* block, std::uint64_t hash);
   // For a block that passes: false only if no two distinct members have the prefix.
@@ -69,21 +69,21 @@ class FileMemberFilter {
   bool empty() const { return chunks_ == 0; }
   // False only if no entry of the file adds, removes or holds a member of
   // `group` with p-bit prefix `prefix`.
-  bool MayTouch(Word group, Word prefix) const;
+  bool MayTouch(Head group, Head prefix) const;
 
   // MayTouch in steps, for a filter kept and probed often. Each chunk's first
   // group, ascending: a probe's chunk is the last that begins at or before it.
-  std::vector<Word> ChunkFirstGroups() const;
+  std::vector<Head> ChunkFirstGroups() const;
   // Given MemberFilter::Hash(prefix): null if `chunk` ends before `group`
   // (false), kUnchecked if malformed (true), else the block for BlockPasses.
-  const char* BlockIn(std::size_t chunk, Word group, std::uint64_t hash) const;
+  const char* BlockIn(std::size_t chunk, Head group, std::uint64_t hash) const;
   static const char* const kUnchecked;
 
  private:
   FileMemberFilter(std::string_view index, std::string_view filters, std::size_t chunks)
       : index_(index), filters_(filters), chunks_(chunks) {}
-  Word FirstGroup(std::size_t i) const;
-  Word LastGroup(std::size_t i) const;
+  Head FirstGroup(std::size_t i) const;
+  Head LastGroup(std::size_t i) const;
   std::size_t FilterEnd(std::size_t i) const;
 
   std::string_view index_;    // 20 bytes a chunk
@@ -94,11 +94,13 @@ class FileMemberFilter {
 // A file's filter property, or null if it has none.
 const std::string* MemberFilterProperty(const rocksdb::TableProperties& file);
 
-Word PrefixMask(int prefix_bits);
+// The mask of a head's first p bits (all of them if p >= 64): where a
+// 128-bit store's prefix is longer than its head, the filters hold the head.
+Head PrefixMask(int prefix_bits);
 
 // For ReadOptions::table_filter: false only if the file neither adds, removes
-// nor holds a member with `permuted`'s prefix (under `prefix_mask`).
-bool FileMayTouch(const rocksdb::TableProperties& file, const GroupLayout& layout, Word prefix_mask,
+// nor holds a member with `permuted`'s prefix (its head's, under `prefix_mask`).
+bool FileMayTouch(const rocksdb::TableProperties& file, const GroupLayout& layout, Head prefix_mask,
                   Word permuted);
 
 // The filters' collector for a packed table of `layout` and `prefix_bits`.

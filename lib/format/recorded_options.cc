@@ -1,26 +1,49 @@
 #include "format/recorded_options.h"
 
 #include <charconv>
+#include <cstdio>
+#include <string_view>
 
 namespace fpstore::internal {
 
 Result<RecordedOptions> RecordedOptionsFor(const StoreOptions& options) {
-  RecordedOptions recorded{options.blocks.value_or(6), options.distance.value_or(3),
-                           options.fingerprint.value_or(FingerprintOptions{}),
+  FingerprintOptions fingerprint = options.fingerprint.value_or(FingerprintOptions{});
+  if (options.bits) {
+    if (*options.bits != 64 && *options.bits != 128) {
+      return Status::InvalidArgument("bits " + std::to_string(*options.bits) +
+                                     " is neither 64 nor 128");
+    }
+    if (options.fingerprint && fingerprint.bits != *options.bits) {
+      return Status::InvalidArgument("bits " + std::to_string(*options.bits) +
+                                     " disagrees with the fingerprint options \"" +
+                                     fingerprint.ToString() + "\", which make " +
+                                     std::to_string(fingerprint.bits) + "-bit fingerprints");
+    }
+    fingerprint.bits = *options.bits;
+  }
+  const bool wide = fingerprint.bits == 128;
+  RecordedOptions recorded{options.blocks.value_or(wide ? 8 : 6),
+                           options.distance.value_or(wide ? 6 : 3), fingerprint,
                            options.min_similarity.value_or(StoreOptions::kDefaultMinSimilarity)};
   if (Status s = CheckMinSimilarity(recorded.min_similarity); !s.ok()) return s;
-  if (recorded.fingerprint.bits != 64) {
-    return Status::InvalidArgument("fingerprint options \"" + recorded.fingerprint.ToString() +
-                                   "\" make " + std::to_string(recorded.fingerprint.bits) +
-                                   "-bit fingerprints; a store holds 64-bit fingerprints");
-  }
   return recorded;
 }
 
-Status CheckRecordedWidth(const FingerprintOptions& recorded) {
-  if (recorded.bits == 64) return Status::OK();
-  return Status::NotSupported("the store records " + std::to_string(recorded.bits) +
-                              "-bit fingerprints; this build's stores hold 64-bit ones");
+bool ParsePlanRecord(const std::string& value, int* blocks, int* distance, int* bits) {
+  int end = 0;
+  if (std::sscanf(value.c_str(), "blocks=%d distance=%d%n", blocks, distance, &end) != 2) {
+    return false;
+  }
+  const std::string_view rest = std::string_view(value).substr(static_cast<std::size_t>(end));
+  *bits = rest == " bits=128" ? 128 : 64;
+  return rest.empty() || *bits == 128;
+}
+
+Status CheckPlanWidth(const std::string& where, int plan_bits, const FingerprintOptions& recorded) {
+  if (plan_bits == recorded.bits) return Status::OK();
+  return Status::Corruption(where + ": the plan record is of " + std::to_string(plan_bits) +
+                            "-bit fingerprints, the fingerprint options record of " +
+                            std::to_string(recorded.bits));
 }
 
 Status CheckAgainstRecorded(const std::string& where, const StoreOptions& options,
@@ -29,6 +52,10 @@ Status CheckAgainstRecorded(const std::string& where, const StoreOptions& option
     return Status::InvalidArgument(where + " was created with " + what + " " + was + ", not " +
                                    asked);
   };
+  if (options.bits && *options.bits != recorded.fingerprint.bits) {
+    return mismatch("bits", std::to_string(*options.bits),
+                    std::to_string(recorded.fingerprint.bits));
+  }
   if (options.blocks && *options.blocks != recorded.blocks) {
     return mismatch("blocks", std::to_string(*options.blocks), std::to_string(recorded.blocks));
   }

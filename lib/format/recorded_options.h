@@ -24,13 +24,16 @@ struct RecordedOptions {
   double min_similarity = 0;
 };
 
-// The options a store created with `options` records: each unset one at its default.
-// InvalidArgument if min_similarity is out of range.
+// The options a store created with `options` records: each unset one at its default (the plan's
+// for the width). The width is the fingerprint options' bits. InvalidArgument if min_similarity
+// is out of range, or bits is neither 64 nor 128 or disagrees with the fingerprint options.
 Result<RecordedOptions> RecordedOptionsFor(const StoreOptions& options);
 
-// NotSupported unless the recorded fingerprint options make 64-bit
-// fingerprints, the only ones a store holds.
-Status CheckRecordedWidth(const FingerprintOptions& recorded);
+// Reads a plan record, PermutationPlan::ToString's "blocks=M distance=K", and " bits=128" for
+// 128 bits; false if it is none.
+bool ParsePlanRecord(const std::string& value, int* blocks, int* distance, int* bits);
+// Corruption naming `where` unless the plan record's width is the fingerprint options'.
+Status CheckPlanWidth(const std::string& where, int plan_bits, const FingerprintOptions& recorded);
 
 // InvalidArgument naming `where` and the first option set in `options` that disagrees with
 // `recorded`.

@@ -51,7 +51,7 @@ Result<Document> Documents::Get(DocumentId id) const {
   if (!rs.ok()) return FromRocks(rs, "reading document " + std::to_string(id));
   Document doc;
   doc.id = id;
-  if (!DecodeDocumentValue(value, &doc.fingerprint, &doc.signature, &doc.metadata)) {
+  if (!DecodeDocumentValue(value, width_, &doc.fingerprint, &doc.signature, &doc.metadata)) {
     return Malformed(id);
   }
   return doc;
@@ -63,7 +63,7 @@ Status Documents::Read(const rocksdb::Snapshot* snapshot, std::span<const Docume
   Document doc;
   return MultiGet(db_, family_, snapshot, ids, [&](std::size_t i, std::string_view value) {
     doc.id = ids[i];
-    if (!DecodeDocumentValue(value, &doc.fingerprint, whole ? &doc.signature : nullptr,
+    if (!DecodeDocumentValue(value, width_, &doc.fingerprint, whole ? &doc.signature : nullptr,
                              whole ? &doc.metadata : nullptr)) {
       return Malformed(ids[i]);
     }
@@ -81,8 +81,9 @@ Status Documents::ForEach(const rocksdb::Snapshot* snapshot,
   std::unique_ptr<rocksdb::Iterator> it(db_.NewIterator(ro, family_));
   Document doc;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    if (it->key().size() != 8 || !DecodeDocumentValue(it->value().ToStringView(), &doc.fingerprint,
-                                                      &doc.signature, &doc.metadata)) {
+    if (it->key().size() != 8 ||
+        !DecodeDocumentValue(it->value().ToStringView(), width_, &doc.fingerprint, &doc.signature,
+                             &doc.metadata)) {
       return Status::Corruption("documents: malformed record with key " + it->key().ToString(true));
     }
     doc.id = GetBigEndian64(it->key().data());
@@ -115,7 +116,7 @@ void Documents::Put(rocksdb::WriteBatch& batch, const NewDocument& doc) const {
   batch
       .Put(family_, Key8(doc.id).view(),
            EncodeDocumentValue(doc.fingerprint,
-                               EncodeDocumentTail(doc.signature.bytes(), doc.metadata)))
+                               EncodeDocumentTail(doc.signature.bytes(), doc.metadata), width_))
       .PermitUncheckedError();
 }
 

@@ -66,8 +66,22 @@ inline Status CheckDocument(const NewDocument& doc, int bits, int bytes) {
                                  (bytes == 0 ? std::string("none") : std::to_string(bytes)));
 }
 
-// A documents-family value: the fingerprint (8 bytes), then its "tail": the signature's length in
-// bytes (2, big-endian; 0 for none), the signature, and the metadata bytes.
+// A fingerprint of `width` bits as records store it: 8 or 16 bytes, big-endian.
+constexpr std::size_t FingerprintBytes(int width) { return static_cast<std::size_t>(width) / 8; }
+inline void PutFingerprint(char* out, Fingerprint fp, int width) {
+  if (width == 128) {
+    PutBigEndian64(out, fp.high());
+    out += 8;
+  }
+  PutBigEndian64(out, fp.low());
+}
+inline Fingerprint GetFingerprint(const char* in, int width) {
+  if (width == 128) return {GetBigEndian64(in), GetBigEndian64(in + 8)};
+  return GetBigEndian64(in);
+}
+
+// A documents-family value: the fingerprint (FingerprintBytes), then its "tail": the signature's
+// length in bytes (2, big-endian; 0 for none), the signature, and the metadata bytes.
 inline std::string EncodeDocumentTail(std::string_view signature, std::string_view metadata) {
   std::string tail(2 + signature.size() + metadata.size(), '\0');
   tail[0] = static_cast<char>(signature.size() >> 8);
@@ -80,29 +94,31 @@ inline std::string EncodeDocumentTail(std::string_view signature, std::string_vi
   return tail;
 }
 
-// REQUIRES: fingerprint.fits_64()
-inline std::string EncodeDocumentValue(Fingerprint fingerprint, std::string_view tail) {
-  std::string value(8 + tail.size(), '\0');
-  PutBigEndian64(value.data(), fingerprint.low());
-  if (!tail.empty()) std::memcpy(value.data() + 8, tail.data(), tail.size());
+// A store of `width` bits' value. REQUIRES: the fingerprint fits `width` bits.
+inline std::string EncodeDocumentValue(Fingerprint fingerprint, std::string_view tail, int width) {
+  const std::size_t f = FingerprintBytes(width);
+  std::string value(f + tail.size(), '\0');
+  PutFingerprint(value.data(), fingerprint, width);
+  if (!tail.empty()) std::memcpy(value.data() + f, tail.data(), tail.size());
   return value;
 }
 
-// False if `value` is too short for its fingerprint and signature, or the signature's length is not
-// one a Signature can have. `signature` and `metadata` may be null.
-inline bool DecodeDocumentValue(std::string_view value, Fingerprint* fingerprint,
+// False if `value` is too short for its fingerprint (of `width` bits) and signature, or the
+// signature's length is not one a Signature can have. `signature` and `metadata` may be null.
+inline bool DecodeDocumentValue(std::string_view value, int width, Fingerprint* fingerprint,
                                 Signature* signature, std::string* metadata) {
-  if (value.size() < 10) return false;
-  *fingerprint = GetBigEndian64(value.data());
-  const std::size_t length = (static_cast<std::size_t>(static_cast<unsigned char>(value[8])) << 8) |
-                             static_cast<unsigned char>(value[9]);
-  if (value.size() < 10 + length) return false;
+  const std::size_t f = FingerprintBytes(width);
+  if (value.size() < f + 2) return false;
+  *fingerprint = GetFingerprint(value.data(), width);
+  const std::size_t length = (static_cast<std::size_t>(static_cast<unsigned char>(value[f])) << 8) |
+                             static_cast<unsigned char>(value[f + 1]);
+  if (value.size() < f + 2 + length) return false;
   if (signature != nullptr) {
-    Result<Signature> decoded = Signature::FromBytes(value.substr(10, length));
+    Result<Signature> decoded = Signature::FromBytes(value.substr(f + 2, length));
     if (!decoded.ok()) return false;
     *signature = *std::move(decoded);
   }
-  if (metadata != nullptr) metadata->assign(value.substr(10 + length));
+  if (metadata != nullptr) metadata->assign(value.substr(f + 2 + length));
   return true;
 }
 
@@ -113,30 +129,29 @@ struct StagingMark {
   std::optional<Word> leaving;
 };
 
-// 8 bytes: staged alone; 16: staged, then leaving; 9: leaving, then a zero byte.
-inline std::string EncodeStagingMark(const StagingMark& mark) {
-  std::string value(mark.staged && mark.leaving ? 16 : mark.staged ? 8 : 9, '\0');
-  if (mark.staged) PutBigEndian64(value.data(), *mark.staged);
-  if (mark.leaving) PutBigEndian64(value.data() + (mark.staged ? 8 : 0), *mark.leaving);
+// With F = FingerprintBytes(width): F bytes: staged alone; 2F: staged, then leaving; F + 1:
+// leaving, then a zero byte.
+inline std::string EncodeStagingMark(const StagingMark& mark, int width) {
+  const std::size_t f = FingerprintBytes(width);
+  std::string value(mark.staged && mark.leaving ? 2 * f : mark.staged ? f : f + 1, '\0');
+  if (mark.staged) PutFingerprint(value.data(), *mark.staged, width);
+  if (mark.leaving) PutFingerprint(value.data() + (mark.staged ? f : 0), *mark.leaving, width);
   return value;
 }
 
 // False if `value` is none of the above (or a mark that neither stages nor leaves).
-inline bool DecodeStagingMark(std::string_view value, StagingMark* mark) {
-  switch (value.size()) {
-    case 8:
-      *mark = {GetBigEndian64(value.data()), std::nullopt};
-      return true;
-    case 16:
-      *mark = {GetBigEndian64(value.data()), GetBigEndian64(value.data() + 8)};
-      return true;
-    case 9:
-      if (value[8] != '\0') return false;
-      *mark = {std::nullopt, GetBigEndian64(value.data())};
-      return true;
-    default:
-      return false;
+inline bool DecodeStagingMark(std::string_view value, int width, StagingMark* mark) {
+  const std::size_t f = FingerprintBytes(width);
+  if (value.size() == f) {
+    *mark = {GetFingerprint(value.data(), width), std::nullopt};
+  } else if (value.size() == 2 * f) {
+    *mark = {GetFingerprint(value.data(), width), GetFingerprint(value.data() + f, width)};
+  } else if (value.size() == f + 1 && value[f] == '\0') {
+    *mark = {std::nullopt, GetFingerprint(value.data(), width)};
+  } else {
+    return false;
   }
+  return true;
 }
 
 // A staged document: its staged version, and the one leaving the tables.
@@ -157,8 +172,12 @@ Status MultiGet(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family,
 // The documents family, and the count of its documents. Thread-safe.
 class Documents {
  public:
-  Documents(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, rocksdb::ColumnFamilyHandle* meta)
-      : db_(db), family_(family), meta_(meta) {}
+  // Of a store of `width`-bit fingerprints.
+  Documents(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, rocksdb::ColumnFamilyHandle* meta,
+            int width)
+      : db_(db), family_(family), meta_(meta), width_(width) {}
+
+  int width() const { return width_; }
 
   rocksdb::ColumnFamilyHandle* family() const { return family_; }
   // The family of the count's record (the default one).
@@ -201,6 +220,7 @@ class Documents {
   rocksdb::DB& db_;
   rocksdb::ColumnFamilyHandle* const family_;
   rocksdb::ColumnFamilyHandle* const meta_;
+  const int width_;
   mutable std::atomic<bool> signed_{false};  // the signed record is known to be written
 };
 

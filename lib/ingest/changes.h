@@ -17,7 +17,9 @@
 namespace fpstore::internal {
 
 // A document whose table entries change: a bulk load's changes file
-// holds one per document, as four integers.
+// holds one per document: its id, fingerprint, old fingerprint and whether
+// the old one is in the tables, big-endian, each fingerprint of the store's
+// width.
 struct Change {
   DocumentId id = 0;
   Word fingerprint = 0;
@@ -26,21 +28,25 @@ struct Change {
   // False for a merge's removal, which only takes `old` out; not in files.
   bool adds = true;
 
-  static constexpr std::size_t kBytes = 32;
-  void Write(RecordWriter& out) const {
-    char bytes[kBytes];
+  // A change's bytes in a store of `width`-bit fingerprints.
+  static constexpr std::size_t Bytes(int width) { return 16 + 2 * FingerprintBytes(width); }
+  void Write(RecordWriter& out, int width) const {
+    constexpr std::size_t kMaxBytes = Bytes(128);
+    const std::size_t f = FingerprintBytes(width);
+    char bytes[kMaxBytes];
     PutBigEndian64(bytes, id);
-    PutBigEndian64(bytes + 8, fingerprint);
-    PutBigEndian64(bytes + 16, old);
-    PutBigEndian64(bytes + 24, had_old);
-    out.PutBytes(std::string_view(bytes, kBytes));
+    PutFingerprint(bytes + 8, fingerprint, width);
+    PutFingerprint(bytes + 8 + f, old, width);
+    PutBigEndian64(bytes + 8 + 2 * f, had_old);
+    out.PutBytes(std::string_view(bytes, Bytes(width)));
   }
-  // REQUIRES: `bytes` holds kBytes.
-  void Decode(const char* bytes) {
+  // REQUIRES: `bytes` holds Bytes(width).
+  void Decode(const char* bytes, int width) {
+    const std::size_t f = FingerprintBytes(width);
     id = GetBigEndian64(bytes);
-    fingerprint = GetBigEndian64(bytes + 8);
-    old = GetBigEndian64(bytes + 16);
-    had_old = GetBigEndian64(bytes + 24);
+    fingerprint = GetFingerprint(bytes + 8, width);
+    old = GetFingerprint(bytes + 8 + f, width);
+    had_old = GetBigEndian64(bytes + 8 + 2 * f);
   }
 };
 
@@ -49,17 +55,17 @@ struct Change {
 // staged documents, in memory.
 class Changes {
  public:
-  static Result<Changes> InFile(const std::string& path, std::uint64_t count) {
+  static Result<Changes> InFile(const std::string& path, std::uint64_t count, int width) {
     auto file = std::make_shared<const MappedFile>(path);
     if (!file->status().ok()) return file->status();
-    if (file->bytes().size() != count * Change::kBytes) {
+    if (file->bytes().size() != count * Change::Bytes(width)) {
       return Status::IOError(path + " holds " + std::to_string(file->bytes().size()) +
                              " bytes, not " + std::to_string(count) + " changes");
     }
-    return Changes(std::move(file), {}, count);
+    return Changes(std::move(file), {}, count, width);
   }
   static Changes Staged(std::span<const StagedDocument> staged) {
-    return Changes(nullptr, staged, staged.size());
+    return Changes(nullptr, staged, staged.size(), 0);
   }
 
   std::uint64_t count() const { return count_; }
@@ -70,18 +76,23 @@ class Changes {
   template <typename Visit>
   Status ForEach(Visit&& visit) const {
     for (std::uint64_t i = 0; i < count_; ++i) {
-      Change c;
-      if (file_ != nullptr) {
-        c.Decode(file_->bytes().data() + i * Change::kBytes);
-      } else {
-        // A version back at the fingerprint it has in the tables: nothing leaves.
-        const StagedDocument& doc = staged_[i];
-        const bool leaves = doc.leaving && (doc.removal || *doc.leaving != doc.fingerprint);
-        c = Change{doc.id, doc.fingerprint, doc.leaving.value_or(0), leaves, !doc.removal};
-      }
-      if (Status s = visit(c, i); !s.ok()) return s;
+      if (Status s = visit(At(i), i); !s.ok()) return s;
     }
     return Status::OK();
+  }
+
+  // Change `i`. REQUIRES: i < count()
+  Change At(std::uint64_t i) const {
+    Change c;
+    if (file_ != nullptr) {
+      c.Decode(file_->bytes().data() + i * Change::Bytes(width_), width_);
+    } else {
+      // A version back at the fingerprint it has in the tables: nothing leaves.
+      const StagedDocument& doc = staged_[i];
+      const bool leaves = doc.leaving && (doc.removal || *doc.leaving != doc.fingerprint);
+      c = Change{doc.id, doc.fingerprint, doc.leaving.value_or(0), leaves, !doc.removal};
+    }
+    return c;
   }
 
   // The id of change `i`, and where it is read, to fetch it ahead: tables
@@ -90,18 +101,19 @@ class Changes {
     return file_ != nullptr ? GetBigEndian64(IdAddress(i)) : staged_[i].id;
   }
   const char* IdAddress(std::uint64_t i) const {
-    return file_ != nullptr ? file_->bytes().data() + i * Change::kBytes
+    return file_ != nullptr ? file_->bytes().data() + i * Change::Bytes(width_)
                             : reinterpret_cast<const char*>(&staged_[i].id);
   }
 
  private:
   Changes(std::shared_ptr<const MappedFile> file, std::span<const StagedDocument> staged,
-          std::uint64_t count)
-      : file_(std::move(file)), staged_(staged), count_(count) {}
+          std::uint64_t count, int width)
+      : file_(std::move(file)), staged_(staged), count_(count), width_(width) {}
 
   std::shared_ptr<const MappedFile> file_;  // null for staged changes
   std::span<const StagedDocument> staged_;
   std::uint64_t count_;
+  int width_;  // of the file's fingerprints
 };
 
 }  // namespace fpstore::internal

@@ -8,11 +8,12 @@ namespace fpstore::internal {
 
 bool SpillCursor::Next(DocumentId& id, std::uint64_t& seq, Word& fp, std::string& tail) {
   if (reader_) {
-    std::uint64_t length;
-    if (!reader_->GetU64(id) || !reader_->GetU64(seq) || !reader_->GetU64(fp) ||
-        !reader_->GetU64(length)) {
+    std::uint64_t high, low, length;
+    if (!reader_->GetU64(id) || !reader_->GetU64(seq) || !reader_->GetU64(high) ||
+        !reader_->GetU64(low) || !reader_->GetU64(length)) {
       return false;
     }
+    fp = Word(high, low);
     tail.resize(length);
     return reader_->GetBytes(tail.data(), length);
   }
@@ -40,7 +41,8 @@ Status WriteSpill(const std::string& path, std::span<const BufferedRecord> recor
   for (const BufferedRecord& r : records) {
     out.PutU64(r.id);
     out.PutU64(r.seq);
-    out.PutU64(r.fingerprint);
+    out.PutU64(r.fingerprint.high());
+    out.PutU64(r.fingerprint.low());
     out.PutU64(r.tail_size);
     out.PutBytes(tails.substr(r.tail_offset, r.tail_size));
   }

@@ -11,12 +11,12 @@ namespace {
 constexpr std::size_t kInsertionSortMax = 24;
 
 // A stable counting pass: copies in[0, n) to out grouped by the `bits` bits
-// of `permuted` below its top `skip` bits; starts[d] is where digit d's ops
+// of `head` below its top `skip` bits; starts[d] is where digit d's ops
 // begin, starts[2^bits] is n. REQUIRES: 0 < bits, skip + bits <= 64.
 void ScatterByDigit(const TableOp* in, std::size_t n, int skip, int bits, TableOp* out,
                     std::vector<std::size_t>& starts, std::vector<std::size_t>& next) {
   const std::size_t digits = std::size_t{1} << bits;
-  auto digit = [=](const TableOp& op) { return (op.permuted << skip) >> (64 - bits); };
+  auto digit = [=](const TableOp& op) { return (op.head << skip) >> (64 - bits); };
   starts.assign(digits + 1, 0);
   for (std::size_t i = 0; i < n; ++i) ++starts[digit(in[i]) + 1];
   for (std::size_t d = 1; d <= digits; ++d) starts[d] += starts[d - 1];

@@ -13,16 +13,19 @@
 
 namespace fpstore::internal {
 
-// A member to add or remove, and the change it comes from (whose id table 0
-// stores). 16 bytes: holding the id would make sorts move half as much again.
+// A member to add or remove by the head of its permuted fingerprint
+// (format/groups.h), and the change it comes from (whose id table 0 stores,
+// and where a 128-bit fingerprint's tail is read). 16 bytes: holding the id
+// or the tail would make sorts move half as much again.
 struct TableOp {
-  Word permuted;
+  std::uint64_t head;
   std::uint64_t change : 63;  // its number among the changes
   std::uint64_t put : 1;
 
-  // Changes are numbered in id order: this is (permuted, id) order.
+  // Changes are numbered in id order: this is (head, id) order, a 64-bit
+  // store's (permuted, id) order.
   bool operator<(const TableOp& o) const {
-    return permuted != o.permuted ? permuted < o.permuted : change < o.change;
+    return head != o.head ? head < o.head : change < o.change;
   }
 };
 static_assert(sizeof(TableOp) == 16);
@@ -39,7 +42,7 @@ struct SortBuffers {
   std::size_t touched_ops = 0;
 };
 
-// Sorts buffers.ops by (permuted, change), using the other buffers as scratch.
+// Sorts buffers.ops by (head, change), using the other buffers as scratch.
 void SortOps(SortBuffers& buffers);
 
 }  // namespace fpstore::internal

@@ -57,6 +57,16 @@ class TableWriter::Table {
   Status Finish(rocksdb::IngestExternalFileArg& arg);
 
  private:
+  // An op with its permuted fingerprint whole, in table order.
+  struct Entry {
+    Word permuted;
+    std::uint64_t change;
+    bool put;
+    bool operator<(const Entry& o) const {
+      return permuted != o.permuted ? permuted < o.permuted : change < o.change;
+    }
+  };
+
   // The table's file.
   struct Part {
     Part(const Table& table, const std::string& path)
@@ -66,6 +76,7 @@ class TableWriter::Table {
     SstSink sink;
     GroupWriter groups;
     std::optional<TableOp> last;
+    std::vector<Entry> run;  // a head's ops, where the layout keeps tails
   };
 
   Status CollectOps();
@@ -74,6 +85,7 @@ class TableWriter::Table {
   Status WriteMergedSpills();
   Status WriteOps(std::span<const TableOp> sorted);
   Status WriteOp(const TableOp& op);
+  Status WriteRun();
   DocumentId IdOf(std::uint64_t change) const {
     return !ids_.empty() ? ids_[change] : changes_.IdOf(change);
   }
@@ -118,11 +130,11 @@ Status TableWriter::Table::CollectOps() {
     // Made whole, then copied: built in place, its bit fields would be
     // or'ed into the buffer's word, a read before the write.
     if (c.adds) {
-      const TableOp put{Permute(perm_, c.fingerprint), change, true};
+      const TableOp put{layout_.HeadOf(Permute(perm_, c.fingerprint)), change, true};
       ops.push_back(put);
     }
     if (c.had_old && (reads_ids || (!old_keys_leaving_.empty() && old_keys_leaving_[change]))) {
-      const TableOp remove{Permute(perm_, c.old), change, false};
+      const TableOp remove{layout_.HeadOf(Permute(perm_, c.old)), change, false};
       ops.push_back(remove);
     }
     return Status::OK();
@@ -135,7 +147,7 @@ Status TableWriter::Table::Spill() {
   const std::string path = writer_.dir_.Path(name_ + ".ops-" + std::to_string(spills_.size()));
   RecordWriter out(path);
   for (const TableOp& op : buffers_.ops) {
-    out.PutU64(op.permuted);
+    out.PutU64(op.head);
     out.PutU64(std::uint64_t{op.change} << 1 | op.put);
   }
   buffers_.ops.clear();
@@ -165,9 +177,9 @@ Status TableWriter::Table::WriteMergedSpills() {
   auto later = [](const Item& a, const Item& b) { return b.first < a.first; };
   std::priority_queue<Item, std::vector<Item>, decltype(later)> heap(later);
   auto pull = [&](std::size_t r) {
-    std::uint64_t permuted, change_put;
-    if (readers[r]->GetU64(permuted) && readers[r]->GetU64(change_put)) {
-      heap.push({TableOp{permuted, change_put >> 1, change_put & 1}, r});
+    std::uint64_t head, change_put;
+    if (readers[r]->GetU64(head) && readers[r]->GetU64(change_put)) {
+      heap.push({TableOp{head, change_put >> 1, change_put & 1}, r});
     }
     return readers[r]->status();
   };
@@ -200,22 +212,50 @@ Status TableWriter::Table::WriteOps(std::span<const TableOp> sorted) {
   return Status::OK();
 }
 
-// A table without ids takes a fingerprint once, however many documents share
-// it. An op out of order is a bug in the sort or the merge of spills.
+// An op out of order is a bug in the sort or the merge of spills. A table without ids takes a
+// fingerprint once, however many documents share it. Where the layout keeps tails, the ops of one
+// head wait in `run` until the next head, to be written in (tail, change) order.
 Status TableWriter::Table::WriteOp(const TableOp& op) {
   Part& part = *part_;
   if (part.last) {
     if (op < *part.last) {
       return Status::Corruption("bulk load: " + name_ + "'s entries out of order");
     }
-    if (t_ != 0 && op.permuted == part.last->permuted) return Status::OK();
+    if (layout_.keeps_tails()) {
+      if (op.head != part.last->head) {
+        if (Status s = WriteRun(); !s.ok()) return s;
+      }
+    } else if (t_ != 0 && op.head == part.last->head) {
+      return Status::OK();
+    }
   }
   part.last = op;
-  return part.groups.Add(op.permuted, op.put, t_ == 0 ? IdOf(op.change) : 0);
+  if (layout_.keeps_tails()) {
+    const Change c = changes_.At(op.change);
+    part.run.push_back({Permute(perm_, op.put ? c.fingerprint : c.old), op.change, op.put != 0});
+    return Status::OK();
+  }
+  return part.groups.Add(Word(op.head), op.put, t_ == 0 ? IdOf(op.change) : 0);
+}
+
+// A head's ops, whole, in table order; tables without ids take each fingerprint once.
+Status TableWriter::Table::WriteRun() {
+  std::vector<Entry>& run = part_->run;
+  std::sort(run.begin(), run.end());
+  for (std::size_t i = 0; i < run.size(); ++i) {
+    const Entry& e = run[i];
+    if (t_ != 0 && i > 0 && e.permuted == run[i - 1].permuted) continue;
+    if (Status s = part_->groups.Add(e.permuted, e.put, t_ == 0 ? IdOf(e.change) : 0); !s.ok()) {
+      return s;
+    }
+  }
+  run.clear();
+  return Status::OK();
 }
 
 Status TableWriter::Table::Finish(rocksdb::IngestExternalFileArg& arg) {
   arg = IngestionInto(target_.tables[t_]);
+  if (Status s = WriteRun(); !s.ok()) return s;
   if (Status s = part_->groups.Finish(); !s.ok()) return s;
   return part_->sink.Finish(arg.external_files);
 }

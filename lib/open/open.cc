@@ -49,6 +49,7 @@ Result<Metadata> ReadMetadata(const std::string& path) {
     return db->Get(rocksdb::ReadOptions(), handles[0], key, &value);
   };
   Metadata meta;
+  int plan_bits = 64;
   std::string value;
   Status result;
   rs = get(kFormatVersionKey, value);
@@ -63,8 +64,7 @@ Result<Metadata> ReadMetadata(const std::string& path) {
         " only. Dump its documents with the fpstore-admin that wrote it (fpstore-admin dump) "
         "and load them into a new store with this fpstore-load");
   } else if (!get(kPlanKey, value).ok() ||
-             std::sscanf(value.c_str(), "blocks=%d distance=%d", &meta.recorded.blocks,
-                         &meta.recorded.distance) != 2) {
+             !ParsePlanRecord(value, &meta.recorded.blocks, &meta.recorded.distance, &plan_bits)) {
     result = Status::Corruption(path + ": unreadable plan record \"" + value + "\"");
   } else if (!get(kGroupBitsKey, value).ok()) {
     result = Status::Corruption(path + ": missing group bits record");
@@ -75,8 +75,8 @@ Result<Metadata> ReadMetadata(const std::string& path) {
     result = Status::Corruption(path + ": missing fingerprint options record");
   } else if (Result<FingerprintOptions> fp = FingerprintOptions::Parse(value); !fp.ok()) {
     result = fp.status().WithContext(path);
-  } else if (Status width = CheckRecordedWidth(*fp); !width.ok()) {
-    result = width.WithContext(path);
+  } else if (Status width = CheckPlanWidth(path, plan_bits, *fp); !width.ok()) {
+    result = width;
   } else if (meta.recorded.fingerprint = *fp; !get(kMinSimilarityKey, value).ok()) {
     result = Status::Corruption(path + ": missing min_similarity record");
   } else if (!ParseNumber(value, meta.recorded.min_similarity) ||
@@ -258,8 +258,8 @@ Result<std::unique_ptr<StoreImpl>> StoreImpl::Open(const std::string& path,
   }
   Result<Metadata> meta = MetadataFor(path, options, exists);
   if (!meta.ok()) return meta.status();
-  Result<PermutationPlan> plan =
-      PermutationPlan::Create(meta->recorded.blocks, meta->recorded.distance);
+  Result<PermutationPlan> plan = PermutationPlan::Create(
+      meta->recorded.blocks, meta->recorded.distance, meta->recorded.fingerprint.bits);
   if (!plan.ok()) return plan.status().WithContext(path);
   Result<Fingerprinter> fingerprinter = Fingerprinter::Create(meta->recorded.fingerprint);
   if (!fingerprinter.ok()) return fingerprinter.status().WithContext(path);

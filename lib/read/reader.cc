@@ -28,9 +28,9 @@ Reader::Reader(OpenedStore opened)
       env_(std::move(opened.env)),
       db_(std::move(opened.db)),
       families_(std::move(opened.families)),
-      documents_(*db_, families_.documents, families_.meta),
+      documents_(*db_, families_.documents, families_.meta, plan_.bits()),
       tables_(*db_, plan_, opened.group_bits, families_.tables, std::move(opened.filters)),
-      staging_(*db_, families_.staging, plan_.distance(), options_.staged_documents,
+      staging_(*db_, families_.staging, plan_.distance(), plan_.bits(), options_.staged_documents,
                !options_.read_only) {}
 
 Status Reader::CheckOpen() const {
@@ -70,7 +70,7 @@ Result<std::vector<std::vector<Match>>> Reader::Run(std::span<const Sketch> quer
   const rocksdb::Snapshot* const snapshot = at.snapshot();
   std::vector<Word> fingerprint_list;
   fingerprint_list.reserve(queries.size());
-  for (const Sketch& q : queries) fingerprint_list.push_back(q.fingerprint.low());
+  for (const Sketch& q : queries) fingerprint_list.push_back(q.fingerprint);
   const std::span<const Word> fingerprints = fingerprint_list;
   // One filter view, taken after the snapshot: merges and bulk loads publish their files' filters
   // before they ingest them, so the view covers every file the snapshot shows.
@@ -195,7 +195,7 @@ Status Reader::ResolveIds(std::vector<Hit>& hits, const rocksdb::Snapshot* snaps
     });
     if (!s.ok()) return s;
     if (resolved.size() == before) {
-      return Status::Corruption("a table holds fingerprint " + std::to_string(h.fingerprint) +
+      return Status::Corruption("a table holds fingerprint " + FingerprintText(h.fingerprint) +
                                 ", which no document in " + TableFamilyName(0) + " has");
     }
   }

@@ -19,8 +19,8 @@ namespace {
 constexpr std::size_t kMinBuckets = 1024;
 }  // namespace
 
-StagingIndex::StagingIndex(int distance, std::size_t room)
-    : plan_(*PermutationPlan::Create(distance + 1, distance)) {
+StagingIndex::StagingIndex(int distance, int width, std::size_t room)
+    : plan_(*PermutationPlan::Create(distance + 1, distance, width)) {
   room = std::min(room, kMaxRoom);
   entries_.reserve(room);
   table_buckets_ = BucketsFor(room);
@@ -137,9 +137,14 @@ std::vector<DocumentId> StagingIndex::SortedIds() const {
   return ids;
 }
 
-Staging::Staging(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int distance,
+Staging::Staging(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int distance, int width,
                  std::size_t merge_at, bool writable)
-    : db_(db), family_(family), distance_(distance), merge_at_(merge_at), writable_(writable) {}
+    : db_(db),
+      family_(family),
+      distance_(distance),
+      width_(width),
+      merge_at_(merge_at),
+      writable_(writable) {}
 
 Status Staging::Load() {
   // A writable store gets the room a merge leaves, so its first inserts do not grow the index: now
@@ -149,7 +154,7 @@ Status Staging::Load() {
   if (!staged.ok()) return staged.status();
   const bool defer = writable_ && staged->empty();
   auto index = std::make_shared<StagingIndex>(
-      distance_, writable_ && !defer ? std::max(staged->size(), room()) : staged->size());
+      distance_, width_, writable_ && !defer ? std::max(staged->size(), room()) : staged->size());
   room_made_.store(!defer, std::memory_order_release);
   std::vector<StagingIndex::Entry> entries;
   entries.reserve(staged->size());
@@ -170,7 +175,7 @@ Result<std::vector<StagingMark>> Staging::Marks(const rocksdb::Snapshot* snapsho
                                                 std::span<const DocumentId> ids) const {
   std::vector<StagingMark> marks(ids.size());
   Status s = MultiGet(db_, family_, snapshot, ids, [&](std::size_t i, std::string_view value) {
-    if (DecodeStagingMark(value, &marks[i])) return Status::OK();
+    if (DecodeStagingMark(value, width_, &marks[i])) return Status::OK();
     return Status::Corruption("document " + std::to_string(ids[i]) +
                               " has a malformed staging mark");
   });
@@ -200,7 +205,7 @@ Result<std::vector<StagedDocument>> Staging::Documents(const rocksdb::Snapshot* 
   std::vector<StagedDocument> staged;
   for (; it->Valid(); it->Next()) {
     StagingMark mark;
-    if (it->key().size() != 8 || !DecodeStagingMark(it->value().ToStringView(), &mark)) {
+    if (it->key().size() != 8 || !DecodeStagingMark(it->value().ToStringView(), width_, &mark)) {
       return Status::Corruption("staging: malformed mark with key " + it->key().ToString(true));
     }
     staged.push_back(
@@ -366,7 +371,7 @@ std::shared_ptr<StagingIndex> Staging::NextIndex() {
     // none will.
     if (retired_ != nullptr && retired_.use_count() == 1) index = std::move(retired_);
   }
-  if (index == nullptr) return std::make_shared<StagingIndex>(distance_, room());
+  if (index == nullptr) return std::make_shared<StagingIndex>(distance_, width_, room());
   // The last view's release happens before this: its reads before the entries are cleared.
   std::atomic_thread_fence(std::memory_order_acquire);
   index->Clear();

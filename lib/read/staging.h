@@ -62,9 +62,10 @@ class StagingIndex {
   // Room is capped: past it the index grows as it fills.
   static constexpr std::size_t kMaxRoom = std::size_t{1} << 21;
 
-  // `distance`: the largest k queries will ask for. `room`: entries it takes before it first grows
-  // (rehashing every entry under the exclusive lock, stalling writers and readers), allocated now.
-  StagingIndex(int distance, std::size_t room);
+  // `distance`: the largest k queries will ask for, of fingerprints of `width` bits. `room`:
+  // entries it takes before it first grows (rehashing every entry under the exclusive lock,
+  // stalling writers and readers), allocated now.
+  StagingIndex(int distance, int width, std::size_t room);
   StagingIndex(const StagingIndex&) = delete;
   StagingIndex& operator=(const StagingIndex&) = delete;
 
@@ -119,14 +120,17 @@ class StagingIndex {
 
   // Where a prefix's probe starts: the top bits of a multiplicative hash of the right-aligned
   // prefix (a left-aligned one's product has all-zero low bits). REQUIRES: `size` a power of two.
-  static std::size_t Slot(const TablePermutation& perm, Word permuted, std::size_t size) {
-    const std::uint64_t prefix = permuted >> (64 - perm.prefix_bits());
-    return static_cast<std::size_t>((prefix * 0x9e3779b97f4a7c15ULL) >>
+  std::size_t Slot(const TablePermutation& perm, Word permuted, std::size_t size) const {
+    const Word prefix = permuted >> (plan_.bits() - perm.prefix_bits());
+    // A 128-bit prefix folded into 64 bits; a 64-bit one as it is.
+    const std::uint64_t folded = prefix.low() ^ (prefix.high() * 0xc2b2ae3d27d4eb4fULL);
+    return static_cast<std::size_t>((folded * 0x9e3779b97f4a7c15ULL) >>
                                     (64 - std::countr_zero(size)));
   }
-  static std::uint32_t Tag(const TablePermutation& perm, Word permuted) {
+  std::uint32_t Tag(const TablePermutation& perm, Word permuted) const {
     const int p = perm.prefix_bits();
-    return p >= 64 ? 0 : static_cast<std::uint32_t>((permuted << p) >> 32);
+    if (p >= plan_.bits()) return 0;
+    return static_cast<std::uint32_t>(HeadOf(permuted << p, plan_.bits()) >> 32);
   }
   // How many buckets keep `entries` at most half full: a power of two.
   static std::size_t BucketsFor(std::size_t entries);
@@ -175,8 +179,8 @@ class Staging {
  public:
   // `merge_at`: staged entries that make a merge due. A writable store keeps room for twice as
   // many, so that inserts go on while a merge runs.
-  Staging(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int distance, std::size_t merge_at,
-          bool writable);
+  Staging(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family, int distance, int width,
+          std::size_t merge_at, bool writable);
   Staging(const Staging&) = delete;
   Staging& operator=(const Staging&) = delete;
 
@@ -294,6 +298,7 @@ class Staging {
   rocksdb::DB& db_;
   rocksdb::ColumnFamilyHandle* const family_;
   const int distance_;
+  const int width_;  // of the store's fingerprints
   const std::size_t merge_at_;
   const bool writable_;
   // Whether the current index has its room; false from Load until MakeRoom makes it.

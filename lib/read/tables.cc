@@ -84,7 +84,7 @@ void TableMemberFilter::Add(const std::shared_ptr<const rocksdb::TableProperties
   std::optional<FileMemberFilter> parsed;
   if (property != nullptr) parsed = FileMemberFilter::Parse(*property, /*thorough=*/true);
   if (parsed && parsed->empty()) return;  // no entry with members
-  files_.push_back({parsed, parsed ? parsed->ChunkFirstGroups() : std::vector<Word>()});
+  files_.push_back({parsed, parsed ? parsed->ChunkFirstGroups() : std::vector<Head>()});
   if (parsed && charges != nullptr) charges_.push_back(charges->For(file, property->size()));
 }
 
@@ -106,8 +106,9 @@ std::shared_ptr<const TableMemberFilter> TableMemberFilter::PassingAll() {
 }
 
 PrefixMembers TableMemberFilter::Lookup(Word permuted, bool count) const {
-  const Word group = layout_.GroupOf(permuted);
-  const std::uint64_t hash = MemberFilter::Hash(permuted & prefix_mask_);
+  const Head head = layout_.HeadOf(permuted);
+  const Head group = layout_.GroupHead(head);
+  const std::uint64_t hash = MemberFilter::Hash(head & prefix_mask_);
   // Prefetch the files' blocks before testing any: a table may have many files, and their cache
   // misses then overlap.
   constexpr std::size_t kAhead = 16;
@@ -315,14 +316,15 @@ Status Tables::Probe(std::size_t t, const TableMemberFilter& filter,
   const GroupLayout& layout = layouts_[t];
   const Word group = layout.GroupOf(permuted_query);
   thread_local GroupValue members;
-  if (!members.DecodeRange(layout, read.ToStringView(), layout.MemberBits(prefix),
-                           layout.MemberBits(prefix | ~PrefixMask(perm)))) {
+  if (!members.DecodeRange(layout, read.ToStringView(), layout.MemberHead(layout.HeadOf(prefix)),
+                           layout.MemberHead(layout.HeadOf(prefix | ~PrefixMask(perm))))) {
     return Status::Corruption(TableFamilyName(t) + " holds a malformed group of fingerprint " +
-                              std::to_string(query));
+                              FingerprintText(query));
   }
   for (std::size_t i = 0; i < members.size(); ++i) {
     const Word permuted = group | members.bits(i);
-    if ((permuted & PrefixMask(perm)) != prefix) break;
+    // A 128-bit prefix longer than the head goes on into the tail.
+    if ((permuted & PrefixMask(perm)) != prefix) continue;
     const int d = HammingDistance(permuted, permuted_query);
     if (d > k) continue;
     const Word fp = Unpermute(perm, permuted);
@@ -351,7 +353,7 @@ Result<bool> Tables::ReadGroup(std::size_t t, const TableMemberFilter& filter,
   }
   // Merges and removals write operands for nearly every group, so each group is in every file:
   // passing by files whose filters rule out the prefix saves reads.
-  const Word prefix_mask = PrefixMask(plan_.table(t));
+  const Head prefix_mask = PrefixMask(plan_.table(t).prefix_bits());
   ro.table_filter = [&](const rocksdb::TableProperties& file) {
     return FileMayTouch(file, layout, prefix_mask, permuted);
   };
@@ -379,11 +381,14 @@ Status Tables::ForEachIdOf(rocksdb::Iterator& table0, Word fingerprint,
   }
   GroupValue members;  // not the thread's: `found` may probe
   const Word bits = layout.MemberBits(permuted);
-  if (!members.DecodeRange(layout, table0.value().ToStringView(), bits, bits)) {
+  const Head head = layout.HeadOf(bits);
+  if (!members.DecodeRange(layout, table0.value().ToStringView(), head, head)) {
     return Status::Corruption(TableFamilyName(0) + " holds a malformed group " +
                               table0.key().ToString(true));
   }
   for (std::size_t i = 0; i < members.size(); ++i) {
+    // Members of the head sought, by tail then id: those of other tails pass by.
+    if (members.bits(i) != bits) continue;
     if (!found(members.id(i))) break;
   }
   return Status::OK();

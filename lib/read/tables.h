@@ -103,12 +103,12 @@ class TableMemberFilter {
   struct File {
     std::optional<FileMemberFilter> filter;  // none: it may hold anything
     // Its ChunkFirstGroups, side by side: searched in the index, each step would miss the cache.
-    std::vector<Word> first_groups;
+    std::vector<Head> first_groups;
   };
   // Adds `file`'s filters, unless it holds no members.
   void Add(const std::shared_ptr<const rocksdb::TableProperties>& file, FileCharges* charges);
   GroupLayout layout_{64, 64};
-  Word prefix_mask_ = 0;
+  Head prefix_mask_ = 0;
   std::vector<File> files_;
   // They hold the filters' bits: the live files' (by name) and those added since.
   rocksdb::TablePropertiesCollection properties_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <cstring>
 
 #include "format/records.h"
 #include "plan/table_entry.h"
@@ -16,8 +17,8 @@ namespace {
 constexpr int kMaxBits = 32;
 constexpr std::uint64_t kShardMix = 0x9E3779B97F4A7C15ULL;
 
-// The top `bits` bits set.
-Word TopBits(int bits) { return bits <= 0 ? 0 : ~Word{0} << (64 - bits); }
+// The top `bits` of 128 set.
+Word TopBits(int bits) { return bits <= 0 ? Word() : ~Word() << (128 - bits); }
 
 int ShortestPrefix(const PermutationPlan& plan) {
   int shortest = 64;
@@ -115,14 +116,15 @@ Result<LayoutParams> Layout::Parse(const std::string& where,
                                 "(fpstore-admin dump) and load them into a new store");
   }
   LayoutParams p;
-  if (field("plan") == nullptr || std::sscanf(field("plan")->c_str(), "blocks=%d distance=%d",
-                                              &p.recorded.blocks, &p.recorded.distance) != 2) {
+  int plan_bits = 64;
+  if (field("plan") == nullptr ||
+      !ParsePlanRecord(*field("plan"), &p.recorded.blocks, &p.recorded.distance, &plan_bits)) {
     return bad("plan");
   }
   if (field("fingerprint") == nullptr) return bad("fingerprint");
   Result<FingerprintOptions> fp = FingerprintOptions::Parse(*field("fingerprint"));
   if (!fp.ok()) return fp.status().WithContext(where);
-  if (Status width = CheckRecordedWidth(*fp); !width.ok()) return width.WithContext(where);
+  if (Status width = CheckPlanWidth(where, plan_bits, *fp); !width.ok()) return width;
   p.recorded.fingerprint = *fp;
   if (field("min_similarity") == nullptr ||
       !ParseNumber(*field("min_similarity"), p.recorded.min_similarity) ||
@@ -143,7 +145,18 @@ Result<LayoutParams> Layout::Parse(const std::string& where,
 }
 
 std::uint64_t Layout::BucketOf(std::size_t t, Word fp) const {
-  return Permute(plan_.table(t), fp) >> (64 - params_.bucket_bits);
+  return HeadOf(Permute(plan_.table(t), fp), plan_.bits()) >> (64 - params_.bucket_bits);
+}
+
+Word Layout::Aligned(Word permuted) const {
+  return plan_.bits() == 64 ? Word(permuted.low(), 0) : permuted;
+}
+
+std::string Layout::TopBytes(Word aligned) const {
+  char bytes[16];
+  PutBigEndian64(bytes, aligned.high());
+  PutBigEndian64(bytes + 8, aligned.low());
+  return std::string(bytes, static_cast<std::size_t>(rest_bytes()));
 }
 
 std::string Layout::BucketKey(std::size_t t, std::uint64_t bucket) const {
@@ -151,10 +164,7 @@ std::string Layout::BucketKey(std::size_t t, std::uint64_t bucket) const {
 }
 
 std::string Layout::Rest(Word permuted) const {
-  std::string rest(static_cast<std::size_t>(rest_bytes()), '\0');
-  const Word bits = permuted << params_.bucket_bits;
-  PutBigEndianBytes(rest.data(), bits >> (64 - 8 * rest_bytes()), rest.size());
-  return rest;
+  return TopBytes(Aligned(permuted) << params_.bucket_bits);
 }
 
 std::string Layout::Member(std::size_t t, Word fp, DocumentId id) const {
@@ -171,9 +181,14 @@ bool Layout::DecodeMember(std::size_t t, std::uint64_t bucket, std::string_view 
                           DocumentId* id) const {
   const std::size_t rest = static_cast<std::size_t>(rest_bytes());
   if (member.size() != rest + (t == 0 ? 8 : 0)) return false;
-  const Word aligned = GetBigEndianBytes(member.data(), rest) << (64 - 8 * rest);
+  char bytes[16] = {};
+  std::memcpy(bytes, member.data(), rest);
+  const Word rest_bits(GetBigEndian64(bytes), GetBigEndian64(bytes + 8));
   const int b = params_.bucket_bits;
-  const Word permuted = (bucket << (64 - b)) | (aligned >> b);
+  // Bits past the width would be lost to the fingerprint: a member with them is malformed.
+  if ((rest_bits & ~TopBits(plan_.bits() - b)) != Word()) return false;
+  const Word aligned = (Word(bucket) << (128 - b)) | (rest_bits >> b);
+  const Word permuted = plan_.bits() == 64 ? Word(aligned.high()) : aligned;
   *fp = Unpermute(plan_.table(t), permuted);
   *id = t == 0 ? GetBigEndian64(member.data() + rest) : 0;
   return true;
@@ -185,13 +200,10 @@ Command Layout::Probe(std::size_t t, Word q) const {
   const int b = params_.bucket_bits;
   // Within the bucket, the members that share the rest of the table's prefix.
   const Word rest_mask = TopBits(table.prefix_bits() - b);
-  const Word low = (permuted << b) & rest_mask;
+  const Word low = (Aligned(permuted) << b) & rest_mask;
   const Word high = low | ~rest_mask;
-  std::string lo(static_cast<std::size_t>(rest_bytes()), '\0');
-  std::string hi(lo.size(), '\0');
-  PutBigEndianBytes(lo.data(), low >> (64 - 8 * rest_bytes()), lo.size());
-  PutBigEndianBytes(hi.data(), high >> (64 - 8 * rest_bytes()), hi.size());
-  std::string key = BucketKey(t, permuted >> (64 - b));
+  const std::string lo = TopBytes(low), hi = TopBytes(high);
+  std::string key = BucketKey(t, HeadOf(permuted, plan_.bits()) >> (64 - b));
   return {key, {"ZRANGEBYLEX", key, "[" + lo, "[" + hi + std::string(8, '\xff')}};
 }
 
@@ -244,14 +256,15 @@ bool Layout::DecodeIdField(std::string_view field, DocumentId* id) {
   return true;
 }
 
-std::string Layout::EncodeRecord(const NewDocument& doc) {
+std::string Layout::EncodeRecord(const NewDocument& doc) const {
   return EncodeDocumentValue(doc.fingerprint,
-                             EncodeDocumentTail(doc.signature.bytes(), doc.metadata));
+                             EncodeDocumentTail(doc.signature.bytes(), doc.metadata), plan_.bits());
 }
 
-bool Layout::DecodeRecord(DocumentId id, std::string_view value, Document* doc) {
+bool Layout::DecodeRecord(DocumentId id, std::string_view value, Document* doc) const {
   doc->id = id;
-  return DecodeDocumentValue(value, &doc->fingerprint, &doc->signature, &doc->metadata);
+  return DecodeDocumentValue(value, plan_.bits(), &doc->fingerprint, &doc->signature,
+                             &doc->metadata);
 }
 
 Command Layout::ReadRecord(DocumentId id) const {

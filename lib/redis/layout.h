@@ -6,9 +6,9 @@
 // bucket_bits of the permuted fingerprint. Every bucket key carries its own hash tag, so the
 // buckets spread over every slot and a bucket lives on one node; each holds about as many members
 // as Redis keeps in its compact listpack encoding. A member is the permuted fingerprint's
-// remaining bits, big-endian, at score 0, so a bucket's lexicographic order is the table's order
-// and a prefix range is one ZRANGEBYLEX. Table 0's members also carry the document's id; the
-// other tables hold each fingerprint once, whatever documents share it.
+// remaining bits (of its 64 or 128), big-endian, at score 0, so a bucket's lexicographic order is
+// the table's order and a prefix range is one ZRANGEBYLEX. Table 0's members also carry the
+// document's id; the other tables hold each fingerprint once, whatever documents share it.
 //
 // Documents live in 2^shard_bits hashes ("shards"), by a mix of their id: field the id, value
 // the embedded store's document value (format/records.h): fingerprint, signature, metadata.
@@ -103,9 +103,9 @@ class Layout {
   static std::string IdField(DocumentId id);
   // False unless 8 bytes.
   static bool DecodeIdField(std::string_view field, DocumentId* id);
-  static std::string EncodeRecord(const NewDocument& doc);
+  std::string EncodeRecord(const NewDocument& doc) const;
   // The document of `id` from its record; false if malformed.
-  static bool DecodeRecord(DocumentId id, std::string_view value, Document* doc);
+  bool DecodeRecord(DocumentId id, std::string_view value, Document* doc) const;
   // HGET of document `id`'s record, and what its reply holds: none if no record, IOError for an
   // error reply, Corruption naming `url` (the store's) for a malformed record.
   Command ReadRecord(DocumentId id) const;
@@ -118,9 +118,12 @@ class Layout {
   std::string IdLockKey(DocumentId id) const;
 
  private:
-  int rest_bytes() const { return (64 - params_.bucket_bits + 7) / 8; }
+  int rest_bytes() const { return (plan_.bits() - params_.bucket_bits + 7) / 8; }
   // The permuted fingerprint's bits after the bucket's, as rest_bytes() big-endian bytes.
   std::string Rest(Word permuted) const;
+  // A permuted fingerprint moved to the top of 128 bits, and the top rest_bytes() bytes of such.
+  Word Aligned(Word permuted) const;
+  std::string TopBytes(Word aligned) const;
 
   const std::string name_;
   const PermutationPlan plan_;

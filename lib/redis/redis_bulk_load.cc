@@ -22,7 +22,7 @@ class RedisBulkLoader final : public BulkLoader {
     if (Status s = store_.CheckDocument(doc); !s.ok()) return s;
     ++added_;
     const auto [it, fresh] = index_.try_emplace(doc.id, docs_.size());
-    Stored stored{doc.id, doc.fingerprint.low(), std::string(doc.metadata), doc.signature};
+    Stored stored{doc.id, doc.fingerprint, std::string(doc.metadata), doc.signature};
     if (fresh) {
       docs_.push_back(std::move(stored));
     } else {

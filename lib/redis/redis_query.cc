@@ -73,15 +73,14 @@ Result<std::vector<std::vector<Match>>> RedisStore::Run(ClusterClient& client,
   std::vector<Command> probes;
   probes.reserve(queries.size() * tables);
   for (const Sketch& q : queries) {
-    for (std::size_t t = 0; t < tables; ++t)
-      probes.push_back(layout_.Probe(t, q.fingerprint.low()));
+    for (std::size_t t = 0; t < tables; ++t) probes.push_back(layout_.Probe(t, q.fingerprint));
   }
   Result<std::vector<Reply>> ranges = client.Run(probes);
   if (!ranges.ok()) return ranges.status();
   Candidates found;
   found.ids.resize(queries.size());
   for (std::size_t qi = 0; qi < queries.size(); ++qi) {
-    const Word q = queries[qi].fingerprint.low();
+    const Word q = queries[qi].fingerprint;
     for (std::size_t t = 0; t < tables; ++t) {
       const Reply& r = (*ranges)[qi * tables + t];
       if (r.type == Reply::Type::kError) return ReplyError(r, "a table's range");
@@ -155,7 +154,7 @@ std::vector<std::vector<Match>> RedisStore::Confirm(
   // still finds the document, which then counts by the version its record holds.
   std::vector<std::vector<Match>> results(queries.size());
   for (std::size_t qi = 0; qi < queries.size(); ++qi) {
-    const Word q = queries[qi].fingerprint.low();
+    const Word q = queries[qi].fingerprint;
     for (const auto& [id, by] : found[qi]) {
       const auto it = records.find(id);
       if (it == records.end() || !WithinDistance(it->second.fingerprint, q, matching.distance)) {

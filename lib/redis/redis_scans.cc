@@ -67,7 +67,7 @@ Result<RedisStore::StoreKeys> RedisStore::ListKeys(ClusterClient& client) const 
   return keys;
 }
 
-Status ForEachRecord(ClusterClient& client, const std::string& url,
+Status ForEachRecord(ClusterClient& client, const Layout& layout, const std::string& url,
                      const std::vector<std::string>& shards,
                      const std::function<void(DocumentId, Document&)>& each) {
   return ForEachReply(client, shards, {"HGETALL"}, [&](const std::string& key, Reply& r) {
@@ -75,7 +75,7 @@ Status ForEachRecord(ClusterClient& client, const std::string& url,
       DocumentId id = 0;
       Document doc;
       if (!Layout::DecodeIdField(r.elements[i].str, &id) ||
-          !Layout::DecodeRecord(id, r.elements[i + 1].str, &doc)) {
+          !layout.DecodeRecord(id, r.elements[i + 1].str, &doc)) {
         return Status::Corruption(url + ": " + key + " holds a malformed record");
       }
       each(id, doc);
@@ -89,8 +89,8 @@ Status RedisStore::ReadAll(ClusterClient& client, std::vector<IdFingerprint>& do
   *any_signed = false;
   Result<StoreKeys> keys = ListKeys(client);
   if (!keys.ok()) return keys.status();
-  return ForEachRecord(client, url_, keys->shards, [&](DocumentId id, Document& doc) {
-    docs.push_back({id, doc.fingerprint.low()});
+  return ForEachRecord(client, layout_, url_, keys->shards, [&](DocumentId id, Document& doc) {
+    docs.push_back({id, doc.fingerprint});
     *any_signed = *any_signed || !doc.signature.empty();
   });
 }
@@ -110,7 +110,7 @@ Result<RunSignatures> RedisStore::SignaturesOf(ClusterClient& client,
       const Reply& r = (*got)[i - begin];
       if (r.type == Reply::Type::kError) return ReplyError(r, "reading a record");
       Document doc;
-      if (r.type == Reply::Type::kString && Layout::DecodeRecord(ids[i], r.str, &doc)) {
+      if (r.type == Reply::Type::kString && layout_.DecodeRecord(ids[i], r.str, &doc)) {
         signatures.Add(ids[i], std::move(doc.signature));
       }
     }

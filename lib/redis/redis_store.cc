@@ -63,7 +63,8 @@ Result<LayoutParams> LayoutFor(ClusterClient& client, const std::string& url,
     }
     Result<RecordedOptions> recorded = RecordedOptionsFor(options);
     if (!recorded.ok()) return recorded.status();
-    Result<PermutationPlan> plan = PermutationPlan::Create(recorded->blocks, recorded->distance);
+    Result<PermutationPlan> plan =
+        PermutationPlan::Create(recorded->blocks, recorded->distance, recorded->fingerprint.bits);
     if (!plan.ok()) return plan.status();
     Result<int> listpack = ListpackEntries(client);
     if (!listpack.ok()) return listpack.status();
@@ -119,8 +120,8 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& given_url,
   }
   Result<LayoutParams> params = LayoutFor(*client, url, name, options);
   if (!params.ok()) return params.status();
-  Result<PermutationPlan> plan =
-      PermutationPlan::Create(params->recorded.blocks, params->recorded.distance);
+  Result<PermutationPlan> plan = PermutationPlan::Create(
+      params->recorded.blocks, params->recorded.distance, params->recorded.fingerprint.bits);
   if (!plan.ok()) return plan.status().WithContext(url);
   if (Status s = Layout::Check(*plan, *params); !s.ok()) return s.WithContext(url);
   Result<Fingerprinter> fingerprinter = Fingerprinter::Create(params->recorded.fingerprint);
@@ -244,7 +245,7 @@ Result<std::vector<std::optional<Word>>> RedisStore::OldFingerprints(
   for (std::size_t i = 0; i < docs.size(); ++i) {
     Result<std::optional<Document>> doc = layout_.RecordOf(docs[i].id, replies[i], url_);
     if (!doc.ok()) return doc.status();
-    if (*doc) old[i] = (*doc)->fingerprint.low();
+    if (*doc) old[i] = (*doc)->fingerprint;
   }
   return old;
 }
@@ -282,8 +283,8 @@ Status RedisStore::WriteHeld(ClusterClient& client, std::span<const NewDocument>
   Grouped entries("ZADD");
   for (const NewDocument& d : docs) {
     for (std::size_t t = 0; t < plan().table_count(); ++t) {
-      entries.Add(layout_.BucketKeyOf(t, d.fingerprint.low()),
-                  {"0", layout_.Member(t, d.fingerprint.low(), d.id)});
+      entries.Add(layout_.BucketKeyOf(t, d.fingerprint),
+                  {"0", layout_.Member(t, d.fingerprint, d.id)});
     }
   }
   Status s = client.RunAll(std::move(entries).Commands(), "adding table entries");
@@ -292,7 +293,7 @@ Status RedisStore::WriteHeld(ClusterClient& client, std::span<const NewDocument>
   if (s.ok()) {
     Grouped records("HSET");
     for (const NewDocument& d : docs) {
-      records.Add(layout_.ShardKeyOf(d.id), {Layout::IdField(d.id), Layout::EncodeRecord(d)});
+      records.Add(layout_.ShardKeyOf(d.id), {Layout::IdField(d.id), layout_.EncodeRecord(d)});
     }
     s = client.RunAll(std::move(records).Commands(), "writing records");
   }
@@ -337,7 +338,7 @@ Status RedisStore::Write(std::span<const NewDocument> docs, std::uint64_t* repla
     std::vector<Command> reads;
     for (const NewDocument& d : chunk) {
       keys.push_back(layout_.IdLockKey(d.id));
-      keys.push_back(Layout::BucketLockKey(layout_.BucketKeyOf(0, d.fingerprint.low())));
+      keys.push_back(Layout::BucketLockKey(layout_.BucketKeyOf(0, d.fingerprint)));
       reads.push_back(layout_.ReadRecord(d.id));
     }
     LockSet locks;
@@ -410,7 +411,7 @@ Result<CheckResult> RedisStore::CheckAndInsert(const NewDocument& doc, InsertPol
   // its fingerprint, a check-and-insert runs alone among those of its near-duplicates.
   std::vector<std::string> keys = {layout_.IdLockKey(doc.id)};
   for (std::size_t t = 0; t < plan().table_count(); ++t) {
-    keys.push_back(Layout::BucketLockKey(layout_.BucketKeyOf(t, doc.fingerprint.low())));
+    keys.push_back(Layout::BucketLockKey(layout_.BucketKeyOf(t, doc.fingerprint)));
   }
   const Command read = layout_.ReadRecord(doc.id);
   LockSet locks;

@@ -90,8 +90,9 @@ Status ForEachReply(ClusterClient& client, const std::vector<std::string>& keys,
                     std::size_t key_at = 1);
 
 // Calls each(id, document) for every record of the shards `shards` of the store at `url` (for
-// messages), read whole (HGETALL) in pipelined rounds; Corruption for a malformed one.
-Status ForEachRecord(ClusterClient& client, const std::string& url,
+// messages), laid out as `layout` says, read whole (HGETALL) in pipelined rounds; Corruption for a
+// malformed one.
+Status ForEachRecord(ClusterClient& client, const Layout& layout, const std::string& url,
                      const std::vector<std::string>& shards,
                      const std::function<void(DocumentId, Document&)>& each);
 

@@ -38,9 +38,9 @@ class Tidier {
       : client_(client), layout_(layout), url_(url), fix_(fix) {}
 
   Status ReadRecords(const std::vector<std::string>& shards) {
-    return ForEachRecord(client_, url_, shards, [&](DocumentId id, Document& doc) {
-      records_.emplace(id, doc.fingerprint.low());
-      held_.insert(doc.fingerprint.low());
+    return ForEachRecord(client_, layout_, url_, shards, [&](DocumentId id, Document& doc) {
+      records_.emplace(id, doc.fingerprint);
+      held_.insert(doc.fingerprint);
     });
   }
 
@@ -155,7 +155,7 @@ Result<std::unordered_set<std::size_t>> Tidier::StillHeld(std::span<const Suspec
   for (std::size_t j = 0; j < record_of.size(); ++j) {
     Document doc;
     const Reply& r = (*got)[j];
-    if (r.type == Reply::Type::kString && Layout::DecodeRecord(record_of[j].second, r.str, &doc) &&
+    if (r.type == Reply::Type::kString && layout_.DecodeRecord(record_of[j].second, r.str, &doc) &&
         doc.fingerprint == suspects[record_of[j].first].fingerprint) {
       held.insert(record_of[j].first);
     }
@@ -187,18 +187,18 @@ Status Tidier::Recheck(std::span<const Suspect> suspects) {
     Document doc;
     const Reply& r = replies[i];
     const bool recorded = x.kind != Suspect::Kind::kUnheld && r.type == Reply::Type::kString &&
-                          Layout::DecodeRecord(x.id, r.str, &doc) &&
+                          layout_.DecodeRecord(x.id, r.str, &doc) &&
                           doc.fingerprint == x.fingerprint;
     if (x.kind == Suspect::Kind::kUnheld && held->count(i) == 0) {
       fixes.push_back({key, {"ZREM", key, member}});
     } else if (x.kind == Suspect::Kind::kNoRecord && !recorded) {
-      Note(no_record_, "table 0 holds fingerprint " + std::to_string(x.fingerprint) +
+      Note(no_record_, "table 0 holds fingerprint " + FingerprintText(x.fingerprint) +
                            " for document " + std::to_string(x.id) +
                            ", whose record does not hold it");
       fixes.push_back({key, {"ZREM", key, member}});
     } else if (x.kind == Suspect::Kind::kMissing && recorded) {
       Note(missing_, "document " + std::to_string(x.id) + " (fingerprint " +
-                         std::to_string(x.fingerprint) + ") has no entry in table " +
+                         FingerprintText(x.fingerprint) + ") has no entry in table " +
                          std::to_string(x.table));
       fixes.push_back({key, {"ZADD", key, "0", member}});
     }

@@ -148,8 +148,9 @@ class TableRunReader {
       });
       if (!s.ok()) return s;
       if (!held) {
-        return Status::Corruption(TableFamilyName(t_) + " holds fingerprint " + std::to_string(fp) +
-                                  ", which no document in " + TableFamilyName(0) + " has");
+        return Status::Corruption(TableFamilyName(t_) + " holds fingerprint " +
+                                  FingerprintText(fp) + ", which no document in " +
+                                  TableFamilyName(0) + " has");
       }
     }
     std::sort(docs.begin(), docs.end(), ByFingerprint);
@@ -276,7 +277,7 @@ Result<std::optional<std::vector<IdFingerprint>>> Scanner::ReadAllDocuments(
   Status s = ForEachInParallel(slices, static_cast<int>(slices), [&](std::size_t slice, int) {
     // The first permuted fingerprint of slice i.
     auto first_of = [&](std::size_t i) {
-      return (Word{i} << slice_bits) / slices << (64 - slice_bits);
+      return layout.WordOf((Head{i} << slice_bits) / slices << (64 - slice_bits), 0);
     };
     rocksdb::ReadOptions ro = ScanReadOptions(snapshot);
     const std::string upper = slice + 1 < slices

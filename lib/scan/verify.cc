@@ -30,13 +30,16 @@ namespace {
 
 // A table-0 entry's hash: its permuted fingerprint and id.
 std::uint64_t EntryHash(Word permuted, DocumentId id) {
-  const std::uint64_t entry[2] = {permuted, id};
+  const std::uint64_t entry[3] = {permuted.high(), permuted.low(), id};
   return XXH3_64bits(entry, sizeof entry);
 }
 
 // A table without ids hashes each entry's fingerprint, unpermuted, so that one sum over table 0's
 // distinct fingerprints is what each must match.
-std::uint64_t FingerprintHash(Word fp) { return XXH3_64bits(&fp, sizeof fp); }
+std::uint64_t FingerprintHash(Word fp) {
+  const std::uint64_t halves[2] = {fp.high(), fp.low()};
+  return XXH3_64bits(halves, sizeof halves);
+}
 
 constexpr std::size_t kMaxProblems = 20;
 
@@ -105,11 +108,12 @@ class Verifier::Verification {
       Fingerprint decoded;
       Signature signature;
       if (it->key().size() != 8 ||
-          !DecodeDocumentValue(it->value().ToStringView(), &decoded, &signature, nullptr)) {
+          !DecodeDocumentValue(it->value().ToStringView(), v_.documents_.width(), &decoded,
+                               &signature, nullptr)) {
         Problem("documents: malformed record with key " + it->key().ToString(true));
         continue;
       }
-      const Word fp = decoded.low();
+      const Word fp = decoded;
       const DocumentId id = GetBigEndian64(it->key().data());
       if (!signature.empty() && !*signed_record && !std::exchange(unsigned_reported, true)) {
         Problem("documents: document " + std::to_string(id) + " has a signature, but no " +
@@ -165,7 +169,7 @@ class Verifier::Verification {
       }
       if (++actual_count_[t] % 4096 == 0) progress.Add(4096);
       if (!filter.MayContain(e.permuted)) {
-        Problem(TableFamilyName(t) + ": fingerprint " + std::to_string(fp) +
+        Problem(TableFamilyName(t) + ": fingerprint " + FingerprintText(fp) +
                 " is missing from its files' member filters");
       }
       if (!sharing.empty() &&
@@ -191,7 +195,7 @@ class Verifier::Verification {
     const Word permuted = Permute(plan_.table(t), sharing.front());
     if (filter.Lookup(permuted, /*count=*/true) == PrefixMembers::kAtMostOne) {
       Problem(TableFamilyName(t) + ": the member filters show fingerprint " +
-              std::to_string(sharing.front()) + " alone with its prefix, which " +
+              FingerprintText(sharing.front()) + " alone with its prefix, which " +
               std::to_string(sharing.size() - 1) + " more share");
     }
   }
@@ -256,7 +260,7 @@ class Verifier::Verification {
       // A malformed group of table 0 ends the walk: table 0's own problem.
       if (!s.ok()) return Problem(s.ToString());
       if (!held) {
-        Problem(TableFamilyName(t) + ": fingerprint " + std::to_string(fp) +
+        Problem(TableFamilyName(t) + ": fingerprint " + FingerprintText(fp) +
                 ", which no document in the tables has");
       }
     }
@@ -270,7 +274,7 @@ class Verifier::Verification {
       in_t.Seek(Permute(perm, fp));
       if (in_t.Valid() && in_t.entry().permuted == Permute(perm, fp)) continue;
       if (Status s = in_t.status(); !s.ok()) return Problem(s.ToString());
-      Problem(TableFamilyName(t) + ": fingerprint " + std::to_string(fp) + " of document " +
+      Problem(TableFamilyName(t) + ": fingerprint " + FingerprintText(fp) + " of document " +
               std::to_string(in_0.entry().id) + " has no entry");
     }
     if (problems_.size() == before) {

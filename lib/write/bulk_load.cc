@@ -108,7 +108,7 @@ Status BulkLoaderImpl::Add(const NewDocument& doc) {
   const std::size_t offset = buffer_tails_.size();
   buffer_tails_.append(tail);
   try {
-    buffer_.push_back({doc.id, next_seq_, doc.fingerprint.low(), offset, tail.size()});
+    buffer_.push_back({doc.id, next_seq_, doc.fingerprint, offset, tail.size()});
   } catch (...) {
     buffer_tails_.resize(offset);
     throw;
@@ -213,18 +213,19 @@ Status BulkLoaderImpl::Match(Matched& m) {
     if (!m.into_empty) {
       existing->Seek(key_slice);
       had_old = existing->Valid() && existing->key() == key_slice &&
-                DecodeDocumentValue(existing->value().ToStringView(), &stored, nullptr, nullptr);
+                DecodeDocumentValue(existing->value().ToStringView(), store_.bits, &stored, nullptr,
+                                    nullptr);
       if (!existing->status().ok()) return FromRocks(existing->status(), "reading documents");
     }
     ++(had_old ? m.stats.replaced : m.stats.added);
-    Word old = stored.low();
+    Word old = stored;
     bool old_in_tables = had_old;
     if (had_old || store_.staging->MayHaveMark(doc.id, std::nullopt)) {
       staged->Seek(key_slice);
       if (!staged->status().ok()) return FromRocks(staged->status(), "reading staging");
       if (staged->Valid() && staged->key() == key_slice) {
         StagingMark mark;
-        if (!DecodeStagingMark(staged->value().ToStringView(), &mark)) {
+        if (!DecodeStagingMark(staged->value().ToStringView(), store_.bits, &mark)) {
           return Status::Corruption("document " + std::to_string(doc.id) +
                                     " has a malformed staging mark");
         }
@@ -233,13 +234,13 @@ Status BulkLoaderImpl::Match(Matched& m) {
         old = mark.leaving.value_or(old);
       }
     }
-    const std::string value = EncodeDocumentValue(doc.fp, doc.tail);
+    const std::string value = EncodeDocumentValue(doc.fp, doc.tail, store_.bits);
     documents.PutU64(doc.id);
     documents.PutU64(value.size());
     documents.PutBytes(value);
     if (old_in_tables && old == doc.fp) continue;  // table entries stay as they are
     if (old_in_tables) m.leaving.push_back({doc.id, old});
-    Change{doc.id, doc.fp, old, old_in_tables}.Write(changes);
+    Change{doc.id, doc.fp, old, old_in_tables}.Write(changes, store_.bits);
     ++m.changes;
   }
   if (Status s = changes.Close(); !s.ok()) return s;
@@ -247,7 +248,7 @@ Status BulkLoaderImpl::Match(Matched& m) {
   // The tables get the memory budget to themselves.
   std::vector<BufferedRecord>().swap(buffer_);
   std::string().swap(buffer_tails_);
-  Result<Changes> read = Changes::InFile(m.changes_path, m.changes);
+  Result<Changes> read = Changes::InFile(m.changes_path, m.changes, store_.bits);
   if (!read.ok()) return read.status();
   m.table_changes.emplace(*std::move(read));
   return Status::OK();

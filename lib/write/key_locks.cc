@@ -13,7 +13,9 @@ std::vector<LockKey> NearKeys(const PermutationPlan& plan, Word fp) {
     const TablePermutation& perm = plan.table(t);
     // splitmix64's finalizer of the prefix, offset by the table: prefixes of different tables
     // rarely meet.
-    std::uint64_t x = (Permute(perm, fp) & PrefixMask(perm)) + 0x9e3779b97f4a7c15ULL * (t + 1);
+    const Word prefix = Permute(perm, fp) & PrefixMask(perm);
+    std::uint64_t x =
+        (prefix.low() ^ (prefix.high() * 0xc2b2ae3d27d4eb4fULL)) + 0x9e3779b97f4a7c15ULL * (t + 1);
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
     keys.push_back(x ^ (x >> 31));

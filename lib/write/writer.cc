@@ -15,7 +15,7 @@ Writer::Writer(OpenedStore opened, std::shared_ptr<const BackgroundErrors> backg
     : Reader(std::move(opened)),
       background_errors_(std::move(background_errors)),
       ingest_guard_(*background_errors_, std::move(held)),
-      near_plan_(*PermutationPlan::Create(plan_.distance() + 1, plan_.distance())),
+      near_plan_(*PermutationPlan::Create(plan_.distance() + 1, plan_.distance(), plan_.bits())),
       log_sync_([this] { return FromRocks(db_->SyncWAL(), "syncing " + path_); }),
       ingestion_(*db_, tables_, staging_, ingest_guard_),
       merger_(*db_, staging_, ingestion_, locks_, path_, options_.write_buffer_bytes) {}
@@ -56,7 +56,7 @@ Result<std::vector<Writer::IdVersions>> Writer::CurrentVersions(
   std::vector<IdVersions> versions(ids.size());
   Status s = documents_.Read(
       nullptr, ids, /*whole=*/false,
-      [&](std::size_t i, const Document& doc) { versions[i].stored = doc.fingerprint.low(); });
+      [&](std::size_t i, const Document& doc) { versions[i].stored = doc.fingerprint; });
   if (!s.ok()) return s;
   // Only staged documents and removals have marks; MayHaveMark spares most inserts the read.
   std::vector<DocumentId> marked;
@@ -96,12 +96,12 @@ Status Writer::WriteInserts(std::span<const DocumentId> ids,
     const NewDocument& doc = *docs[i];
     documents_.Put(batch, doc);
     added += !old[i].stored;
-    if (old[i].stored == doc.fingerprint.low()) continue;  // its entries stay as they are
-    staged.push_back({doc.id, doc.fingerprint.low()});
+    if (old[i].stored == doc.fingerprint) continue;  // its entries stay as they are
+    staged.push_back({doc.id, doc.fingerprint});
     // The mark names any version in the tables, which the next merge takes out.
     batch
         .Put(staging_.family(), Key8(doc.id).view(),
-             EncodeStagingMark({doc.fingerprint.low(), old[i].in_tables()}))
+             EncodeStagingMark({doc.fingerprint, old[i].in_tables()}, plan_.bits()))
         .PermitUncheckedError();
   }
   // Indexed before the RocksDB write: a snapshot that holds it must find them.
@@ -180,7 +180,9 @@ Status Writer::Remove(DocumentId id) {
     if (const std::optional<Word> in_tables = (*old)[0].in_tables()) {
       // The next merge takes the version in the tables out.
       staging_.AddRemoval(id);
-      batch.Put(staging_.family(), key_slice, EncodeStagingMark({std::nullopt, in_tables}))
+      batch
+          .Put(staging_.family(), key_slice,
+               EncodeStagingMark({std::nullopt, in_tables}, plan_.bits()))
           .PermitUncheckedError();
     } else {
       // Staged only: it leaves with its mark.
@@ -205,7 +207,7 @@ Result<CheckResult> Writer::CheckAndInsert(const NewDocument& doc, InsertPolicy 
   CheckResult result;
   {
     // Near-duplicates share a near key: of two offered at once, one waits for the other's write.
-    const std::vector<LockKey> near = NearKeys(near_plan_, doc.fingerprint.low());
+    const std::vector<LockKey> near = NearKeys(near_plan_, doc.fingerprint);
     WriteLocks locks;
     if (Status s = LockForWrite(std::span(&id, 1), 1, locks, near); !s.ok()) return s;
     const Sketch query{doc.fingerprint, doc.signature};

@@ -243,6 +243,56 @@ TEST(LoadTest, TsvHashAndStandardInput) {
   EXPECT_EQ(Get(db, 2)->metadata, "") << "replaced by the hash line, which has none";
 }
 
+// 128-bit fingerprints end to end: a new store made by the load with
+// --bits 128 reads them as hex or unsigned decimal (and a negative signed
+// value as a 128-bit two's complement); the query tool finds them and
+// prints them whole; a 64-bit store refuses them, naming the line.
+TEST(LoadTest, A128BitStoreFromTsv) {
+  ScratchDir dir;
+  const std::string db = (dir.path() / "wide").string();
+  const std::string tsv = (dir.path() / "wide.tsv").string();
+  const Fingerprint one(0x0123456789abcdefULL, 0xfedcba9876543210ULL);
+  const Fingerprint near = one ^ Fingerprint(1, 4);  // 2 bits away
+  std::ofstream(tsv) << "1\t0x0123456789abcdeffedcba9876543210\tone\n"
+                     << "2\t1512366075204170928885611295973585428\tnear\n";  // `near`, decimal
+  ToolResult r = Load({"--db", db, "--input", tsv, "--format", "tsv", "--bits", "128"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The store's width is its own on the next load: --bits need not be given again.
+  std::ofstream(tsv) << "3\t-1\tall ones\n";
+  r = Load({"--db", db, "--input", tsv, "--format", "tsv", "--hash-encoding", "signed"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const StoreView view = View(db);
+  EXPECT_EQ(view.fingerprint.bits, 128);
+  EXPECT_EQ(view.blocks, 8);
+  EXPECT_EQ(view.distance, 6);
+  EXPECT_TRUE(view.verify.ok()) << view.verify.ToString();
+  EXPECT_EQ(Get(db, 1)->fingerprint, one);
+  EXPECT_EQ(Get(db, 2)->fingerprint, near);
+  EXPECT_EQ(Get(db, 3)->fingerprint, ~Fingerprint());
+  r = QueryTool({"--db", db, "--hash", "0x0123456789abcdeffedcba9876543210", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "{\"id\":1,\"distance\":0,\"similarity\":null,\"fingerprint\":"
+            "\"0x0123456789abcdeffedcba9876543210\",\"metadata\":\"one\"}\n"
+            "{\"id\":2,\"distance\":2,\"similarity\":null,\"fingerprint\":"
+            "\"0x0123456789abcdeefedcba9876543214\",\"metadata\":\"near\"}\n");
+  std::ofstream(tsv) << "4\t0x00000000000000000000000000000005\tsmall\n";
+  r = Load({"--db", db, "--input", tsv, "--format", "tsv"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Get(db, 4)->fingerprint, Fingerprint(5));
+  r = Load({"--db", db, "--input", tsv, "--format", "tsv", "--bits", "64"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("bits=128"), std::string::npos) << r.err;
+
+  const std::string narrow = (dir.path() / "narrow").string();
+  std::ofstream(tsv) << "1\t0x0123456789abcdeffedcba9876543210\tone\n";
+  r = Load({"--db", narrow, "--input", tsv, "--format", "tsv"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("wide.tsv:1:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("64 bits"), std::string::npos) << r.err;
+  EXPECT_FALSE(View(narrow).exists);
+}
+
 TEST(LoadTest, OriginalToolSpellingsAndSample) {
   ScratchDir dir;
   const std::string db = (dir.path() / "s").string();

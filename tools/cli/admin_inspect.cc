@@ -44,7 +44,7 @@ class CreateCommand final : public Command {
                                      "NAME that the Redis Cluster holds no store under."});
     table.AddSwitch(kStoreGroup, "dry-run", &dry_run_,
                     "Print the plan and create nothing. e.g. --dry-run");
-    fingerprint_.Define(table);
+    fingerprint_.Define(table, /*offer_bits=*/true);
   }
 
   int Run() override {
@@ -95,8 +95,10 @@ class CreateCommand final : public Command {
   void Check(const po::variables_map& vm) override {
     store_.Check(vm);
     fingerprint_.Check(vm);
-    const int signature_bytes = fingerprint_.Apply(FingerprintOptions{}).signature_bytes;
-    if (std::optional<PlanComparison> choice = store_.PlanChoice(signature_bytes)) {
+    const FingerprintOptions fingerprint = fingerprint_.Apply(FingerprintOptions{});
+    bits_ = fingerprint.bits;
+    if (std::optional<PlanComparison> choice =
+            store_.PlanChoice(fingerprint.signature_bytes, bits_)) {
       if (!choice->chosen && !dry_run_) {
         throw UsageError("--expected-documents: " + NoPlanFits(*choice));
       }
@@ -104,8 +106,9 @@ class CreateCommand final : public Command {
       if (!plan_) return;  // a dry run: Run prints the comparison and no plan
     }
     if (!plan_) {
-      Result<PermutationPlan> plan = PermutationPlan::Create(
-          store_.blocks().value_or(kDefaultBlocks), store_.distance().value_or(kDefaultDistance));
+      Result<PermutationPlan> plan =
+          PermutationPlan::Create(store_.blocks().value_or(DefaultBlocks(bits_)),
+                                  store_.distance().value_or(DefaultDistance(bits_)), bits_);
       if (!plan.ok()) throw UsageError("--blocks/--distance: " + plan.status().message());
       plan_ = *std::move(plan);
     }
@@ -119,12 +122,13 @@ class CreateCommand final : public Command {
   // with --blocks, the one that would be): the fastest query within the budgets.
   // `signature_bytes`: the new store's, whose signatures count on disk.
   void PrintPlanComparison(int signature_bytes) const {
-    const PlanComparison c = ComparePlans(store_.distance().value_or(kDefaultDistance), expected(),
-                                          signature_bytes, store_.budgets());
+    const PlanComparison c = ComparePlans(store_.distance().value_or(DefaultDistance(bits_)),
+                                          expected(), signature_bytes, store_.budgets(), bits_);
     std::fprintf(out(),
-                 "\nplans for distance %d at %s documents (estimates, see "
+                 "\nplans for distance %d%s at %s documents (estimates, see "
                  "docs/performance.md):\n",
-                 c.distance, Rough(expected()).c_str());
+                 c.distance, bits_ == 128 ? " of 128-bit fingerprints" : "",
+                 Rough(expected()).c_str());
     std::fprintf(out(), "  %-7s %-7s %-12s %-18s %-10s %-10s %s\n", "blocks", "tables",
                  "prefix bits", "candidates/query", "disk GB", "memory GB", "query us");
     const int best = c.chosen ? c.chosen->blocks() : 0;
@@ -148,6 +152,7 @@ class CreateCommand final : public Command {
 
   StoreFlags store_;
   FingerprintFlags fingerprint_;
+  int bits_ = 64;  // of the new store's fingerprints
   bool dry_run_ = false;
   std::optional<PermutationPlan> plan_;
 };
@@ -290,7 +295,8 @@ class DumpCommand final : public Command {
     DefineOutput(table, &output_,
                  "Where to write the documents: a header line, then "
                  "id<TAB>fingerprint<TAB>signature<TAB>metadata per line, ids ascending, "
-                 "fingerprints as 0x and 16 hex digits, signatures in hex (- for none), metadata "
+                 "fingerprints as 0x and 16 hex digits (32 for 128 bits), signatures in hex (- for "
+                 "none), metadata "
                  "as stored except that line breaks are written as \\n and \\r.");
     DefineQuiet(table, &quiet_);
   }
@@ -319,7 +325,7 @@ class DumpCommand final : public Command {
               ++escaped;
             }
             std::fprintf(file, "%llu\t%s\t%s\t", static_cast<unsigned long long>(doc.id),
-                         FormatFingerprint(doc.fingerprint).c_str(),
+                         FormatFingerprint(doc.fingerprint, store.plan().bits()).c_str(),
                          FormatSignature(doc.signature.bytes()).c_str());
             std::fwrite(meta.data(), 1, meta.size(), file);
             std::fputc('\n', file);

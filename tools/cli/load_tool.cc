@@ -77,7 +77,7 @@ class LoadCommand final : public Command {
     input_.Define(table,
                   "The file to load: documents (jsonl) or fingerprints (tsv, hash); - reads "
                   "standard input. e.g. --input pages.jsonl");
-    fingerprint_.Define(table);
+    fingerprint_.Define(table, /*offer_bits=*/true);
     pipeline_.Define(table, kLoadGroup, "load");
     table.Add(kLoadGroup, "memory",
               WholeNumber("memory", &memory_mb_, 1, kMaxMemoryMb)->value_name("MB"),
@@ -126,6 +126,7 @@ class LoadCommand final : public Command {
     const std::optional<int> plan_signature_bytes =
         reader_options.format == InputFormat::kJsonl ? std::nullopt : std::optional<int>(0);
     OpenedStore opened = store_.Open(StoreAccess::kCreate, &fingerprint_, plan_signature_bytes);
+    reader->SetFingerprintBits(opened.store->plan().bits());
     int status = 0;
     try {
       status = Load(*reader, opened, interrupts, bad_lines.get(), &progress);
@@ -150,7 +151,8 @@ class LoadCommand final : public Command {
     input_.Check(vm);
     fingerprint_.Check(vm);
     if (!input_.given()) throw UsageError("--input FILE is required (- for standard input)");
-    if (fingerprint_.given() && input_.reader_options().format != InputFormat::kJsonl) {
+    if (fingerprint_.text_options_given() &&
+        input_.reader_options().format != InputFormat::kJsonl) {
       throw UsageError(
           "--window and --weighting apply to --format jsonl only; tsv and hash hold "
           "fingerprints already");

@@ -52,11 +52,12 @@ std::string SimilarityText(std::optional<double> similarity, const char* none) {
 
 void MatchPrinter::Print(std::span<const DocumentId> ids,
                          std::span<const std::vector<Match>> answers) {
-  const auto json_match = [](const Match& match) {
+  const auto json_match = [this](const Match& match) {
     return "\"id\":" + std::to_string(match.id) +
            ",\"distance\":" + std::to_string(match.distance) +
            ",\"similarity\":" + SimilarityText(match.similarity, "null") + ",\"fingerprint\":\"" +
-           FormatFingerprint(match.fingerprint) + "\",\"metadata\":" + JsonString(match.metadata);
+           FormatFingerprint(match.fingerprint, bits_) +
+           "\",\"metadata\":" + JsonString(match.metadata);
   };
   std::vector<std::vector<std::string>> rows;
   for (std::size_t q = 0; q < answers.size(); ++q) {
@@ -86,7 +87,7 @@ void MatchPrinter::Print(std::span<const DocumentId> ids,
       row.push_back(std::to_string(match.id));
       row.push_back(std::to_string(match.distance));
       row.push_back(SimilarityText(match.similarity, "-"));
-      row.push_back(FormatFingerprint(match.fingerprint));
+      row.push_back(FormatFingerprint(match.fingerprint, bits_));
       row.push_back(format_ == Format::kTsv ? TsvCell(match.metadata) : TableCell(match.metadata));
       rows.push_back(std::move(row));
     }

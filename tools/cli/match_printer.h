@@ -30,9 +30,10 @@ class MatchPrinter {
     kJsonPerQuery,  // one JSON object per query, {"query":ID,"matches":[...]}, even with none
   };
 
-  // `batch`: each match says which input document it answers.
-  MatchPrinter(std::FILE* out, Format format, bool batch)
-      : out_(out), format_(format), batch_(batch) {}
+  // `batch`: each match says which input document it answers. `bits`: the
+  // store's fingerprints', printed as 16 or 32 hex digits.
+  MatchPrinter(std::FILE* out, Format format, bool batch, int bits)
+      : out_(out), format_(format), batch_(batch), bits_(bits) {}
 
   // Prints the matches of the queries in `ids` (only read when batch).
   void Print(std::span<const DocumentId> ids, std::span<const std::vector<Match>> answers);
@@ -52,6 +53,7 @@ class MatchPrinter {
   std::FILE* out_;
   Format format_;
   bool batch_;
+  int bits_;
   bool header_printed_ = false;
   std::uint64_t matches_ = 0;
 };

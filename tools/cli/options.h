@@ -146,9 +146,10 @@ class FingerprintFlags {
   void Check(const boost::program_options::variables_map& vm);
 
   // Whether the user gave any of them.
-  bool given() const {
-    return window_given_ || weighting_given_ || signature_bytes_given_ || signature_window_given_ ||
-           bits_given_;
+  bool given() const { return text_options_given() || bits_given_; }
+  // Whether the user gave any but --bits: how texts become fingerprints.
+  bool text_options_given() const {
+    return window_given_ || weighting_given_ || signature_bytes_given_ || signature_window_given_;
   }
 
   // `base` with the options the user gave put in. `base` is

@@ -25,7 +25,7 @@ PlanEstimate EstimatePlan(const PermutationPlan& plan, double documents, int sig
 }
 
 PlanComparison ComparePlans(int distance, double documents, int signature_bytes,
-                            const PlanBudgets& budgets) {
+                            const PlanBudgets& budgets, int bits) {
   PlanComparison out;
   out.distance = distance;
   out.documents = documents;
@@ -34,7 +34,7 @@ PlanComparison ComparePlans(int distance, double documents, int signature_bytes,
   // Beyond k + 5 blocks the tables only multiply: probes cost more than the
   // candidates they save at any size a machine holds.
   for (int m = distance + 1; m <= distance + 5; ++m) {
-    Result<PermutationPlan> plan = PermutationPlan::Create(m, distance);
+    Result<PermutationPlan> plan = PermutationPlan::Create(m, distance, bits);
     if (!plan.ok()) break;  // too many tables from here on
     out.rows.push_back(EstimatePlan(*plan, documents, signature_bytes));
   }

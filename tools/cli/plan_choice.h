@@ -14,11 +14,11 @@
 
 namespace fpstore::cli {
 
-// The plan a new store gets when --blocks or --distance is left out and
-// no plan is chosen for --expected-documents: the library's defaults
-// (StoreOptions, options.h).
-constexpr int kDefaultBlocks = 6;
-constexpr int kDefaultDistance = 3;
+// The plan a new store of `bits`-bit fingerprints gets when --blocks or
+// --distance is left out and no plan is chosen for --expected-documents:
+// the library's defaults (StoreOptions, options.h).
+constexpr int DefaultBlocks(int bits) { return bits == 128 ? 8 : 6; }
+constexpr int DefaultDistance(int bits) { return bits == 128 ? 6 : 3; }
 
 // What a plan costs at a number of documents: disk and memory are the
 // library's estimates (EstimateStoreBytes, EstimateStoreMemory); a query,
@@ -51,8 +51,9 @@ struct PlanComparison {
   std::optional<PermutationPlan> chosen;  // the fastest query within the budgets, if any
 };
 
+// The plans of `bits`-bit fingerprints for `distance`.
 PlanComparison ComparePlans(int distance, double documents, int signature_bytes,
-                            const PlanBudgets& budgets);
+                            const PlanBudgets& budgets, int bits);
 
 // "no plan for distance 3 at 1e+11 documents fits in 16 GB of memory: ..."
 std::string NoPlanFits(const PlanComparison& comparison);

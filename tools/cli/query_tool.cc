@@ -333,13 +333,15 @@ class SearchCommand final : public Command {
                                         : tsv_     ? MatchPrinter::Format::kTsv
                                                    : MatchPrinter::Format::kTable;
     OutputFile output(output_, out());
-    MatchPrinter printer(output.get(), format, /*batch=*/input_.given());
+    MatchPrinter printer(output.get(), format, /*batch=*/input_.given(), store.plan().bits());
     if (input_.given()) {
       SearchBatch(store, query, printer);
     } else {
       Sketch sketch;
-      if (hash_value_) {
-        sketch.fingerprint = *hash_value_;
+      if (hash_given_) {
+        Result<Fingerprint> fp = ParseFingerprint(hash_, store.plan().bits());
+        if (!fp.ok()) throw UsageError("--hash: " + fp.status().message());
+        sketch.fingerprint = *fp;
       } else if (!sources_.texts.empty()) {
         sketch = SketchOf(store.fingerprinter(), sources_.texts.front(), "--text");
       } else {
@@ -362,9 +364,13 @@ class SearchCommand final : public Command {
     has_distance_ = vm.count("distance") > 0;
     const bool has_hash = vm.count("hash") > 0;
     if (has_hash) {
-      Result<Fingerprint> fp = ParseFingerprint(hash_);
-      if (!fp.ok()) throw UsageError("--hash: " + fp.status().message());
-      hash_value_ = *fp;
+      // A 64-bit value, or (read again at the store's width when it runs) a 128-bit one; a
+      // value neither can be is refused as a 64-bit store would refuse it.
+      Result<Fingerprint> fp = ParseFingerprint(hash_, 64);
+      if (!fp.ok() && !ParseFingerprint(hash_, 128).ok()) {
+        throw UsageError("--hash: " + fp.status().message());
+      }
+      hash_given_ = true;
     }
     const std::size_t count = sources_.count() + (has_hash ? 1 : 0) + (input_.given() ? 1 : 0);
     if (!store_.given()) {
@@ -392,6 +398,7 @@ class SearchCommand final : public Command {
   // record is answered, and the answer written out, before the next is read.
   void SearchBatch(const Store& store, const QueryOptions& query, MatchPrinter& printer) {
     std::unique_ptr<RecordReader> reader = RecordReader::Open(input_.reader_options());
+    reader->SetFingerprintBits(store.plan().bits());
     const bool streaming = !reader->total_bytes().has_value();
     Progress::Options options;
     options.style = Progress::AutoStyle(quiet_, err(), /*lines_when_not_terminal=*/false);
@@ -430,7 +437,7 @@ class SearchCommand final : public Command {
 
   StoreFlags store_;
   std::string hash_;
-  std::optional<Fingerprint> hash_value_;  // --hash, parsed
+  bool hash_given_ = false;  // --hash, read at the store's width when it runs
   TextFlags sources_;
   InputFlags input_;
   FingerprintFlags flags_;

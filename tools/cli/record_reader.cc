@@ -117,7 +117,7 @@ class HashReader final : public LineRecordReader {
  private:
   void ParseLine(std::string_view line, Record* record) override {
     record->id = record->line;
-    Result<Fingerprint> fp = ParseFingerprintAs(line, encoding_);
+    Result<Fingerprint> fp = ParseFingerprintAs(line, encoding_, bits());
     if (!fp.ok() && line.find_first_of(" \t") != std::string_view::npos) {
       Fail("expected one hash per line, found " + QuoteForMessage(line) +
            "; for an id and a hash per line (what the simhash tool's --format hash reads), "
@@ -160,7 +160,7 @@ class TsvReader final : public LineRecordReader {
   bool IsHeader(std::string_view line) override {
     const Fields fields = Split(line);
     const bool header = fields.hash && !ParseId(fields.id).ok() &&
-                        !ParseFingerprintAs(*fields.hash, encoding_).ok();
+                        !ParseFingerprintAs(*fields.hash, encoding_, bits()).ok();
     if (header && line.find('\t') != std::string_view::npos) {
       signed_ = CutField(fields.metadata, /*tabs=*/true).first == "signature";
     }
@@ -173,7 +173,7 @@ class TsvReader final : public LineRecordReader {
       Fail("expected id<TAB>hash (or id and hash between spaces), found " + QuoteForMessage(line));
     }
     record->id = ValueOrFail(ParseId(fields.id));
-    record->fingerprint = ValueOrFail(ParseFingerprintAs(*fields.hash, encoding_));
+    record->fingerprint = ValueOrFail(ParseFingerprintAs(*fields.hash, encoding_, bits()));
     if (!signed_) {
       record->metadata.assign(fields.metadata);
       return;

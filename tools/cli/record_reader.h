@@ -107,6 +107,12 @@ class RecordReader {
 
   virtual ~RecordReader() = default;
 
+  // tsv and hash: the width of the fingerprints to read, 64 (the default)
+  // or 128; a signed hash is a two's complement of that many bits, and a
+  // wider value is a bad line. Set before the first Next: a load learns it
+  // from the store, opened after its input.
+  void SetFingerprintBits(int bits) { bits_ = bits; }
+
   // Fills *record with the next record and returns true, or returns false
   // at the end of the input. Throws InputError for malformed input (and at
   // the end of an input without records, unless allow_empty), RuntimeError
@@ -120,6 +126,12 @@ class RecordReader {
   // progress reports.
   virtual std::uint64_t bytes_read() const = 0;
   virtual std::optional<std::uint64_t> total_bytes() const = 0;
+
+ protected:
+  int bits() const { return bits_; }
+
+ private:
+  int bits_ = 64;
 };
 
 }  // namespace fpstore::cli

@@ -206,10 +206,10 @@ PlanBudgets StoreFlags::budgets() const {
   return {.disk_bytes = disk_budget_gb_ * 1e9, .memory_bytes = memory_budget_gb_ * 1e9};
 }
 
-std::optional<PlanComparison> StoreFlags::PlanChoice(int signature_bytes) const {
+std::optional<PlanComparison> StoreFlags::PlanChoice(int signature_bytes, int bits) const {
   if (blocks_ || !expected_documents_ || in_redis()) return std::nullopt;
-  return ComparePlans(distance_.value_or(kDefaultDistance), *expected_documents_, signature_bytes,
-                      budgets());
+  return ComparePlans(distance_.value_or(DefaultDistance(bits)), *expected_documents_,
+                      signature_bytes, budgets(), bits);
 }
 
 StoreOptions StoreFlags::Options() const {
@@ -299,9 +299,9 @@ OpenedStore StoreFlags::Open(StoreAccess access, const FingerprintFlags* fingerp
   std::error_code ec;
   opened.was_empty_dir = !InRedis(db_) && fs::is_directory(db_, ec);
   options.create_if_missing = true;
-  const int signature_bytes = plan_signature_bytes.value_or(
-      options.fingerprint.value_or(FingerprintOptions{}).signature_bytes);
-  if (const std::optional<PlanComparison> choice = PlanChoice(signature_bytes)) {
+  const FingerprintOptions made = options.fingerprint.value_or(FingerprintOptions{});
+  const int signature_bytes = plan_signature_bytes.value_or(made.signature_bytes);
+  if (const std::optional<PlanComparison> choice = PlanChoice(signature_bytes, made.bits)) {
     if (!choice->chosen) throw UsageError("--expected-documents: " + NoPlanFits(*choice));
     options.blocks = choice->chosen->blocks();
     options.distance = choice->chosen->distance();

@@ -148,10 +148,10 @@ class StoreFlags {
   // --disk-budget and --memory-budget (the default memory budget when not given).
   PlanBudgets budgets() const;
   // The plans compared for a new store when --expected-documents is given
-  // without --blocks (of an embedded store); `signature_bytes`: the new
-  // store's. Open creates a store with the plan chosen, and fails with
-  // NoPlanFits's message when none fits the budgets.
-  std::optional<PlanComparison> PlanChoice(int signature_bytes) const;
+  // without --blocks (of an embedded store); `signature_bytes` and `bits`:
+  // the new store's signatures' and fingerprints'. Open creates a store with the plan chosen, and
+  // fails with NoPlanFits's message when none fits the budgets.
+  std::optional<PlanComparison> PlanChoice(int signature_bytes, int bits) const;
 
   // StoreOptions with what the user gave: durability, the plan, the
   // documents expected and the threshold when given, and the password of a
