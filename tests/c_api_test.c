@@ -736,6 +736,82 @@ static void TestFingerprinter(void) {
   fpstore_fingerprinter_destroy(NULL);
 }
 
+/* A 128-bit store: each call that takes or gives a bare fingerprint has a
+ * 128 form, high half then low; the 64-bit forms refuse, rather than cut,
+ * a wider one, and a 64-bit store refuses one with high bits. */
+static void Test128BitStore(const char* dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/wide", dir);
+  fpstore_options_t* options = fpstore_options_create();
+  fpstore_options_set_bits(options, 128);
+  fpstore_t* store = NULL;
+  CHECK_OK(fpstore_open(path, options, &store, &errmsg));
+  if (store == NULL) {
+    fpstore_options_destroy(options);
+    return;
+  }
+  const uint64_t high = 0x0123456789abcdefULL, low = 0xfedcba9876543210ULL;
+  CHECK_OK(fpstore_insert128(store, 1, high, low, "one", 3, &errmsg));
+  CHECK_OK(fpstore_insert(store, 2, low, "two", 3, &errmsg)); /* below 2^64: a 128-bit one too */
+  const uint64_t ids[2] = {3, 4}, highs[2] = {high, high ^ 1}, lows[2] = {low ^ 2, low};
+  CHECK_OK(fpstore_insert_batch128(store, 2, ids, highs, lows, NULL, NULL, &errmsg));
+  fpstore_matches_t* matches = NULL;
+  CHECK_OK(fpstore_query128(store, high, low, 1, &matches, &errmsg));
+  CHECK(fpstore_matches_count(matches) == 3);
+  CHECK(fpstore_matches_id(matches, 0) == 1 && fpstore_matches_distance(matches, 0) == 0);
+  CHECK(fpstore_matches_fingerprint_high(matches, 0) == high);
+  CHECK(fpstore_matches_fingerprint(matches, 0) == low);
+  CHECK(fpstore_matches_fingerprint_high(matches, 2) == (high ^ 1));
+  fpstore_matches_destroy(matches);
+  matches = NULL;
+  fpstore_matches_t* results[2] = {NULL, NULL};
+  CHECK_OK(fpstore_query_batch128(store, 2, highs, lows, 0, -1, results, &errmsg));
+  CHECK(fpstore_matches_count(results[0]) == 1 && fpstore_matches_id(results[0], 0) == 3);
+  CHECK(fpstore_matches_count(results[1]) == 1 && fpstore_matches_id(results[1], 0) == 4);
+  fpstore_matches_destroy(results[0]);
+  fpstore_matches_destroy(results[1]);
+  int inserted = -1;
+  CHECK_OK(fpstore_check_and_insert128(store, 5, high, low ^ 4, NULL, 0, FPSTORE_INSERT_IF_NO_MATCH,
+                                       &matches, &inserted, &errmsg));
+  CHECK(inserted == 0 && fpstore_matches_count(matches) == 3);
+  fpstore_matches_destroy(matches);
+  uint64_t got_high = 0, got_low = 0;
+  char* metadata = NULL;
+  CHECK_OK(fpstore_get128(store, 1, &got_high, &got_low, &metadata, NULL, &errmsg));
+  CHECK(got_high == high && got_low == low && metadata != NULL && strcmp(metadata, "one") == 0);
+  fpstore_free(metadata);
+  CHECK_CODE(fpstore_get(store, 1, &got_low, NULL, NULL, &errmsg), FPSTORE_INVALID_ARGUMENT,
+             "fpstore_get128");
+  CHECK_OK(fpstore_get(store, 2, &got_low, NULL, NULL, &errmsg));
+  CHECK(got_low == low);
+  uint64_t text_high = 0, text_low = 0;
+  CHECK_OK(fpstore_fingerprint128(store, kText, strlen(kText), &text_high, &text_low, &errmsg));
+  CHECK(text_high != 0);
+  CHECK_CODE(fpstore_fingerprint(store, kText, strlen(kText), &text_low, &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "fpstore_fingerprint128");
+  fpstore_bulk_loader_t* loader = NULL;
+  CHECK_OK(fpstore_bulk_loader_create(store, 0, 0, &loader, &errmsg));
+  CHECK_OK(fpstore_bulk_loader_add128(loader, 6, ~high, low, NULL, 0, &errmsg));
+  CHECK_OK(fpstore_bulk_loader_finish(loader, NULL, NULL, &errmsg));
+  fpstore_bulk_loader_destroy(loader);
+  CHECK_OK(fpstore_query128(store, ~high, low, 0, &matches, &errmsg));
+  CHECK(fpstore_matches_count(matches) == 1 && fpstore_matches_id(matches, 0) == 6);
+  fpstore_matches_destroy(matches);
+  CHECK_OK(fpstore_verify(store, &errmsg));
+  CHECK_OK(fpstore_close(store, &errmsg));
+  /* Reopened as 64 bits: refused; a 64-bit store refuses a wider fingerprint. */
+  fpstore_options_set_bits(options, 64);
+  store = NULL;
+  CHECK_CODE(fpstore_open(path, options, &store, &errmsg), FPSTORE_INVALID_ARGUMENT,
+             "bits 128, not 64");
+  snprintf(path, sizeof path, "%s/narrow", dir);
+  CHECK_OK(fpstore_open(path, options, &store, &errmsg));
+  CHECK_CODE(fpstore_insert128(store, 1, 1, 0, NULL, 0, &errmsg), FPSTORE_INVALID_ARGUMENT,
+             "128-bit fingerprint");
+  CHECK_OK(fpstore_close(store, &errmsg));
+  fpstore_options_destroy(options);
+}
+
 int main(void) {
   const char* tmp = getenv("TMPDIR");
   char dir[2048];
@@ -757,6 +833,7 @@ int main(void) {
   TestWholeStore(dir);
   TestBulkLoad(dir);
   TestFingerprinter();
+  Test128BitStore(dir);
 
   nftw(dir, RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
   if (failures != 0) {

@@ -103,6 +103,16 @@ FPSTORE_EXPORT void fpstore_options_destroy(fpstore_options_t* options); /* NULL
 FPSTORE_EXPORT void fpstore_options_set_create_if_missing(fpstore_options_t* options, int value);
 FPSTORE_EXPORT void fpstore_options_set_read_only(fpstore_options_t* options, int value);
 
+/* The width of the store's fingerprints, 64 or 128 (StoreOptions::bits):
+ * used when creating a store; on an existing store a value other than its
+ * own makes fpstore_open fail with FPSTORE_INVALID_ARGUMENT. A 128-bit
+ * store's bare fingerprints go through the calls ending in 128, each one
+ * as two uint64_t, its high half and its low half (as
+ * fpstore_fingerprinter_sketch gives them); the calls without it take and
+ * give fingerprints below 2^64, and fail with FPSTORE_INVALID_ARGUMENT
+ * rather than give part of a wider one. */
+FPSTORE_EXPORT void fpstore_options_set_bits(fpstore_options_t* options, int bits);
+
 /* The plan: `blocks` m and `distance` k. Used when creating a store; on an
  * existing store a value other than its own makes fpstore_open fail with
  * FPSTORE_INVALID_ARGUMENT. Out-of-range values fail at fpstore_open. */
@@ -180,11 +190,23 @@ FPSTORE_EXPORT int fpstore_close(fpstore_t* store, char** errmsg);
 FPSTORE_EXPORT int fpstore_fingerprint(const fpstore_t* store, const char* text, size_t text_len,
                                        uint64_t* fingerprint, char** errmsg);
 
+/* fpstore_fingerprint of a store of either width: the fingerprint's high
+ * half in *fingerprint_high (0 at 64 bits), its low half in *fingerprint. */
+FPSTORE_EXPORT int fpstore_fingerprint128(const fpstore_t* store, const char* text, size_t text_len,
+                                          uint64_t* fingerprint_high, uint64_t* fingerprint,
+                                          char** errmsg);
+
 /* Inserts or replaces document `id` with `fingerprint` and `metadata`
  * (opaque bytes kept beside it, e.g. its URL), atomically across tables.
  * FPSTORE_NOT_SUPPORTED on a read-only store. */
 FPSTORE_EXPORT int fpstore_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint,
                                   const char* metadata, size_t metadata_len, char** errmsg);
+
+/* fpstore_insert of the fingerprint (fingerprint_high << 64) | fingerprint;
+ * a 64-bit store refuses one with fingerprint_high set. */
+FPSTORE_EXPORT int fpstore_insert128(fpstore_t* store, uint64_t id, uint64_t fingerprint_high,
+                                     uint64_t fingerprint, const char* metadata,
+                                     size_t metadata_len, char** errmsg);
 
 /* fpstore_insert with the fingerprint and the verification signature of a
  * UTF-8 text: its matches are confirmed by similarity (signature.h). */
@@ -206,6 +228,11 @@ FPSTORE_EXPORT int fpstore_flush(fpstore_t* store, char** errmsg);
  * 0 <= k <= the store's distance. */
 FPSTORE_EXPORT int fpstore_query(const fpstore_t* store, uint64_t fingerprint, int k,
                                  fpstore_matches_t** matches, char** errmsg);
+
+/* fpstore_query of (fingerprint_high << 64) | fingerprint. */
+FPSTORE_EXPORT int fpstore_query128(const fpstore_t* store, uint64_t fingerprint_high,
+                                    uint64_t fingerprint, int k, fpstore_matches_t** matches,
+                                    char** errmsg);
 
 /* The stored documents within k of a UTF-8 text's fingerprint whose
  * similarity to it passes the store's threshold (or that have no
@@ -232,6 +259,13 @@ FPSTORE_EXPORT int fpstore_check_and_insert(fpstore_t* store, uint64_t id, uint6
                                             const char* metadata, size_t metadata_len, int policy,
                                             fpstore_matches_t** matches, int* inserted,
                                             char** errmsg);
+
+/* fpstore_check_and_insert of (fingerprint_high << 64) | fingerprint. */
+FPSTORE_EXPORT int fpstore_check_and_insert128(fpstore_t* store, uint64_t id,
+                                               uint64_t fingerprint_high, uint64_t fingerprint,
+                                               const char* metadata, size_t metadata_len,
+                                               int policy, fpstore_matches_t** matches,
+                                               int* inserted, char** errmsg);
 
 /* The crawler's call for a text: fpstore_check_and_insert with the text's
  * fingerprint and signature, so that only candidates whose similarity
@@ -261,6 +295,11 @@ FPSTORE_EXPORT int fpstore_check_and_insert_text_with(fpstore_t* store, uint64_t
  * if the id is not stored. */
 FPSTORE_EXPORT int fpstore_get(const fpstore_t* store, uint64_t id, uint64_t* fingerprint,
                                char** metadata, size_t* metadata_len, char** errmsg);
+/* fpstore_get of a store of either width: the high half of the fingerprint
+ * in *fingerprint_high. */
+FPSTORE_EXPORT int fpstore_get128(const fpstore_t* store, uint64_t id, uint64_t* fingerprint_high,
+                                  uint64_t* fingerprint, char** metadata, size_t* metadata_len,
+                                  char** errmsg);
 
 /* Inserts or replaces `count` documents as one atomic batch: ids[i] with
  * either fingerprints[i] (a bare fingerprint) or the text texts[i] of
@@ -282,6 +321,19 @@ FPSTORE_EXPORT int fpstore_query_batch(const fpstore_t* store, size_t count,
                                        const uint64_t* fingerprints, const char* const* texts,
                                        const size_t* text_lens, int k, double min_similarity,
                                        fpstore_matches_t** results, char** errmsg);
+
+/* fpstore_insert_batch and fpstore_query_batch of bare fingerprints of
+ * either width: (fingerprint_highs[i] << 64) | fingerprints[i]. */
+FPSTORE_EXPORT int fpstore_insert_batch128(fpstore_t* store, size_t count, const uint64_t* ids,
+                                           const uint64_t* fingerprint_highs,
+                                           const uint64_t* fingerprints,
+                                           const char* const* metadata, const size_t* metadata_lens,
+                                           char** errmsg);
+FPSTORE_EXPORT int fpstore_query_batch128(const fpstore_t* store, size_t count,
+                                          const uint64_t* fingerprint_highs,
+                                          const uint64_t* fingerprints, int k,
+                                          double min_similarity, fpstore_matches_t** results,
+                                          char** errmsg);
 
 /* Calls pair(context, first, second, distance, similarity) for every pair of
  * stored documents within k (first < second) whose similarity passes
@@ -314,6 +366,10 @@ FPSTORE_EXPORT int fpstore_bulk_loader_create(fpstore_t* store, size_t memory_by
 FPSTORE_EXPORT int fpstore_bulk_loader_add(fpstore_bulk_loader_t* loader, uint64_t id,
                                            uint64_t fingerprint, const char* metadata,
                                            size_t metadata_len, char** errmsg);
+FPSTORE_EXPORT int fpstore_bulk_loader_add128(fpstore_bulk_loader_t* loader, uint64_t id,
+                                              uint64_t fingerprint_high, uint64_t fingerprint,
+                                              const char* metadata, size_t metadata_len,
+                                              char** errmsg);
 /* Adds a text, fingerprinted and signed with the store's options. */
 FPSTORE_EXPORT int fpstore_bulk_loader_add_text(fpstore_bulk_loader_t* loader, uint64_t id,
                                                 const char* text, size_t text_len,
@@ -403,9 +459,12 @@ FPSTORE_EXPORT double fpstore_estimate_similarity(const char* a, size_t a_len, c
 FPSTORE_EXPORT size_t fpstore_matches_count(const fpstore_matches_t* matches);
 
 /* Match `i`'s fields. For NULL matches or i >= fpstore_matches_count(matches):
- * 0 (id, fingerprint) and -1 (distance). */
+ * 0 (id, fingerprint) and -1 (distance). A fingerprint is its low 64 bits;
+ * fpstore_matches_fingerprint_high gives the high 64 of a 128-bit store's. */
 FPSTORE_EXPORT uint64_t fpstore_matches_id(const fpstore_matches_t* matches, size_t i);
 FPSTORE_EXPORT uint64_t fpstore_matches_fingerprint(const fpstore_matches_t* matches, size_t i);
+FPSTORE_EXPORT uint64_t fpstore_matches_fingerprint_high(const fpstore_matches_t* matches,
+                                                         size_t i);
 FPSTORE_EXPORT int fpstore_matches_distance(const fpstore_matches_t* matches, size_t i);
 
 /* Match `i`'s estimated similarity to the query, from 0 to 1, or -1 when

@@ -78,6 +78,14 @@ inline Status Null(std::string_view what) {
 }
 
 // The bytes [data, data + len); NULL is allowed for the empty string.
+// InvalidArgument unless `fp` fits the 64 bits a call without "128" gives; `wider` names the call
+// that gives all of it.
+inline Status FitsCall(Fingerprint fp, std::string_view wider) {
+  if (fp.fits_64()) return Status::OK();
+  return Status::InvalidArgument("the fingerprint is 128 bits wide; " + std::string(wider) +
+                                 " gives all of it");
+}
+
 inline Result<std::string_view> Bytes(const char* data, std::size_t len, std::string_view what) {
   if (data == nullptr && len != 0) return Null(what);
   return len == 0 ? std::string_view() : std::string_view(data, len);

@@ -114,6 +114,11 @@ void fpstore_options_set_drop_damaged_log(fpstore_options_t* options, int value)
   options->options.drop_damaged_log = value != 0;
 }
 
+void fpstore_options_set_bits(fpstore_options_t* options, int bits) {
+  if (options == nullptr) return;
+  options->options.bits = bits;
+}
+
 void fpstore_options_set_blocks(fpstore_options_t* options, int blocks) {
   if (options == nullptr) return;
   options->options.blocks = blocks;
@@ -201,6 +206,20 @@ int fpstore_fingerprint(const fpstore_t* store, const char* text, size_t text_le
     if (fingerprint == nullptr) return Null("fingerprint");
     Result<Fingerprint> fp = FingerprintOf(store, text, text_len);
     if (!fp.ok()) return fp.status();
+    if (Status s = FitsCall(*fp, "fpstore_fingerprint128"); !s.ok()) return s;
+    *fingerprint = fp->low();
+    return Status::OK();
+  });
+}
+
+int fpstore_fingerprint128(const fpstore_t* store, const char* text, size_t text_len,
+                           uint64_t* fingerprint_high, uint64_t* fingerprint, char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    if (fingerprint_high == nullptr) return Null("fingerprint_high");
+    if (fingerprint == nullptr) return Null("fingerprint");
+    Result<Fingerprint> fp = FingerprintOf(store, text, text_len);
+    if (!fp.ok()) return fp.status();
+    *fingerprint_high = fp->high();
     *fingerprint = fp->low();
     return Status::OK();
   });
@@ -208,11 +227,17 @@ int fpstore_fingerprint(const fpstore_t* store, const char* text, size_t text_le
 
 int fpstore_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint, const char* metadata,
                    size_t metadata_len, char** errmsg) {
+  return fpstore_insert128(store, id, 0, fingerprint, metadata, metadata_len, errmsg);
+}
+
+int fpstore_insert128(fpstore_t* store, uint64_t id, uint64_t fingerprint_high,
+                      uint64_t fingerprint, const char* metadata, size_t metadata_len,
+                      char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
     if (store == nullptr) return Null("store");
     Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
     if (!meta.ok()) return meta.status();
-    return store->store->Insert(id, fingerprint, *meta);
+    return store->store->Insert(id, Fingerprint(fingerprint_high, fingerprint), *meta);
   });
 }
 
@@ -243,10 +268,15 @@ int fpstore_flush(fpstore_t* store, char** errmsg) {
 
 int fpstore_query(const fpstore_t* store, uint64_t fingerprint, int k, fpstore_matches_t** matches,
                   char** errmsg) {
+  return fpstore_query128(store, 0, fingerprint, k, matches, errmsg);
+}
+
+int fpstore_query128(const fpstore_t* store, uint64_t fingerprint_high, uint64_t fingerprint, int k,
+                     fpstore_matches_t** matches, char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
     if (store == nullptr) return Null("store");
     if (matches == nullptr) return Null("matches");
-    return SetMatches(store->store->Query(fingerprint, k), matches);
+    return SetMatches(store->store->Query(Fingerprint(fingerprint_high, fingerprint), k), matches);
   });
 }
 
@@ -268,11 +298,20 @@ int fpstore_query_text_min_similarity(const fpstore_t* store, const char* text, 
 int fpstore_check_and_insert(fpstore_t* store, uint64_t id, uint64_t fingerprint,
                              const char* metadata, size_t metadata_len, int policy,
                              fpstore_matches_t** matches, int* inserted, char** errmsg) {
+  return fpstore_check_and_insert128(store, id, 0, fingerprint, metadata, metadata_len, policy,
+                                     matches, inserted, errmsg);
+}
+
+int fpstore_check_and_insert128(fpstore_t* store, uint64_t id, uint64_t fingerprint_high,
+                                uint64_t fingerprint, const char* metadata, size_t metadata_len,
+                                int policy, fpstore_matches_t** matches, int* inserted,
+                                char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
     if (store == nullptr) return Null("store");
     Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
     if (!meta.ok()) return meta.status();
-    return CheckAndInsert(store, {id, fingerprint, *meta, {}}, policy, {}, matches, inserted);
+    return CheckAndInsert(store, {id, Fingerprint(fingerprint_high, fingerprint), *meta, {}},
+                          policy, {}, matches, inserted);
   });
 }
 
@@ -311,6 +350,11 @@ uint64_t fpstore_matches_id(const fpstore_matches_t* matches, size_t i) {
 uint64_t fpstore_matches_fingerprint(const fpstore_matches_t* matches, size_t i) {
   const fpstore::Match* match = MatchAt(matches, i);
   return match != nullptr ? match->fingerprint.low() : 0;
+}
+
+uint64_t fpstore_matches_fingerprint_high(const fpstore_matches_t* matches, size_t i) {
+  const fpstore::Match* match = MatchAt(matches, i);
+  return match != nullptr ? match->fingerprint.high() : 0;
 }
 
 int fpstore_matches_distance(const fpstore_matches_t* matches, size_t i) {

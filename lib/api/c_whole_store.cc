@@ -50,8 +50,10 @@ Result<std::string_view> Entry(const char* const* data, const std::size_t* lens,
   return Bytes(data[i], lens[i], what);
 }
 
-// The sketches of a batch: fingerprints[i] bare, or texts[i] under the store's options.
+// The sketches of a batch: fingerprints[i] bare (with fingerprint_highs[i] above it, where
+// given), or texts[i] under the store's options.
 Result<std::vector<fpstore::Sketch>> SketchesOf(const fpstore_t* store, std::size_t count,
+                                                const uint64_t* fingerprint_highs,
                                                 const uint64_t* fingerprints,
                                                 const char* const* texts,
                                                 const std::size_t* text_lens) {
@@ -62,7 +64,8 @@ Result<std::vector<fpstore::Sketch>> SketchesOf(const fpstore_t* store, std::siz
   sketches.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
     if (fingerprints != nullptr) {
-      sketches.push_back({fingerprints[i], {}});
+      const uint64_t high = fingerprint_highs != nullptr ? fingerprint_highs[i] : 0;
+      sketches.push_back({fpstore::Fingerprint(high, fingerprints[i]), {}});
       continue;
     }
     if (text_lens == nullptr) return Null("text_lens");
@@ -71,6 +74,21 @@ Result<std::vector<fpstore::Sketch>> SketchesOf(const fpstore_t* store, std::siz
     sketches.push_back(*std::move(sketch));
   }
   return sketches;
+}
+
+// Document `id`'s fingerprint and metadata; without `high`, only a fingerprint that fits 64 bits.
+Status Get(const fpstore_t* store, uint64_t id, uint64_t* high, uint64_t* low, char** metadata,
+           size_t* metadata_len) {
+  if (store == nullptr) return Null("store");
+  Result<fpstore::Document> doc = store->store->Get(id);
+  if (!doc.ok()) return doc.status();
+  if (high == nullptr) {
+    if (Status s = FitsCall(doc->fingerprint, "fpstore_get128"); !s.ok()) return s;
+  }
+  if (Status s = CopyOut(doc->metadata, metadata, metadata_len); !s.ok()) return s;
+  if (high != nullptr) *high = doc->fingerprint.high();
+  *low = doc->fingerprint.low();
+  return Status::OK();
 }
 
 fpstore::ScanOptions ScanOf(double min_similarity) {
@@ -86,59 +104,109 @@ extern "C" {
 int fpstore_get(const fpstore_t* store, uint64_t id, uint64_t* fingerprint, char** metadata,
                 size_t* metadata_len, char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
-    if (store == nullptr) return Null("store");
     if (fingerprint == nullptr) return Null("fingerprint");
-    Result<fpstore::Document> doc = store->store->Get(id);
-    if (!doc.ok()) return doc.status();
-    if (Status s = CopyOut(doc->metadata, metadata, metadata_len); !s.ok()) return s;
-    *fingerprint = doc->fingerprint.low();
-    return Status::OK();
+    return Get(store, id, nullptr, fingerprint, metadata, metadata_len);
   });
 }
+
+int fpstore_get128(const fpstore_t* store, uint64_t id, uint64_t* fingerprint_high,
+                   uint64_t* fingerprint, char** metadata, size_t* metadata_len, char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    if (fingerprint_high == nullptr) return Null("fingerprint_high");
+    if (fingerprint == nullptr) return Null("fingerprint");
+    return Get(store, id, fingerprint_high, fingerprint, metadata, metadata_len);
+  });
+}
+
+}  // extern "C"
+
+namespace {
+
+Status InsertBatch(fpstore_t* store, size_t count, const uint64_t* ids,
+                   const uint64_t* fingerprint_highs, const uint64_t* fingerprints,
+                   const char* const* texts, const size_t* text_lens, const char* const* metadata,
+                   const size_t* metadata_lens) {
+  if (store == nullptr) return Null("store");
+  if (count == 0) return Status::OK();
+  if (ids == nullptr) return Null("ids");
+  Result<std::vector<fpstore::Sketch>> sketches =
+      SketchesOf(store, count, fingerprint_highs, fingerprints, texts, text_lens);
+  if (!sketches.ok()) return sketches.status();
+  std::vector<fpstore::NewDocument> docs;
+  docs.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    Result<std::string_view> meta = Entry(metadata, metadata_lens, i, "metadata");
+    if (!meta.ok()) return meta.status();
+    docs.push_back(
+        {ids[i], (*sketches)[i].fingerprint, *meta, std::move((*sketches)[i].signature)});
+  }
+  return store->store->InsertBatch(docs);
+}
+
+Status QueryBatch(const fpstore_t* store, size_t count, const uint64_t* fingerprint_highs,
+                  const uint64_t* fingerprints, const char* const* texts, const size_t* text_lens,
+                  int k, double min_similarity, fpstore_matches_t** results) {
+  if (store == nullptr) return Null("store");
+  if (count == 0) return Status::OK();
+  if (results == nullptr) return Null("results");
+  Result<std::vector<fpstore::Sketch>> sketches =
+      SketchesOf(store, count, fingerprint_highs, fingerprints, texts, text_lens);
+  if (!sketches.ok()) return sketches.status();
+  Result<std::vector<std::vector<fpstore::Match>>> answers =
+      store->store->QueryBatch(*sketches, {k, ThresholdOf(min_similarity)});
+  if (!answers.ok()) return answers.status();
+  std::vector<std::unique_ptr<fpstore_matches_t>> out;
+  out.reserve(count);
+  for (std::vector<fpstore::Match>& matches : *answers) {
+    out.push_back(std::make_unique<fpstore_matches_t>(fpstore_matches_t{std::move(matches)}));
+  }
+  for (std::size_t i = 0; i < count; ++i) results[i] = out[i].release();
+  return Status::OK();
+}
+
+}  // namespace
+
+extern "C" {
 
 int fpstore_insert_batch(fpstore_t* store, size_t count, const uint64_t* ids,
                          const uint64_t* fingerprints, const char* const* texts,
                          const size_t* text_lens, const char* const* metadata,
                          const size_t* metadata_lens, char** errmsg) {
+  return Guard(errmsg, [&] {
+    return InsertBatch(store, count, ids, nullptr, fingerprints, texts, text_lens, metadata,
+                       metadata_lens);
+  });
+}
+
+int fpstore_insert_batch128(fpstore_t* store, size_t count, const uint64_t* ids,
+                            const uint64_t* fingerprint_highs, const uint64_t* fingerprints,
+                            const char* const* metadata, const size_t* metadata_lens,
+                            char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
-    if (store == nullptr) return Null("store");
-    if (count == 0) return Status::OK();
-    if (ids == nullptr) return Null("ids");
-    Result<std::vector<fpstore::Sketch>> sketches =
-        SketchesOf(store, count, fingerprints, texts, text_lens);
-    if (!sketches.ok()) return sketches.status();
-    std::vector<fpstore::NewDocument> docs;
-    docs.reserve(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      Result<std::string_view> meta = Entry(metadata, metadata_lens, i, "metadata");
-      if (!meta.ok()) return meta.status();
-      docs.push_back(
-          {ids[i], (*sketches)[i].fingerprint, *meta, std::move((*sketches)[i].signature)});
-    }
-    return store->store->InsertBatch(docs);
+    if (count > 0 && fingerprint_highs == nullptr) return Null("fingerprint_highs");
+    if (count > 0 && fingerprints == nullptr) return Null("fingerprints");
+    return InsertBatch(store, count, ids, fingerprint_highs, fingerprints, nullptr, nullptr,
+                       metadata, metadata_lens);
   });
 }
 
 int fpstore_query_batch(const fpstore_t* store, size_t count, const uint64_t* fingerprints,
                         const char* const* texts, const size_t* text_lens, int k,
                         double min_similarity, fpstore_matches_t** results, char** errmsg) {
+  return Guard(errmsg, [&] {
+    return QueryBatch(store, count, nullptr, fingerprints, texts, text_lens, k, min_similarity,
+                      results);
+  });
+}
+
+int fpstore_query_batch128(const fpstore_t* store, size_t count, const uint64_t* fingerprint_highs,
+                           const uint64_t* fingerprints, int k, double min_similarity,
+                           fpstore_matches_t** results, char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
-    if (store == nullptr) return Null("store");
-    if (count == 0) return Status::OK();
-    if (results == nullptr) return Null("results");
-    Result<std::vector<fpstore::Sketch>> sketches =
-        SketchesOf(store, count, fingerprints, texts, text_lens);
-    if (!sketches.ok()) return sketches.status();
-    Result<std::vector<std::vector<fpstore::Match>>> answers =
-        store->store->QueryBatch(*sketches, {k, ThresholdOf(min_similarity)});
-    if (!answers.ok()) return answers.status();
-    std::vector<std::unique_ptr<fpstore_matches_t>> out;
-    out.reserve(count);
-    for (std::vector<fpstore::Match>& matches : *answers) {
-      out.push_back(std::make_unique<fpstore_matches_t>(fpstore_matches_t{std::move(matches)}));
-    }
-    for (std::size_t i = 0; i < count; ++i) results[i] = out[i].release();
-    return Status::OK();
+    if (count > 0 && fingerprint_highs == nullptr) return Null("fingerprint_highs");
+    if (count > 0 && fingerprints == nullptr) return Null("fingerprints");
+    return QueryBatch(store, count, fingerprint_highs, fingerprints, nullptr, nullptr, k,
+                      min_similarity, results);
   });
 }
 
@@ -190,6 +258,17 @@ int fpstore_bulk_loader_add(fpstore_bulk_loader_t* loader, uint64_t id, uint64_t
     Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
     if (!meta.ok()) return meta.status();
     return loader->loader->Add(id, fingerprint, *meta);
+  });
+}
+
+int fpstore_bulk_loader_add128(fpstore_bulk_loader_t* loader, uint64_t id,
+                               uint64_t fingerprint_high, uint64_t fingerprint,
+                               const char* metadata, size_t metadata_len, char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    if (Status s = CheckLive(loader); !s.ok()) return s;
+    Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
+    if (!meta.ok()) return meta.status();
+    return loader->loader->Add(id, fpstore::Fingerprint(fingerprint_high, fingerprint), *meta);
   });
 }
 
