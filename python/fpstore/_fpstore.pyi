@@ -99,6 +99,8 @@ class CheckResult:
 
 class Plan:
     @property
+    def bits(self) -> int: ...
+    @property
     def blocks(self) -> int: ...
     @property
     def distance(self) -> int: ...
@@ -157,6 +159,7 @@ class Store:
         *,
         create: bool = True,
         read_only: bool = False,
+        bits: Optional[int] = None,
         blocks: Optional[int] = None,
         distance: Optional[int] = None,
         window: Optional[int] = None,

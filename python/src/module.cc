@@ -266,19 +266,21 @@ class PyStore {
   explicit PyStore(std::shared_ptr<StoreState> state) : state_(std::move(state)) {}
 
   static std::unique_ptr<PyStore> Open(
-      const std::string& path, bool create, bool read_only, std::optional<int> blocks,
-      std::optional<int> distance, std::optional<int> window, std::optional<std::string> weighting,
-      std::optional<int> signature_bytes, std::optional<int> signature_window,
-      std::optional<double> min_similarity, std::optional<std::uint64_t> expected_documents,
-      const std::string& durability, bool drop_damaged_log,
-      std::optional<std::size_t> block_cache_bytes, std::optional<std::size_t> write_buffer_bytes,
-      std::optional<int> background_threads, const std::string& redis_user,
-      const std::string& redis_password, const std::string& redis_tls_ca_file,
-      const std::string& redis_tls_cert_file, const std::string& redis_tls_key_file) {
+      const std::string& path, bool create, bool read_only, std::optional<int> bits,
+      std::optional<int> blocks, std::optional<int> distance, std::optional<int> window,
+      std::optional<std::string> weighting, std::optional<int> signature_bytes,
+      std::optional<int> signature_window, std::optional<double> min_similarity,
+      std::optional<std::uint64_t> expected_documents, const std::string& durability,
+      bool drop_damaged_log, std::optional<std::size_t> block_cache_bytes,
+      std::optional<std::size_t> write_buffer_bytes, std::optional<int> background_threads,
+      const std::string& redis_user, const std::string& redis_password,
+      const std::string& redis_tls_ca_file, const std::string& redis_tls_cert_file,
+      const std::string& redis_tls_key_file) {
     StoreOptions options = RedisAccess(redis_user, redis_password, redis_tls_ca_file,
                                        redis_tls_cert_file, redis_tls_key_file);
     options.create_if_missing = create;
     options.read_only = read_only;
+    options.bits = bits;
     options.blocks = blocks;
     options.distance = distance;
     if (window || weighting || signature_bytes || signature_window) {
@@ -788,6 +790,7 @@ PYBIND11_MODULE(_fpstore, m) {
       });
 
   py::class_<PermutationPlan>(m, "Plan")
+      .def_property_readonly("bits", &PermutationPlan::bits)
       .def_property_readonly("blocks", &PermutationPlan::blocks)
       .def_property_readonly("distance", &PermutationPlan::distance)
       .def_property_readonly("tables", &PermutationPlan::table_count);
@@ -840,10 +843,11 @@ PYBIND11_MODULE(_fpstore, m) {
 
   py::class_<PyStore>(m, "Store")
       .def_static("open", &PyStore::Open, py::arg("path"), py::kw_only(), py::arg("create") = true,
-                  py::arg("read_only") = false, py::arg("blocks") = py::none(),
-                  py::arg("distance") = py::none(), py::arg("window") = py::none(),
-                  py::arg("weighting") = py::none(), py::arg("signature_bytes") = py::none(),
-                  py::arg("signature_window") = py::none(), py::arg("min_similarity") = py::none(),
+                  py::arg("read_only") = false, py::arg("bits") = py::none(),
+                  py::arg("blocks") = py::none(), py::arg("distance") = py::none(),
+                  py::arg("window") = py::none(), py::arg("weighting") = py::none(),
+                  py::arg("signature_bytes") = py::none(), py::arg("signature_window") = py::none(),
+                  py::arg("min_similarity") = py::none(),
                   py::arg("expected_documents") = py::none(), py::arg("durability") = "group",
                   py::arg("drop_damaged_log") = false, py::arg("block_cache_bytes") = py::none(),
                   py::arg("write_buffer_bytes") = py::none(),

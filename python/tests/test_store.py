@@ -28,18 +28,18 @@ def popcount(x: int) -> int:
     return bin(x).count("1")
 
 
-def planted_corpus(seed: int, groups: int):
-    """Random fingerprints, each with variants 1 to 5 bits away."""
+def planted_corpus(seed: int, groups: int, bits: int = 64):
+    """Random fingerprints of `bits` bits, each with variants 1 to bits / 12 bits away."""
     rng = random.Random(seed)
     docs = []
     next_id = 1
     for _ in range(groups):
-        base = rng.getrandbits(64)
+        base = rng.getrandbits(bits)
         docs.append((next_id, base))
         next_id += 1
         for _ in range(rng.randint(0, 3)):
             fp = base
-            for bit in rng.sample(range(64), rng.randint(1, 5)):
+            for bit in rng.sample(range(bits), rng.randint(1, bits // 12)):
                 fp ^= 1 << bit
             docs.append((next_id, fp))
             next_id += 1
@@ -127,14 +127,17 @@ def test_bad_fingerprint_options_are_value_errors():
 # ---- Exactness ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("blocks,distance", [(6, 3), (5, 2)])
-def test_queries_match_brute_force(tmp_path, blocks, distance):
-    docs = planted_corpus(seed=blocks * 10 + distance, groups=400)
-    with fpstore.open(str(tmp_path / "db"), blocks=blocks, distance=distance) as store:
+@pytest.mark.parametrize("bits,blocks,distance", [(64, 6, 3), (64, 5, 2), (128, 8, 6)])
+def test_queries_match_brute_force(tmp_path, bits, blocks, distance):
+    docs = planted_corpus(seed=blocks * 10 + distance, groups=400, bits=bits)
+    with fpstore.open(
+        str(tmp_path / "db"), bits=bits, blocks=blocks, distance=distance
+    ) as store:
+        assert store.plan.bits == bits
         store.insert_many(docs[: len(docs) // 2])
         for doc_id, fp in docs[len(docs) // 2 :]:
             store.insert(doc_id, fp, b"meta-%d" % doc_id)
-        queries = [fp for _, fp in docs[::7]] + [random.Random(3).getrandbits(64)]
+        queries = [fp for _, fp in docs[::7]] + [random.Random(3).getrandbits(bits)]
         for k in range(distance + 1):
             answers = store.query_many(queries, distance=k)
             for query, matches in zip(queries, answers):
