@@ -21,8 +21,49 @@ int GroupBitsFor(std::uint64_t expected_documents) {
 
 namespace {
 
+// A 64-bit layout's members as folds hold them: without the 128-bit word, they move half the
+// bytes. Members are Word or IdMember in any layout, Head or NarrowIdMember in a 64-bit one.
+struct NarrowIdMember {
+  Head bits;
+  DocumentId id;
+  friend auto operator<=>(const NarrowIdMember&, const NarrowIdMember&) = default;
+};
+
 Word BitsOf(Word member) { return member; }
 Word BitsOf(const IdMember& member) { return member.bits; }
+Word BitsOf(Head member) { return Word(member); }
+Word BitsOf(const NarrowIdMember& member) { return Word(member.bits); }
+
+template <typename Member>
+constexpr bool kHasId = std::is_same_v<Member, IdMember> || std::is_same_v<Member, NarrowIdMember>;
+
+template <typename Member>
+constexpr bool kNarrow = std::is_same_v<Member, Head> || std::is_same_v<Member, NarrowIdMember>;
+
+// A member's head bits.
+template <typename Member>
+Head HeadBits(const GroupLayout& layout, const Member& member) {
+  if constexpr (std::is_same_v<Member, Head>) {
+    return member;
+  } else if constexpr (std::is_same_v<Member, NarrowIdMember>) {
+    return member.bits;
+  } else {
+    return layout.HeadOf(BitsOf(member));
+  }
+}
+
+template <typename Member>
+Member MakeMember(Word bits, DocumentId id) {
+  if constexpr (std::is_same_v<Member, IdMember>) {
+    return {bits, id};
+  } else if constexpr (std::is_same_v<Member, NarrowIdMember>) {
+    return {bits.low(), id};
+  } else if constexpr (std::is_same_v<Member, Head>) {
+    return bits.low();
+  } else {
+    return bits;
+  }
+}
 
 // The member head bits at `at`, as one 8-byte load where `end` leaves room:
 // folds and decodes read every member, and bytewise loads would dominate them.
@@ -38,23 +79,27 @@ Head LoadHead(const GroupLayout& layout, const char* at, const char* end) {
 template <typename Member>
 Member LoadMember(const GroupLayout& layout, const char* at, const char* end) {
   const Head head = LoadHead(layout, at, end);
+  if constexpr (std::is_same_v<Member, Head>) {
+    return head;
+  } else if constexpr (std::is_same_v<Member, NarrowIdMember>) {
+    return {head, GetBigEndian64(at + layout.member_bytes() - 8)};
+  }
   const Word bits =
       layout.WordOf(head, layout.keeps_tails() ? GetBigEndian64(at + layout.bits_bytes()) : 0);
-  if constexpr (std::is_same_v<Member, IdMember>) {
-    return {bits, GetBigEndian64(at + layout.member_bytes() - 8)};
-  } else {
-    return bits;
-  }
+  return MakeMember<Member>(bits,
+                            kHasId<Member> ? GetBigEndian64(at + layout.member_bytes() - 8) : 0);
 }
 
 // Writes `member`'s head bits as a whole 8-byte word: the caller leaves room past it.
 template <typename Member>
 void StoreMember(const GroupLayout& layout, const Member& member, char* out) {
-  std::uint64_t word = layout.HeadOf(BitsOf(member)) << (64 - 8 * layout.bits_bytes());
+  std::uint64_t word = HeadBits(layout, member) << (64 - 8 * layout.bits_bytes());
   if constexpr (std::endian::native == std::endian::little) word = __builtin_bswap64(word);
   std::memcpy(out, &word, 8);
-  if (layout.keeps_tails()) PutBigEndian64(out + layout.bits_bytes(), BitsOf(member).low());
-  if constexpr (std::is_same_v<Member, IdMember>) {
+  if constexpr (!kNarrow<Member>) {
+    if (layout.keeps_tails()) PutBigEndian64(out + layout.bits_bytes(), BitsOf(member).low());
+  }
+  if constexpr (kHasId<Member>) {
     PutBigEndian64(out + layout.member_bytes() - 8, member.id);
   }
 }
@@ -276,14 +321,14 @@ void EncodeGroupValue(const GroupLayout& layout, const std::vector<Member>& memb
   out.clear();
   if (members.empty()) return;  // a group without members is an empty value
   PutVarint(out, members.size());
-  if constexpr (std::is_same_v<Member, IdMember>) {
+  if constexpr (kHasId<Member>) {
     const std::size_t start = out.size();
     out.resize(start + 8 * members.size());
     for (std::size_t i = 0; i < members.size(); ++i) {
       PutBigEndian64(out.data() + start + 8 * i, members[i].id);
     }
   }
-  if (layout.keeps_tails()) {
+  if (!kNarrow<Member> && layout.keeps_tails()) {
     const std::size_t start = out.size();
     out.resize(start + 8 * members.size());
     for (std::size_t i = 0; i < members.size(); ++i) {
@@ -292,7 +337,7 @@ void EncodeGroupValue(const GroupLayout& layout, const std::vector<Member>& memb
   }
   AppendEliasFano(
       members.size(), layout.member_bits(),
-      [&](std::size_t i) { return layout.HeadOf(BitsOf(members[i])); }, out);
+      [&](std::size_t i) { return HeadBits(layout, members[i]); }, out);
 }
 
 template <typename Member>
@@ -302,18 +347,20 @@ bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
   if (value.empty()) return true;
   ValueStart start;
   if (!DecodeValueStart(layout, value, &start)) return false;
-  if constexpr (std::is_same_v<Member, IdMember>) {
+  if constexpr (kHasId<Member>) {
     if (!layout.keeps_ids()) return false;
   }
   members.resize(start.count);
   return DecodeEliasFano(
       value, start.count, layout.member_bits(), [&](std::size_t i) { return start.After(i); },
       [&](std::size_t i, Head head) {
-        const Word bits = layout.WordOf(head, start.tails != nullptr ? start.tail(i) : 0);
-        if constexpr (std::is_same_v<Member, IdMember>) {
-          members[i] = {bits, start.id(i)};
+        if constexpr (std::is_same_v<Member, Head>) {
+          members[i] = head;
+        } else if constexpr (std::is_same_v<Member, NarrowIdMember>) {
+          members[i] = {head, start.id(i)};
         } else {
-          members[i] = bits;
+          const Word bits = layout.WordOf(head, start.tails != nullptr ? start.tail(i) : 0);
+          members[i] = MakeMember<Member>(bits, kHasId<Member> ? start.id(i) : 0);
         }
       });
 }
@@ -523,15 +570,23 @@ bool GroupLayout::DecodeKey(std::string_view key, Word* group) const {
 
 bool GroupMergeOperator::FullMergeV2(const MergeOperationInput& in,
                                      MergeOperationOutput* out) const {
-  return layout_.keeps_ids() ? MergeIntoGroup<IdMember>(layout_, in, out)
-                             : MergeIntoGroup<Word>(layout_, in, out);
+  if (layout_.keeps_tails()) {
+    return layout_.keeps_ids() ? MergeIntoGroup<IdMember>(layout_, in, out)
+                               : MergeIntoGroup<Word>(layout_, in, out);
+  }
+  return layout_.keeps_ids() ? MergeIntoGroup<NarrowIdMember>(layout_, in, out)
+                             : MergeIntoGroup<Head>(layout_, in, out);
 }
 
 bool GroupMergeOperator::PartialMergeMulti(const rocksdb::Slice&,
                                            const std::deque<rocksdb::Slice>& operands,
                                            std::string* out, rocksdb::Logger*) const {
-  return layout_.keeps_ids() ? MergeOperands<IdMember>(layout_, operands, out)
-                             : MergeOperands<Word>(layout_, operands, out);
+  if (layout_.keeps_tails()) {
+    return layout_.keeps_ids() ? MergeOperands<IdMember>(layout_, operands, out)
+                               : MergeOperands<Word>(layout_, operands, out);
+  }
+  return layout_.keeps_ids() ? MergeOperands<NarrowIdMember>(layout_, operands, out)
+                             : MergeOperands<Head>(layout_, operands, out);
 }
 
 }  // namespace fpstore::internal

@@ -44,12 +44,19 @@ class TableWriter::Table {
         old_keys_leaving_(old_keys_leaving),
         buffers_(buffers),
         use_(options.use),
-        capacity_(std::min<std::size_t>(max_ops, 2 * changes.count())) {
+        // A layout with tails keeps a fifth of the budget for them (Tail).
+        capacity_(std::min<std::size_t>(layout_.keeps_tails() ? max_ops / 5 * 4 : max_ops,
+                                        2 * changes.count())) {
     // Only merges and bulk loads, one at a time, give a table members: one
     // without files has none, so its groups are written whole.
     rocksdb::ColumnFamilyMetaData family;
     target_.db->GetColumnFamilyMetaData(target_.tables[t], &family);
     whole_groups_ = family.file_count == 0;
+    // The tails side by side, where every op fits the budget: read from the changes as the ops
+    // come out of the sort, each would be a cache miss and a permutation.
+    if (layout_.keeps_tails() && capacity_ == 2 * changes.count()) {
+      tails_.resize(2 * changes.count());
+    }
   }
 
   Status Write();
@@ -89,6 +96,12 @@ class TableWriter::Table {
   DocumentId IdOf(std::uint64_t change) const {
     return !ids_.empty() ? ids_[change] : changes_.IdOf(change);
   }
+  // The tail of `op`'s permuted fingerprint. REQUIRES: the layout keeps tails.
+  std::uint64_t Tail(const TableOp& op) const {
+    if (!tails_.empty()) return tails_[2 * op.change + op.put];
+    const Change c = changes_.At(op.change);
+    return Permute(perm_, op.put ? c.fingerprint : c.old).low();
+  }
 
   const TableWriter& writer_;
   const Target& target_;
@@ -102,7 +115,8 @@ class TableWriter::Table {
   const SstUse use_;
   const std::size_t capacity_;
   bool whole_groups_ = false;
-  std::vector<DocumentId> ids_;  // table 0's, copied from a load's changes
+  std::vector<DocumentId> ids_;       // table 0's, copied from a load's changes
+  std::vector<std::uint64_t> tails_;  // [2 * change + put], where kept
   std::vector<std::string> spills_;
   std::optional<Part> part_;
 };
@@ -130,12 +144,16 @@ Status TableWriter::Table::CollectOps() {
     // Made whole, then copied: built in place, its bit fields would be
     // or'ed into the buffer's word, a read before the write.
     if (c.adds) {
-      const TableOp put{layout_.HeadOf(Permute(perm_, c.fingerprint)), change, true};
+      const Word permuted = Permute(perm_, c.fingerprint);
+      const TableOp put{layout_.HeadOf(permuted), change, true};
       ops.push_back(put);
+      if (!tails_.empty()) tails_[2 * change + 1] = permuted.low();
     }
     if (c.had_old && (reads_ids || (!old_keys_leaving_.empty() && old_keys_leaving_[change]))) {
-      const TableOp remove{layout_.HeadOf(Permute(perm_, c.old)), change, false};
+      const Word permuted = Permute(perm_, c.old);
+      const TableOp remove{layout_.HeadOf(permuted), change, false};
       ops.push_back(remove);
+      if (!tails_.empty()) tails_[2 * change] = permuted.low();
     }
     return Status::OK();
   });
@@ -198,14 +216,18 @@ Status TableWriter::Table::WriteMergedSpills() {
   return Status::OK();
 }
 
-// Writes sorted ops. Table 0's ids are read scattered, so they are fetched a few ops ahead.
+// Writes sorted ops. Table 0's ids and the tails are read scattered, so they are fetched a few ops
+// ahead.
 Status TableWriter::Table::WriteOps(std::span<const TableOp> sorted) {
   constexpr std::size_t kAhead = 16;
   for (std::size_t i = 0; i < sorted.size(); ++i) {
-    if (t_ == 0 && i + kAhead < sorted.size()) {
-      __builtin_prefetch(!ids_.empty()
-                             ? reinterpret_cast<const char*>(&ids_[sorted[i + kAhead].change])
-                             : changes_.IdAddress(sorted[i + kAhead].change));
+    if (i + kAhead < sorted.size()) {
+      const TableOp& ahead = sorted[i + kAhead];
+      if (t_ == 0) {
+        __builtin_prefetch(!ids_.empty() ? reinterpret_cast<const char*>(&ids_[ahead.change])
+                                         : changes_.IdAddress(ahead.change));
+      }
+      if (!tails_.empty()) __builtin_prefetch(&tails_[2 * ahead.change + ahead.put]);
     }
     if (Status s = WriteOp(sorted[i]); !s.ok()) return s;
   }
@@ -231,8 +253,7 @@ Status TableWriter::Table::WriteOp(const TableOp& op) {
   }
   part.last = op;
   if (layout_.keeps_tails()) {
-    const Change c = changes_.At(op.change);
-    part.run.push_back({Permute(perm_, op.put ? c.fingerprint : c.old), op.change, op.put != 0});
+    part.run.push_back({Word(op.head, Tail(op)), op.change, op.put != 0});
     return Status::OK();
   }
   return part.groups.Add(Word(op.head), op.put, t_ == 0 ? IdOf(op.change) : 0);
