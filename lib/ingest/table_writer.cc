@@ -44,19 +44,14 @@ class TableWriter::Table {
         old_keys_leaving_(old_keys_leaving),
         buffers_(buffers),
         use_(options.use),
-        // A layout with tails keeps a fifth of the budget for them (Tail).
-        capacity_(std::min<std::size_t>(layout_.keeps_tails() ? max_ops / 5 * 4 : max_ops,
+        capacity_(std::min<std::size_t>(max_ops - TailOps(layout_, changes, max_ops),
                                         2 * changes.count())) {
     // Only merges and bulk loads, one at a time, give a table members: one
     // without files has none, so its groups are written whole.
     rocksdb::ColumnFamilyMetaData family;
     target_.db->GetColumnFamilyMetaData(target_.tables[t], &family);
     whole_groups_ = family.file_count == 0;
-    // The tails side by side, where every op fits the budget: read from the changes as the ops
-    // come out of the sort, each would be a cache miss and a permutation.
-    if (layout_.keeps_tails() && capacity_ == 2 * changes.count()) {
-      tails_.resize(2 * changes.count());
-    }
+    if (TailOps(layout_, changes, max_ops) > 0) tails_.resize(changes.count());
   }
 
   Status Write();
@@ -96,9 +91,18 @@ class TableWriter::Table {
   DocumentId IdOf(std::uint64_t change) const {
     return !ids_.empty() ? ids_[change] : changes_.IdOf(change);
   }
+  // The tails of the changes' fingerprints, side by side, take the room of this many ops of the
+  // budget (a put's op and its sort's scratch: 32 bytes), where they fit in a quarter of it: read
+  // from the changes as the ops come out of the sort, each would be a cache miss and a
+  // permutation. None for a layout without tails.
+  static std::size_t TailOps(const GroupLayout& layout, const Changes& changes,
+                             std::size_t max_ops) {
+    if (!layout.keeps_tails() || changes.count() > max_ops) return 0;
+    return (changes.count() + 3) / 4;
+  }
   // The tail of `op`'s permuted fingerprint. REQUIRES: the layout keeps tails.
   std::uint64_t Tail(const TableOp& op) const {
-    if (!tails_.empty()) return tails_[2 * op.change + op.put];
+    if (op.put && !tails_.empty()) return tails_[op.change];
     const Change c = changes_.At(op.change);
     return Permute(perm_, op.put ? c.fingerprint : c.old).low();
   }
@@ -116,7 +120,7 @@ class TableWriter::Table {
   const std::size_t capacity_;
   bool whole_groups_ = false;
   std::vector<DocumentId> ids_;       // table 0's, copied from a load's changes
-  std::vector<std::uint64_t> tails_;  // [2 * change + put], where kept
+  std::vector<std::uint64_t> tails_;  // by change, of the added fingerprints, where kept
   std::vector<std::string> spills_;
   std::optional<Part> part_;
 };
@@ -147,13 +151,12 @@ Status TableWriter::Table::CollectOps() {
       const Word permuted = Permute(perm_, c.fingerprint);
       const TableOp put{layout_.HeadOf(permuted), change, true};
       ops.push_back(put);
-      if (!tails_.empty()) tails_[2 * change + 1] = permuted.low();
+      if (!tails_.empty()) tails_[change] = permuted.low();
     }
     if (c.had_old && (reads_ids || (!old_keys_leaving_.empty() && old_keys_leaving_[change]))) {
       const Word permuted = Permute(perm_, c.old);
       const TableOp remove{layout_.HeadOf(permuted), change, false};
       ops.push_back(remove);
-      if (!tails_.empty()) tails_[2 * change] = permuted.low();
     }
     return Status::OK();
   });
@@ -227,7 +230,7 @@ Status TableWriter::Table::WriteOps(std::span<const TableOp> sorted) {
         __builtin_prefetch(!ids_.empty() ? reinterpret_cast<const char*>(&ids_[ahead.change])
                                          : changes_.IdAddress(ahead.change));
       }
-      if (!tails_.empty()) __builtin_prefetch(&tails_[2 * ahead.change + ahead.put]);
+      if (ahead.put && !tails_.empty()) __builtin_prefetch(&tails_[ahead.change]);
     }
     if (Status s = WriteOp(sorted[i]); !s.ok()) return s;
   }
