@@ -109,6 +109,23 @@ TEST_P(StoreExactnessTest, MatchesBruteForceThroughItsLife) {
   }
   ExpectMatchesBruteForce(*store, docs, seed_, "after removes and re-inserts");
 
+  // CheckAndInsert of new documents near stored ones: it reports what brute force finds within
+  // the store's distance, and, inserting only where it finds none, leaves the rest out.
+  for (int i = 0; i < 20; ++i) {
+    const DocumentId id = 100000 + i;
+    const Fingerprint fp = i % 4 == 3 ? rnd.Next(bits)
+                                      : docs[rnd.Uniform(docs.size())].fingerprint ^
+                                            rnd.Bits(static_cast<int>(rnd.Uniform(k + 2)), bits);
+    const std::vector<testing::IdDistance> expected = testing::BruteForceQuery(docs, fp, k);
+    Result<CheckResult> r =
+        store->CheckAndInsert({id, fp, MetadataFor(id), {}}, InsertPolicy::kIfNoMatch);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(testing::AsIdDistances(r->matches), expected) << "CheckAndInsert " << i;
+    EXPECT_EQ(r->inserted, expected.empty());
+    if (r->inserted) docs.push_back({id, fp});
+  }
+  ExpectMatchesBruteForce(*store, docs, seed_, "after CheckAndInsert");
+
   ASSERT_TRUE(store->Close().ok());
   store = MustOpen(StoreAt(dir, "store"), options_);
   ASSERT_NE(store, nullptr);
