@@ -32,15 +32,29 @@ void SortByTop32Bits(std::vector<std::uint64_t>& keys, std::vector<std::uint64_t
 
 }  // namespace
 
+std::vector<std::uint64_t> NarrowFingerprints(std::span<const IdFingerprint> docs,
+                                              const PermutationPlan& plan) {
+  std::vector<std::uint64_t> narrow;
+  if (plan.bits() != 64) return narrow;
+  narrow.reserve(docs.size());
+  for (const IdFingerprint& d : docs) narrow.push_back(d.fingerprint.low());
+  return narrow;
+}
+
 void InMemoryTables::ForEachRun(std::span<const IdFingerprint> docs, const PermutationPlan& plan,
                                 std::size_t t,
-                                const std::function<void(std::span<const TableEntry>)>& visit_run) {
+                                const std::function<void(std::span<const TableEntry>)>& visit_run,
+                                std::span<const std::uint64_t> narrow) {
   const TablePermutation& perm = plan.table(t);
   // Key: the permuted fingerprint's top 32 bits over the document's index. Keys
   // sharing the prefix's first min(p, 32) bits are nearly always alone, so
   // entries are built and sorted only for the rare groups of two or more.
   keys_.resize(docs.size());
-  if (plan.bits() == 64) {  // one word's moves: the loop every scan spends most of its time in
+  if (!narrow.empty()) {  // one word's moves: the loop every scan spends most of its time in
+    for (std::size_t i = 0; i < docs.size(); ++i) {
+      keys_[i] = (perm.Apply64(narrow[i]) >> 32 << 32) | i;
+    }
+  } else if (plan.bits() == 64) {
     for (std::size_t i = 0; i < docs.size(); ++i) {
       keys_[i] = (perm.Apply64(docs[i].fingerprint.low()) >> 32 << 32) | i;
     }
@@ -79,10 +93,14 @@ std::vector<NearPair> FindAllPairsInMemory(std::span<const IdFingerprint> docs,
                                            const PermutationPlan& plan, int k) {
   std::vector<NearPair> pairs;
   InMemoryTables tables;
+  const std::vector<std::uint64_t> narrow = NarrowFingerprints(docs, plan);
   for (std::size_t t = 0; t < plan.table_count(); ++t) {
-    tables.ForEachRun(docs, plan, t, [&](std::span<const TableEntry> run) {
-      ForEachPairInRun(run, plan, t, k, [&](const NearPair& p) { pairs.push_back(p); });
-    });
+    tables.ForEachRun(
+        docs, plan, t,
+        [&](std::span<const TableEntry> run) {
+          ForEachPairInRun(run, plan, t, k, [&](const NearPair& p) { pairs.push_back(p); });
+        },
+        narrow);
   }
   std::sort(pairs.begin(), pairs.end());
   return pairs;

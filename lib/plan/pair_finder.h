@@ -29,14 +29,22 @@ class InMemoryTables {
 
   // Calls visit_run(run) for every run of two or more of `docs` that share
   // table t's prefix, sorted by (permuted fingerprint, id), as the table
-  // would hold them. REQUIRES: docs.size() <= kMaxDocuments.
+  // would hold them. `narrow`, for a 64-bit plan: empty, or the documents'
+  // fingerprints side by side (NarrowFingerprints), which every table's
+  // pass reads instead of `docs`, a third of the bytes.
+  // REQUIRES: docs.size() <= kMaxDocuments.
   void ForEachRun(std::span<const IdFingerprint> docs, const PermutationPlan& plan, std::size_t t,
-                  const std::function<void(std::span<const TableEntry>)>& visit_run);
+                  const std::function<void(std::span<const TableEntry>)>& visit_run,
+                  std::span<const std::uint64_t> narrow = {});
 
  private:
   std::vector<std::uint64_t> keys_, scratch_;
   std::vector<TableEntry> run_;
 };
+
+// `docs`' fingerprints, 8 bytes each, for ForEachRun of a 64-bit plan; none for a 128-bit one.
+std::vector<std::uint64_t> NarrowFingerprints(std::span<const IdFingerprint> docs,
+                                              const PermutationPlan& plan);
 
 // Every pair of distinct documents within Hamming distance k, each once, sorted
 // by (first, second); identical fingerprints are a pair at distance 0.

@@ -230,7 +230,9 @@ Status Scanner::ScanRunsAt(const ScanOptions& scan, const rocksdb::Snapshot* sna
 Result<bool> Scanner::ScanRunsInMemory(const ScanOptions& scan, const rocksdb::Snapshot* snapshot,
                                        std::span<const StagedDocument> staged,
                                        const RunVisitor& visit_run) const {
-  constexpr std::size_t kPerDocument = sizeof(IdFingerprint) + InMemoryTables::kBytesPerDocument;
+  // A 64-bit plan's fingerprints are copied side by side too (NarrowFingerprints).
+  const std::size_t kPerDocument = sizeof(IdFingerprint) + InMemoryTables::kBytesPerDocument +
+                                   (plan_.bits() == 64 ? sizeof(std::uint64_t) : 0);
   const std::size_t limit =
       std::min<std::size_t>(scan.memory_bytes / kPerDocument, InMemoryTables::kMaxDocuments);
   if (documents_.Estimate() + staged.size() > limit) return false;
@@ -240,18 +242,20 @@ Result<bool> Scanner::ScanRunsInMemory(const ScanOptions& scan, const rocksdb::S
   if (!*read) return false;
   const std::vector<IdFingerprint>& docs = **read;
   if (docs.empty()) return true;
+  const std::vector<std::uint64_t> narrow = NarrowFingerprints(docs, plan_);
   // The documents, then a sorter per thread in the memory left (at least one).
   const std::size_t sorters =
       std::min<std::size_t>(ThreadsFor(scan.threads, plan_.table_count()),
-                            (scan.memory_bytes - docs.size() * sizeof(IdFingerprint)) /
+                            (scan.memory_bytes - docs.size() * sizeof(IdFingerprint) -
+                             narrow.size() * sizeof(std::uint64_t)) /
                                 (docs.size() * InMemoryTables::kBytesPerDocument));
   ProgressMeter progress(scan.progress, docs.size() * plan_.table_count());
   std::vector<InMemoryTables> tables(sorters);
   Status s = ForEachInParallel(
       plan_.table_count(), static_cast<int>(sorters), [&](std::size_t t, int worker) {
         if (closing_) return Closing();
-        tables[worker].ForEachRun(docs, plan_, t,
-                                  [&](std::span<const TableEntry> run) { visit_run(t, run); });
+        tables[worker].ForEachRun(
+            docs, plan_, t, [&](std::span<const TableEntry> run) { visit_run(t, run); }, narrow);
         progress.Add(docs.size());
         return Status::OK();
       });
