@@ -21,14 +21,6 @@ int GroupBitsFor(std::uint64_t expected_documents) {
 
 namespace {
 
-// A 64-bit layout's members as folds hold them: without the 128-bit word, they move half the
-// bytes. Members are Word or IdMember in any layout, Head or NarrowIdMember in a 64-bit one.
-struct NarrowIdMember {
-  Head bits;
-  DocumentId id;
-  friend auto operator<=>(const NarrowIdMember&, const NarrowIdMember&) = default;
-};
-
 Word BitsOf(Word member) { return member; }
 Word BitsOf(const IdMember& member) { return member.bits; }
 Word BitsOf(Head member) { return Word(member); }
@@ -52,16 +44,17 @@ Head HeadBits(const GroupLayout& layout, const Member& member) {
   }
 }
 
+// A member of `head` bits, with `tail` and `id` where the member type keeps them.
 template <typename Member>
-Member MakeMember(Word bits, DocumentId id) {
-  if constexpr (std::is_same_v<Member, IdMember>) {
-    return {bits, id};
+Member MakeMember(const GroupLayout& layout, Head head, std::uint64_t tail, DocumentId id) {
+  if constexpr (std::is_same_v<Member, Head>) {
+    return head;
   } else if constexpr (std::is_same_v<Member, NarrowIdMember>) {
-    return {bits.low(), id};
-  } else if constexpr (std::is_same_v<Member, Head>) {
-    return bits.low();
+    return {head, id};
+  } else if constexpr (std::is_same_v<Member, IdMember>) {
+    return {layout.WordOf(head, tail), id};
   } else {
-    return bits;
+    return layout.WordOf(head, tail);
   }
 }
 
@@ -78,15 +71,9 @@ Head LoadHead(const GroupLayout& layout, const char* at, const char* end) {
 
 template <typename Member>
 Member LoadMember(const GroupLayout& layout, const char* at, const char* end) {
-  const Head head = LoadHead(layout, at, end);
-  if constexpr (std::is_same_v<Member, Head>) {
-    return head;
-  } else if constexpr (std::is_same_v<Member, NarrowIdMember>) {
-    return {head, GetBigEndian64(at + layout.member_bytes() - 8)};
-  }
-  const Word bits =
-      layout.WordOf(head, layout.keeps_tails() ? GetBigEndian64(at + layout.bits_bytes()) : 0);
-  return MakeMember<Member>(bits,
+  const bool tail = !kNarrow<Member> && layout.keeps_tails();
+  return MakeMember<Member>(layout, LoadHead(layout, at, end),
+                            tail ? GetBigEndian64(at + layout.bits_bytes()) : 0,
                             kHasId<Member> ? GetBigEndian64(at + layout.member_bytes() - 8) : 0);
 }
 
@@ -354,14 +341,9 @@ bool DecodeGroupValue(const GroupLayout& layout, std::string_view value,
   return DecodeEliasFano(
       value, start.count, layout.member_bits(), [&](std::size_t i) { return start.After(i); },
       [&](std::size_t i, Head head) {
-        if constexpr (std::is_same_v<Member, Head>) {
-          members[i] = head;
-        } else if constexpr (std::is_same_v<Member, NarrowIdMember>) {
-          members[i] = {head, start.id(i)};
-        } else {
-          const Word bits = layout.WordOf(head, start.tails != nullptr ? start.tail(i) : 0);
-          members[i] = MakeMember<Member>(bits, kHasId<Member> ? start.id(i) : 0);
-        }
+        const bool tail = !kNarrow<Member> && start.tails != nullptr;
+        members[i] = MakeMember<Member>(layout, head, tail ? start.tail(i) : 0,
+                                        kHasId<Member> ? start.id(i) : 0);
       });
 }
 
@@ -463,101 +445,17 @@ template bool DecodeGroupOperand(const GroupLayout&, std::string_view, GroupChan
 template bool DecodeGroupOperand(const GroupLayout&, std::string_view, IdGroupChange&);
 template void EncodeGroupOperand(const GroupLayout&, const GroupChange&, std::string&);
 template void EncodeGroupOperand(const GroupLayout&, const IdGroupChange&, std::string&);
-
-namespace {
-
-// `set` less `removed`, with `added`, all ascending. `scratch` is the caller's,
-// so that a thread's folds stop allocating once it has grown.
-template <typename Member>
-void Apply(std::vector<Member>& set, const std::vector<Member>& removed,
-           const std::vector<Member>& added, std::vector<Member>& scratch) {
-  if (!removed.empty()) {
-    scratch.clear();
-    std::set_difference(set.begin(), set.end(), removed.begin(), removed.end(),
-                        std::back_inserter(scratch));
-    set.swap(scratch);
-  }
-  if (!added.empty()) {
-    scratch.clear();
-    std::set_union(set.begin(), set.end(), added.begin(), added.end(), std::back_inserter(scratch));
-    set.swap(scratch);
-  }
-}
-
-// `base` (a group's value) less change.removes, with change.adds, into `out`:
-// decoded, applied and coded again.
-template <typename Member>
-bool FoldGroup(const GroupLayout& layout, std::string_view base,
-               const BasicGroupChange<Member>& change, std::string& out) {
-  thread_local std::vector<Member> members, scratch;
-  if (!DecodeGroupValue(layout, base, members)) return false;
-  Apply(members, change.removes, change.adds, scratch);
-  EncodeGroupValue(layout, members, out);
-  return true;
-}
-
-// Work space of one thread's folds.
-template <typename Member>
-struct FoldBuffers {
-  std::vector<Member> scratch;
-  BasicGroupChange<Member> change, combined;
-};
-template <typename Member>
-FoldBuffers<Member>& ThreadFoldBuffers() {
-  thread_local FoldBuffers<Member> buffers;
-  return buffers;
-}
-
-// Sets b.combined to `operands` applied in turn: a later remove cancels an
-// earlier add, and every remove stays, for the members of the base below.
-template <typename Member, typename Operands>
-bool CombineOperands(const GroupLayout& layout, const Operands& operands, FoldBuffers<Member>& b) {
-  // Adds alone (merges of new documents): their union, sorted once.
-  b.combined.clear();
-  bool removes = false;
-  for (const rocksdb::Slice& operand : operands) {
-    if (!DecodeGroupOperand(layout, operand.ToStringView(), b.change)) return false;
-    removes = !b.change.removes.empty();
-    if (removes) break;
-    b.combined.adds.insert(b.combined.adds.end(), b.change.adds.begin(), b.change.adds.end());
-  }
-  if (!removes) {
-    std::sort(b.combined.adds.begin(), b.combined.adds.end());
-    b.combined.adds.erase(std::unique(b.combined.adds.begin(), b.combined.adds.end()),
-                          b.combined.adds.end());
-    return true;
-  }
-  // With removals, order matters: each in turn.
-  b.combined.clear();
-  for (const rocksdb::Slice& operand : operands) {
-    if (!DecodeGroupOperand(layout, operand.ToStringView(), b.change)) return false;
-    Apply(b.combined.adds, b.change.removes, b.change.adds, b.scratch);
-    Apply(b.combined.removes, {}, b.change.removes, b.scratch);
-  }
-  return true;
-}
-
-template <typename Member>
-bool MergeIntoGroup(const GroupLayout& layout,
-                    const rocksdb::MergeOperator::MergeOperationInput& in,
-                    rocksdb::MergeOperator::MergeOperationOutput* out) {
-  FoldBuffers<Member>& b = ThreadFoldBuffers<Member>();
-  if (!CombineOperands(layout, in.operand_list, b)) return false;
-  const std::string_view base =
-      in.existing_value != nullptr ? in.existing_value->ToStringView() : std::string_view();
-  return FoldGroup(layout, base, b.combined, out->new_value);
-}
-
-template <typename Member>
-bool MergeOperands(const GroupLayout& layout, const std::deque<rocksdb::Slice>& operands,
-                   std::string* out) {
-  FoldBuffers<Member>& b = ThreadFoldBuffers<Member>();
-  if (!CombineOperands(layout, operands, b)) return false;
-  EncodeGroupOperand(layout, b.combined, *out);
-  return true;
-}
-
-}  // namespace
+template bool DecodeGroupValue(const GroupLayout&, std::string_view, std::vector<Head>&);
+template bool DecodeGroupValue(const GroupLayout&, std::string_view, std::vector<NarrowIdMember>&);
+template void EncodeGroupValue(const GroupLayout&, const std::vector<Head>&, std::string&);
+template void EncodeGroupValue(const GroupLayout&, const std::vector<NarrowIdMember>&,
+                               std::string&);
+template bool DecodeGroupOperand(const GroupLayout&, std::string_view, BasicGroupChange<Head>&);
+template bool DecodeGroupOperand(const GroupLayout&, std::string_view,
+                                 BasicGroupChange<NarrowIdMember>&);
+template void EncodeGroupOperand(const GroupLayout&, const BasicGroupChange<Head>&, std::string&);
+template void EncodeGroupOperand(const GroupLayout&, const BasicGroupChange<NarrowIdMember>&,
+                                 std::string&);
 
 bool GroupLayout::DecodeKey(std::string_view key, Word* group) const {
   if (key.size() != key_bytes_) return false;
@@ -566,27 +464,6 @@ bool GroupLayout::DecodeKey(std::string_view key, Word* group) const {
   if (GroupHead(g) != g) return false;  // padding must be zero
   *group = WordOf(g, 0);
   return true;
-}
-
-bool GroupMergeOperator::FullMergeV2(const MergeOperationInput& in,
-                                     MergeOperationOutput* out) const {
-  if (layout_.keeps_tails()) {
-    return layout_.keeps_ids() ? MergeIntoGroup<IdMember>(layout_, in, out)
-                               : MergeIntoGroup<Word>(layout_, in, out);
-  }
-  return layout_.keeps_ids() ? MergeIntoGroup<NarrowIdMember>(layout_, in, out)
-                             : MergeIntoGroup<Head>(layout_, in, out);
-}
-
-bool GroupMergeOperator::PartialMergeMulti(const rocksdb::Slice&,
-                                           const std::deque<rocksdb::Slice>& operands,
-                                           std::string* out, rocksdb::Logger*) const {
-  if (layout_.keeps_tails()) {
-    return layout_.keeps_ids() ? MergeOperands<IdMember>(layout_, operands, out)
-                               : MergeOperands<Word>(layout_, operands, out);
-  }
-  return layout_.keeps_ids() ? MergeOperands<NarrowIdMember>(layout_, operands, out)
-                             : MergeOperands<Head>(layout_, operands, out);
 }
 
 }  // namespace fpstore::internal

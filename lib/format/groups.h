@@ -41,6 +41,15 @@ struct IdMember {
   friend auto operator<=>(const IdMember&, const IdMember&) = default;
 };
 
+// A member of a 64-bit layout's group that keeps ids, as folds hold it: without the 128-bit
+// word, folds move half the bytes. Members are Word or IdMember in any layout, Head or
+// NarrowIdMember in a 64-bit one.
+struct NarrowIdMember {
+  Head bits;
+  DocumentId id;
+  friend auto operator<=>(const NarrowIdMember&, const NarrowIdMember&) = default;
+};
+
 // A table's group cut and byte layout. A key is the permuted head's first G
 // bits, left-aligned in whole bytes; a member's bits are the head's other
 // 64 - G and, in a 128-bit store, the tail (the low half), kept verbatim: it
@@ -220,8 +229,8 @@ bool ForEachMemberOf(const GroupLayout& layout, std::string_view value, bool ope
 }
 
 // Folds operands into their group (FullMergeV2) or into one operand
-// (PartialMergeMulti). Malformed input fails the merge, which RocksDB reports
-// as corruption of the read or compaction that met it.
+// (PartialMergeMulti; format/group_merge.cc). Malformed input fails the merge, which RocksDB
+// reports as corruption of the read or compaction that met it.
 class GroupMergeOperator final : public rocksdb::MergeOperator {
  public:
   explicit GroupMergeOperator(GroupLayout layout) : layout_(layout) {}
