@@ -438,7 +438,7 @@ InsertRun TimeInserts(Store& store, int threads, std::size_t batch, double secon
       std::vector<NewDocument> docs(batch);
       while (SecondsSince(start) < seconds) {
         const DocumentId first = next_id.fetch_add(batch);
-        for (std::size_t i = 0; i < batch; ++i) docs[i] = {first + i, rnd.Next(), {}, {}};
+        for (std::size_t i = 0; i < batch; ++i) docs[i] = {first + i, rnd.Next(), {}, {}, {}};
         Must(batch == 1 ? store.Insert(docs[0].id, docs[0].fingerprint) : store.InsertBatch(docs),
              "insert");
         inserted += batch;
@@ -498,7 +498,7 @@ void RunConfirmation(const Config& c, const QuerySet& queries, std::uint64_t bar
     std::unique_ptr<Store> store = Must(Store::Open(path, options), "open");
     std::unique_ptr<BulkLoader> loader = Must(store->NewBulkLoader(), "bulk loader");
     for (const IdFingerprint& d : MakeFingerprints(c)) {
-      Must(loader->Add({d.id, d.fingerprint, {}, SyntheticSignature(d.id)}), "add");
+      Must(loader->Add({d.id, d.fingerprint, {}, SyntheticSignature(d.id), {}}), "add");
     }
     Must(loader->Finish().status(), "finish");
     Must(store->Close(), "close");

@@ -332,7 +332,7 @@ void BM_InsertStagedThenMerged(benchmark::State& state) {
     for (std::size_t i = 0; i < fps.size(); i += kInsertBatch) {
       batch.clear();
       for (std::size_t j = i; j < std::min(fps.size(), i + kInsertBatch); ++j) {
-        batch.push_back({j, fps[j], {}, {}});
+        batch.push_back({j, fps[j], {}, {}, {}});
       }
       Check(store->InsertBatch(batch));
     }
@@ -371,7 +371,7 @@ void BM_InsertIntoEveryTable(benchmark::State& state) {
       for (std::size_t j = i; j < std::min(fps.size(), i + kInsertBatch); ++j) {
         const fi::Key8 id(j);
         batch.Put(families[1], id.view(),
-                  fi::EncodeDocumentValue(fps[j], fi::EncodeDocumentTail({}, {}), 64));
+                  fi::EncodeDocumentValue(fps[j], fi::EncodeDocumentTail(0, {}, {}), 64));
         for (std::size_t t = 0; t < plan.table_count(); ++t) {
           const fi::GroupLayout layout = fi::TableGroupLayout(plan, t, group_bits);
           const fpstore::Fingerprint permuted = plan.table(t).Apply(fps[j]);

@@ -112,7 +112,7 @@ double LoadBatches(Store& store, const std::vector<IdFingerprint>& docs) {
   const auto start = Clock::now();
   std::vector<NewDocument> batch;
   for (std::size_t i = 0; i < docs.size(); ++i) {
-    batch.push_back({docs[i].id, docs[i].fingerprint, {}, {}});
+    batch.push_back({docs[i].id, docs[i].fingerprint, {}, {}, {}});
     if (batch.size() == 1000 || i + 1 == docs.size()) {
       Must(store.InsertBatch(batch), "inserting");
       batch.clear();
@@ -300,7 +300,7 @@ void Model(const Config& config) {
       std::vector<std::string> args = {"HSET", key};
       for (int i = 0; i < count; ++i) {
         args.push_back(Layout::IdField(rnd.Next()));
-        args.push_back(layout.EncodeRecord({0, rnd.Next(), metadata, signature}));
+        args.push_back(layout.EncodeRecord({0, rnd.Next(), metadata, signature, {}}, 0));
       }
       written += count;
       commands.push_back({key, std::move(args)});

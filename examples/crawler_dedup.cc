@@ -79,8 +79,8 @@ class Deduplicator {
       return false;
     }
     // The url goes in as the page's metadata, so a match names its url.
-    fpstore::Result<fpstore::CheckResult> seen =
-        store_.CheckAndInsert({UrlId(url), sketch->fingerprint, url, std::move(sketch->signature)});
+    fpstore::Result<fpstore::CheckResult> seen = store_.CheckAndInsert(
+        {UrlId(url), sketch->fingerprint, url, std::move(sketch->signature), {}});
     if (!seen.ok()) {
       std::cerr << seen.status().ToString() << "\n";
       return false;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fpstore/c.h"
@@ -153,6 +154,7 @@ static void TestReadWrite(const char* path) {
   /* A success sets *errmsg to NULL. */
   char sentinel = 0;
   char* err = &sentinel;
+  const int64_t before = (int64_t)time(NULL);
   CHECK(fpstore_insert_text(store, 1, kText, strlen(kText), "url-1", 5, &err) == FPSTORE_OK);
   CHECK(err == NULL);
   /* Id 2 is one bit away; its metadata holds a NUL byte. */
@@ -168,6 +170,11 @@ static void TestReadWrite(const char* path) {
     CHECK(fpstore_matches_distance(matches, 0) == 0);
     CHECK(strcmp(fpstore_matches_metadata(matches, 0, &len), "url-1") == 0 && len == 5);
     CHECK(fpstore_matches_similarity(matches, 0) == 1.0); /* the same text, signed */
+    /* Inserted without a time: the clock's at the insert, as Get says. */
+    int64_t stored = -1;
+    CHECK_OK(fpstore_get_time(store, 1, &stored, &errmsg));
+    CHECK(stored >= before && stored <= (int64_t)time(NULL));
+    CHECK(fpstore_matches_time(matches, 0) == stored);
     CHECK(fpstore_matches_id(matches, 1) == 2);
     CHECK(fpstore_matches_distance(matches, 1) == 1);
     CHECK(memcmp(fpstore_matches_metadata(matches, 1, &len), "a\0b", 3) == 0 && len == 3);
@@ -178,6 +185,7 @@ static void TestReadWrite(const char* path) {
     CHECK(fpstore_matches_id(matches, 2) == 0);
     CHECK(fpstore_matches_fingerprint(matches, 2) == 0);
     CHECK(fpstore_matches_distance(matches, 2) == -1);
+    CHECK(fpstore_matches_time(matches, 2) == 0);
     CHECK(fpstore_matches_similarity(matches, 2) == -1);
     CHECK(fpstore_matches_similarity(NULL, 0) == -1);
     CHECK(fpstore_matches_metadata(matches, 2, &len) == NULL && len == 0);
@@ -538,6 +546,9 @@ static void TestWholeStore(const char* dir) {
   CHECK_OK(fpstore_get(store, 1000, &fp, NULL, NULL, &errmsg));
   CHECK(fp == text_fp);
   CHECK_CODE(fpstore_get(store, 99999, &fp, NULL, NULL, &errmsg), FPSTORE_NOT_FOUND, "");
+  int64_t no_time = 0;
+  CHECK_CODE(fpstore_get_time(store, 99999, &no_time, &errmsg), FPSTORE_NOT_FOUND, "");
+  CHECK_CODE(fpstore_get_time(store, 1, NULL, &errmsg), FPSTORE_INVALID_ARGUMENT, "time");
   CHECK_CODE(fpstore_get(store, 1, NULL, NULL, NULL, &errmsg), FPSTORE_INVALID_ARGUMENT,
              "fingerprint is NULL");
 

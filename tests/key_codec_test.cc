@@ -30,28 +30,36 @@ TEST(KeyCodecTest, BigEndianBytesOrderAsNumbers) {
 
 TEST(KeyCodecTest, DocumentValuesRoundTripAndShortOnesAreRefused) {
   Fingerprint fp;
+  DocumentTime time = -1;
   Signature signature;
   std::string metadata;
   const std::string slots(32, 'x');
+  const DocumentTime fetched = 1'765'000'000;
   const std::string value = EncodeDocumentValue(
-      0x0123456789abcdefULL, EncodeDocumentTail(slots, "https://example.com/"), 64);
-  ASSERT_EQ(value.size(), 8u + 2 + 32 + 20);
-  ASSERT_TRUE(DecodeDocumentValue(value, 64, &fp, &signature, &metadata));
+      0x0123456789abcdefULL, EncodeDocumentTail(fetched, slots, "https://example.com/"), 64);
+  ASSERT_EQ(value.size(), 8u + 8 + 2 + 32 + 20);
+  // The time follows the fingerprint, big-endian.
+  EXPECT_EQ(GetBigEndian64(value.data() + 8), static_cast<std::uint64_t>(fetched));
+  ASSERT_TRUE(DecodeDocumentValue(value, 64, &fp, &time, &signature, &metadata));
   EXPECT_EQ(fp, 0x0123456789abcdefULL);
+  EXPECT_EQ(time, fetched);
   EXPECT_EQ(signature.bytes(), slots);
   EXPECT_EQ(metadata, "https://example.com/");
-  ASSERT_TRUE(DecodeDocumentValue(EncodeDocumentValue(7, EncodeDocumentTail({}, {}), 64), 64, &fp,
-                                  &signature, &metadata));
+  ASSERT_TRUE(DecodeDocumentValue(EncodeDocumentValue(7, EncodeDocumentTail(0, {}, {}), 64), 64,
+                                  &fp, &time, &signature, &metadata));
   EXPECT_EQ(fp, 7u);
+  EXPECT_EQ(time, 0);
   EXPECT_TRUE(signature.empty());
   EXPECT_EQ(metadata, "");
-  EXPECT_FALSE(DecodeDocumentValue(value.substr(0, 9), 64, &fp, &signature, &metadata));
+  // Too short for the time or the signature's length.
+  EXPECT_FALSE(DecodeDocumentValue(value.substr(0, 9), 64, &fp, &time, &signature, &metadata));
+  EXPECT_FALSE(DecodeDocumentValue(value.substr(0, 17), 64, &fp, &time, &signature, &metadata));
   // A signature longer than what is left, or of a length no signature has.
-  EXPECT_FALSE(DecodeDocumentValue(value.substr(0, 30), 64, &fp, &signature, &metadata));
+  EXPECT_FALSE(DecodeDocumentValue(value.substr(0, 38), 64, &fp, &time, &signature, &metadata));
   const std::string three_slots =
-      EncodeDocumentValue(7, EncodeDocumentTail(std::string(3, 'x'), "m"), 64);
-  EXPECT_FALSE(DecodeDocumentValue(three_slots, 64, &fp, &signature, &metadata));
-  EXPECT_TRUE(DecodeDocumentValue(three_slots, 64, &fp, nullptr, &metadata));
+      EncodeDocumentValue(7, EncodeDocumentTail(fetched, std::string(3, 'x'), "m"), 64);
+  EXPECT_FALSE(DecodeDocumentValue(three_slots, 64, &fp, &time, &signature, &metadata));
+  EXPECT_TRUE(DecodeDocumentValue(three_slots, 64, &fp, &time, nullptr, &metadata));
 }
 
 // The three marks docs/format.md describes, and nothing else.
@@ -78,19 +86,21 @@ TEST(KeyCodecTest, StagingMarksRoundTripAndOthersAreRefused) {
 // the rest as at 64 bits; its marks of 16, 32 and 17 bytes.
 TEST(KeyCodecTest, WideRecordsAndMarksRoundTrip) {
   const Fingerprint wide(0x0123456789abcdefULL, 0xfedcba9876543210ULL);
-  const std::string value = EncodeDocumentValue(wide, EncodeDocumentTail({}, "m"), 128);
-  ASSERT_EQ(value.size(), 16u + 2 + 1);
+  const std::string value = EncodeDocumentValue(wide, EncodeDocumentTail(9, {}, "m"), 128);
+  ASSERT_EQ(value.size(), 16u + 8 + 2 + 1);
   EXPECT_EQ(value.substr(0, 2), "\x01\x23");
   Fingerprint fp;
+  DocumentTime time;
   std::string metadata;
-  ASSERT_TRUE(DecodeDocumentValue(value, 128, &fp, nullptr, &metadata));
+  ASSERT_TRUE(DecodeDocumentValue(value, 128, &fp, &time, nullptr, &metadata));
   EXPECT_EQ(fp, wide);
+  EXPECT_EQ(time, 9);
   EXPECT_EQ(metadata, "m");
   // A 64-bit fingerprint in a 128-bit store still takes 16 bytes.
-  ASSERT_TRUE(DecodeDocumentValue(EncodeDocumentValue(7, EncodeDocumentTail({}, {}), 128), 128, &fp,
-                                  nullptr, nullptr));
+  ASSERT_TRUE(DecodeDocumentValue(EncodeDocumentValue(7, EncodeDocumentTail(0, {}, {}), 128), 128,
+                                  &fp, &time, nullptr, nullptr));
   EXPECT_EQ(fp, Fingerprint(7));
-  EXPECT_FALSE(DecodeDocumentValue(value.substr(0, 17), 128, &fp, nullptr, nullptr));
+  EXPECT_FALSE(DecodeDocumentValue(value.substr(0, 25), 128, &fp, &time, nullptr, nullptr));
   for (const StagingMark& mark :
        {StagingMark{wide, std::nullopt}, StagingMark{wide, 9}, StagingMark{std::nullopt, wide}}) {
     const std::string encoded = EncodeStagingMark(mark, 128);

@@ -33,7 +33,8 @@ std::unique_ptr<Store> LoadStore(const std::string& dir, const StoreOptions& opt
   Result<std::unique_ptr<BulkLoader>> loader = (*store)->NewBulkLoader();
   if (!loader.ok()) Die("starting a bulk load: " + loader.status().ToString());
   for (std::size_t i = 0; i < docs.size(); ++i) {
-    const NewDocument doc{docs[i].id, sketches[i].fingerprint, docs[i].url, sketches[i].signature};
+    const NewDocument doc{
+        docs[i].id, sketches[i].fingerprint, docs[i].url, sketches[i].signature, {}};
     if (Status s = (*loader)->Add(doc); !s.ok()) {
       Die("adding document " + std::to_string(docs[i].id) + ": " + s.ToString());
     }

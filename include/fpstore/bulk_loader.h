@@ -71,12 +71,14 @@ class FPSTORE_EXPORT BulkLoader {
   virtual ~BulkLoader() = default;
 
   // Adds a document. When an id is added more than once, the last one wins;
-  // a document already in the store is replaced. InvalidArgument if its
-  // signature is neither empty nor of the store's slot count.
+  // a document already in the store is replaced. A document without a time
+  // takes the store's clock's when the load began (NewBulkLoader).
+  // InvalidArgument if its signature is neither empty nor of the store's slot
+  // count, or its time is not one (document.h).
   virtual Status Add(const NewDocument& doc) = 0;
   // A bare fingerprint: it matches by distance alone.
   Status Add(DocumentId id, Fingerprint fingerprint, std::string_view metadata = {}) {
-    return Add(NewDocument{id, fingerprint, metadata, {}});
+    return Add(NewDocument{id, fingerprint, metadata, {}, {}});
   }
 
   // Documents added so far.

@@ -301,6 +301,11 @@ FPSTORE_EXPORT int fpstore_get128(const fpstore_t* store, uint64_t id, uint64_t*
                                   uint64_t* fingerprint, char** metadata, size_t* metadata_len,
                                   char** errmsg);
 
+/* Document `id`'s time, seconds since the Unix epoch (Document::time), in
+ * *time. FPSTORE_NOT_FOUND if the id is not stored. */
+FPSTORE_EXPORT int fpstore_get_time(const fpstore_t* store, uint64_t id, int64_t* time,
+                                    char** errmsg);
+
 /* Inserts or replaces `count` documents as one atomic batch: ids[i] with
  * either fingerprints[i] (a bare fingerprint) or the text texts[i] of
  * text_lens[i] bytes (fingerprinted and signed with the store's options);
@@ -466,6 +471,8 @@ FPSTORE_EXPORT uint64_t fpstore_matches_fingerprint(const fpstore_matches_t* mat
 FPSTORE_EXPORT uint64_t fpstore_matches_fingerprint_high(const fpstore_matches_t* matches,
                                                          size_t i);
 FPSTORE_EXPORT int fpstore_matches_distance(const fpstore_matches_t* matches, size_t i);
+/* The stored document's time, seconds since the Unix epoch (Match::time). */
+FPSTORE_EXPORT int64_t fpstore_matches_time(const fpstore_matches_t* matches, size_t i);
 
 /* Match `i`'s estimated similarity to the query, from 0 to 1, or -1 when
  * the query or the document has no signature (the match stands on its

@@ -8,9 +8,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
+#include "fpstore/document.h"
 #include "fpstore/fingerprinter.h"
 
 namespace fpstore {
@@ -85,6 +87,12 @@ struct StoreOptions {
   static constexpr std::uint64_t kDefaultExpectedDocuments = 100'000'000;
 
   Durability durability = Durability::kGroupCommit;
+
+  // The store's clock, in seconds since the Unix epoch: the time a document
+  // inserted without one takes (NewDocument::time), read once per write. For
+  // programs that replay a crawl faster than it ran, and for tests. Empty:
+  // the system's clock. Default: empty.
+  std::function<DocumentTime()> clock;
 
   // A write-ahead log damaged in its middle (a bad disk, not a crash: a
   // crash only cuts its last record short) holds acknowledged writes after

@@ -196,7 +196,7 @@ class FPSTORE_EXPORT Store {
   Status Insert(const NewDocument& doc) { return InsertBatch(std::span(&doc, 1)); }
   // A bare fingerprint: it matches by distance alone.
   Status Insert(DocumentId id, Fingerprint fingerprint, std::string_view metadata = {}) {
-    return Insert(NewDocument{id, fingerprint, metadata, {}});
+    return Insert(NewDocument{id, fingerprint, metadata, {}, {}});
   }
 
   // Inserts or replaces several documents in one atomic write. A repeated
@@ -245,7 +245,7 @@ class FPSTORE_EXPORT Store {
   Result<CheckResult> CheckAndInsert(DocumentId id, Fingerprint fingerprint,
                                      std::string_view metadata = {},
                                      InsertPolicy policy = InsertPolicy::kAlways) {
-    return CheckAndInsert(NewDocument{id, fingerprint, metadata, {}}, policy);
+    return CheckAndInsert(NewDocument{id, fingerprint, metadata, {}, {}}, policy);
   }
 
   // Calls `sink` once for every pair of stored documents within k (k <=

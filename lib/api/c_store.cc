@@ -248,7 +248,7 @@ int fpstore_insert_text(fpstore_t* store, uint64_t id, const char* text, size_t 
     if (!sketch.ok()) return sketch.status();
     Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
     if (!meta.ok()) return meta.status();
-    return store->store->Insert({id, sketch->fingerprint, *meta, std::move(sketch->signature)});
+    return store->store->Insert({id, sketch->fingerprint, *meta, std::move(sketch->signature), {}});
   });
 }
 
@@ -310,7 +310,7 @@ int fpstore_check_and_insert128(fpstore_t* store, uint64_t id, uint64_t fingerpr
     if (store == nullptr) return Null("store");
     Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
     if (!meta.ok()) return meta.status();
-    return CheckAndInsert(store, {id, Fingerprint(fingerprint_high, fingerprint), *meta, {}},
+    return CheckAndInsert(store, {id, Fingerprint(fingerprint_high, fingerprint), *meta, {}, {}},
                           policy, {}, matches, inserted);
   });
 }
@@ -333,7 +333,7 @@ int fpstore_check_and_insert_text_with(fpstore_t* store, uint64_t id, const char
     if (!meta.ok()) return meta.status();
     const fpstore::QueryOptions options{k < 0 ? std::nullopt : std::optional<int>(k),
                                         ThresholdOf(min_similarity)};
-    return CheckAndInsert(store, {id, sketch->fingerprint, *meta, std::move(sketch->signature)},
+    return CheckAndInsert(store, {id, sketch->fingerprint, *meta, std::move(sketch->signature), {}},
                           policy, options, matches, inserted);
   });
 }
@@ -360,6 +360,11 @@ uint64_t fpstore_matches_fingerprint_high(const fpstore_matches_t* matches, size
 int fpstore_matches_distance(const fpstore_matches_t* matches, size_t i) {
   const fpstore::Match* match = MatchAt(matches, i);
   return match != nullptr ? match->distance : -1;
+}
+
+int64_t fpstore_matches_time(const fpstore_matches_t* matches, size_t i) {
+  const fpstore::Match* match = MatchAt(matches, i);
+  return match != nullptr ? match->time : 0;
 }
 
 double fpstore_matches_similarity(const fpstore_matches_t* matches, size_t i) {

@@ -118,6 +118,17 @@ int fpstore_get128(const fpstore_t* store, uint64_t id, uint64_t* fingerprint_hi
   });
 }
 
+int fpstore_get_time(const fpstore_t* store, uint64_t id, int64_t* time, char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    if (store == nullptr) return Null("store");
+    if (time == nullptr) return Null("time");
+    Result<fpstore::Document> doc = store->store->Get(id);
+    if (!doc.ok()) return doc.status();
+    *time = doc->time;
+    return Status::OK();
+  });
+}
+
 }  // extern "C"
 
 namespace {
@@ -138,7 +149,7 @@ Status InsertBatch(fpstore_t* store, size_t count, const uint64_t* ids,
     Result<std::string_view> meta = Entry(metadata, metadata_lens, i, "metadata");
     if (!meta.ok()) return meta.status();
     docs.push_back(
-        {ids[i], (*sketches)[i].fingerprint, *meta, std::move((*sketches)[i].signature)});
+        {ids[i], (*sketches)[i].fingerprint, *meta, std::move((*sketches)[i].signature), {}});
   }
   return store->store->InsertBatch(docs);
 }
@@ -281,7 +292,7 @@ int fpstore_bulk_loader_add_text(fpstore_bulk_loader_t* loader, uint64_t id, con
     if (!sketch.ok()) return sketch.status();
     Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
     if (!meta.ok()) return meta.status();
-    return loader->loader->Add({id, sketch->fingerprint, *meta, std::move(sketch->signature)});
+    return loader->loader->Add({id, sketch->fingerprint, *meta, std::move(sketch->signature), {}});
   });
 }
 

@@ -18,7 +18,7 @@
 namespace fpstore::internal {
 
 // The on-disk format this build reads and writes (docs/format.md).
-inline constexpr int kFormatVersion = 15;
+inline constexpr int kFormatVersion = 16;
 
 // Column family names and metadata keys, fixed by the on-disk format.
 inline constexpr char kDocumentsFamily[] = "documents";

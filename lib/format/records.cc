@@ -1,6 +1,7 @@
 #include "format/records.h"
 
 #include <array>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -16,6 +17,15 @@ Status Malformed(DocumentId id) {
 }
 
 }  // namespace
+
+Result<DocumentTime> Now(const std::function<DocumentTime()>& clock) {
+  const DocumentTime now = clock ? clock()
+                                 : std::chrono::duration_cast<std::chrono::seconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count();
+  if (Status s = CheckTime(now, "the store's clock's time"); !s.ok()) return s;
+  return now;
+}
 
 Status MultiGet(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family,
                 const rocksdb::Snapshot* snapshot, std::span<const std::uint64_t> keys,
@@ -51,7 +61,8 @@ Result<Document> Documents::Get(DocumentId id) const {
   if (!rs.ok()) return FromRocks(rs, "reading document " + std::to_string(id));
   Document doc;
   doc.id = id;
-  if (!DecodeDocumentValue(value, width_, &doc.fingerprint, &doc.signature, &doc.metadata)) {
+  if (!DecodeDocumentValue(value, width_, &doc.fingerprint, &doc.time, &doc.signature,
+                           &doc.metadata)) {
     return Malformed(id);
   }
   return doc;
@@ -63,8 +74,8 @@ Status Documents::Read(const rocksdb::Snapshot* snapshot, std::span<const Docume
   Document doc;
   return MultiGet(db_, family_, snapshot, ids, [&](std::size_t i, std::string_view value) {
     doc.id = ids[i];
-    if (!DecodeDocumentValue(value, width_, &doc.fingerprint, whole ? &doc.signature : nullptr,
-                             whole ? &doc.metadata : nullptr)) {
+    if (!DecodeDocumentValue(value, width_, &doc.fingerprint, &doc.time,
+                             whole ? &doc.signature : nullptr, whole ? &doc.metadata : nullptr)) {
       return Malformed(ids[i]);
     }
     found(i, doc);
@@ -82,8 +93,8 @@ Status Documents::ForEach(const rocksdb::Snapshot* snapshot,
   Document doc;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     if (it->key().size() != 8 ||
-        !DecodeDocumentValue(it->value().ToStringView(), width_, &doc.fingerprint, &doc.signature,
-                             &doc.metadata)) {
+        !DecodeDocumentValue(it->value().ToStringView(), width_, &doc.fingerprint, &doc.time,
+                             &doc.signature, &doc.metadata)) {
       return Status::Corruption("documents: malformed record with key " + it->key().ToString(true));
     }
     doc.id = GetBigEndian64(it->key().data());
@@ -109,14 +120,15 @@ std::uint64_t Documents::Estimate() const {
   return n;
 }
 
-void Documents::Put(rocksdb::WriteBatch& batch, const NewDocument& doc) const {
+void Documents::Put(rocksdb::WriteBatch& batch, const NewDocument& doc, DocumentTime time) const {
   if (!doc.signature.empty() && !signed_.load(std::memory_order_acquire)) {
     batch.Put(meta_, kSignedKey, "1").PermitUncheckedError();
   }
   batch
       .Put(family_, Key8(doc.id).view(),
            EncodeDocumentValue(doc.fingerprint,
-                               EncodeDocumentTail(doc.signature.bytes(), doc.metadata), width_))
+                               EncodeDocumentTail(time, doc.signature.bytes(), doc.metadata),
+                               width_))
       .PermitUncheckedError();
 }
 

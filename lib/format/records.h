@@ -53,9 +53,30 @@ inline Status CheckQueries(std::span<const Sketch> queries, int bits) {
 
 // InvalidArgument unless `doc`'s fingerprint fits the store's `bits` and its
 // signature is empty or of `bytes` bytes (the store's).
+// InvalidArgument unless `time` is a document's time (document.h), naming `what`.
+inline Status CheckTime(DocumentTime time, const std::string& what) {
+  if (time >= 0 && time <= kMaxDocumentTime) [[likely]] {
+    return Status::OK();
+  }
+  return Status::InvalidArgument(what + " is " + std::to_string(time) +
+                                 "; a time is seconds since the Unix epoch, from 0 to " +
+                                 std::to_string(kMaxDocumentTime) + " (9999-12-31T23:59:59Z)");
+}
+
+// The time of a document written now: `clock`'s (StoreOptions::clock), else the system's.
+Result<DocumentTime> Now(const std::function<DocumentTime()>& clock);
+
+// InvalidArgument unless `doc`'s fingerprint fits the store's `bits`, its time (if it has one)
+// is a time, and its signature is empty or of `bytes` bytes (the store's).
 inline Status CheckDocument(const NewDocument& doc, int bits, int bytes) {
   if (Status s = CheckWidth(doc.fingerprint, bits, "document", doc.id); !s.ok()) {
     return s;
+  }
+  if (doc.time) {
+    if (Status s = CheckTime(*doc.time, "document " + std::to_string(doc.id) + "'s time");
+        !s.ok()) {
+      return s;
+    }
   }
   if (doc.signature.empty() || doc.signature.size() == static_cast<std::size_t>(bytes)) {
     return Status::OK();
@@ -80,17 +101,20 @@ inline Fingerprint GetFingerprint(const char* in, int width) {
   return GetBigEndian64(in);
 }
 
-// A documents-family value: the fingerprint (FingerprintBytes), then its "tail": the signature's
-// length in bytes (2, big-endian; 0 for none), the signature, and the metadata bytes.
-inline std::string EncodeDocumentTail(std::string_view signature, std::string_view metadata) {
-  std::string tail(2 + signature.size() + metadata.size(), '\0');
-  tail[0] = static_cast<char>(signature.size() >> 8);
-  tail[1] = static_cast<char>(signature.size() & 0xff);
+// A documents-family value: the fingerprint (FingerprintBytes), then its "tail": the document's
+// time (8 bytes, big-endian), the signature's length in bytes (2, big-endian; 0 for none), the
+// signature, and the metadata bytes.
+constexpr std::size_t kTimeBytes = 8;
+inline std::string EncodeDocumentTail(DocumentTime time, std::string_view signature,
+                                      std::string_view metadata) {
+  std::string tail(kTimeBytes + 2 + signature.size() + metadata.size(), '\0');
+  PutBigEndian64(tail.data(), static_cast<std::uint64_t>(time));
+  char* out = tail.data() + kTimeBytes;
+  out[0] = static_cast<char>(signature.size() >> 8);
+  out[1] = static_cast<char>(signature.size() & 0xff);
   // An empty string_view may hold a null pointer, which memcpy must not get.
-  if (!signature.empty()) std::memcpy(tail.data() + 2, signature.data(), signature.size());
-  if (!metadata.empty()) {
-    std::memcpy(tail.data() + 2 + signature.size(), metadata.data(), metadata.size());
-  }
+  if (!signature.empty()) std::memcpy(out + 2, signature.data(), signature.size());
+  if (!metadata.empty()) std::memcpy(out + 2 + signature.size(), metadata.data(), metadata.size());
   return tail;
 }
 
@@ -103,22 +127,25 @@ inline std::string EncodeDocumentValue(Fingerprint fingerprint, std::string_view
   return value;
 }
 
-// False if `value` is too short for its fingerprint (of `width` bits) and signature, or the
+// False if `value` is too short for its fingerprint (of `width` bits), time and signature, or the
 // signature's length is not one a Signature can have. `signature` and `metadata` may be null.
 inline bool DecodeDocumentValue(std::string_view value, int width, Fingerprint* fingerprint,
-                                Signature* signature, std::string* metadata) {
+                                DocumentTime* time, Signature* signature, std::string* metadata) {
   const std::size_t f = FingerprintBytes(width);
-  if (value.size() < f + 2) return false;
+  if (value.size() < f + kTimeBytes + 2) return false;
   *fingerprint = GetFingerprint(value.data(), width);
-  const std::size_t length = (static_cast<std::size_t>(static_cast<unsigned char>(value[f])) << 8) |
-                             static_cast<unsigned char>(value[f + 1]);
-  if (value.size() < f + 2 + length) return false;
+  *time = static_cast<DocumentTime>(GetBigEndian64(value.data() + f));
+  const std::size_t at = f + kTimeBytes;  // the signature's length
+  const std::size_t length =
+      (static_cast<std::size_t>(static_cast<unsigned char>(value[at])) << 8) |
+      static_cast<unsigned char>(value[at + 1]);
+  if (value.size() < at + 2 + length) return false;
   if (signature != nullptr) {
-    Result<Signature> decoded = Signature::FromBytes(value.substr(f + 2, length));
+    Result<Signature> decoded = Signature::FromBytes(value.substr(at + 2, length));
     if (!decoded.ok()) return false;
     *signature = *std::move(decoded);
   }
-  if (metadata != nullptr) metadata->assign(value.substr(f + 2 + length));
+  if (metadata != nullptr) metadata->assign(value.substr(at + 2 + length));
   return true;
 }
 
@@ -200,9 +227,10 @@ class Documents {
   // RocksDB's estimate of the documents, for sizing work.
   std::uint64_t Estimate() const;
 
-  // Adds to `batch` a document's record, its removal, or a count change. A document with a
-  // signature also adds the signed record until Signed() is told it is written.
-  void Put(rocksdb::WriteBatch& batch, const NewDocument& doc) const;
+  // Adds to `batch` a document's record (with `time`, its own or the write's), its removal, or a
+  // count change. A document with a signature also adds the signed record until Signed() is told
+  // it is written.
+  void Put(rocksdb::WriteBatch& batch, const NewDocument& doc, DocumentTime time) const;
   void Delete(rocksdb::WriteBatch& batch, DocumentId id) const;
   void CountChange(rocksdb::WriteBatch& batch, std::int64_t delta) const;
 

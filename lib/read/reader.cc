@@ -247,7 +247,8 @@ Result<std::vector<Match>> Reader::ToMatches(std::vector<Hit> hits,
     if (std::exchange(last, h.id) == h.id) continue;
     const std::optional<double> similarity = EstimateSimilarity(signature, record->signature);
     if (similarity && *similarity < min_similarity) continue;  // not confirmed
-    matches.push_back({h.id, h.fingerprint, h.distance, record->metadata, similarity});
+    matches.push_back(
+        {h.id, h.fingerprint, h.distance, record->metadata, similarity, record->time});
   }
   if (stale.empty()) return matches;
   std::vector<DocumentId> stale_ids;

@@ -256,14 +256,16 @@ bool Layout::DecodeIdField(std::string_view field, DocumentId* id) {
   return true;
 }
 
-std::string Layout::EncodeRecord(const NewDocument& doc) const {
-  return EncodeDocumentValue(doc.fingerprint,
-                             EncodeDocumentTail(doc.signature.bytes(), doc.metadata), plan_.bits());
+std::string Layout::EncodeRecord(const NewDocument& doc, DocumentTime time) const {
+  return EncodeDocumentValue(
+      doc.fingerprint,
+      EncodeDocumentTail(doc.time.value_or(time), doc.signature.bytes(), doc.metadata),
+      plan_.bits());
 }
 
 bool Layout::DecodeRecord(DocumentId id, std::string_view value, Document* doc) const {
   doc->id = id;
-  return DecodeDocumentValue(value, plan_.bits(), &doc->fingerprint, &doc->signature,
+  return DecodeDocumentValue(value, plan_.bits(), &doc->fingerprint, &doc->time, &doc->signature,
                              &doc->metadata);
 }
 

@@ -35,7 +35,7 @@
 namespace fpstore::internal::redis {
 
 // The layout this build reads and writes.
-inline constexpr int kLayoutVersion = 1;
+inline constexpr int kLayoutVersion = 2;
 
 struct LayoutParams {
   RecordedOptions recorded;
@@ -103,7 +103,8 @@ class Layout {
   static std::string IdField(DocumentId id);
   // False unless 8 bytes.
   static bool DecodeIdField(std::string_view field, DocumentId* id);
-  std::string EncodeRecord(const NewDocument& doc) const;
+  // `doc`'s record; without a time of its own, it takes `time`.
+  std::string EncodeRecord(const NewDocument& doc, DocumentTime time) const;
   // The document of `id` from its record; false if malformed.
   bool DecodeRecord(DocumentId id, std::string_view value, Document* doc) const;
   // HGET of document `id`'s record, and what its reply holds: none if no record, IOError for an

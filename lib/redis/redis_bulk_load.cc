@@ -14,15 +14,17 @@ namespace {
 // leaves the documents of the rounds it finished, each whole.
 class RedisBulkLoader final : public BulkLoader {
  public:
-  RedisBulkLoader(RedisStore& store, const BulkLoadOptions& options)
-      : store_(store), options_(options) {}
+  // `began`: the store's clock at the start, a timeless document's time.
+  RedisBulkLoader(RedisStore& store, const BulkLoadOptions& options, DocumentTime began)
+      : store_(store), options_(options), began_(began) {}
 
   Status Add(const NewDocument& doc) override {
     if (done_) return Status::InvalidArgument("the bulk load has finished");
     if (Status s = store_.CheckDocument(doc); !s.ok()) return s;
     ++added_;
     const auto [it, fresh] = index_.try_emplace(doc.id, docs_.size());
-    Stored stored{doc.id, doc.fingerprint, std::string(doc.metadata), doc.signature};
+    Stored stored{doc.id, doc.fingerprint, std::string(doc.metadata), doc.signature,
+                  doc.time.value_or(began_)};
     if (fresh) {
       docs_.push_back(std::move(stored));
     } else {
@@ -41,7 +43,7 @@ class RedisBulkLoader final : public BulkLoader {
       const std::size_t end = std::min(docs_.size(), begin + kWriteChunk);
       for (std::size_t i = begin; i < end; ++i) {
         const Stored& d = docs_[i];
-        batch.push_back({d.id, d.fingerprint, d.metadata, d.signature});
+        batch.push_back({d.id, d.fingerprint, d.metadata, d.signature, d.time});
       }
       if (Status s = store_.Write(batch, &stats_.replaced); !s.ok()) return s;
       if (options_.progress) options_.progress(end, docs_.size());
@@ -58,9 +60,11 @@ class RedisBulkLoader final : public BulkLoader {
     Word fingerprint;
     std::string metadata;
     Signature signature;
+    DocumentTime time;
   };
   RedisStore& store_;
   const BulkLoadOptions options_;
+  const DocumentTime began_;
   std::vector<Stored> docs_;
   std::unordered_map<DocumentId, std::size_t> index_;
   BulkLoadStats stats_;
@@ -72,7 +76,9 @@ class RedisBulkLoader final : public BulkLoader {
 
 Result<std::unique_ptr<BulkLoader>> RedisStore::NewBulkLoader(const BulkLoadOptions& options) {
   if (Status s = CheckWritable(); !s.ok()) return s;
-  return std::unique_ptr<BulkLoader>(new RedisBulkLoader(*this, options));
+  Result<DocumentTime> now = Now(options_.clock);
+  if (!now.ok()) return now.status();
+  return std::unique_ptr<BulkLoader>(new RedisBulkLoader(*this, options, *now));
 }
 
 }  // namespace fpstore::internal::redis

@@ -164,8 +164,8 @@ std::vector<std::vector<Match>> RedisStore::Confirm(
       const std::optional<double> similarity =
           EstimateSimilarity(queries[qi].signature, doc.signature);
       if (similarity && *similarity < matching.min_similarity) continue;
-      results[qi].push_back(
-          {id, doc.fingerprint, HammingDistance(doc.fingerprint, q), doc.metadata, similarity});
+      results[qi].push_back({id, doc.fingerprint, HammingDistance(doc.fingerprint, q), doc.metadata,
+                             similarity, doc.time});
     }
     std::sort(results[qi].begin(), results[qi].end(), [](const Match& a, const Match& b) {
       return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;

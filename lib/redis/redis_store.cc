@@ -278,7 +278,8 @@ class Grouped {
 }  // namespace
 
 Status RedisStore::WriteHeld(ClusterClient& client, std::span<const NewDocument> docs,
-                             std::span<const std::optional<Word>> old, LockSet& locks) {
+                             std::span<const std::optional<Word>> old, LockSet& locks,
+                             DocumentTime now) {
   // Entries first, one ZADD a bucket.
   Grouped entries("ZADD");
   for (const NewDocument& d : docs) {
@@ -293,7 +294,7 @@ Status RedisStore::WriteHeld(ClusterClient& client, std::span<const NewDocument>
   if (s.ok()) {
     Grouped records("HSET");
     for (const NewDocument& d : docs) {
-      records.Add(layout_.ShardKeyOf(d.id), {Layout::IdField(d.id), layout_.EncodeRecord(d)});
+      records.Add(layout_.ShardKeyOf(d.id), {Layout::IdField(d.id), layout_.EncodeRecord(d, now)});
     }
     s = client.RunAll(std::move(records).Commands(), "writing records");
   }
@@ -321,6 +322,8 @@ Status RedisStore::Write(std::span<const NewDocument> docs, std::uint64_t* repla
   for (const NewDocument& d : docs) {
     if (Status s = CheckDocument(d); !s.ok()) return s;
   }
+  Result<DocumentTime> now = Now(options_.clock);
+  if (!now.ok()) return now.status();
   // A repeated id: the last one wins.
   std::unordered_map<DocumentId, std::size_t> last;
   for (std::size_t i = 0; i < docs.size(); ++i) last[docs[i].id] = i;
@@ -349,7 +352,7 @@ Status RedisStore::Write(std::span<const NewDocument> docs, std::uint64_t* repla
       (void)locks.Release(**client);
       return old.status();
     }
-    if (Status s = WriteHeld(**client, chunk, *old, locks); !s.ok()) return s;
+    if (Status s = WriteHeld(**client, chunk, *old, locks, *now); !s.ok()) return s;
     if (replaced != nullptr) {
       *replaced += std::count_if(old->begin(), old->end(), [](auto& f) { return f.has_value(); });
     }
@@ -368,7 +371,7 @@ Status RedisStore::Remove(DocumentId id) {
       !s.ok()) {
     return s;
   }
-  const NewDocument probe{id, 0, {}, {}};
+  const NewDocument probe{id, 0, {}, {}, {}};
   Result<std::vector<std::optional<Word>>> old = OldFingerprints(std::span(&probe, 1), replies);
   Status s = old.ok() ? Status::OK() : old.status();
   if (s.ok() && !(*old)[0]) s = Status::NotFound("document " + std::to_string(id));
@@ -405,6 +408,8 @@ Result<CheckResult> RedisStore::CheckAndInsert(const NewDocument& doc, InsertPol
   if (Status s = CheckDocument(doc); !s.ok()) return s;
   Result<Matching> matching = MatchingFor(options.distance, options.min_similarity);
   if (!matching.ok()) return matching.status();
+  Result<DocumentTime> now = Now(options_.clock);
+  if (!now.ok()) return now.status();
   Result<ClientPool::Lease> client = Client();
   if (!client.ok()) return client.status();
   // Two near-duplicates share a prefix, so a bucket, in some table: holding every bucket lock of
@@ -435,7 +440,7 @@ Result<CheckResult> RedisStore::CheckAndInsert(const NewDocument& doc, InsertPol
     if (Status s = locks.Release(**client); !s.ok()) return s;
     return result;
   }
-  if (Status s = WriteHeld(**client, std::span(&doc, 1), *old, locks); !s.ok()) return s;
+  if (Status s = WriteHeld(**client, std::span(&doc, 1), *old, locks, *now); !s.ok()) return s;
   result.inserted = true;
   return result;
 }

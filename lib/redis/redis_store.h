@@ -146,9 +146,10 @@ class RedisStore final : public Store {
 
   // Writes `docs` (distinct ids) whose stored fingerprints are `old`, holding `locks` (their id
   // locks and the table 0 bucket locks of their new fingerprints): entries, then records (the
-  // commit), then the old entries out and the locks given back.
+  // commit), then the old entries out and the locks given back. A document without a time takes
+  // `now`.
   Status WriteHeld(ClusterClient& client, std::span<const NewDocument> docs,
-                   std::span<const std::optional<Word>> old, LockSet& locks);
+                   std::span<const std::optional<Word>> old, LockSet& locks, DocumentTime now);
   // The stored fingerprints of the records in `replies` (HGETs), Corruption if one is malformed.
   Result<std::vector<std::optional<Word>>> OldFingerprints(std::span<const NewDocument> docs,
                                                            std::span<const Reply> replies) const;

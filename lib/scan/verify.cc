@@ -106,15 +106,20 @@ class Verifier::Verification {
     bool unsigned_reported = false;
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       Fingerprint decoded;
+      DocumentTime time;
       Signature signature;
       if (it->key().size() != 8 ||
-          !DecodeDocumentValue(it->value().ToStringView(), v_.documents_.width(), &decoded,
+          !DecodeDocumentValue(it->value().ToStringView(), v_.documents_.width(), &decoded, &time,
                                &signature, nullptr)) {
         Problem("documents: malformed record with key " + it->key().ToString(true));
         continue;
       }
       const Word fp = decoded;
       const DocumentId id = GetBigEndian64(it->key().data());
+      if (Status s = CheckTime(time, "documents: document " + std::to_string(id) + "'s time");
+          !s.ok()) {
+        Problem(s.message());
+      }
       if (!signature.empty() && !*signed_record && !std::exchange(unsigned_reported, true)) {
         Problem("documents: document " + std::to_string(id) + " has a signature, but no " +
                 kSignedKey + " record says so");

@@ -103,7 +103,8 @@ Status BulkLoaderImpl::Add(const NewDocument& doc) {
   if (finished_) return Status::InvalidArgument("the bulk load has finished");
   if (Status s = CheckDocument(doc, store_.bits, store_.signature_bytes); !s.ok()) return s;
   if (buffer_.capacity() == 0) ReserveBuffer();
-  const std::string tail = EncodeDocumentTail(doc.signature.bytes(), doc.metadata);
+  const std::string tail =
+      EncodeDocumentTail(doc.time.value_or(store_.began), doc.signature.bytes(), doc.metadata);
   // All or nothing on bad_alloc: a record without its tail would take the next one's.
   const std::size_t offset = buffer_tails_.size();
   buffer_tails_.append(tail);
@@ -208,13 +209,14 @@ Status BulkLoaderImpl::Match(Matched& m) {
     const Key8 key(doc.id);
     const rocksdb::Slice key_slice = key.view();
     Fingerprint stored;
+    DocumentTime time;
     bool had_old = false;
     // Into an empty store there is nothing to find.
     if (!m.into_empty) {
       existing->Seek(key_slice);
       had_old = existing->Valid() && existing->key() == key_slice &&
-                DecodeDocumentValue(existing->value().ToStringView(), store_.bits, &stored, nullptr,
-                                    nullptr);
+                DecodeDocumentValue(existing->value().ToStringView(), store_.bits, &stored, &time,
+                                    nullptr, nullptr);
       if (!existing->status().ok()) return FromRocks(existing->status(), "reading documents");
     }
     ++(had_old ? m.stats.replaced : m.stats.added);

@@ -33,6 +33,7 @@ class BulkLoaderImpl final : public BulkLoader {
     StoreLocks* locks;
     int bits;             // the store's fingerprints' width
     int signature_bytes;  // the store's; a document's signature has these or none
+    DocumentTime began;   // the store's clock when the load began: a timeless document's time
   };
 
   BulkLoaderImpl(const Context& store, BulkLoadOptions options, ScratchDir dir)

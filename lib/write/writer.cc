@@ -84,7 +84,7 @@ Result<std::vector<Writer::IdVersions>> Writer::CurrentVersions(
 }
 
 Status Writer::WriteInserts(std::span<const DocumentId> ids,
-                            std::span<const NewDocument* const> docs) {
+                            std::span<const NewDocument* const> docs, DocumentTime now) {
   Result<std::vector<IdVersions>> versions = CurrentVersions(ids);
   if (!versions.ok()) return versions.status();
   const std::vector<IdVersions>& old = *versions;
@@ -94,7 +94,7 @@ Status Writer::WriteInserts(std::span<const DocumentId> ids,
   staged.reserve(docs.size());
   for (std::size_t i = 0; i < docs.size(); ++i) {
     const NewDocument& doc = *docs[i];
-    documents_.Put(batch, doc);
+    documents_.Put(batch, doc, doc.time.value_or(now));
     added += !old[i].stored;
     if (old[i].stored == doc.fingerprint) continue;  // its entries stay as they are
     staged.push_back({doc.id, doc.fingerprint});
@@ -140,6 +140,8 @@ Status Writer::InsertBatch(std::span<const NewDocument> docs) {
       return s;
     }
   }
+  Result<DocumentTime> now = Now(options_.clock);
+  if (!now.ok()) return now.status();
   // The last occurrence of an id wins.
   std::map<DocumentId, const NewDocument*> latest;
   for (const NewDocument& d : docs) latest[d.id] = &d;
@@ -154,7 +156,7 @@ Status Writer::InsertBatch(std::span<const NewDocument> docs) {
   {
     WriteLocks locks;
     if (Status s = LockForWrite(ids, ids.size(), locks); !s.ok()) return s;
-    if (Status s = WriteInserts(ids, pending); !s.ok()) return s;
+    if (Status s = WriteInserts(ids, pending, *now); !s.ok()) return s;
   }
   return MakeDurable();
 }
@@ -203,6 +205,8 @@ Result<CheckResult> Writer::CheckAndInsert(const NewDocument& doc, InsertPolicy 
       !s.ok()) {
     return s;
   }
+  Result<DocumentTime> now = Now(options_.clock);
+  if (!now.ok()) return now.status();
   const DocumentId id = doc.id;
   CheckResult result;
   {
@@ -219,7 +223,9 @@ Result<CheckResult> Writer::CheckAndInsert(const NewDocument& doc, InsertPolicy 
     if (policy == InsertPolicy::kAlways || result.matches.empty()) {
       const NewDocument* pending = &doc;
       // Written under the lock so that the next CheckAndInsert sees it.
-      if (Status s = WriteInserts(std::span(&id, 1), std::span(&pending, 1)); !s.ok()) return s;
+      if (Status s = WriteInserts(std::span(&id, 1), std::span(&pending, 1), *now); !s.ok()) {
+        return s;
+      }
       result.inserted = true;
     }
   }
@@ -231,6 +237,8 @@ Result<CheckResult> Writer::CheckAndInsert(const NewDocument& doc, InsertPolicy 
 
 Result<std::unique_ptr<BulkLoader>> Writer::NewBulkLoader(const BulkLoadOptions& options) {
   if (Status s = CheckWritable(); !s.ok()) return s;
+  Result<DocumentTime> now = Now(options_.clock);
+  if (!now.ok()) return now.status();
   Result<ScratchDir> dir = ScratchDir::Make(path_, options.temp_dir);
   if (!dir.ok()) return dir.status();
   const BulkLoaderImpl::Context context{db_.get(),
@@ -239,7 +247,8 @@ Result<std::unique_ptr<BulkLoader>> Writer::NewBulkLoader(const BulkLoadOptions&
                                         &ingestion_,
                                         &locks_,
                                         plan().bits(),
-                                        fingerprinter_.options().signature_bytes};
+                                        fingerprinter_.options().signature_bytes,
+                                        *now};
   return std::unique_ptr<BulkLoader>(
       std::make_unique<BulkLoaderImpl>(context, options, *std::move(dir)));
 }

@@ -80,9 +80,10 @@ class Writer : public Reader {
   // The versions of each of `ids` (sorted). REQUIRES: the ids held.
   Result<std::vector<IdVersions>> CurrentVersions(std::span<const DocumentId> ids) const;
   // Writes, unsynced, each of `docs` (one per id of `ids`, sorted) with its staging mark (naming
-  // any version still in the tables), after adding the staged versions to the staging index.
-  // REQUIRES: the locks of a write.
-  Status WriteInserts(std::span<const DocumentId> ids, std::span<const NewDocument* const> docs);
+  // any version still in the tables), after adding the staged versions to the staging index. A
+  // document without a time takes `now`. REQUIRES: the locks of a write.
+  Status WriteInserts(std::span<const DocumentId> ids, std::span<const NewDocument* const> docs,
+                      DocumentTime now);
   // Writes `batch` unsynced: visible at once, durable after a later sync.
   Status WriteUnsynced(rocksdb::WriteBatch& batch);
   // Waits until all writes so far are as durable as options_.durability promises. Called without

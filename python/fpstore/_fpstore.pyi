@@ -7,7 +7,11 @@ __version__: str
 Content = Union[str, int, "Sketch"]
 """A text (fingerprinted and signed with the store's options), a bare 64-bit
 fingerprint (matched by distance alone), or a Sketch."""
-NewDocument = Union[Tuple[int, Content], Tuple[int, Content, Union[bytes, str, None]]]
+NewDocument = Union[
+    Tuple[int, Content],
+    Tuple[int, Content, Union[bytes, str, None]],
+    Tuple[int, Content, Union[bytes, str, None], Optional[int]],
+]
 
 class Sketch:
     """A fingerprint with its verification signature (empty for a bare fingerprint)."""
@@ -68,6 +72,8 @@ class Document:
     def metadata(self) -> bytes: ...
     @property
     def signature(self) -> bytes: ...
+    @property
+    def time(self) -> int: ...
 
 class Match:
     @property
@@ -80,6 +86,8 @@ class Match:
     def metadata(self) -> bytes: ...
     @property
     def similarity(self) -> Optional[float]: ...
+    @property
+    def time(self) -> int: ...
 
 class NearPair:
     @property
@@ -138,7 +146,14 @@ class BulkLoadStats:
     def superseded(self) -> int: ...
 
 class BulkLoader:
-    def add(self, id: int, content: Content, metadata: Union[bytes, str, None] = None) -> None: ...
+    def add(
+        self,
+        id: int,
+        content: Content,
+        metadata: Union[bytes, str, None] = None,
+        *,
+        time: Optional[int] = None,
+    ) -> None: ...
     def add_many(self, documents: Iterable[NewDocument]) -> None: ...
     @property
     def added(self) -> int: ...
@@ -189,7 +204,14 @@ class Store:
     @property
     def fingerprint_options(self) -> FingerprintOptions: ...
     def sketch(self, text: str) -> Sketch: ...
-    def insert(self, id: int, content: Content, metadata: Union[bytes, str, None] = None) -> None: ...
+    def insert(
+        self,
+        id: int,
+        content: Content,
+        metadata: Union[bytes, str, None] = None,
+        *,
+        time: Optional[int] = None,
+    ) -> None: ...
     def insert_many(self, documents: Iterable[NewDocument]) -> None: ...
     def check_and_insert(
         self,
@@ -200,6 +222,7 @@ class Store:
         if_no_match: bool = False,
         distance: Optional[int] = None,
         min_similarity: Optional[float] = None,
+        time: Optional[int] = None,
     ) -> CheckResult: ...
     def remove(self, id: int) -> bool: ...
     def get(self, id: int) -> Optional[Document]: ...

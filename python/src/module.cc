@@ -179,13 +179,28 @@ std::string MetadataFrom(const py::handle& value) {
   throw py::type_error("metadata must be bytes or str");
 }
 
-// Calls fn(id, content, metadata) for each (id, content[, metadata]) of `documents`.
+// A document's time from Python: None, or an int of seconds since the Unix epoch.
+std::optional<DocumentTime> TimeFrom(const py::handle& time) {
+  if (time.is_none()) return std::nullopt;
+  if (!py::isinstance<py::int_>(time) || py::isinstance<py::bool_>(time)) {
+    throw py::type_error("a time is an int of seconds since the Unix epoch, or None");
+  }
+  try {
+    return time.cast<DocumentTime>();
+  } catch (const py::cast_error&) {
+    throw py::value_error("a time is from 0 to " + std::to_string(kMaxDocumentTime) +
+                          " seconds since the Unix epoch");
+  }
+}
+
+// Calls fn(id, content, metadata, time) for each (id, content[, metadata[, time]]) of `documents`.
 template <typename Fn>
 void ForEachNewDocument(const py::iterable& documents, Fn fn) {
   for (const py::handle item : documents) {
     if (!py::isinstance<py::sequence>(item) || py::isinstance<py::str>(item) ||
-        py::isinstance<py::bytes>(item) || py::len(item) < 2 || py::len(item) > 3) {
-      throw py::type_error("a document is (id, content) or (id, content, metadata)");
+        py::isinstance<py::bytes>(item) || py::len(item) < 2 || py::len(item) > 4) {
+      throw py::type_error(
+          "a document is (id, content), (id, content, metadata) or (id, content, metadata, time)");
     }
     const py::sequence doc = py::reinterpret_borrow<py::sequence>(item);
     DocumentId id = 0;
@@ -194,7 +209,8 @@ void ForEachNewDocument(const py::iterable& documents, Fn fn) {
     } catch (const py::cast_error&) {
       throw py::type_error("a document's id is an int from 0 to 2**64 - 1");
     }
-    fn(id, py::object(doc[1]), doc.size() == 3 ? py::object(doc[2]) : py::none());
+    fn(id, py::object(doc[1]), doc.size() >= 3 ? py::object(doc[2]) : py::none(),
+       doc.size() == 4 ? TimeFrom(doc[3]) : std::nullopt);
   }
 }
 
@@ -376,32 +392,37 @@ class PyStore {
     return std::move(Sketches(std::move(contents))[0]);
   }
 
-  void Insert(DocumentId id, const py::handle& content, const py::handle& metadata) {
+  void Insert(DocumentId id, const py::handle& content, const py::handle& metadata,
+              const py::handle& time) {
     std::vector<Content> contents;
     contents.push_back(ContentFrom(content, "content"));
-    InsertBatch({id}, std::move(contents), {MetadataFrom(metadata)});
+    InsertBatch({id}, std::move(contents), {MetadataFrom(metadata)}, {TimeFrom(time)});
   }
 
   void InsertMany(const py::iterable& documents) {
     std::vector<DocumentId> ids;
     std::vector<Content> contents;
     std::vector<std::string> metadata;
-    ForEachNewDocument(documents,
-                       [&](DocumentId id, const py::object& content, const py::object& meta) {
-                         ids.push_back(id);
-                         contents.push_back(ContentFrom(content, "content"));
-                         metadata.push_back(MetadataFrom(meta));
-                       });
-    InsertBatch(std::move(ids), std::move(contents), std::move(metadata));
+    std::vector<std::optional<DocumentTime>> times;
+    ForEachNewDocument(documents, [&](DocumentId id, const py::object& content,
+                                      const py::object& meta, std::optional<DocumentTime> time) {
+      ids.push_back(id);
+      contents.push_back(ContentFrom(content, "content"));
+      metadata.push_back(MetadataFrom(meta));
+      times.push_back(time);
+    });
+    InsertBatch(std::move(ids), std::move(contents), std::move(metadata), std::move(times));
   }
 
   void InsertBatch(std::vector<DocumentId> ids, std::vector<Content> contents,
-                   std::vector<std::string> metadata) {
+                   std::vector<std::string> metadata,
+                   std::vector<std::optional<DocumentTime>> times) {
     std::vector<Sketch> sketches = Sketches(std::move(contents));
     std::vector<NewDocument> batch;
     batch.reserve(ids.size());
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      batch.push_back({ids[i], sketches[i].fingerprint, metadata[i], sketches[i].signature});
+      batch.push_back(
+          {ids[i], sketches[i].fingerprint, metadata[i], sketches[i].signature, times[i]});
     }
     py::gil_scoped_release nogil;
     Check(Held(*state_)->InsertBatch(batch));
@@ -409,12 +430,13 @@ class PyStore {
 
   CheckResult CheckAndInsert(DocumentId id, const py::handle& content, const py::handle& metadata,
                              bool if_no_match, std::optional<int> distance,
-                             std::optional<double> min_similarity) {
+                             std::optional<double> min_similarity, const py::handle& time) {
     const std::string meta = MetadataFrom(metadata);
+    const std::optional<DocumentTime> when = TimeFrom(time);
     Sketch sketch = SketchOne(content, "content");
     py::gil_scoped_release nogil;
     return Value(Held(*state_)->CheckAndInsert(
-        NewDocument{id, sketch.fingerprint, meta, sketch.signature},
+        NewDocument{id, sketch.fingerprint, meta, sketch.signature, when},
         if_no_match ? InsertPolicy::kIfNoMatch : InsertPolicy::kAlways,
         QueryOptionsFrom(distance, min_similarity)));
   }
@@ -547,22 +569,24 @@ class PyBulkLoader {
   PyBulkLoader(const PyBulkLoader&) = delete;
   PyBulkLoader& operator=(const PyBulkLoader&) = delete;
 
-  void Add(DocumentId id, const py::handle& content, const py::handle& metadata) {
+  void Add(DocumentId id, const py::handle& content, const py::handle& metadata,
+           std::optional<DocumentTime> time) {
     const std::string meta = MetadataFrom(metadata);
     Sketch sketch = PyStore(state_).SketchOne(content, "content");
     Status s;
     {
       py::gil_scoped_release nogil;
       std::lock_guard lock(mu_);
-      s = loader_ ? loader_->Add(NewDocument{id, sketch.fingerprint, meta, sketch.signature})
+      s = loader_ ? loader_->Add(NewDocument{id, sketch.fingerprint, meta, sketch.signature, time})
                   : Gone();
     }
     Check(s);
   }
 
   void AddMany(const py::iterable& documents) {
-    ForEachNewDocument(documents, [&](DocumentId id, const py::object& content,
-                                      const py::object& meta) { Add(id, content, meta); });
+    ForEachNewDocument(documents,
+                       [&](DocumentId id, const py::object& content, const py::object& meta,
+                           std::optional<DocumentTime> time) { Add(id, content, meta, time); });
   }
 
   std::uint64_t added() {
@@ -748,6 +772,7 @@ PYBIND11_MODULE(_fpstore, m) {
       .def_property_readonly("metadata", [](const Document& d) { return Bytes(d.metadata); })
       .def_property_readonly("signature",
                              [](const Document& d) { return Bytes(d.signature.bytes()); })
+      .def_readonly("time", &Document::time)
       .def("__repr__", [](const Document& d) {
         return "Document(id=" + std::to_string(d.id) +
                ", fingerprint=" + py::repr(py::cast(d.fingerprint)).cast<std::string>() + ")";
@@ -759,6 +784,7 @@ PYBIND11_MODULE(_fpstore, m) {
       .def_readonly("distance", &Match::distance)
       .def_property_readonly("metadata", [](const Match& x) { return Bytes(x.metadata); })
       .def_readonly("similarity", &Match::similarity)
+      .def_readonly("time", &Match::time)
       .def("__repr__", [](const Match& x) {
         return "Match(id=" + std::to_string(x.id) + ", distance=" + std::to_string(x.distance) +
                ", similarity=" + OptionalText(x.similarity) + ")";
@@ -823,8 +849,12 @@ PYBIND11_MODULE(_fpstore, m) {
       });
 
   py::class_<PyBulkLoader>(m, "BulkLoader")
-      .def("add", &PyBulkLoader::Add, py::arg("id"), py::arg("content"),
-           py::arg("metadata") = py::none())
+      .def(
+          "add",
+          [](PyBulkLoader& l, DocumentId id, const py::handle& content, const py::handle& metadata,
+             const py::handle& time) { l.Add(id, content, metadata, TimeFrom(time)); },
+          py::arg("id"), py::arg("content"), py::arg("metadata") = py::none(), py::kw_only(),
+          py::arg("time") = py::none())
       .def("add_many", &PyBulkLoader::AddMany, py::arg("documents"))
       .def_property_readonly("added", &PyBulkLoader::added)
       .def("finish", &PyBulkLoader::Finish)
@@ -868,11 +898,12 @@ PYBIND11_MODULE(_fpstore, m) {
           },
           py::arg("text"))
       .def("insert", &PyStore::Insert, py::arg("id"), py::arg("content"),
-           py::arg("metadata") = py::none())
+           py::arg("metadata") = py::none(), py::kw_only(), py::arg("time") = py::none())
       .def("insert_many", &PyStore::InsertMany, py::arg("documents"))
       .def("check_and_insert", &PyStore::CheckAndInsert, py::arg("id"), py::arg("content"),
            py::arg("metadata") = py::none(), py::kw_only(), py::arg("if_no_match") = false,
-           py::arg("distance") = py::none(), py::arg("min_similarity") = py::none())
+           py::arg("distance") = py::none(), py::arg("min_similarity") = py::none(),
+           py::arg("time") = py::none())
       .def("remove", &PyStore::Remove, py::arg("id"))
       .def("get", &PyStore::Get, py::arg("id"))
       .def("query", &PyStore::Query, py::arg("content"), py::kw_only(),

@@ -5,6 +5,7 @@ import ast
 import inspect
 import random
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -175,6 +176,29 @@ def test_removal_replacement_and_get(tmp_path):
         assert store.remove(7) is False
         assert store.get(7) is None
         assert store.stats().documents == 0
+
+
+def test_documents_carry_their_times(tmp_path):
+    with fpstore.open(str(tmp_path / "db")) as store:
+        before = int(time.time())
+        store.insert(1, 0x1234)
+        assert before <= store.get(1).time <= int(time.time())
+        store.insert(2, 0x1235, b"two", time=1764576000)
+        store.insert_many([(3, 0x1237, None, 5), (4, 0xF0F0, b"four")])
+        assert [store.get(i).time for i in (2, 3)] == [1764576000, 5]
+        assert before <= store.get(4).time
+        checked = store.check_and_insert(5, 0x1236, time=7)
+        assert {m.id: m.time for m in checked.matches} == {1: store.get(1).time, 2: 1764576000, 3: 5}
+        assert store.get(5).time == 7
+        with store.bulk_loader() as loader:
+            loader.add(6, 0x9999, time=8)
+            loader.add_many([(7, 0x8888, None, 9)])
+        assert [store.get(i).time for i in (6, 7)] == [8, 9]
+        with pytest.raises(ValueError, match="from 0 to"):
+            store.insert(8, 1, time=-1)
+        with pytest.raises(TypeError, match="time"):
+            store.insert(8, 1, time="yesterday")
+        assert store.get(8) is None
 
 
 # ---- Texts and confirmation ----------------------------------------------------------

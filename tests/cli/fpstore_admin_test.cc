@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -46,6 +47,12 @@ ToolResult Admin(const std::vector<std::string>& args, const std::string& input 
   return RunTool(FPSTORE_ADMIN_BINARY, args, input);
 }
 
+// A dump with each time (RFC 3339) written as "T".
+std::string DropTimes(const std::string& dump) {
+  static const std::regex kTime("\t[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\t");
+  return std::regex_replace(dump, kTime, "\tT\t");
+}
+
 // A corpus with near-duplicates: `groups` random fingerprints, each with a
 // few variants 1 to 5 bits away (so some pairs are within distance 3 and
 // some are not). Ids count from 1; metadata is "doc-ID".
@@ -61,14 +68,15 @@ struct Corpus {
     return tsv;
   }
 
-  // What `dump` prints: documents in id order.
+  // What `dump` prints, documents in id order, with each time as "T" (DropTimes): they were
+  // inserted at the time of the test.
   std::string Dump() const {
     std::map<DocumentId, const Document*> by_id;
     for (const Document& d : docs) by_id[d.id] = &d;
-    std::string out = "id\tfingerprint\tsignature\tmetadata\n";
+    std::string out = "id\tfingerprint\ttime\tsignature\tmetadata\n";
     for (const auto& [id, d] : by_id) {
-      out += std::to_string(id) + "\t" + FormatFingerprint(d->fingerprint) + "\t-\t" + d->metadata +
-             "\n";  // loaded as hashes: no signature
+      out += std::to_string(id) + "\t" + FormatFingerprint(d->fingerprint) + "\tT\t-\t" +
+             d->metadata + "\n";  // loaded as hashes: no signature
     }
     return out;
   }
@@ -390,14 +398,14 @@ TEST(AdminInsertTest, InsertedDocumentsAreDumpedAndPersist) {
 
   ToolResult r = Admin({"dump", "--db", db});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, corpus.Dump());
+  EXPECT_EQ(DropTimes(r.out), corpus.Dump());
 
   // A dump reloads as tsv: inserting it again replaces each document with
   // itself.
   const std::string dumped = (dir.path() / "dump.tsv").string();
   r = Admin({"dump", "--db", db, "--output", dumped, "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(ReadFile(dumped), corpus.Dump());
+  EXPECT_EQ(DropTimes(ReadFile(dumped)), corpus.Dump());
   r = Admin({"insert", "--db", db, "--input", dumped, "--format", "tsv", "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(DocumentsOf(db), static_cast<long long>(corpus.docs.size()));
@@ -425,15 +433,16 @@ TEST(AdminInsertTest, JsonlIsFingerprintedWithTheStoreOptions) {
   // Each document with its signature; line breaks in metadata are escaped, with a warning.
   auto dumped = [&](const std::string& text) {
     const Result<Sketch> sketch = fingerprinter->SketchText(text);
-    return FormatFingerprint(sketch->fingerprint) + "\t" +
+    return FormatFingerprint(sketch->fingerprint) + "\tT\t" +
            FormatSignature(sketch->signature.bytes()) + "\t";
   };
+  const std::string dump = DropTimes(r.out);
   EXPECT_TRUE(
-      Contains(r.out, "\n0\t" + dumped(zero_text) + "été \"quoted\" and escaped\\nnewline\n"))
+      Contains(dump, "\n0\t" + dumped(zero_text) + "été \"quoted\" and escaped\\nnewline\n"))
       << r.out;
   EXPECT_TRUE(Contains(r.err, "the metadata of 1 document held line breaks")) << r.err;
   const std::string fox = "The quick brown fox jumps over the lazy dog.";
-  EXPECT_TRUE(Contains(r.out, "\n1\t" + dumped(fox) + fox)) << r.out;
+  EXPECT_TRUE(Contains(dump, "\n1\t" + dumped(fox) + fox)) << r.out;
 
   // Loaded from the dump, a store holds the same signatures.
   const std::string dump_path = dir.Write("dump.tsv", r.out);
@@ -446,15 +455,15 @@ TEST(AdminInsertTest, JsonlIsFingerprintedWithTheStoreOptions) {
   EXPECT_EQ(r.out, ReadFile(dump_path));
 
   // A signature the store cannot use is refused, naming the line.
-  const std::string header = "id\tfingerprint\tsignature\tmetadata\n";
+  const std::string header = "id\tfingerprint\ttime\tsignature\tmetadata\n";
   const std::string short_signature =
-      dir.Write("short.tsv", header + "7\t0x1\t" + std::string(64, 'a') + "\tm\n");
+      dir.Write("short.tsv", header + "7\t0x1\t5\t" + std::string(64, 'a') + "\tm\n");
   r = Admin({"insert", "--db", copy, "--input", short_signature, "--format", "tsv"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(Contains(r.err, "short.tsv:2") && Contains(r.err, "a signature of 32 bytes"))
       << r.err;
   const std::string not_hex =
-      dir.Write("not_hex.tsv", header + "7\t0x1\t" + std::string(128, 'g') + "\tm\n");
+      dir.Write("not_hex.tsv", header + "7\t0x1\t5\t" + std::string(128, 'g') + "\tm\n");
   r = Admin({"insert", "--db", copy, "--input", not_hex, "--format", "tsv"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(Contains(r.err, "not_hex.tsv:2") && Contains(r.err, "not a hex digit")) << r.err;
@@ -874,7 +883,7 @@ TEST(AdminCheckpointTest, CopyOpensAsAStoreOfItsOwn) {
   EXPECT_EQ(DocumentsOf(copy), static_cast<long long>(corpus.docs.size()));
   ExpectVerifies(copy);
   r = Admin({"dump", "--db", copy, "--quiet"});
-  EXPECT_EQ(r.out, corpus.Dump());
+  EXPECT_EQ(DropTimes(r.out), corpus.Dump());
 
   // The target must not exist; the positional form works too.
   r = Admin({"checkpoint", "--db", db, copy});
@@ -984,7 +993,7 @@ TEST(AdminBusyTest, WritesAreRefusedWhileAnotherProcessWritesReadsWork) {
   ExpectVerifies(db);
   const ToolResult dump = Admin({"dump", "--db", db, "--quiet"});
   EXPECT_EQ(dump.exit_code, 0) << dump.err;
-  EXPECT_EQ(dump.out, corpus.Dump());
+  EXPECT_EQ(DropTimes(dump.out), corpus.Dump());
 
   // The writer's insert goes in once its input ends.
   EXPECT_EQ(writer.Finish("1000\t0x1\n"), 0);

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -30,6 +31,7 @@ namespace fpstore::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using fpstore::testing::Contains;
 using fpstore::testing::Data;
 using fpstore::testing::kData;
 using fpstore::testing::ReadFile;
@@ -247,6 +249,53 @@ TEST(LoadTest, TsvHashAndStandardInput) {
 // --bits 128 reads them as hex or unsigned decimal (and a negative signed
 // value as a 128-bit two's complement); the query tool finds them and
 // prints them whole; a 64-bit store refuses them, naming the line.
+// Times come from the input (--time-column, seconds or RFC 3339; a tsv time column), or are the
+// load's; queries and dump show them, and a dump reloads them.
+TEST(LoadTest, TimesFromTheInputOrTheLoad) {
+  ScratchDir dir;
+  const std::string db = (dir.path() / "store").string();
+  const std::string jsonl =
+      dir.Write("docs.jsonl",
+                "{\"id\": 1, \"text\": \"the first page of the crawl\", \"fetched\": 1764576000}\n"
+                "{\"id\": 2, \"text\": \"another page entirely\", \"fetched\": "
+                "\"2025-12-01T09:00:05.250+01:00\"}\n"
+                "{\"id\": 3, \"text\": \"a page with no time\", \"fetched\": null}\n"
+                "{\"id\": 4, \"text\": \"a page whose time has another key\", \"time\": 5}\n");
+  const auto before = std::chrono::system_clock::now();
+  ToolResult r = Load({"--db", db, "--input", jsonl, "--time-column", "fetched"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto after = std::chrono::system_clock::now();
+  EXPECT_EQ(Get(db, 1)->time, 1'764'576'000);
+  EXPECT_EQ(Get(db, 2)->time, 1'764'576'005);
+  const auto seconds = [](auto t) {
+    return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+  };
+  for (const DocumentId id : {3, 4}) {
+    EXPECT_GE(Get(db, id)->time, seconds(before)) << id;
+    EXPECT_LE(Get(db, id)->time, seconds(after)) << id;
+  }
+  r = QueryTool({"--db", db, "--text", "another page entirely", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "\"time\":1764576005,")) << r.out;
+  r = QueryTool({"--db", db, "--text", "another page entirely"});
+  EXPECT_TRUE(Contains(r.out, "  2025-12-01T08:00:05Z\n")) << r.out;
+
+  // A dump reloads with its times, and the default key is "time".
+  r = RunTool(FPSTORE_ADMIN_BINARY, {"dump", "--db", db, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(
+      r.out, "\n1\t" + FormatFingerprint(Get(db, 1)->fingerprint) + "\t2025-12-01T08:00:00Z\t"))
+      << r.out;
+  const std::string dump = dir.Write("dump.tsv", r.out);
+  const std::string copy = (dir.path() / "copy").string();
+  r = Load({"--db", copy, "--input", dump, "--format", "tsv"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const DocumentId id : {1, 2, 3, 4}) EXPECT_EQ(Get(copy, id)->time, Get(db, id)->time) << id;
+  r = Load({"--db", copy, "--input", jsonl});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Get(copy, 4)->time, 5);
+}
+
 TEST(LoadTest, A128BitStoreFromTsv) {
   ScratchDir dir;
   const std::string db = (dir.path() / "wide").string();
@@ -271,7 +320,8 @@ TEST(LoadTest, A128BitStoreFromTsv) {
   EXPECT_EQ(Get(db, 3)->fingerprint, ~Fingerprint());
   r = QueryTool({"--db", db, "--hash", "0x0123456789abcdeffedcba9876543210", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out,
+  // The times are the loads'.
+  EXPECT_EQ(std::regex_replace(r.out, std::regex("\"time\":[0-9]+,"), ""),
             "{\"id\":1,\"distance\":0,\"similarity\":null,\"fingerprint\":"
             "\"0x0123456789abcdeffedcba9876543210\",\"metadata\":\"one\"}\n"
             "{\"id\":2,\"distance\":2,\"similarity\":null,\"fingerprint\":"
@@ -557,6 +607,23 @@ INSTANTIATE_TEST_SUITE_P(
                  {},
                  "text_not_string.jsonl:1: \"text\" must be a string, got 42"},
         BadInput{"not_object.jsonl", {}, "not_object.jsonl:1: expected a JSON object, got [1,2,3]"},
+        BadInput{"negative_time.jsonl",
+                 {},
+                 "negative_time.jsonl:2: \"time\" must be seconds since the Unix epoch, from 0 "
+                 "to 253402300799, or an RFC 3339 string such as \"2025-12-06T05:46:40Z\", got -1"},
+        BadInput{
+            "float_time.jsonl",
+            {},
+            "float_time.jsonl:1: \"time\" must be seconds since the Unix epoch, from 0 "
+            "to 253402300799, or an RFC 3339 string such as \"2025-12-06T05:46:40Z\", got 1.5"},
+        BadInput{"zoneless_time.jsonl",
+                 {},
+                 "zoneless_time.jsonl:2: \"time\": time \"2025-12-01T08:00:00\" is neither "
+                 "seconds since the Unix epoch nor an RFC 3339 time such as 2025-12-06T05:46:40Z"},
+        BadInput{"bad_time.tsv",
+                 {"--format", "tsv"},
+                 "bad_time.tsv:3: time \"2025-02-30T00:00:00Z\" is neither seconds since the "
+                 "Unix epoch nor an RFC 3339 time such as 2025-12-06T05:46:40Z"},
         BadInput{"empty.jsonl", {}, "empty.jsonl: empty input (no records)"},
         BadInput{"blank.jsonl", {}, "blank.jsonl: empty input (no records)"}),
     [](const ::testing::TestParamInfo<BadInput>& info) {

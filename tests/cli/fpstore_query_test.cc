@@ -375,6 +375,7 @@ class StoreModeTest : public ::testing::Test {
     StoreOptions options;
     options.fingerprint = FingerprintOptions{};
     options.fingerprint->window = 2;  // not the default: the tool must use the store's
+    options.clock = [] { return DocumentTime{1'764'576'000}; };  // 2025-12-01T08:00:00Z
     Result<std::unique_ptr<Store>> store = Store::Open(db_, options);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     const Sketch fox = *(*store)->fingerprinter().SketchText(kFox);
@@ -382,7 +383,7 @@ class StoreModeTest : public ::testing::Test {
     // The first is signed, as a text is; the others are bare fingerprints.
     const std::vector<NewDocument> docs = {
         {1, fox_, "https://example.com/fox", fox.signature},
-        {2, fox_ ^ 0b101, "tab\there, line\nend, quote \" and \xff byte"},
+        {2, fox_ ^ 0b101, "tab\there, line\nend, quote \" and \xff byte", {}, 1'764'576'005},
         {30, fox_ ^ 0xF000'0000'0000'0000u, ""},
         {4, ~fox_.low(), "far away"}};
     ASSERT_TRUE((*store)->InsertBatch(docs).ok());
@@ -404,13 +405,13 @@ TEST_F(StoreModeTest, TextIsFingerprintedWithTheStoresOptions) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   EXPECT_EQ(r.out,
-            "id  distance  similarity  fingerprint         metadata\n"
+            "id  distance  similarity  fingerprint         time                  metadata\n"
             "1   0         1.000       " +
                 FormatFingerprint(fox_) +
-                "  https://example.com/fox\n"
+                "  2025-12-01T08:00:00Z  https://example.com/fox\n"
                 "2   2         -           " +
                 FormatFingerprint(fox_ ^ 0b101) +
-                "  tab\\there, line\\nend, quote \" and \xff byte\n");
+                "  2025-12-01T08:00:05Z  tab\\there, line\\nend, quote \" and \xff byte\n");
 }
 
 TEST(SearchSimilarityTest, MinSimilarityRefusesCandidatesAndIsRangeChecked) {
@@ -450,10 +451,11 @@ TEST_F(StoreModeTest, HashFileAndJson) {
   auto expected = [&](const char* similarity) {
     return "{\"id\":1,\"distance\":0,\"similarity\":" + std::string(similarity) +
            ",\"fingerprint\":\"" + FormatFingerprint(fox_) +
-           "\",\"metadata\":\"https://example.com/fox\"}\n"
+           "\",\"time\":1764576000,\"metadata\":\"https://example.com/fox\"}\n"
            "{\"id\":2,\"distance\":2,\"similarity\":null,\"fingerprint\":\"" +
            FormatFingerprint(fox_ ^ 0b101) +
-           "\",\"metadata\":\"tab\\there, line\\nend, quote \\\" and \\ufffd byte\"}\n";
+           "\",\"time\":1764576005,\"metadata\":\"tab\\there, line\\nend, quote \\\" and \\ufffd "
+           "byte\"}\n";
   };
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--hash", FormatFingerprint(fox_), "--json"},
@@ -485,12 +487,13 @@ TEST_F(StoreModeTest, AnswersEachLineOfAPipeBeforeTheNext) {
       {"7\t" + FormatFingerprint(fox_ ^ 0xF000'0000'0000'0000u),
        "{\"query\":7,\"matches\":[{\"id\":30,\"distance\":0,\"similarity\":null,"
        "\"fingerprint\":\"" +
-           FormatFingerprint(fox_ ^ 0xF000'0000'0000'0000u) + "\",\"metadata\":\"\"}]}"},
+           FormatFingerprint(fox_ ^ 0xF000'0000'0000'0000u) +
+           "\",\"time\":1764576000,\"metadata\":\"\"}]}"},
       {"8\t0x5555555555555555", "{\"query\":8,\"matches\":[]}"},
       {"9\t" + FormatFingerprint(~fox_.low()),
        "{\"query\":9,\"matches\":[{\"id\":4,\"distance\":0,\"similarity\":null,"
        "\"fingerprint\":\"" +
-           FormatFingerprint(~fox_.low()) + "\",\"metadata\":\"far away\"}]}"}};
+           FormatFingerprint(~fox_.low()) + "\",\"time\":1764576000,\"metadata\":\"far away\"}]}"}};
   for (const auto& [line, answer] : lines) {
     ASSERT_TRUE(query.Write(line + "\n"));
     EXPECT_EQ(query.ReadLine(), answer) << "no answer to " << line << " before the next line";
@@ -502,9 +505,9 @@ TEST_F(StoreModeTest, TsvOutputIsStableAndEscaped) {
   const std::string input = "7\t" + FormatFingerprint(fox_ ^ 0b101) + "\n8\t0x5555555555555555\n";
   ToolResult r = Search({"--input", "-", "--format", "tsv", "--tsv", "--distance", "0"}, input);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "query\tid\tdistance\tsimilarity\tfingerprint\tmetadata\n7\t2\t0\t-\t" +
+  EXPECT_EQ(r.out, "query\tid\tdistance\tsimilarity\tfingerprint\ttime\tmetadata\n7\t2\t0\t-\t" +
                        FormatFingerprint(fox_ ^ 0b101) +
-                       "\ttab\\there, line\\nend, quote \" and \xff byte\n");
+                       "\t2025-12-01T08:00:05Z\ttab\\there, line\\nend, quote \" and \xff byte\n");
   const std::string expected = r.out;
   ScratchDir dir;
   const std::string file = (dir.path() / "matches.tsv").string();
@@ -515,7 +518,7 @@ TEST_F(StoreModeTest, TsvOutputIsStableAndEscaped) {
   EXPECT_EQ(fpstore::testing::ReadFile(file), expected);
   r = Search({"--hash", "0x5555555555555555", "--tsv"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out, "id\tdistance\tsimilarity\tfingerprint\tmetadata\n");
+  EXPECT_EQ(r.out, "id\tdistance\tsimilarity\tfingerprint\ttime\tmetadata\n");
   r = Search({"--hash", "1", "--tsv", "--json"});
   EXPECT_EQ(r.exit_code, 2);
   r = Search({"--hash", "1", "--per-query"});
@@ -537,22 +540,23 @@ TEST_F(StoreModeTest, BatchFromTsvAndJsonl) {
   ToolResult r = Search({"--input", tsv, "--format", "tsv"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
-            "query  id  distance  similarity  fingerprint         metadata\n"
+            "query  id  distance  similarity  fingerprint         time                  metadata\n"
             "7      1   0         -           " +
                 FormatFingerprint(fox_) +
-                "  https://example.com/fox\n"
+                "  2025-12-01T08:00:00Z  https://example.com/fox\n"
                 "7      2   2         -           " +
                 FormatFingerprint(fox_ ^ 0b101) +
-                "  tab\\there, line\\nend, quote \" and \xff byte\n"
+                "  2025-12-01T08:00:05Z  tab\\there, line\\nend, quote \" and \xff byte\n"
                 "9      4   0         -           " +
-                FormatFingerprint(~fox_.low()) + "  far away\n");
+                FormatFingerprint(~fox_.low()) + "  2025-12-01T08:00:00Z  far away\n");
 
   const std::string jsonl =
       dir.Write("q.jsonl", "{\"id\": 70, \"text\": \"" + std::string(kFox) + "\"}\n");
   r = Search({"--input", jsonl, "--json", "--distance", "0"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "{\"query\":70,\"id\":1,\"distance\":0,\"similarity\":1.000,\"fingerprint\":\"" +
-                       FormatFingerprint(fox_) + "\",\"metadata\":\"https://example.com/fox\"}\n");
+                       FormatFingerprint(fox_) +
+                       "\",\"time\":1764576000,\"metadata\":\"https://example.com/fox\"}\n");
 
   r = Search({"--input", "-", "--format", "hash"}, "0x5555555555555555\n");
   EXPECT_EQ(r.exit_code, 1);

@@ -278,7 +278,8 @@ class DumpCommand final : public Command {
  public:
   std::string_view Name() const override { return "dump"; }
   std::string_view Summary() const override {
-    return "Write every document, id<TAB>fingerprint<TAB>signature<TAB>metadata, in id order.";
+    return "Write every document, id<TAB>fingerprint<TAB>time<TAB>signature<TAB>metadata, in id "
+           "order.";
   }
   std::vector<std::string> Synopsis() const override {
     return {"--db STORE [--output FILE] [--quiet]"};
@@ -294,9 +295,9 @@ class DumpCommand final : public Command {
     store_.Define(table, ReadOnlyStore());
     DefineOutput(table, &output_,
                  "Where to write the documents: a header line, then "
-                 "id<TAB>fingerprint<TAB>signature<TAB>metadata per line, ids ascending, "
-                 "fingerprints as 0x and 16 hex digits (32 for 128 bits), signatures in hex (- for "
-                 "none), metadata "
+                 "id<TAB>fingerprint<TAB>time<TAB>signature<TAB>metadata per line, ids ascending, "
+                 "fingerprints as 0x and 16 hex digits (32 for 128 bits), times in RFC 3339 (UTC), "
+                 "signatures in hex (- for none), metadata "
                  "as stored except that line breaks are written as \\n and \\r.");
     DefineQuiet(table, &quiet_);
   }
@@ -308,7 +309,7 @@ class DumpCommand final : public Command {
     std::FILE* file = output.get();
     std::uint64_t documents = 0, escaped = 0;
     std::string metadata;
-    std::fputs("id\tfingerprint\tsignature\tmetadata\n", file);
+    std::fputs("id\tfingerprint\ttime\tsignature\tmetadata\n", file);
     {
       WorkProgress progress(Progress::AutoStyle(quiet_, err()), kTool, "dumping", err());
       ScanOptions scan;
@@ -324,8 +325,9 @@ class DumpCommand final : public Command {
               meta = metadata;
               ++escaped;
             }
-            std::fprintf(file, "%llu\t%s\t%s\t", static_cast<unsigned long long>(doc.id),
+            std::fprintf(file, "%llu\t%s\t%s\t%s\t", static_cast<unsigned long long>(doc.id),
                          FormatFingerprint(doc.fingerprint, store.plan().bits()).c_str(),
+                         FormatTime(doc.time).c_str(),
                          FormatSignature(doc.signature.bytes()).c_str());
             std::fwrite(meta.data(), 1, meta.size(), file);
             std::fputc('\n', file);

@@ -84,7 +84,7 @@ class InsertCommand final : public Command {
     const auto commit = [&] {
       docs.clear();
       for (const InputDocument& d : pending) {
-        docs.push_back({d.id, d.fingerprint, d.metadata, d.signature});
+        docs.push_back({d.id, d.fingerprint, d.metadata, d.signature, d.time});
       }
       if (Status s = store.InsertBatch(docs); !s.ok()) {
         throw RuntimeError("inserting lines " + std::to_string(pending.front().line) + "-" +

@@ -188,8 +188,12 @@ std::uint64_t ReadDocuments(RecordReader& reader, const Fingerprinter& fingerpri
       if (batch.failed && *batch.failed == i) {
         throw InputError(reader.name(), record.line, batch.failure);
       }
-      InputDocument document{record.id, batch.sketches[i].fingerprint, std::move(record.metadata),
-                             std::move(batch.sketches[i].signature), record.line};
+      InputDocument document{record.id,
+                             batch.sketches[i].fingerprint,
+                             std::move(record.metadata),
+                             std::move(batch.sketches[i].signature),
+                             record.line,
+                             record.time};
       consume(document);
       ++consumed;
       if (options.progress != nullptr) options.progress->AddDocuments(1);

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -38,8 +39,9 @@ struct InputDocument {
   DocumentId id = 0;
   Fingerprint fingerprint = 0;
   std::string metadata;
-  Signature signature;     // empty for a bare hash
-  std::uint64_t line = 0;  // 1-based, in the input RecordReader::name() names
+  Signature signature;               // empty for a bare hash
+  std::uint64_t line = 0;            // 1-based, in the input RecordReader::name() names
+  std::optional<DocumentTime> time;  // none: the time it is written
 };
 
 // Raised by ReadDocuments when PipelineOptions::stop is set; what() is

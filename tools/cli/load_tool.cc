@@ -199,7 +199,8 @@ class LoadCommand final : public Command {
     const std::string context = "loading into " + store_.db();  // not made anew a record
     try {
       read = ReadDocuments(reader, store.fingerprinter(), pipeline, [&](InputDocument& doc) {
-        ThrowIfError(loader->Add({doc.id, doc.fingerprint, doc.metadata, std::move(doc.signature)}),
+        ThrowIfError(loader->Add({doc.id, doc.fingerprint, doc.metadata, std::move(doc.signature),
+                                  doc.time}),
                      context);
       });
     } catch (const Interrupted& e) {

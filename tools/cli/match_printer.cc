@@ -57,7 +57,8 @@ void MatchPrinter::Print(std::span<const DocumentId> ids,
            ",\"distance\":" + std::to_string(match.distance) +
            ",\"similarity\":" + SimilarityText(match.similarity, "null") + ",\"fingerprint\":\"" +
            FormatFingerprint(match.fingerprint, bits_) +
-           "\",\"metadata\":" + JsonString(match.metadata);
+           "\",\"time\":" + std::to_string(match.time) +
+           ",\"metadata\":" + JsonString(match.metadata);
   };
   std::vector<std::vector<std::string>> rows;
   for (std::size_t q = 0; q < answers.size(); ++q) {
@@ -88,6 +89,7 @@ void MatchPrinter::Print(std::span<const DocumentId> ids,
       row.push_back(std::to_string(match.distance));
       row.push_back(SimilarityText(match.similarity, "-"));
       row.push_back(FormatFingerprint(match.fingerprint, bits_));
+      row.push_back(FormatTime(match.time));
       row.push_back(format_ == Format::kTsv ? TsvCell(match.metadata) : TableCell(match.metadata));
       rows.push_back(std::move(row));
     }
@@ -108,7 +110,7 @@ void MatchPrinter::PrintTsv(const std::vector<std::vector<std::string>>& rows) {
   if (!header_printed_) {
     std::vector<std::string> header;
     if (batch_) header.push_back("query");
-    for (const char* name : {"id", "distance", "similarity", "fingerprint", "metadata"}) {
+    for (const char* name : {"id", "distance", "similarity", "fingerprint", "time", "metadata"}) {
       header.push_back(name);
     }
     print_row(header);
@@ -120,7 +122,7 @@ void MatchPrinter::PrintTsv(const std::vector<std::vector<std::string>>& rows) {
 void MatchPrinter::PrintTable(const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::string> header;
   if (batch_) header.push_back("query");
-  for (const char* name : {"id", "distance", "similarity", "fingerprint", "metadata"}) {
+  for (const char* name : {"id", "distance", "similarity", "fingerprint", "time", "metadata"}) {
     header.push_back(name);
   }
   std::vector<std::size_t> widths(header.size());

@@ -276,6 +276,12 @@ void InputFlags::Define(OptionTable& table, std::string input_help) {
             "jsonl: the key of each document's metadata, kept with it. Default: none. "
             "e.g. --meta-column url",
             {"meta_column"});
+  table.Add(kInputGroup, "time-column", po::value(&options_.time_column)->value_name("KEY"),
+            "jsonl: the key of each document's time, seconds since the Unix epoch or an RFC "
+            "3339 string (2025-12-06T05:46:40Z); a document without one takes the time it is "
+            "written. Default: " +
+                defaults.time_column + ". e.g. --time-column fetched_at",
+            {"time_column"});
 }
 
 void InputFlags::Check(const po::variables_map& vm) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <iterator>
 #include <string>
@@ -191,6 +192,125 @@ Result<std::uint64_t> ParseId(std::string_view text) {
   Result<Fingerprint> id = ParseDigits<10>("id", text, text);
   if (!id.ok()) return id.status();
   return id->low();
+}
+
+namespace {
+
+// The number of `digits` at `text`'s front, or nullopt if they are not all digits.
+std::optional<int> DigitsAt(std::string_view text, std::size_t at, std::size_t digits) {
+  if (at + digits > text.size()) return std::nullopt;
+  int value = 0;
+  for (std::size_t i = at; i < at + digits; ++i) {
+    if (text[i] < '0' || text[i] > '9') return std::nullopt;
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
+Status BadTime(std::string_view text) {
+  return Status::InvalidArgument(
+      "time " + QuoteForMessage(text) +
+      " is neither seconds since the Unix epoch nor an RFC 3339 time such as "
+      "2025-12-06T05:46:40Z");
+}
+
+// An RFC 3339 date-time's seconds since the epoch, or nullopt if `text` is not one.
+std::optional<std::int64_t> Rfc3339Seconds(std::string_view text) {
+  namespace chrono = std::chrono;
+  const std::optional<int> year = DigitsAt(text, 0, 4), month = DigitsAt(text, 5, 2),
+                           day = DigitsAt(text, 8, 2), hour = DigitsAt(text, 11, 2),
+                           minute = DigitsAt(text, 14, 2), second = DigitsAt(text, 17, 2);
+  if (!year || !month || !day || !hour || !minute || !second || text[4] != '-' || text[7] != '-' ||
+      (text[10] != 'T' && text[10] != 't' && text[10] != ' ') || text[13] != ':' ||
+      text[16] != ':') {
+    return std::nullopt;
+  }
+  const chrono::year_month_day date{chrono::year(*year),
+                                    chrono::month(static_cast<unsigned>(*month)),
+                                    chrono::day(static_cast<unsigned>(*day))};
+  // 60: a leap second, which the epoch's count folds into the next one.
+  if (!date.ok() || *hour > 23 || *minute > 59 || *second > 60) return std::nullopt;
+  std::size_t at = 19;
+  if (at < text.size() && text[at] == '.') {
+    const std::size_t end = text.find_first_not_of("0123456789", at + 1);
+    if (end == at + 1) return std::nullopt;
+    at = end == std::string_view::npos ? text.size() : end;
+  }
+  std::int64_t offset = 0;  // of the local time from UTC, in seconds
+  const std::string_view zone = text.substr(at);
+  if (zone == "Z" || zone == "z") {
+    offset = 0;
+  } else if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':') {
+    const std::optional<int> hours = DigitsAt(zone, 1, 2), minutes = DigitsAt(zone, 4, 2);
+    if (!hours || !minutes || *hours > 23 || *minutes > 59) return std::nullopt;
+    offset = (zone[0] == '-' ? -1 : 1) * (*hours * 3600 + *minutes * 60);
+  } else {
+    return std::nullopt;
+  }
+  const std::int64_t days = chrono::sys_days(date).time_since_epoch().count();
+  return days * 86400 + *hour * 3600 + *minute * 60 + *second - offset;
+}
+
+}  // namespace
+
+Result<DocumentTime> ParseTime(std::string_view text) {
+  std::int64_t seconds = 0;
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos) {
+    // Digits: seconds; past the range, the rest need not be read.
+    for (char c : text) {
+      seconds = seconds * 10 + (c - '0');
+      if (seconds > kMaxDocumentTime) break;
+    }
+  } else if (const std::optional<std::int64_t> parsed = Rfc3339Seconds(text)) {
+    seconds = *parsed;
+  } else {
+    return BadTime(text);
+  }
+  if (seconds < 0 || seconds > kMaxDocumentTime) {
+    return Status::InvalidArgument("time " + QuoteForMessage(text) +
+                                   " is out of range: from 1970-01-01T00:00:00Z (0) to "
+                                   "9999-12-31T23:59:59Z (" +
+                                   std::to_string(kMaxDocumentTime) + ")");
+  }
+  return seconds;
+}
+
+std::string FormatTime(DocumentTime time) {
+  namespace chrono = std::chrono;
+  const chrono::sys_days day{chrono::days(time >= 0 ? time / 86400 : (time - 86399) / 86400)};
+  const std::int64_t second = time - day.time_since_epoch().count() * std::int64_t{86400};
+  const chrono::year_month_day date(day);
+  char text[32];
+  std::snprintf(text, sizeof text, "%04d-%02u-%02uT%02d:%02d:%02dZ", static_cast<int>(date.year()),
+                static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),
+                static_cast<int>(second / 3600), static_cast<int>(second / 60 % 60),
+                static_cast<int>(second % 60));
+  return text;
+}
+
+Result<std::int64_t> ParseDuration(std::string_view text) {
+  const auto bad = [&] {
+    return Status::InvalidArgument("length of time " + QuoteForMessage(text) +
+                                   " is not a number and a unit, s, h or d, such as 90d");
+  };
+  if (text.size() < 2) return bad();
+  const char unit = text.back();
+  const std::int64_t scale = unit == 's' ? 1 : unit == 'h' ? 3600 : unit == 'd' ? 86400 : 0;
+  const std::string_view digits = text.substr(0, text.size() - 1);
+  if (scale == 0 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+    return bad();
+  }
+  std::int64_t count = 0;
+  for (char c : digits) {
+    count = count * 10 + (c - '0');
+    if (count * scale > kMaxDocumentTime) {
+      return Status::InvalidArgument("length of time " + QuoteForMessage(text) +
+                                     " is longer than 9999 years");
+    }
+  }
+  if (count == 0)
+    return Status::InvalidArgument("length of time " + QuoteForMessage(text) + " is 0");
+  return count * scale;
 }
 
 std::string FormatFingerprint(Fingerprint fp, int bits) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "fpstore/document.h"
 #include "fpstore/simhash.h"
 #include "fpstore/status.h"
 
@@ -46,6 +47,21 @@ Result<Fingerprint> ParseFingerprintAs(std::string_view text, HashEncoding encod
 // A document id: a decimal integer from 0 to 2^64 - 1, digits only (no sign,
 // no hex, no spaces). Fails with InvalidArgument otherwise.
 Result<std::uint64_t> ParseId(std::string_view text);
+
+// A document's time: seconds since the Unix epoch in decimal digits
+// ("1765000000"), or an RFC 3339 date and time ("2025-12-06T05:46:40Z",
+// "2025-12-06T06:46:40.250+01:00": an offset or Z is required, fractions of
+// a second are dropped). Fails with InvalidArgument naming the value for
+// anything else or a time outside 0 to kMaxDocumentTime.
+Result<DocumentTime> ParseTime(std::string_view text);
+
+// `time` in RFC 3339, in UTC: "2025-12-06T05:46:40Z".
+std::string FormatTime(DocumentTime time);
+
+// A length of time in seconds: digits and a unit, s, h or d ("90d", "36h",
+// "3600s"). Fails with InvalidArgument naming the value otherwise, or for a
+// length of 0 or past kMaxDocumentTime.
+Result<std::int64_t> ParseDuration(std::string_view text);
 
 // "0x" and bits/4 lower-case hex digits (32 for any value past 64 bits):
 // the form every tool prints.

@@ -57,6 +57,7 @@ class LineRecordReader : public RecordReader {
       record->text.clear();
       record->metadata.clear();
       record->signature.clear();
+      record->time.reset();
       if (first && IsHeader(line)) continue;
       if (!on_bad_line_) {
         ParseLine(line, record);
@@ -130,14 +131,17 @@ class HashReader final : public LineRecordReader {
 };
 
 // id, hash and metadata, separated by tabs, or in a line without tabs by runs of spaces. A first
-// line whose id and hash are neither (such as "id<TAB>hash") is a header and skipped; when its
-// third field is "signature", each line has a signature between hash and metadata (hex, or "-").
+// line whose id and hash are neither (such as "id<TAB>hash") is a header and skipped; the fields
+// it names after the hash, "time" and "signature" (what `fpstore-admin dump` writes), come between
+// hash and metadata in every line: a time (ParseTime) and a signature (hex, or "-").
 class TsvReader final : public LineRecordReader {
  public:
   explicit TsvReader(const ReaderOptions& options)
       : LineRecordReader(options), encoding_(options.hash_encoding) {}
 
  private:
+  enum class Column { kTime, kSignature };
+
   struct Fields {
     std::string_view id;
     std::optional<std::string_view> hash;
@@ -162,7 +166,18 @@ class TsvReader final : public LineRecordReader {
     const bool header = fields.hash && !ParseId(fields.id).ok() &&
                         !ParseFingerprintAs(*fields.hash, encoding_, bits()).ok();
     if (header && line.find('\t') != std::string_view::npos) {
-      signed_ = CutField(fields.metadata, /*tabs=*/true).first == "signature";
+      std::optional<std::string_view> rest = fields.metadata;
+      while (rest) {
+        const auto [name, after] = CutField(*rest, /*tabs=*/true);
+        if (name == "time") {
+          columns_.push_back(Column::kTime);
+        } else if (name == "signature") {
+          columns_.push_back(Column::kSignature);
+        } else {
+          break;
+        }
+        rest = after;
+      }
     }
     return header;
   }
@@ -174,22 +189,36 @@ class TsvReader final : public LineRecordReader {
     }
     record->id = ValueOrFail(ParseId(fields.id));
     record->fingerprint = ValueOrFail(ParseFingerprintAs(*fields.hash, encoding_, bits()));
-    if (!signed_) {
-      record->metadata.assign(fields.metadata);
-      return;
+    std::optional<std::string_view> rest = fields.metadata;
+    for (const Column column : columns_) {
+      const auto [field, after] =
+          rest ? CutField(*rest, /*tabs=*/true)
+               : std::pair<std::string_view, std::optional<std::string_view>>();
+      if (!after) {
+        Fail("expected id<TAB>hash<TAB>" + ColumnNames() +
+             "<TAB>metadata (as the header names them), found " + QuoteForMessage(line));
+      }
+      if (column == Column::kTime) {
+        record->time = ValueOrFail(ParseTime(field));
+      } else {
+        record->signature = ValueOrFail(ParseSignature(field));
+      }
+      rest = after;
     }
-    const auto [signature, metadata] = CutField(fields.metadata, /*tabs=*/true);
-    if (!metadata) {
-      Fail(
-          "expected id<TAB>hash<TAB>signature<TAB>metadata (the header names a signature), found " +
-          QuoteForMessage(line));
+    record->metadata.assign(rest.value_or(std::string_view()));
+  }
+
+  std::string ColumnNames() const {
+    std::string names;
+    for (const Column column : columns_) {
+      names += (names.empty() ? "" : "<TAB>") +
+               std::string(column == Column::kTime ? "time" : "signature");
     }
-    record->signature = ValueOrFail(ParseSignature(signature));
-    record->metadata.assign(*metadata);
+    return names;
   }
 
   HashEncoding encoding_;
-  bool signed_ = false;  // the header names a signature column
+  std::vector<Column> columns_;  // named by the header, between hash and metadata
 };
 
 class JsonlReader final : public LineRecordReader {
@@ -198,7 +227,8 @@ class JsonlReader final : public LineRecordReader {
       : LineRecordReader(options),
         text_column_(options.text_column),
         id_column_(options.id_column),
-        meta_column_(options.meta_column) {}
+        meta_column_(options.meta_column),
+        time_column_(options.time_column) {}
 
  private:
   void ParseLine(std::string_view line, Record* record) override {
@@ -226,6 +256,12 @@ class JsonlReader final : public LineRecordReader {
     if (text_value.empty()) Fail(QuoteForMessage(text_column_) + " is empty");
     record->text.assign(text_value);
 
+    simdjson::dom::element time;
+    if (!time_column_.empty() && object.at_key(time_column_).get(time) == simdjson::SUCCESS &&
+        !time.is_null()) {
+      record->time = TimeOf(time);
+    }
+
     simdjson::dom::element meta;
     if (!meta_column_.empty() && object.at_key(meta_column_).get(meta) == simdjson::SUCCESS) {
       std::string_view meta_string;
@@ -235,6 +271,28 @@ class JsonlReader final : public LineRecordReader {
         record->metadata = simdjson::minify(meta);
       }
     }
+  }
+
+  // A JSON integer of seconds since the epoch, or a string ParseTime reads.
+  DocumentTime TimeOf(simdjson::dom::element time) const {
+    std::string_view text;
+    if (time.get(text) == simdjson::SUCCESS) {
+      Result<DocumentTime> parsed = ParseTime(text);
+      if (!parsed.ok()) Fail(QuoteForMessage(time_column_) + ": " + parsed.status().message());
+      return *parsed;
+    }
+    if (time.type() == simdjson::dom::element_type::UINT64 ||
+        time.type() == simdjson::dom::element_type::INT64) {
+      const bool negative =
+          time.type() == simdjson::dom::element_type::INT64 && time.get_int64().value_unsafe() < 0;
+      if (!negative &&
+          time.get_uint64().value_unsafe() <= static_cast<std::uint64_t>(kMaxDocumentTime)) {
+        return static_cast<DocumentTime>(time.get_uint64().value_unsafe());
+      }
+    }
+    Fail(QuoteForMessage(time_column_) + " must be seconds since the Unix epoch, from 0 to " +
+         std::to_string(kMaxDocumentTime) +
+         ", or an RFC 3339 string such as \"2025-12-06T05:46:40Z\", got " + JsonForMessage(time));
   }
 
   static std::string Missing(const std::string& column) {
@@ -336,6 +394,7 @@ class JsonlReader final : public LineRecordReader {
   std::string text_column_;
   std::string id_column_;
   std::string meta_column_;
+  std::string time_column_;
   simdjson::dom::parser parser_;
 };
 

@@ -22,7 +22,12 @@
 //          other value as its compact JSON text; a missing field or null
 //          gives empty metadata. Other fields are ignored. If a key repeats,
 //          the first occurrence counts.
+//          time (--time-column, optional): seconds since the Unix epoch as a
+//          JSON integer, or a string ParseTime reads (RFC 3339); missing or
+//          null: none.
 //   tsv    id<TAB>hash, or id<TAB>hash<TAB>metadata (the rest of the line).
+//          A header naming "time" and "signature" columns after the hash
+//          (what `fpstore-admin dump` writes) puts them before the metadata.
 //   hash   One hash per line; the id is the line number (1-based).
 //
 // In every format a line ending in "\r\n" is read as if it ended in "\n",
@@ -45,6 +50,7 @@
 #include <string_view>
 
 #include "cli/parse.h"
+#include "fpstore/document.h"
 #include "fpstore/simhash.h"
 
 namespace fpstore::cli {
@@ -66,6 +72,10 @@ struct Record {
   // writes): the signature's bytes, one a slot; empty for none.
   std::string signature;
 
+  // The document's time (jsonl --time-column, or a tsv time column); none
+  // when the input gives none.
+  std::optional<DocumentTime> time;
+
   // The 1-based line the record came from, for messages about it found
   // after reading (RecordReader::name() gives the file).
   std::uint64_t line = 0;
@@ -85,6 +95,7 @@ struct ReaderOptions {
   std::string text_column = "text";
   std::string id_column = "id";
   std::string meta_column;
+  std::string time_column = "time";
 
   // Whether an input without records is fine. Default: false, because an
   // empty input is nearly always a mistake (a wrong path, a failed export).
