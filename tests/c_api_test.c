@@ -823,6 +823,49 @@ static void Test128BitStore(const char* dir) {
   fpstore_options_destroy(options);
 }
 
+static int64_t TestClock(void* context) { return *(const int64_t*)context; }
+
+/* Times, a retention and expiry: past the retention, no query returns a document. */
+static void TestRetention(const char* dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/retained", dir);
+  int64_t now = 1000;
+  fpstore_options_t* options = fpstore_options_create();
+  fpstore_options_set_clock(options, TestClock, &now);
+  fpstore_options_set_retention_seconds(options, 100);
+  fpstore_options_set_durability(options, FPSTORE_DURABILITY_NO_SYNC);
+  fpstore_t* store = NULL;
+  CHECK_OK(fpstore_open(path, options, &store, &errmsg));
+  fpstore_options_destroy(options);
+  if (store == NULL) return;
+  CHECK_OK(fpstore_insert(store, 1, 0x1234, NULL, 0, &errmsg)); /* at 1000 */
+  now = 1050;
+  CHECK_OK(fpstore_insert(store, 2, 0x1235, NULL, 0, &errmsg)); /* at 1050 */
+  now = 1120; /* document 1 is past the retention, 2 is not */
+  fpstore_matches_t* matches = NULL;
+  CHECK_OK(fpstore_query(store, 0x1234, 3, &matches, &errmsg));
+  CHECK(fpstore_matches_count(matches) == 1 && fpstore_matches_id(matches, 0) == 2);
+  CHECK(fpstore_matches_time(matches, 0) == 1050);
+  fpstore_matches_destroy(matches);
+  int64_t time = 0;
+  CHECK_CODE(fpstore_get_time(store, 1, &time, &errmsg), FPSTORE_NOT_FOUND, "retention");
+  fpstore_stats_t* stats = NULL;
+  CHECK_OK(fpstore_stats(store, &stats, &errmsg));
+  CHECK(fpstore_stats_retention_seconds(stats) == 100);
+  CHECK(fpstore_stats_newest_time(stats) == 1050);
+  CHECK(fpstore_stats_oldest_time(stats) == 1000 || fpstore_stats_oldest_time(stats) == 1050);
+  fpstore_stats_destroy(stats);
+  CHECK(fpstore_stats_oldest_time(NULL) == -1);
+  uint64_t removed = 99;
+  CHECK_OK(fpstore_expire(store, 1051, &removed, &errmsg));
+  CHECK(removed <= 2); /* the sweep may have taken document 1 already */
+  CHECK_OK(fpstore_stats(store, &stats, &errmsg));
+  CHECK(fpstore_stats_documents(stats) == 0 && fpstore_stats_oldest_time(stats) == -1);
+  fpstore_stats_destroy(stats);
+  CHECK_CODE(fpstore_expire(NULL, 5, NULL, &errmsg), FPSTORE_INVALID_ARGUMENT, "store is NULL");
+  CHECK_OK(fpstore_close(store, &errmsg));
+}
+
 int main(void) {
   const char* tmp = getenv("TMPDIR");
   char dir[2048];
@@ -845,6 +888,7 @@ int main(void) {
   TestBulkLoad(dir);
   TestFingerprinter();
   Test128BitStore(dir);
+  TestRetention(dir);
 
   nftw(dir, RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
   if (failures != 0) {

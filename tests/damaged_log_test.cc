@@ -286,7 +286,7 @@ TEST(DamagedLogTest, TornLastRecordOpensSilently) {
     TempDir dir;
     const std::string path = dir.path() + "/db";
     constexpr int kInserted = 40;
-    InsertThenCrash(path, kInserted, 292);  // so that the last record spans two sectors
+    InsertThenCrash(path, kInserted, 600);  // records longer than a sector: the last spans two
     const std::string log = TheLog(path);
     const auto last = RecordsOf(log).back();
     const std::uintmax_t sector = (last.first / 512 + 1) * 512;

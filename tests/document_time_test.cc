@@ -7,7 +7,10 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <set>
+#include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fpstore/store.h"
@@ -120,8 +123,15 @@ TEST_F(DocumentTimeTest, ABulkLoadTakesTheClockWhenItBegan) {
   loader->reset();  // before its store goes
   const std::map<DocumentId, DocumentTime> expected{{1, 4'000}, {2, 77}, {9, 88}};
   EXPECT_EQ(Times(), expected);
+  // Out of key order (2's time is before 1's), some time keys went ahead of the ingestion: every
+  // document has its key all the same, and an expiry finds them.
+  EXPECT_TRUE(store_->Verify().ok());
   Open();
   EXPECT_EQ(Times(), expected);
+  if (!testing::kRedisBackend) {
+    EXPECT_EQ(*store_->Expire(80), 1u);  // document 2
+    EXPECT_EQ(Times(), (std::map<DocumentId, DocumentTime>{{1, 4'000}, {9, 88}}));
+  }
 }
 
 TEST_F(DocumentTimeTest, TimesOutOfRangeAreRefusedWhole) {
@@ -149,6 +159,139 @@ TEST_F(DocumentTimeTest, TimesOutOfRangeAreRefusedWhole) {
   const std::map<DocumentId, DocumentTime> expected{{1, 10}, {6, 0}, {7, kMaxDocumentTime}};
   EXPECT_EQ(Times(), expected);
 }
+
+#if !FPSTORE_TEST_REDIS  // retention and expiry: the embedded store's
+
+// The ids a query, FindAll, Clusters and ForEachDocument report.
+struct Seen {
+  std::set<DocumentId> query;
+  std::set<std::pair<DocumentId, DocumentId>> pairs;
+  std::set<std::set<DocumentId>> clusters;
+  std::set<DocumentId> documents;
+  friend bool operator==(const Seen&, const Seen&) = default;
+};
+
+Seen SeenIn(const Store& store, Fingerprint near) {
+  Seen seen;
+  Result<std::vector<Match>> matches = store.Query(near, 3);
+  EXPECT_TRUE(matches.ok()) << matches.status().ToString();
+  if (matches.ok()) {
+    for (const Match& m : *matches) seen.query.insert(m.id);
+  }
+  EXPECT_TRUE(store.FindAll(3,
+                            [&](const NearPair& p) {
+                              seen.pairs.insert({p.first, p.second});
+                            })
+                  .ok());
+  EXPECT_TRUE(store
+                  .Clusters(3,
+                            [&](std::span<const DocumentId> c) {
+                              seen.clusters.insert(std::set<DocumentId>(c.begin(), c.end()));
+                            })
+                  .ok());
+  EXPECT_TRUE(store.ForEachDocument([&](const Document& d) { seen.documents.insert(d.id); }).ok());
+  return seen;
+}
+
+TEST_F(DocumentTimeTest, PastTheRetentionNothingReturnsADocumentAndTheSweepRemovesIt) {
+  options_.retention_seconds = 100;
+  path_ = StoreAt(dir_, "retained");
+  clock_.Set(1'000);
+  Open();
+  constexpr Fingerprint kA = 0xabcdef;
+  // 1 and 4 arrive past the retention (before 900): taken, never returned.
+  const std::vector<NewDocument> docs{{1, kA, "", {}, 800},
+                                      {2, kA ^ 1, "", {}, 950},
+                                      {3, kA ^ 2, "", {}, {}},
+                                      {4, kA ^ 4, "", {}, 500},
+                                      {6, ~kA.low(), "", {}, 990}};
+  const Status inserted = store_->InsertBatch(docs);
+  ASSERT_TRUE(inserted.ok()) << inserted.ToString();
+  const Seen at_1000{{2, 3}, {{2, 3}}, {{2, 3}}, {2, 3, 6}};
+  EXPECT_EQ(SeenIn(*store_, kA), at_1000);
+  for (const DocumentId gone : {1, 4}) {
+    EXPECT_TRUE(store_->Get(gone).status().IsNotFound()) << gone;
+  }
+
+  // Document 2 passes the retention at 1,051; a check-and-insert no longer sees it.
+  clock_.Set(1'060);
+  Result<CheckResult> checked = store_->CheckAndInsert(5, kA ^ 8);
+  ASSERT_TRUE(checked.ok()) << checked.status().ToString();
+  ASSERT_EQ(checked->matches.size(), 1u);
+  EXPECT_EQ(checked->matches[0].id, 3u);
+  const Seen at_1060{{3, 5}, {{3, 5}}, {{3, 5}}, {3, 5, 6}};
+  EXPECT_EQ(SeenIn(*store_, kA), at_1060);
+
+  // The sweep removes the expired ones in the background; the answers stay.
+  for (int i = 0; i < 200; ++i) {
+    Result<StoreStats> stats = store_->Stats();
+    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+    if (stats->documents == 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  Result<StoreStats> stats = store_->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->documents, 3u);
+  EXPECT_EQ(stats->expired_documents, 0u);
+  EXPECT_EQ(stats->retention_seconds, 100);
+  EXPECT_EQ(stats->oldest_time, 990);
+  EXPECT_EQ(stats->newest_time, 1'060);
+  EXPECT_EQ(SeenIn(*store_, kA), at_1060);
+  EXPECT_TRUE(store_->Verify().ok());
+  ASSERT_TRUE(store_->Flush().ok());
+  Open();
+  EXPECT_EQ(SeenIn(*store_, kA), at_1060);
+  EXPECT_TRUE(store_->Verify().ok());
+
+  // The retention is recorded: another one is refused.
+  options_.retention_seconds = 50;
+  store_.reset();
+  EXPECT_TRUE(Store::Open(path_, options_).status().IsInvalidArgument());
+}
+
+TEST_F(DocumentTimeTest, ExpireRemovesExactlyTheOlderDocuments) {
+  const std::vector<NewDocument> docs{
+      {1, 0x10, "", {}, 10}, {2, 0x20, "", {}, 20}, {3, 0x30, "", {}, 30}};
+  ASSERT_TRUE(store_->InsertBatch(docs).ok());
+  ASSERT_TRUE(store_->Insert({1, 0x11, "", {}, 40}).ok());  // fetched again
+  {
+    // Replaced by a bulk load, which leaves the key of its old time behind.
+    Result<std::unique_ptr<BulkLoader>> loader = store_->NewBulkLoader();
+    ASSERT_TRUE(loader.ok());
+    ASSERT_TRUE((*loader)->Add({2, 0x20, "", {}, 50}).ok());
+    ASSERT_TRUE((*loader)->Finish().ok());
+  }
+  Result<StoreStats> stats = store_->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->oldest_time, 30);
+  EXPECT_EQ(stats->newest_time, 50);
+  EXPECT_EQ(stats->expired_documents, 0u);  // no retention
+  Result<std::uint64_t> expired = store_->Expire(35);
+  ASSERT_TRUE(expired.ok()) << expired.status().ToString();
+  EXPECT_EQ(*expired, 1u);
+  EXPECT_EQ(Times(), (std::map<DocumentId, DocumentTime>{{1, 40}, {2, 50}}));
+  EXPECT_EQ(*store_->Expire(35), 0u);
+  EXPECT_TRUE(store_->Verify().ok());
+  EXPECT_EQ(*store_->Expire(51), 2u);
+  EXPECT_EQ(store_->Stats()->documents, 0u);
+  EXPECT_FALSE(store_->Stats()->oldest_time.has_value());
+  Result<std::vector<Match>> none = store_->Query(0x11, 3);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  EXPECT_TRUE(store_->Expire(-1).status().IsInvalidArgument());
+  EXPECT_TRUE(store_->Verify().ok());
+}
+
+#else
+
+TEST_F(DocumentTimeTest, AStoreInRedisHasNoRetention) {
+  options_.retention_seconds = 100;
+  const Status s = Store::Open(StoreAt(dir_, "retained"), options_).status();
+  EXPECT_TRUE(s.IsNotSupported()) << s.ToString();
+  EXPECT_TRUE(store_->Expire(5).status().IsNotSupported());
+}
+
+#endif
 
 }  // namespace
 }  // namespace fpstore

@@ -140,6 +140,23 @@ FPSTORE_EXPORT void fpstore_options_set_drop_damaged_log(fpstore_options_t* opti
 FPSTORE_EXPORT void fpstore_options_set_min_similarity(fpstore_options_t* options,
                                                        double min_similarity);
 
+/* The store's clock (StoreOptions::clock): clock(context) gives the time,
+ * in seconds since the Unix epoch, that a document written without one
+ * takes and that the retention counts back from; called from the threads
+ * that write and query, it must be thread-safe. NULL: the system's clock. */
+typedef int64_t (*fpstore_clock_fn)(void* context);
+FPSTORE_EXPORT void fpstore_options_set_clock(fpstore_options_t* options, fpstore_clock_fn clock,
+                                              void* context);
+
+/* The store's retention in seconds (StoreOptions::retention_seconds): a
+ * document whose time is older than the store's clock minus this is never
+ * returned again and is removed in the background; 0 for none. Recorded
+ * when creating a store; on an existing store a value other than its own
+ * makes fpstore_open fail with FPSTORE_INVALID_ARGUMENT, as does one out of
+ * range. */
+FPSTORE_EXPORT void fpstore_options_set_retention_seconds(fpstore_options_t* options,
+                                                          int64_t seconds);
+
 /* A store in Redis: the ACL user and the password (NUL-terminated; NULL
  * for none) that fpstore signs in with on every connection to the cluster
  * (StoreOptions::redis_user, redis_password), instead of in the URL. The
@@ -221,6 +238,13 @@ FPSTORE_EXPORT int fpstore_remove(fpstore_t* store, uint64_t id, char** errmsg);
  * queries find staged documents either way. FPSTORE_NOT_SUPPORTED on a
  * read-only store. */
 FPSTORE_EXPORT int fpstore_flush(fpstore_t* store, char** errmsg);
+
+/* Removes every document whose time is earlier than `before` (seconds since
+ * the Unix epoch), in atomic batches (Store::Expire); *removed (if not NULL)
+ * is set to how many. FPSTORE_NOT_SUPPORTED on a read-only store and on a
+ * store in Redis. */
+FPSTORE_EXPORT int fpstore_expire(fpstore_t* store, int64_t before, uint64_t* removed,
+                                  char** errmsg);
 
 /* Sets *matches to every stored document within Hamming distance k of
  * `fingerprint`, nearest first (ties by id); the caller frees it with
@@ -403,6 +427,12 @@ FPSTORE_EXPORT uint64_t fpstore_stats_bytes_on_disk(const fpstore_stats_t* stats
 FPSTORE_EXPORT int fpstore_stats_blocks(const fpstore_stats_t* stats);
 FPSTORE_EXPORT int fpstore_stats_distance(const fpstore_stats_t* stats);
 FPSTORE_EXPORT double fpstore_stats_min_similarity(const fpstore_stats_t* stats);
+FPSTORE_EXPORT int64_t fpstore_stats_retention_seconds(const fpstore_stats_t* stats);
+/* Documents past the retention not yet removed (StoreStats::expired_documents). */
+FPSTORE_EXPORT uint64_t fpstore_stats_expired_documents(const fpstore_stats_t* stats);
+/* The oldest and newest document's times; -1 for an empty store or NULL. */
+FPSTORE_EXPORT int64_t fpstore_stats_oldest_time(const fpstore_stats_t* stats);
+FPSTORE_EXPORT int64_t fpstore_stats_newest_time(const fpstore_stats_t* stats);
 FPSTORE_EXPORT void fpstore_stats_destroy(fpstore_stats_t* stats); /* NULL is ignored */
 
 /* Checks the store's block checksums and that every table agrees with the

@@ -76,6 +76,15 @@ struct StoreOptions {
   std::optional<double> min_similarity;
   static constexpr double kDefaultMinSimilarity = 0.9;
 
+  // How long a document counts, in seconds: a document whose time
+  // (NewDocument::time) is earlier than the store's clock minus this is past
+  // the retention, and from that moment no query, CheckAndInsert, Get or scan
+  // returns it, whatever is still on disk; a background sweep then removes it
+  // (Store::Expire). 0: documents never expire. Same rules as the plan:
+  // recorded at creation, checked when set on open. From 0 to
+  // kMaxDocumentTime. Default at creation: 0. A store in Redis has none.
+  std::optional<std::int64_t> retention_seconds;
+
   // About how many documents the store will hold. Used when creating a
   // store, to size its tables' layout (docs/design.md, "Packed tables"). A
   // store may grow past it: at 16 times the count, a query that finds a

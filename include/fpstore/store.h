@@ -93,8 +93,15 @@ struct StoreStats {
   int blocks = 0;
   int distance = 0;
   FingerprintOptions fingerprint;
-  double min_similarity = 0;    // the store's default threshold (StoreOptions)
-  std::uint64_t documents = 0;  // stored, exactly
+  double min_similarity = 0;           // the store's default threshold (StoreOptions)
+  std::int64_t retention_seconds = 0;  // recorded at creation (StoreOptions); 0: none
+  std::uint64_t documents = 0;         // stored, exactly, past the retention or not
+  // The oldest and the newest stored document's times; absent when empty.
+  std::optional<DocumentTime> oldest_time;
+  std::optional<DocumentTime> newest_time;
+  // Documents past the retention that the background sweep has not removed
+  // yet; no call returns them.
+  std::uint64_t expired_documents = 0;
   // Writes not yet merged into the tables (see Flush), exactly: inserted
   // or replaced documents, and removals. Queries find them all the same.
   std::uint64_t staged_documents = 0;
@@ -208,8 +215,18 @@ class FPSTORE_EXPORT Store {
   // NotFound if it is not stored.
   virtual Status Remove(DocumentId id) = 0;
 
-  // The stored document `id`, or NotFound.
+  // The stored document `id`, or NotFound (also for a document past the
+  // store's retention).
   virtual Result<Document> Get(DocumentId id) const = 0;
+
+  // Removes every document whose time is earlier than `before` (seconds
+  // since the Unix epoch), as Remove would, and returns how many it removed.
+  // It works through the oldest in batches, each atomic: after a crash each
+  // such document is wholly there or wholly gone, and another call finishes
+  // the work. A store with a retention runs it in the background for the
+  // documents past it. NotSupported on a read-only store and on a store in
+  // Redis.
+  virtual Result<std::uint64_t> Expire(DocumentTime before) = 0;
 
   // The stored documents that match `query` as `options` say: every one
   // within the distance whose similarity passes, each once, nearest first

@@ -145,6 +145,17 @@ void fpstore_options_set_min_similarity(fpstore_options_t* options, double min_s
   options->options.min_similarity = min_similarity;
 }
 
+void fpstore_options_set_clock(fpstore_options_t* options, fpstore_clock_fn clock, void* context) {
+  if (options == nullptr) return;
+  options->options.clock = nullptr;
+  if (clock != nullptr) options->options.clock = [clock, context] { return clock(context); };
+}
+
+void fpstore_options_set_retention_seconds(fpstore_options_t* options, int64_t seconds) {
+  if (options == nullptr) return;
+  options->options.retention_seconds = seconds;
+}
+
 void fpstore_options_set_redis_user(fpstore_options_t* options, const char* user) {
   if (options == nullptr) return;
   options->options.redis_user = user != nullptr ? user : "";
@@ -263,6 +274,16 @@ int fpstore_flush(fpstore_t* store, char** errmsg) {
   return Guard(errmsg, [&]() -> Status {
     if (store == nullptr) return Null("store");
     return store->store->Flush();
+  });
+}
+
+int fpstore_expire(fpstore_t* store, int64_t before, uint64_t* removed, char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    if (store == nullptr) return Null("store");
+    Result<std::uint64_t> expired = store->store->Expire(before);
+    if (!expired.ok()) return expired.status();
+    if (removed != nullptr) *removed = *expired;
+    return Status::OK();
   });
 }
 

@@ -340,6 +340,18 @@ int fpstore_stats_distance(const fpstore_stats_t* stats) {
 double fpstore_stats_min_similarity(const fpstore_stats_t* stats) {
   return stats != nullptr ? stats->stats.min_similarity : 0;
 }
+int64_t fpstore_stats_retention_seconds(const fpstore_stats_t* stats) {
+  return stats != nullptr ? stats->stats.retention_seconds : 0;
+}
+uint64_t fpstore_stats_expired_documents(const fpstore_stats_t* stats) {
+  return stats != nullptr ? stats->stats.expired_documents : 0;
+}
+int64_t fpstore_stats_oldest_time(const fpstore_stats_t* stats) {
+  return stats != nullptr ? stats->stats.oldest_time.value_or(-1) : -1;
+}
+int64_t fpstore_stats_newest_time(const fpstore_stats_t* stats) {
+  return stats != nullptr ? stats->stats.newest_time.value_or(-1) : -1;
+}
 void fpstore_stats_destroy(fpstore_stats_t* stats) { delete stats; }
 
 int fpstore_verify(const fpstore_t* store, char** errmsg) {

@@ -282,6 +282,10 @@ Result<std::unique_ptr<BulkLoader>> ReopeningStore::NewBulkLoader(const BulkLoad
       std::make_unique<TicketedLoader>(std::move(ticket), long_calls_, *std::move(loader)));
 }
 
+Result<std::uint64_t> ReopeningStore::Expire(DocumentTime before) {
+  return WriteThrough([&](Store& store) { return store.Expire(before); });
+}
+
 Status ReopeningStore::Flush() {
   return WriteThrough([&](Store& store) { return store.Flush(); });
 }

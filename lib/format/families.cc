@@ -183,6 +183,16 @@ RocksConfig MakeRocksConfig(const StoreOptions& options, const PermutationPlan& 
                                                     plan.table(t).prefix_bits(), memtable_bytes));
   }
 
+  // Times (format/time_index.h): keys only, written with every insert, read in key order by
+  // expiry and scans, never probed: no filter.
+  rocksdb::BlockBasedTableOptions times_table = LookupTableOptions(cache);
+  times_table.filter_policy.reset();
+  rocksdb::ColumnFamilyOptions times = KeyedFamilyOptions(nullptr, staging_memtable_bytes);
+  times.table_factory.reset(rocksdb::NewBlockBasedTableFactory(times_table));
+  SetCompression(times);
+  times.level_compaction_dynamic_level_bytes = true;
+  config.families.emplace_back(kTimesFamily, times);
+
   return config;
 }
 

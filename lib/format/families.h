@@ -23,11 +23,13 @@ inline constexpr int kFormatVersion = 16;
 // Column family names and metadata keys, fixed by the on-disk format.
 inline constexpr char kDocumentsFamily[] = "documents";
 inline constexpr char kStagingFamily[] = "staging";
+inline constexpr char kTimesFamily[] = "times";
 inline constexpr char kFormatVersionKey[] = "fpstore.format_version";
 inline constexpr char kPlanKey[] = "fpstore.plan";
 inline constexpr char kGroupBitsKey[] = "fpstore.group_bits";
 inline constexpr char kFingerprintKey[] = "fpstore.fingerprint";
 inline constexpr char kMinSimilarityKey[] = "fpstore.min_similarity";
+inline constexpr char kRetentionKey[] = "fpstore.retention";
 inline constexpr char kSignedKey[] = "fpstore.signed";
 inline constexpr char kDocumentCountKey[] = "fpstore.document_count";
 // Table t's family: "table-000" and up.
@@ -35,7 +37,7 @@ std::string TableFamilyName(std::size_t table);
 
 struct RocksConfig {
   rocksdb::DBOptions db;
-  // In order: metadata (default), documents, staging, tables.
+  // In order: metadata (default), documents, staging, tables, times.
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   // The block cache every family shares (null for inspection).
   std::shared_ptr<rocksdb::Cache> block_cache;

@@ -24,8 +24,10 @@ Result<RecordedOptions> RecordedOptionsFor(const StoreOptions& options) {
   const bool wide = fingerprint.bits == 128;
   RecordedOptions recorded{options.blocks.value_or(wide ? 8 : 6),
                            options.distance.value_or(wide ? 6 : 3), fingerprint,
-                           options.min_similarity.value_or(StoreOptions::kDefaultMinSimilarity)};
+                           options.min_similarity.value_or(StoreOptions::kDefaultMinSimilarity),
+                           options.retention_seconds.value_or(0)};
   if (Status s = CheckMinSimilarity(recorded.min_similarity); !s.ok()) return s;
+  if (Status s = CheckRetention(recorded.retention_seconds); !s.ok()) return s;
   return recorded;
 }
 
@@ -72,7 +74,17 @@ Status CheckAgainstRecorded(const std::string& where, const StoreOptions& option
                     DoubleText(recorded.min_similarity) +
                         " (QueryOptions and ScanOptions override it per call)");
   }
+  if (options.retention_seconds && *options.retention_seconds != recorded.retention_seconds) {
+    return mismatch("retention_seconds", std::to_string(*options.retention_seconds),
+                    std::to_string(recorded.retention_seconds));
+  }
   return Status::OK();
+}
+
+Status CheckRetention(std::int64_t seconds) {
+  if (seconds >= 0 && seconds <= kMaxDocumentTime) return Status::OK();
+  return Status::InvalidArgument("retention_seconds " + std::to_string(seconds) +
+                                 " is outside 0.." + std::to_string(kMaxDocumentTime));
 }
 
 Status CheckMinSimilarity(double value) {

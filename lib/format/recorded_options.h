@@ -6,6 +6,7 @@
 #ifndef FPSTORE_LIB_FORMAT_RECORDED_OPTIONS_H_
 #define FPSTORE_LIB_FORMAT_RECORDED_OPTIONS_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,7 @@ struct RecordedOptions {
   int distance = 0;
   FingerprintOptions fingerprint;
   double min_similarity = 0;
+  std::int64_t retention_seconds = 0;  // 0: none
 };
 
 // The options a store created with `options` records: each unset one at its default (the plan's
@@ -42,6 +44,8 @@ Status CheckAgainstRecorded(const std::string& where, const StoreOptions& option
 
 // InvalidArgument unless 0 <= value <= 1.
 Status CheckMinSimilarity(double value);
+// InvalidArgument unless 0 <= seconds <= kMaxDocumentTime.
+Status CheckRetention(std::int64_t seconds);
 
 // What a call's distance and threshold mean for a store planned for `planned_distance` whose
 // default threshold is `default_similarity`: unset ones filled in, each checked (InvalidArgument).

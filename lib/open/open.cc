@@ -82,6 +82,11 @@ Result<Metadata> ReadMetadata(const std::string& path) {
   } else if (!ParseNumber(value, meta.recorded.min_similarity) ||
              !CheckMinSimilarity(meta.recorded.min_similarity).ok()) {
     result = Status::Corruption(path + ": unreadable min_similarity record \"" + value + "\"");
+  } else if (!get(kRetentionKey, value).ok()) {
+    result = Status::Corruption(path + ": missing retention record");
+  } else if (!ParseNumber(value, meta.recorded.retention_seconds) ||
+             !CheckRetention(meta.recorded.retention_seconds).ok()) {
+    result = Status::Corruption(path + ": unreadable retention record \"" + value + "\"");
   }
   for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h);
   db->Close().PermitUncheckedError();
@@ -164,6 +169,7 @@ Status WriteMetadata(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* meta_family,
       {kPlanKey, plan.ToString()},
       {kFingerprintKey, meta.recorded.fingerprint.ToString()},
       {kMinSimilarityKey, DoubleText(meta.recorded.min_similarity)},
+      {kRetentionKey, std::to_string(meta.recorded.retention_seconds)},
       {kGroupBitsKey, std::to_string(meta.group_bits)}};
   for (const auto& [key, value] : records) {
     if (Status s = FromRocks(batch.Put(meta_family, key, value), "creating"); !s.ok()) return s;
@@ -234,6 +240,7 @@ Families FamiliesOf(std::vector<rocksdb::ColumnFamilyHandle*> handles, std::size
   f.documents = handles[1];
   f.staging = handles[2];
   f.tables.assign(handles.begin() + 3, handles.begin() + 3 + tables);
+  f.times = handles[3 + tables];
   f.all = std::move(handles);
   return f;
 }
@@ -303,6 +310,7 @@ Result<std::unique_ptr<StoreImpl>> StoreImpl::Open(const std::string& path,
                      *plan,
                      *std::move(fingerprinter),
                      meta->recorded.min_similarity,
+                     meta->recorded.retention_seconds,
                      meta->group_bits,
                      std::move(env),
                      *std::move(db),
@@ -327,14 +335,14 @@ Result<std::unique_ptr<StoreImpl>> StoreImpl::Open(const std::string& path,
 StoreImpl::StoreImpl(OpenedStore opened, std::shared_ptr<const BackgroundErrors> background_errors,
                      std::shared_ptr<HeldDeletions> held)
     : Writer(std::move(opened), std::move(background_errors), std::move(held)),
-      scanner_(*db_, tables_, staging_, documents_, closing_),
-      verifier_(*db_, tables_, staging_, documents_, scanner_, families_.all, path_) {}
+      scanner_(*db_, tables_, staging_, documents_, times_, closing_),
+      verifier_(*db_, tables_, staging_, documents_, times_, scanner_, families_.all, path_) {}
 
 Status StoreImpl::Start() {
   tables_.filters().Attach(db_.get(), families_.tables);
   if (Status s = documents_.LoadSigned(); !s.ok()) return s;
   if (Status s = staging_.Load(); !s.ok()) return s;
-  if (!options_.read_only) StartMerges();
+  if (!options_.read_only) StartBackground();
   return Status::OK();
 }
 
@@ -343,7 +351,7 @@ Status StoreImpl::Close() {
   closed_ = true;
   closing_ = true;
   closing_.notify_all();
-  StopMerges();
+  StopBackground();
   Status result;
   if (!options_.read_only && options_.durability == Durability::kNoSync) {
     result = FromRocks(db_->SyncWAL(), "closing " + path_);

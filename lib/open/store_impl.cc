@@ -21,20 +21,26 @@ Status StoreImpl::FindAll(int k, const std::function<void(const NearPair&)>& sin
                           const ScanOptions& scan) const {
   Result<Matching> matching = MatchingFor(k, scan.min_similarity);
   if (!matching.ok()) return matching.status();
-  return scanner_.FindAll(k, matching->min_similarity, sink, scan);
+  Result<DocumentTime> expired_before = ExpiredBefore();
+  if (!expired_before.ok()) return expired_before.status();
+  return scanner_.FindAll(k, matching->min_similarity, *expired_before, sink, scan);
 }
 
 Status StoreImpl::Clusters(int k, const std::function<void(std::span<const DocumentId>)>& sink,
                            const ScanOptions& scan) const {
   Result<Matching> matching = MatchingFor(k, scan.min_similarity);
   if (!matching.ok()) return matching.status();
-  return scanner_.Clusters(k, matching->min_similarity, sink, scan);
+  Result<DocumentTime> expired_before = ExpiredBefore();
+  if (!expired_before.ok()) return expired_before.status();
+  return scanner_.Clusters(k, matching->min_similarity, *expired_before, sink, scan);
 }
 
 Status StoreImpl::ForEachDocument(const std::function<void(const Document&)>& sink,
                                   const ScanOptions& scan) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
-  return scanner_.ForEachDocument(sink, scan);
+  Result<DocumentTime> expired_before = ExpiredBefore();
+  if (!expired_before.ok()) return expired_before.status();
+  return scanner_.ForEachDocument(*expired_before, sink, scan);
 }
 
 Status StoreImpl::Verify(const ScanOptions& scan) const {
@@ -49,9 +55,24 @@ Result<StoreStats> StoreImpl::Stats() const {
   stats.distance = plan_.distance();
   stats.fingerprint = fingerprinter_.options();
   stats.min_similarity = min_similarity_;
-  Result<std::uint64_t> documents = documents_.Count(nullptr);
+  stats.retention_seconds = retention_seconds_;
+  // The count and the times at one state.
+  rocksdb::ManagedSnapshot snapshot(db_.get());
+  Result<std::uint64_t> documents = documents_.Count(snapshot.snapshot());
   if (!documents.ok()) return documents.status();
   stats.documents = *documents;
+  Result<std::optional<TimeIndex::Span>> span = times_.TimeSpan(snapshot.snapshot());
+  if (!span.ok()) return span.status();
+  if (*span) {
+    stats.oldest_time = (*span)->oldest;
+    stats.newest_time = (*span)->newest;
+  }
+  Result<DocumentTime> expired_before = ExpiredBefore();
+  if (!expired_before.ok()) return expired_before.status();
+  Result<std::vector<DocumentId>> expired =
+      times_.DocumentsBefore(snapshot.snapshot(), *expired_before);
+  if (!expired.ok()) return expired.status();
+  stats.expired_documents = expired->size();
   Result<std::vector<StagedDocument>> staged = staging_.Documents(nullptr);
   if (!staged.ok()) return staged.status();
   stats.staged_documents = staged->size();

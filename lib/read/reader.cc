@@ -25,10 +25,12 @@ Reader::Reader(OpenedStore opened)
       plan_(std::move(opened.plan)),
       fingerprinter_(std::move(opened.fingerprinter)),
       min_similarity_(opened.min_similarity),
+      retention_seconds_(opened.retention_seconds),
       env_(std::move(opened.env)),
       db_(std::move(opened.db)),
       families_(std::move(opened.families)),
       documents_(*db_, families_.documents, families_.meta, plan_.bits()),
+      times_(*db_, families_.times, documents_),
       tables_(*db_, plan_, opened.group_bits, families_.tables, std::move(opened.filters)),
       staging_(*db_, families_.staging, plan_.distance(), plan_.bits(), options_.staged_documents,
                !options_.read_only) {}
@@ -43,9 +45,22 @@ Result<Matching> Reader::MatchingFor(std::optional<int> distance,
   return internal::MatchingFor(distance, min_similarity, plan_.distance(), min_similarity_);
 }
 
+Result<DocumentTime> Reader::ExpiredBefore() const {
+  if (retention_seconds_ == 0) return DocumentTime{0};
+  Result<DocumentTime> now = Now(options_.clock);
+  if (!now.ok()) return now.status();
+  return std::max<DocumentTime>(0, *now - retention_seconds_);
+}
+
 Result<Document> Reader::Get(DocumentId id) const {
   if (Status s = CheckOpen(); !s.ok()) return s;
-  return documents_.Get(id);
+  Result<DocumentTime> expired_before = ExpiredBefore();
+  if (!expired_before.ok()) return expired_before.status();
+  Result<Document> doc = documents_.Get(id);
+  if (doc.ok() && doc->time < *expired_before) {
+    return Status::NotFound("document " + std::to_string(id) + " (past the store's retention)");
+  }
+  return doc;
 }
 
 Result<std::vector<Match>> Reader::Query(const Sketch& query, const QueryOptions& options) const {
@@ -107,11 +122,13 @@ Result<std::vector<std::vector<Match>>> Reader::Run(std::span<const Sketch> quer
   for (const Staging::Candidate& c : *staged) {
     hits[c.query].push_back({c.id, c.fingerprint, c.distance});
   }
+  Result<DocumentTime> expired_before = ExpiredBefore();
+  if (!expired_before.ok()) return expired_before.status();
   std::vector<std::vector<Match>> results;
   results.reserve(hits.size());
   for (std::size_t q = 0; q < hits.size(); ++q) {
-    Result<std::vector<Match>> matches =
-        ToMatches(std::move(hits[q]), snapshot, queries[q].signature, min_similarity);
+    Result<std::vector<Match>> matches = ToMatches(
+        std::move(hits[q]), snapshot, queries[q].signature, min_similarity, *expired_before);
     if (!matches.ok()) return matches.status();
     results.push_back(*std::move(matches));
   }
@@ -217,8 +234,8 @@ void Reader::WarmRecordsOf(const Hits& hits, const rocksdb::Snapshot* snapshot) 
 
 Result<std::vector<Match>> Reader::ToMatches(std::vector<Hit> hits,
                                              const rocksdb::Snapshot* snapshot,
-                                             const Signature& signature,
-                                             double min_similarity) const {
+                                             const Signature& signature, double min_similarity,
+                                             DocumentTime expired_before) const {
   std::vector<DocumentId> ids;
   for (const Hit& h : hits) ids.push_back(h.id);
   std::sort(ids.begin(), ids.end());
@@ -245,6 +262,7 @@ Result<std::vector<Match>> Reader::ToMatches(std::vector<Hit> hits,
     }
     // A version found both in the tables and staged counts once (its hits are adjacent).
     if (std::exchange(last, h.id) == h.id) continue;
+    if (record->time < expired_before) continue;  // past the retention
     const std::optional<double> similarity = EstimateSimilarity(signature, record->signature);
     if (similarity && *similarity < min_similarity) continue;  // not confirmed
     matches.push_back(

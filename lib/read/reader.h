@@ -30,6 +30,7 @@
 
 #include "format/recorded_options.h"
 #include "format/records.h"
+#include "format/time_index.h"
 #include "fpstore/store.h"
 #include "plan/table_entry.h"
 #include "platform/freed_memory.h"
@@ -95,6 +96,7 @@ struct Families {
   rocksdb::ColumnFamilyHandle* documents;
   rocksdb::ColumnFamilyHandle* staging;
   std::vector<rocksdb::ColumnFamilyHandle*> tables;
+  rocksdb::ColumnFamilyHandle* times;
   // All of them, as RocksDB's open listed them.
   std::vector<rocksdb::ColumnFamilyHandle*> all;
 };
@@ -105,7 +107,8 @@ struct OpenedStore {
   StoreOptions options;
   PermutationPlan plan;
   Fingerprinter fingerprinter;
-  double min_similarity;  // recorded at creation
+  double min_similarity;           // recorded at creation
+  std::int64_t retention_seconds;  // recorded at creation; 0: none
   int group_bits;
   // The Env RocksDB was opened with, if the store's own (a writable store's:
   // faults/ingest_guard.h).
@@ -130,6 +133,9 @@ class Reader : public Store {
   explicit Reader(OpenedStore opened);
 
   Status CheckOpen() const;
+  // The time before which a document is past the store's retention, by its clock now: 0 (none)
+  // without a retention. InvalidArgument if the clock is out of range.
+  Result<DocumentTime> ExpiredBefore() const;
   // What a call's options mean for this store: its defaults filled in, each checked.
   Result<Matching> MatchingFor(std::optional<int> distance,
                                std::optional<double> min_similarity) const;
@@ -147,12 +153,14 @@ class Reader : public Store {
   const PermutationPlan plan_;
   const Fingerprinter fingerprinter_;
   const double min_similarity_;
+  const std::int64_t retention_seconds_;
   // Before db_, which uses it until it is closed.
   const std::unique_ptr<rocksdb::Env> env_;
   std::unique_ptr<rocksdb::DB> db_;
   Families families_;
   bool closed_ = false;  // set by Close
   Documents documents_;
+  TimeIndex times_;
   Tables tables_;
   Staging staging_;
 
@@ -179,8 +187,10 @@ class Reader : public Store {
   // The matches of `hits`, their records read at `snapshot`, nearest first, each document once;
   // hits of versions whose removal is staged dropped, and those whose similarity to `signature` is
   // below `min_similarity`.
+  // Documents whose time is before `expired_before` are past the retention: left out too.
   Result<std::vector<Match>> ToMatches(std::vector<Hit> hits, const rocksdb::Snapshot* snapshot,
-                                       const Signature& signature, double min_similarity) const;
+                                       const Signature& signature, double min_similarity,
+                                       DocumentTime expired_before) const;
 
   mutable ReadPool read_pool_{kReadThreads};
 };

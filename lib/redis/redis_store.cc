@@ -108,6 +108,9 @@ Result<Reached> Reach(const std::string& url, const StoreOptions& options,
 
 Result<std::unique_ptr<Store>> OpenStore(const std::string& given_url,
                                          const StoreOptions& options) {
+  if (options.retention_seconds.value_or(0) != 0) {
+    return Status::NotSupported("a store in Redis has no retention: " + HidePassword(given_url));
+  }
   Result<Reached> reached = Reach(given_url, options, "opening");
   if (!reached.ok()) return reached.status();
   const StoreAddress& address = reached->address;
@@ -443,6 +446,11 @@ Result<CheckResult> RedisStore::CheckAndInsert(const NewDocument& doc, InsertPol
   if (Status s = WriteHeld(**client, std::span(&doc, 1), *old, locks, *now); !s.ok()) return s;
   result.inserted = true;
   return result;
+}
+
+Result<std::uint64_t> RedisStore::Expire(DocumentTime) {
+  if (Status s = CheckWritable(); !s.ok()) return s;
+  return Status::NotSupported("a store in Redis has no expiry: " + url_);
 }
 
 Status RedisStore::Flush() {

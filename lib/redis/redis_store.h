@@ -121,6 +121,7 @@ class RedisStore final : public Store {
                          const ScanOptions& scan) const override;
   Result<std::unique_ptr<BulkLoader>> NewBulkLoader(const BulkLoadOptions& options) override;
   Status Flush() override;
+  Result<std::uint64_t> Expire(DocumentTime before) override;
   Status Compact(const ScanOptions& scan) override;
   Result<StoreStats> Stats() const override;
   Status Verify(const ScanOptions& scan) const override;

@@ -376,13 +376,14 @@ Status Scanner::ScanRunsFromTables(const ScanOptions& scan, const rocksdb::Snaps
   return s;
 }
 
-Status Scanner::ForEachDocument(const std::function<void(const Document&)>& sink,
+Status Scanner::ForEachDocument(DocumentTime expired_before,
+                                const std::function<void(const Document&)>& sink,
                                 const ScanOptions& scan) const {
   rocksdb::ManagedSnapshot snapshot(&db_, WholeSnapshot());
   Result<std::uint64_t> total = documents_.Count(snapshot.snapshot());
   ProgressMeter progress(scan.progress, total.ok() ? *total : 0);
   Status s = documents_.ForEach(snapshot.snapshot(), [&](const Document& doc) {
-    sink(doc);
+    if (doc.time >= expired_before) sink(doc);
     progress.Add(1);
     return Status::OK();
   });
@@ -390,18 +391,32 @@ Status Scanner::ForEachDocument(const std::function<void(const Document&)>& sink
   return s;
 }
 
-Status Scanner::FindAll(int k, double min_similarity,
+namespace {
+
+// Whether `id` is in `ids` (ascending).
+bool Among(std::span<const DocumentId> ids, DocumentId id) {
+  return !ids.empty() && std::binary_search(ids.begin(), ids.end(), id);
+}
+
+}  // namespace
+
+Status Scanner::FindAll(int k, double min_similarity, DocumentTime expired_before,
                         const std::function<void(const NearPair&)>& sink,
                         const ScanOptions& scan) const {
   std::mutex sink_mu;
   rocksdb::ManagedSnapshot snapshot(&db_, WholeSnapshot());
   Result<bool> any_signed = documents_.AnySigned(snapshot.snapshot());
   if (!any_signed.ok()) return any_signed.status();
+  Result<std::vector<DocumentId>> expired =
+      times_.DocumentsBefore(snapshot.snapshot(), expired_before);
+  if (!expired.ok()) return expired.status();
   Status failed;  // the first failed read of signatures, under sink_mu
   Status s =
       ScanRunsAt(scan, snapshot.snapshot(), [&](std::size_t t, std::span<const TableEntry> run) {
         std::vector<NearPair> pairs;
-        ForEachPairInRun(run, plan_, t, k, [&](const NearPair& p) { pairs.push_back(p); });
+        ForEachPairInRun(run, plan_, t, k, [&](const NearPair& p) {
+          if (!Among(*expired, p.first) && !Among(*expired, p.second)) pairs.push_back(p);
+        });
         if (pairs.empty()) return;
         Status read;
         if (*any_signed) {  // else every pair stands on its distance
@@ -421,7 +436,7 @@ Status Scanner::FindAll(int k, double min_similarity,
   return s.ok() ? failed : s;
 }
 
-Status Scanner::Clusters(int k, double min_similarity,
+Status Scanner::Clusters(int k, double min_similarity, DocumentTime expired_before,
                          const std::function<void(std::span<const DocumentId>)>& sink,
                          const ScanOptions& scan) const {
   std::mutex sets_mu;
@@ -429,6 +444,9 @@ Status Scanner::Clusters(int k, double min_similarity,
   rocksdb::ManagedSnapshot snapshot(&db_, WholeSnapshot());
   Result<bool> any_signed = documents_.AnySigned(snapshot.snapshot());
   if (!any_signed.ok()) return any_signed.status();
+  Result<std::vector<DocumentId>> expired =
+      times_.DocumentsBefore(snapshot.snapshot(), expired_before);
+  if (!expired.ok()) return expired.status();
   Status failed;  // the first failed read of signatures, under sets_mu
   Status s =
       ScanRunsAt(scan, snapshot.snapshot(), [&](std::size_t t, std::span<const TableEntry> run) {
@@ -444,6 +462,11 @@ Status Scanner::Clusters(int k, double min_similarity,
         // By reference: most runs link nothing, and a std::function holding the lambda itself
         // would allocate for each.
         AddClusterEdges(run, plan_, t, k, min_similarity, std::ref(read), edges);
+        if (!expired->empty()) {
+          std::erase_if(edges, [&](const std::pair<DocumentId, DocumentId>& e) {
+            return Among(*expired, e.first) || Among(*expired, e.second);
+          });
+        }
         const bool read_failed = signatures && !signatures->ok();
         if (edges.empty() && !read_failed) return;
         std::lock_guard lock(sets_mu);

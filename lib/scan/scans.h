@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "format/records.h"
+#include "format/time_index.h"
 #include "fpstore/store.h"
 #include "plan/table_entry.h"
 #include "read/staging.h"
@@ -27,12 +28,13 @@ namespace fpstore::internal {
 class Scanner {
  public:
   Scanner(rocksdb::DB& db, const Tables& tables, const Staging& staging, const Documents& documents,
-          const std::atomic<bool>& closing)
+          const TimeIndex& times, const std::atomic<bool>& closing)
       : db_(db),
         tables_(tables),
         plan_(tables.plan()),
         staging_(staging),
         documents_(documents),
+        times_(times),
         closing_(closing) {}
 
   // A snapshot of the tables, staging marks and documents in one state; with `filters`, the member
@@ -46,12 +48,15 @@ class Scanner {
 
   // Pairs and clusters within k, confirmed by similarity (store.h); the records are read to
   // confirm them only when some document was written with a signature (Documents::AnySigned).
-  Status FindAll(int k, double min_similarity, const std::function<void(const NearPair&)>& sink,
-                 const ScanOptions& scan) const;
-  Status Clusters(int k, double min_similarity,
+  // Documents whose time is before `expired_before` (past the retention) are in none: the times
+  // family names them.
+  Status FindAll(int k, double min_similarity, DocumentTime expired_before,
+                 const std::function<void(const NearPair&)>& sink, const ScanOptions& scan) const;
+  Status Clusters(int k, double min_similarity, DocumentTime expired_before,
                   const std::function<void(std::span<const DocumentId>)>& sink,
                   const ScanOptions& scan) const;
-  Status ForEachDocument(const std::function<void(const Document&)>& sink,
+  Status ForEachDocument(DocumentTime expired_before,
+                         const std::function<void(const Document&)>& sink,
                          const ScanOptions& scan) const;
 
  private:
@@ -78,6 +83,7 @@ class Scanner {
   const PermutationPlan& plan_;
   const Staging& staging_;
   const Documents& documents_;
+  const TimeIndex& times_;
   const std::atomic<bool>& closing_;
 };
 

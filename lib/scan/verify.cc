@@ -42,6 +42,8 @@ std::uint64_t FingerprintHash(Word fp) {
 }
 
 constexpr std::size_t kMaxProblems = 20;
+// Documents whose time keys are looked up at once.
+constexpr std::size_t kTimeKeysPerRead = 4096;
 
 }  // namespace
 
@@ -96,8 +98,20 @@ class Verifier::Verification {
     return Status::OK();
   }
 
+  // Every one of `times` (documents' times and ids) has its key in the times family; empties it.
+  Status CheckTimeKeys(std::vector<TimeIndex::Entry>& times) {
+    Status s = v_.times_.FindMissing(snapshot(), times, [&](const TimeIndex::Entry& e) {
+      Problem("times: no key for document " + std::to_string(e.id) + "'s time " +
+              std::to_string(e.time));
+    });
+    times.clear();
+    return s;
+  }
+
   // Every document but the staged ones has table-0 entries, and so has every leaving version.
+  // Every document has its time's key.
   Status ReadDocuments() {
+    std::vector<TimeIndex::Entry> times;
     std::unordered_map<DocumentId, Word> unseen = staged_;
     std::unique_ptr<rocksdb::Iterator> it(
         v_.db_.NewIterator(ScanReadOptions(snapshot()), v_.documents_.family()));
@@ -120,6 +134,10 @@ class Verifier::Verification {
           !s.ok()) {
         Problem(s.message());
       }
+      times.push_back({time, id});
+      if (times.size() == kTimeKeysPerRead) {
+        if (Status s = CheckTimeKeys(times); !s.ok()) return s;
+      }
       if (!signature.empty() && !*signed_record && !std::exchange(unsigned_reported, true)) {
         Problem("documents: document " + std::to_string(id) + " has a signature, but no " +
                 kSignedKey + " record says so");
@@ -141,6 +159,7 @@ class Verifier::Verification {
       expected_sum_ += EntryHash(Permute(plan_.table(0), fp), id);
     }
     if (!it->status().ok()) return FromRocks(it->status(), "scanning documents");
+    if (Status s = CheckTimeKeys(times); !s.ok()) return s;
     for (const auto& [id, fp] : unseen) {
       Problem("staging: mark for document " + std::to_string(id) + ", which is not stored");
     }

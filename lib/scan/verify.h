@@ -24,12 +24,13 @@ class Verifier {
  public:
   // `families`: all of the store's, for the block checksums of their files.
   Verifier(rocksdb::DB& db, const Tables& tables, const Staging& staging,
-           const Documents& documents, const Scanner& scanner,
+           const Documents& documents, const TimeIndex& times, const Scanner& scanner,
            std::vector<rocksdb::ColumnFamilyHandle*> families, std::string path)
       : db_(db),
         tables_(tables),
         staging_(staging),
         documents_(documents),
+        times_(times),
         scanner_(scanner),
         families_(std::move(families)),
         path_(std::move(path)) {}
@@ -47,6 +48,7 @@ class Verifier {
   const Tables& tables_;
   const Staging& staging_;
   const Documents& documents_;
+  const TimeIndex& times_;
   const Scanner& scanner_;
   const std::vector<rocksdb::ColumnFamilyHandle*> families_;
   const std::string path_;

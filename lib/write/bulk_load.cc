@@ -23,6 +23,9 @@ namespace {
 // A buffered record's approximate memory, spare buffer capacity included.
 std::size_t RecordBytes(std::string_view tail) { return 64 + tail.size(); }
 
+// Time keys a bulk load writes per batch.
+constexpr int kTimeKeysPerWrite = 1 << 16;
+
 // Each step's duration, for the store's LOG: where a load's time goes.
 class PhaseClock {
  public:
@@ -161,9 +164,13 @@ Result<BulkLoadStats> BulkLoaderImpl::Finish() {
   TableWriter::Output files;
   if (Status s = WriteFiles(m, files); !s.ok()) return s;
   phases.Lap("tables");
-  // Before the documents go in: a scan that sees them must know to confirm their pairs.
+  // Before the documents go in: a scan that sees them must know to confirm their pairs, and every
+  // document must have its time's key.
   if (any_signed_) {
     if (Status s = store_.documents->WriteSigned(); !s.ok()) return s;
+  }
+  if (wrote_time_keys_) {
+    if (Status s = FromRocks(store_.db->SyncWAL(), "syncing times"); !s.ok()) return s;
   }
   if (!files.args.empty()) {
     store_.ingestion->FlushBefore(files);
@@ -256,6 +263,14 @@ Status BulkLoaderImpl::Match(Matched& m) {
   return Status::OK();
 }
 
+Status BulkLoaderImpl::WriteTimeKeys(rocksdb::WriteBatch& batch) {
+  if (batch.Count() == 0) return Status::OK();
+  Status s = FromRocks(store_.db->Write(rocksdb::WriteOptions(), &batch), "writing times");
+  batch.Clear();
+  wrote_time_keys_ = true;
+  return s;
+}
+
 Status BulkLoaderImpl::WriteFiles(Matched& m, TableWriter::Output& out) {
   rocksdb::DB& db = *store_.db;
   Result<std::vector<bool>> old_keys_leaving =
@@ -269,21 +284,43 @@ Status BulkLoaderImpl::WriteFiles(Matched& m, TableWriter::Output& out) {
     if (Status s = count.Merge(kDocumentCountKey, rocksdb::Slice(delta, 8)); !s.ok()) return s;
     if (Status s = count.FinishInto(out.args); !s.ok()) return s;
   }
-  // The documents' file is written on the tables' threads, once they are all taken.
-  rocksdb::IngestExternalFileArg documents_arg;
+  // The documents' file and their time keys' are written on the tables' threads, once they are
+  // all taken. A time key goes in the file while the keys come in order (times that rise with the
+  // ids, such as one time for the whole load), and is otherwise written ahead of the ingestion: a
+  // stale key, should the load not finish.
+  rocksdb::IngestExternalFileArg documents_arg, times_arg;
   auto write_documents = [&]() -> Status {
     SstSink sink(db, store_.documents->family(), dir_.Path("documents.sst"));
+    SstSink times(db, store_.times->family(), dir_.Path("times.sst"));
+    std::string last_time_key;  // of `times`
+    rocksdb::WriteBatch out_of_order;
     RecordReader in(m.documents_path);
     std::uint64_t id = 0, size = 0;
     std::string value;
+    const std::size_t time_at = FingerprintBytes(store_.bits);
     while (in.GetU64(id)) {
-      if (!in.GetU64(size) || !(value.resize(size), in.GetBytes(value.data(), size))) {
+      if (!in.GetU64(size) || size < time_at + kTimeBytes ||
+          !(value.resize(size), in.GetBytes(value.data(), size))) {
         return in.status().ok() ? Status::IOError("short read of " + m.documents_path)
                                 : in.status();
       }
       if (Status s = sink.Put(Key8(id).view(), value); !s.ok()) return s;
+      const std::string time_key =
+          TimeIndex::Key(static_cast<DocumentTime>(GetBigEndian64(value.data() + time_at)), id);
+      if (time_key > last_time_key) {
+        if (Status s = times.Put(time_key, rocksdb::Slice()); !s.ok()) return s;
+        last_time_key = time_key;
+        continue;
+      }
+      out_of_order.Put(store_.times->family(), time_key, rocksdb::Slice()).PermitUncheckedError();
+      if (out_of_order.Count() == kTimeKeysPerWrite) {
+        if (Status s = WriteTimeKeys(out_of_order); !s.ok()) return s;
+      }
     }
     if (!in.status().ok()) return in.status();
+    if (Status s = WriteTimeKeys(out_of_order); !s.ok()) return s;
+    times_arg = IngestionInto(store_.times->family());
+    if (Status s = times.Finish(times_arg.external_files); !s.ok()) return s;
     documents_arg = IngestionInto(store_.documents->family());
     return sink.Finish(documents_arg.external_files);
   };
@@ -305,6 +342,7 @@ Status BulkLoaderImpl::WriteFiles(Matched& m, TableWriter::Output& out) {
                  .Write(*m.table_changes, *old_keys_leaving, options, out);
   if (!s.ok()) return s;
   if (!documents_arg.external_files.empty()) out.args.push_back(std::move(documents_arg));
+  if (!times_arg.external_files.empty()) out.args.push_back(std::move(times_arg));
   return Status::OK();
 }
 

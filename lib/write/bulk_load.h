@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "format/records.h"
+#include "format/time_index.h"
 #include "fpstore/bulk_loader.h"
 #include "ingest/scratch_dir.h"
 #include "ingest/spills.h"
@@ -28,6 +29,7 @@ class BulkLoaderImpl final : public BulkLoader {
   struct Context {
     rocksdb::DB* db;
     const Documents* documents;
+    const TimeIndex* times;
     const Staging* staging;
     Ingestion* ingestion;
     StoreLocks* locks;
@@ -53,6 +55,8 @@ class BulkLoaderImpl final : public BulkLoader {
   Status Spill();
   // Writes the last-added record and table change of each id to files. REQUIRES: writers held off.
   Status Match(Matched& m);
+  // Writes `batch` of time keys, unsynced, and empties it.
+  Status WriteTimeKeys(rocksdb::WriteBatch& batch);
   // Writes every file to ingest: tables, documents, mark deletions, count, recent.
   Status WriteFiles(Matched& m, TableWriter::Output& out);
   // Calls options_.progress, if set; what it throws becomes an error.
@@ -67,7 +71,8 @@ class BulkLoaderImpl final : public BulkLoader {
   std::size_t buffer_bytes_ = 0;
   std::vector<std::string> spills_;
   std::uint64_t next_seq_ = 0;
-  bool any_signed_ = false;  // a document added with a signature
+  bool any_signed_ = false;       // a document added with a signature
+  bool wrote_time_keys_ = false;  // Finish wrote time keys, to sync before the ingestion
   bool finished_ = false;
 };
 

@@ -10,6 +10,14 @@
 
 namespace fpstore::internal {
 
+namespace {
+
+// How often a store with a retention sweeps, and the keys an expiry takes per atomic round.
+constexpr std::chrono::milliseconds kSweepPeriod(1000);
+constexpr std::size_t kExpireBatch = 1024;
+
+}  // namespace
+
 Writer::Writer(OpenedStore opened, std::shared_ptr<const BackgroundErrors> background_errors,
                std::shared_ptr<HeldDeletions> held)
     : Reader(std::move(opened)),
@@ -18,7 +26,20 @@ Writer::Writer(OpenedStore opened, std::shared_ptr<const BackgroundErrors> backg
       near_plan_(*PermutationPlan::Create(plan_.distance() + 1, plan_.distance(), plan_.bits())),
       log_sync_([this] { return FromRocks(db_->SyncWAL(), "syncing " + path_); }),
       ingestion_(*db_, tables_, staging_, ingest_guard_),
-      merger_(*db_, staging_, ingestion_, locks_, path_, options_.write_buffer_bytes) {}
+      merger_(*db_, staging_, ingestion_, locks_, path_, options_.write_buffer_bytes),
+      sweeper_([this](const std::atomic<bool>& stopping) { return SweepExpired(stopping); },
+               kSweepPeriod) {}
+
+void Writer::StartBackground() {
+  merger_.Start();
+  if (retention_seconds_ != 0) sweeper_.Start();
+}
+
+void Writer::StopBackground() {
+  // The sweep first: it may wait for a merge to make room.
+  sweeper_.Stop();
+  merger_.Stop();
+}
 
 Status Writer::CheckWritable() const {
   if (Status s = CheckOpen(); !s.ok()) return s;
@@ -54,9 +75,11 @@ Status Writer::LockForWrite(std::span<const DocumentId> ids, std::size_t staged,
 Result<std::vector<Writer::IdVersions>> Writer::CurrentVersions(
     std::span<const DocumentId> ids) const {
   std::vector<IdVersions> versions(ids.size());
-  Status s = documents_.Read(
-      nullptr, ids, /*whole=*/false,
-      [&](std::size_t i, const Document& doc) { versions[i].stored = doc.fingerprint; });
+  Status s =
+      documents_.Read(nullptr, ids, /*whole=*/false, [&](std::size_t i, const Document& doc) {
+        versions[i].stored = doc.fingerprint;
+        versions[i].stored_time = doc.time;
+      });
   if (!s.ok()) return s;
   // Only staged documents and removals have marks; MayHaveMark spares most inserts the read.
   std::vector<DocumentId> marked;
@@ -94,7 +117,11 @@ Status Writer::WriteInserts(std::span<const DocumentId> ids,
   staged.reserve(docs.size());
   for (std::size_t i = 0; i < docs.size(); ++i) {
     const NewDocument& doc = *docs[i];
-    documents_.Put(batch, doc, doc.time.value_or(now));
+    const DocumentTime time = doc.time.value_or(now);
+    documents_.Put(batch, doc, time);
+    if (old[i].stored && old[i].stored_time != time)
+      times_.Delete(batch, old[i].stored_time, doc.id);
+    if (!old[i].stored || old[i].stored_time != time) times_.Put(batch, time, doc.id);
     added += !old[i].stored;
     if (old[i].stored == doc.fingerprint) continue;  // its entries stay as they are
     staged.push_back({doc.id, doc.fingerprint});
@@ -176,24 +203,91 @@ Status Writer::Remove(DocumentId id) {
       return Status::NotFound("document " + std::to_string(id));
     }
     rocksdb::WriteBatch batch;
-    documents_.Delete(batch, id);
-    const Key8 key(id);
-    const rocksdb::Slice key_slice = key.view();
-    if (const std::optional<Word> in_tables = (*old)[0].in_tables()) {
-      // The next merge takes the version in the tables out.
-      staging_.AddRemoval(id);
-      batch
-          .Put(staging_.family(), key_slice,
-               EncodeStagingMark({std::nullopt, in_tables}, plan_.bits()))
-          .PermitUncheckedError();
-    } else {
-      // Staged only: it leaves with its mark.
-      batch.Delete(staging_.family(), key_slice).PermitUncheckedError();
-    }
+    StageRemoval(batch, id, (*old)[0]);
     documents_.CountChange(batch, -1);
     if (Status s = WriteUnsynced(batch); !s.ok()) return s;
   }
   return MakeDurable();
+}
+
+void Writer::StageRemoval(rocksdb::WriteBatch& batch, DocumentId id, const IdVersions& old) {
+  documents_.Delete(batch, id);
+  times_.Delete(batch, old.stored_time, id);
+  const Key8 key(id);
+  const rocksdb::Slice key_slice = key.view();
+  if (const std::optional<Word> in_tables = old.in_tables()) {
+    // The next merge takes the version in the tables out.
+    staging_.AddRemoval(id);
+    batch
+        .Put(staging_.family(), key_slice,
+             EncodeStagingMark({std::nullopt, in_tables}, plan_.bits()))
+        .PermitUncheckedError();
+  } else {
+    // Staged only: it leaves with its mark.
+    batch.Delete(staging_.family(), key_slice).PermitUncheckedError();
+  }
+}
+
+Status Writer::ExpireRound(DocumentTime before, std::size_t limit, std::uint64_t* removed,
+                           bool* done) {
+  *removed = 0;
+  Result<std::vector<TimeIndex::Entry>> keys = times_.KeysBefore(nullptr, before, limit);
+  if (!keys.ok()) return keys.status();
+  *done = keys->size() < limit;
+  if (keys->empty()) return Status::OK();
+  std::vector<DocumentId> ids;
+  for (const TimeIndex::Entry& e : *keys) ids.push_back(e.id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  WriteLocks locks;
+  if (Status s = LockForWrite(ids, ids.size(), locks); !s.ok()) return s;
+  // Read under the locks: a document inserted again since has a new time, and stays.
+  Result<std::vector<IdVersions>> versions = CurrentVersions(ids);
+  if (!versions.ok()) return versions.status();
+  rocksdb::WriteBatch batch;
+  std::vector<bool> removing(ids.size(), false);
+  for (const TimeIndex::Entry& e : *keys) {
+    const std::size_t at = std::lower_bound(ids.begin(), ids.end(), e.id) - ids.begin();
+    const IdVersions& v = (*versions)[at];
+    if (v.stored && v.stored_time == e.time && e.time < before) {
+      removing[at] = true;  // StageRemoval deletes its key
+    } else {
+      times_.Delete(batch, e.time, e.id);  // stale: its document moved on or is gone
+    }
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (!removing[i]) continue;
+    StageRemoval(batch, ids[i], (*versions)[i]);
+    ++*removed;
+  }
+  documents_.CountChange(batch, -static_cast<std::int64_t>(*removed));
+  return WriteUnsynced(batch);
+}
+
+Result<std::uint64_t> Writer::Expire(DocumentTime before) {
+  if (Status s = CheckWritable(); !s.ok()) return s;
+  if (Status s = CheckTime(before, "the time to expire before"); !s.ok()) return s;
+  const std::atomic<bool> never{false};
+  return ExpireBefore(before, never);
+}
+
+Result<std::uint64_t> Writer::ExpireBefore(DocumentTime before, const std::atomic<bool>& stopping) {
+  std::uint64_t total = 0;
+  bool done = false;
+  while (!done && !stopping.load(std::memory_order_relaxed)) {
+    std::uint64_t removed = 0;
+    if (Status s = ExpireRound(before, kExpireBatch, &removed, &done); !s.ok()) return s;
+    total += removed;
+  }
+  if (Status s = MakeDurable(); !s.ok()) return s;
+  return total;
+}
+
+Status Writer::SweepExpired(const std::atomic<bool>& stopping) {
+  if (Status s = WritesStopped(); !s.ok()) return s;
+  Result<DocumentTime> before = ExpiredBefore();
+  if (!before.ok()) return before.status();
+  return ExpireBefore(*before, stopping).status();
 }
 
 Result<CheckResult> Writer::CheckAndInsert(const NewDocument& doc, InsertPolicy policy,
@@ -241,14 +335,10 @@ Result<std::unique_ptr<BulkLoader>> Writer::NewBulkLoader(const BulkLoadOptions&
   if (!now.ok()) return now.status();
   Result<ScratchDir> dir = ScratchDir::Make(path_, options.temp_dir);
   if (!dir.ok()) return dir.status();
-  const BulkLoaderImpl::Context context{db_.get(),
-                                        &documents_,
-                                        &staging_,
-                                        &ingestion_,
-                                        &locks_,
-                                        plan().bits(),
-                                        fingerprinter_.options().signature_bytes,
-                                        *now};
+  const BulkLoaderImpl::Context context{
+      db_.get(),   &documents_, &times_,       &staging_,
+      &ingestion_, &locks_,     plan().bits(), fingerprinter_.options().signature_bytes,
+      *now};
   return std::unique_ptr<BulkLoader>(
       std::make_unique<BulkLoaderImpl>(context, options, *std::move(dir)));
 }

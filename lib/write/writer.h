@@ -24,6 +24,7 @@
 #include "write/locks.h"
 #include "write/log_sync.h"
 #include "write/merger.h"
+#include "write/sweeper.h"
 
 namespace fpstore::internal {
 
@@ -36,6 +37,7 @@ class Writer : public Reader {
                                      const QueryOptions& options) override;
   Result<std::unique_ptr<BulkLoader>> NewBulkLoader(const BulkLoadOptions& options) override;
   Status Flush() override;
+  Result<std::uint64_t> Expire(DocumentTime before) override;
 
   // OK, or why this handle writes nothing more: a hard RocksDB error, or a merge's failure.
   Status WritesStopped() const;
@@ -46,9 +48,10 @@ class Writer : public Reader {
          std::shared_ptr<HeldDeletions> held);
 
   Status CheckWritable() const;
-  // A writable store's background merges, from its open until its close.
-  void StartMerges() { merger_.Start(); }
-  void StopMerges() { merger_.Stop(); }
+  // A writable store's background work, from its open until its close: merges, and the sweep
+  // that removes the documents past a retention.
+  void StartBackground();
+  void StopBackground();
 
  private:
   // A write's locks: staging room, the writers' lock shared, its keys; released room last.
@@ -72,6 +75,7 @@ class Writer : public Reader {
   // still in the tables until the next merge takes it out.
   struct IdVersions {
     std::optional<Word> stored;
+    DocumentTime stored_time = 0;  // if stored
     bool staged = false;
     std::optional<Word> leaving;
     // The fingerprint its table entries have, if it has any.
@@ -84,6 +88,16 @@ class Writer : public Reader {
   // document without a time takes `now`. REQUIRES: the locks of a write.
   Status WriteInserts(std::span<const DocumentId> ids, std::span<const NewDocument* const> docs,
                       DocumentTime now);
+  // Adds to `batch` the removal of document `id`, stored as `old` says. REQUIRES: the id held, with
+  // room to stage a mark.
+  void StageRemoval(rocksdb::WriteBatch& batch, DocumentId id, const IdVersions& old);
+  // Expire's one round: removes the documents of up to `limit` of the oldest keys before `before`
+  // (and the stale keys among them); sets *removed, and *done when no key before it is left.
+  Status ExpireRound(DocumentTime before, std::size_t limit, std::uint64_t* removed, bool* done);
+  // Rounds until no key before `before` is left or `stopping` is set; then syncs as a write does.
+  Result<std::uint64_t> ExpireBefore(DocumentTime before, const std::atomic<bool>& stopping);
+  // The sweeper's work: the documents past the retention, now.
+  Status SweepExpired(const std::atomic<bool>& stopping);
   // Writes `batch` unsynced: visible at once, durable after a later sync.
   Status WriteUnsynced(rocksdb::WriteBatch& batch);
   // Waits until all writes so far are as durable as options_.durability promises. Called without
@@ -99,6 +113,7 @@ class Writer : public Reader {
   LogSync log_sync_;
   Ingestion ingestion_;
   Merger merger_;
+  Sweeper sweeper_;
 };
 
 }  // namespace fpstore::internal

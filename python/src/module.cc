@@ -286,6 +286,7 @@ class PyStore {
       std::optional<int> blocks, std::optional<int> distance, std::optional<int> window,
       std::optional<std::string> weighting, std::optional<int> signature_bytes,
       std::optional<int> signature_window, std::optional<double> min_similarity,
+      std::optional<std::int64_t> retention_seconds,
       std::optional<std::uint64_t> expected_documents, const std::string& durability,
       bool drop_damaged_log, std::optional<std::size_t> block_cache_bytes,
       std::optional<std::size_t> write_buffer_bytes, std::optional<int> background_threads,
@@ -321,6 +322,7 @@ class PyStore {
       options.fingerprint = fp;
     }
     options.min_similarity = min_similarity;
+    options.retention_seconds = retention_seconds;
     options.expected_documents = expected_documents;
     if (durability == "sync") {
       options.durability = Durability::kSync;
@@ -439,6 +441,11 @@ class PyStore {
         NewDocument{id, sketch.fingerprint, meta, sketch.signature, when},
         if_no_match ? InsertPolicy::kIfNoMatch : InsertPolicy::kAlways,
         QueryOptionsFrom(distance, min_similarity)));
+  }
+
+  std::uint64_t Expire(DocumentTime before) {
+    py::gil_scoped_release nogil;
+    return Value(Held(*state_)->Expire(before));
   }
 
   bool Remove(DocumentId id) {
@@ -827,6 +834,10 @@ PYBIND11_MODULE(_fpstore, m) {
       .def_readonly("fingerprint", &StoreStats::fingerprint)
       .def_readonly("min_similarity", &StoreStats::min_similarity)
       .def_readonly("documents", &StoreStats::documents)
+      .def_readonly("retention_seconds", &StoreStats::retention_seconds)
+      .def_readonly("expired_documents", &StoreStats::expired_documents)
+      .def_readonly("oldest_time", &StoreStats::oldest_time)
+      .def_readonly("newest_time", &StoreStats::newest_time)
       .def_readonly("staged_documents", &StoreStats::staged_documents)
       .def_readonly("table_bytes", &StoreStats::table_bytes)
       .def_readonly("bytes_on_disk", &StoreStats::bytes_on_disk)
@@ -877,7 +888,7 @@ PYBIND11_MODULE(_fpstore, m) {
                   py::arg("blocks") = py::none(), py::arg("distance") = py::none(),
                   py::arg("window") = py::none(), py::arg("weighting") = py::none(),
                   py::arg("signature_bytes") = py::none(), py::arg("signature_window") = py::none(),
-                  py::arg("min_similarity") = py::none(),
+                  py::arg("min_similarity") = py::none(), py::arg("retention_seconds") = py::none(),
                   py::arg("expected_documents") = py::none(), py::arg("durability") = "group",
                   py::arg("drop_damaged_log") = false, py::arg("block_cache_bytes") = py::none(),
                   py::arg("write_buffer_bytes") = py::none(),
@@ -905,6 +916,7 @@ PYBIND11_MODULE(_fpstore, m) {
            py::arg("distance") = py::none(), py::arg("min_similarity") = py::none(),
            py::arg("time") = py::none())
       .def("remove", &PyStore::Remove, py::arg("id"))
+      .def("expire", &PyStore::Expire, py::arg("before"))
       .def("get", &PyStore::Get, py::arg("id"))
       .def("query", &PyStore::Query, py::arg("content"), py::kw_only(),
            py::arg("distance") = py::none(), py::arg("min_similarity") = py::none())

@@ -201,6 +201,25 @@ def test_documents_carry_their_times(tmp_path):
         assert store.get(8) is None
 
 
+def test_expire_and_a_retention(tmp_path):
+    with fpstore.open(str(tmp_path / "db")) as store:
+        store.insert_many([(1, 0x10, None, 10), (2, 0x20, None, 20), (3, 0x30, None, 30)])
+        stats = store.stats()
+        assert (stats.oldest_time, stats.newest_time, stats.retention_seconds) == (10, 30, 0)
+        assert store.expire(25) == 2
+        assert [d.id for d in store.documents()] == [3]
+        assert store.expire(25) == 0
+    # A retention of a day: a page fetched two days ago is never returned.
+    now = int(time.time())
+    with fpstore.open(str(tmp_path / "kept"), retention_seconds=86400) as store:
+        store.insert_many([(1, 0x10, None, now - 2 * 86400), (2, 0x11, None, now)])
+        assert [m.id for m in store.query(0x10, distance=3)] == [2]
+        assert store.get(1) is None
+        assert store.stats().retention_seconds == 86400
+    with pytest.raises(fpstore.InvalidArgumentError, match="retention"):
+        fpstore.open(str(tmp_path / "kept"), retention_seconds=60)
+
+
 # ---- Texts and confirmation ----------------------------------------------------------
 
 

@@ -37,6 +37,7 @@ namespace {
 namespace fs = std::filesystem;
 using fpstore::testing::Contains;
 using fpstore::testing::Data;
+using fpstore::testing::Lines;
 using fpstore::testing::ReadFile;
 using fpstore::testing::RunTool;
 using fpstore::testing::ScratchDir;
@@ -524,6 +525,75 @@ TEST(AdminInsertTest, MissingInputLeavesTheStoreAlone) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(Contains(r.err, "nope.jsonl")) << r.err;
   EXPECT_EQ(DocumentsOf(db), before);
+}
+
+// ---- expire and retention ----------------------------------------------------------
+
+TEST(AdminExpireTest, RemovesTheDocumentsBeforeATimeOrAnAge) {
+  ScratchDir dir;
+  const std::string db = (dir.path() / "store").string();
+  ASSERT_EQ(Admin({"create", "--db", db}).exit_code, 0);
+  const std::string input =
+      dir.Write("docs.jsonl",
+                "{\"id\": 1, \"text\": \"a page of 2020\", \"time\": \"2020-01-01T00:00:00Z\"}\n"
+                "{\"id\": 2, \"text\": \"a page of 2021\", \"time\": 1609459200}\n"
+                "{\"id\": 3, \"text\": \"a page of today\"}\n");
+  ToolResult r = Admin({"insert", "--db", db, "--input", input, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Admin({"expire", "--db", db, "--before", "2020-06-01T00:00:00Z"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "removed 1 document from before 2020-06-01T00:00:00Z\n");
+  r = Admin({"expire", "--db", db, "--before", "1590969600"});  // the same time
+  EXPECT_EQ(r.out, "removed 0 documents from before 2020-06-01T00:00:00Z\n");
+  r = Admin({"expire", "--db", db, "--older-than", "1d"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "removed 1 document from before ")) << r.out;
+  EXPECT_EQ(DocumentsOf(db), 1);
+  ExpectVerifies(db);
+  // Bad options: exit 2, naming the option.
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"expire", "--db", db},
+        {"expire", "--db", db, "--before", "yesterday"},
+        {"expire", "--db", db, "--before", "2020-13-01T00:00:00Z"},
+        {"expire", "--db", db, "--older-than", "5x"},
+        {"expire", "--db", db, "--older-than", "0d"},
+        {"expire", "--db", db, "--before", "5", "--older-than", "1d"}}) {
+    r = Admin(bad);
+    EXPECT_EQ(r.exit_code, 2) << bad.back() << ": " << r.err;
+    EXPECT_TRUE(Contains(r.err, bad.size() == 3 ? "expire needs one of" : "--")) << r.err;
+  }
+  EXPECT_EQ(DocumentsOf(db), 1);
+}
+
+TEST(AdminExpireTest, AStoreWithARetentionShowsNothingPastIt) {
+  ScratchDir dir;
+  const std::string db = (dir.path() / "store").string();
+  ToolResult r = Admin({"create", "--db", db, "--retention", "30d"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string input =
+      dir.Write("docs.jsonl",
+                "{\"id\": 1, \"text\": \"a page fetched long ago\", \"time\": 1577836800}\n"
+                "{\"id\": 2, \"text\": \"a page fetched today\"}\n");
+  r = Admin({"insert", "--db", db, "--input", input, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Admin({"dump", "--db", db, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(r.out).size(), 2u) << r.out;  // the header and document 2
+  EXPECT_TRUE(Contains(r.out, "\n2\t")) << r.out;
+  r = Admin({"stats", "--db", db});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "times:              2020-01-01T00:00:00Z to ") ||
+              Contains(r.out, "\nretention:          30d; 0 past it"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "\nretention:          30d; ")) << r.out;
+  r = Admin({"stats", "--db", db, "--json"});
+  EXPECT_TRUE(Contains(r.out, "\"retention_seconds\":2592000,")) << r.out;
+  // A bad retention is a usage error.
+  for (const char* bad : {"0d", "30", "30days", "-1d"}) {
+    r = Admin({"create", "--db", (dir.path() / "other").string(), "--retention", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_TRUE(Contains(r.err, "--retention")) << r.err;
+  }
 }
 
 // ---- remove ----------------------------------------------------------------------

@@ -196,7 +196,10 @@ TEST_F(RedisToolsTest, ScansAndDumpsEqualTheEmbeddedStores) {
   const ToolResult dump = Admin({"dump", "--db", redis, "--quiet"});
   ASSERT_EQ(dump.exit_code, 0) << dump.err;
   EXPECT_EQ(Lines(dump.out).size(), 324u);  // and the header
-  EXPECT_EQ(dump.out, Admin({"dump", "--db", embedded, "--quiet"}).out);
+  // The two loads ran a moment apart: their times may differ.
+  const std::regex time("\t[-0-9T:]+Z\t");
+  EXPECT_EQ(std::regex_replace(dump.out, time, "\tT\t"),
+            std::regex_replace(Admin({"dump", "--db", embedded, "--quiet"}).out, time, "\tT\t"));
   const std::string copy = Redis("copy");
   const std::string file = dir_.Write("dump.tsv", dump.out);
   ToolResult r = Load({"--db", copy, "--input", file, "--format", "tsv", "--quiet"});
@@ -281,8 +284,8 @@ TEST_F(RedisToolsTest, StatsVerifyRepairAndCompactSpeakOfRedis) {
   r = Admin({"stats", "--db", redis, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Contains(r.out, "{\"path\":\"" + redis + "\",\"backend\":\"redis\",")) << r.out;
-  EXPECT_TRUE(Contains(r.out, "\"documents\":323,\"staged_documents\":0,\"redis_memory_bytes\":"))
-      << r.out;
+  EXPECT_TRUE(Contains(r.out, "\"documents\":323,")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "\"staged_documents\":0,\"redis_memory_bytes\":")) << r.out;
   EXPECT_FALSE(Contains(r.out, "bytes_on_disk")) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one JSON object, one line";
 

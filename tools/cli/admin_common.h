@@ -153,6 +153,7 @@ std::unique_ptr<Command> NewRepairCommand();
 std::unique_ptr<Command> NewRecoverCommand();
 std::unique_ptr<Command> NewInsertCommand();
 std::unique_ptr<Command> NewRemoveCommand();
+std::unique_ptr<Command> NewExpireCommand();
 std::unique_ptr<Command> NewFindAllCommand();
 std::unique_ptr<Command> NewClustersCommand();
 

@@ -197,6 +197,18 @@ class StatsCommand final : public Command {
   // tables into buckets, not groups; it stages nothing.
   bool redis() const { return store_.in_redis(); }
 
+  // A time as JSON: seconds, or null.
+  static std::string JsonTime(std::optional<DocumentTime> time) {
+    return time ? std::to_string(*time) : "null";
+  }
+
+  // An age in the largest of d, h and s that divides it: "90d".
+  static std::string AgeText(std::int64_t seconds) {
+    if (seconds % 86400 == 0) return std::to_string(seconds / 86400) + "d";
+    if (seconds % 3600 == 0) return std::to_string(seconds / 3600) + "h";
+    return std::to_string(seconds) + "s";
+  }
+
   static double PerDocument(const StoreStats& stats) {
     return stats.documents > 0
                ? static_cast<double>(stats.bytes_on_disk) / static_cast<double>(stats.documents)
@@ -217,14 +229,18 @@ class StatsCommand final : public Command {
         "{\"path\":%s,\"backend\":\"%s\",\"format_version\":%d,\"%s\":%d,\"blocks\":%d,"
         "\"distance\":%d,\"fingerprint\":{\"text\":%s,\"version\":%d,\"window\":%d,"
         "\"weighting\":\"%s\",\"signature_bytes\":%d,\"signature_window\":%d},"
-        "\"min_similarity\":%s,\"documents\":%llu,\"staged_documents\":%llu,\"%s\":%llu,"
-        "\"bytes_per_document\":%s,\"tables\":[%s]}\n",
+        "\"min_similarity\":%s,\"retention_seconds\":%lld,\"documents\":%llu,"
+        "\"expired_documents\":%llu,\"oldest_time\":%s,\"newest_time\":%s,"
+        "\"staged_documents\":%llu,\"%s\":%llu,\"bytes_per_document\":%s,\"tables\":[%s]}\n",
         JsonString(store_.db()).c_str(), redis() ? "redis" : "embedded", in.format_version,
         redis() ? "bucket_bits" : "group_bits", in.group_bits, stats.blocks, stats.distance,
         JsonString(stats.fingerprint.ToString()).c_str(), stats.fingerprint.version,
         stats.fingerprint.window, std::string(WeightingName(stats.fingerprint.weighting)).c_str(),
         stats.fingerprint.signature_bytes, stats.fingerprint.signature_window,
-        Fixed(stats.min_similarity, 3).c_str(), static_cast<unsigned long long>(stats.documents),
+        Fixed(stats.min_similarity, 3).c_str(), static_cast<long long>(stats.retention_seconds),
+        static_cast<unsigned long long>(stats.documents),
+        static_cast<unsigned long long>(stats.expired_documents),
+        JsonTime(stats.oldest_time).c_str(), JsonTime(stats.newest_time).c_str(),
         static_cast<unsigned long long>(stats.staged_documents),
         redis() ? "redis_memory_bytes" : "bytes_on_disk",
         static_cast<unsigned long long>(stats.bytes_on_disk), Fixed(PerDocument(stats), 1).c_str(),
@@ -239,6 +255,15 @@ class StatsCommand final : public Command {
     std::fprintf(out(), "min similarity:     %s (of a match, unless a query sets its own)\n",
                  Fixed(stats.min_similarity, 3).c_str());
     std::fprintf(out(), "documents:          %s\n", WithCommas(stats.documents).c_str());
+    if (stats.oldest_time) {
+      std::fprintf(out(), "times:              %s to %s\n", FormatTime(*stats.oldest_time).c_str(),
+                   FormatTime(*stats.newest_time).c_str());
+    }
+    if (stats.retention_seconds != 0) {
+      std::fprintf(out(), "retention:          %s; %s past it, not yet removed\n",
+                   AgeText(stats.retention_seconds).c_str(),
+                   WithCommas(stats.expired_documents).c_str());
+    }
     if (!redis()) {
       std::fprintf(out(), "staged documents:   %s (not yet merged into the tables)\n",
                    WithCommas(stats.staged_documents).c_str());

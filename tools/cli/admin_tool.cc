@@ -16,6 +16,7 @@ CommandRegistry AdminTool() {
   tool.Register(admin::NewRecoverCommand);
   tool.Register(admin::NewInsertCommand);
   tool.Register(admin::NewRemoveCommand);
+  tool.Register(admin::NewExpireCommand);
   tool.Register(admin::NewFindAllCommand);
   tool.Register(admin::NewClustersCommand);
   tool.Register(admin::NewDumpCommand);

@@ -1,4 +1,7 @@
-// fpstore-admin: insert and remove.
+// fpstore-admin: insert, remove and expire.
+
+#include <algorithm>
+#include <chrono>
 
 #include "cli/admin_common.h"
 
@@ -295,9 +298,80 @@ class RemoveCommand final : public Command {
   std::unordered_set<DocumentId> seen_;
 };
 
+// ---- expire ------------------------------------------------------------------------
+
+class ExpireCommand final : public Command {
+ public:
+  std::string_view Name() const override { return "expire"; }
+  std::string_view Summary() const override {
+    return "Remove every document whose time is before a time, or older than an age.";
+  }
+  std::vector<std::string> Synopsis() const override {
+    return {"--db STORE --before TIME [--durability MODE]",
+            "--db STORE --older-than AGE [--durability MODE]"};
+  }
+  std::vector<Example> Examples() const override {
+    return {{"--db crawl.fps --older-than 90d", "Remove the documents not seen for 90 days."},
+            {"--db crawl.fps --before 2026-01-01T00:00:00Z",
+             "Remove the documents fetched before 2026."}};
+  }
+
+  void DefineOptions(OptionTable& table) override {
+    store_.Define(table, WritableStore(/*durability=*/true));
+    table.Add(kStoreGroup, "before", po::value(&before_text_)->value_name("TIME"),
+              "Remove the documents whose time is before TIME: seconds since the Unix epoch or "
+              "RFC 3339. e.g. --before 2026-01-01T00:00:00Z");
+    table.Add(kStoreGroup, "older-than", po::value(&older_text_)->value_name("AGE"),
+              "Remove the documents whose time is more than AGE (a number and s, h or d) before "
+              "now. e.g. --older-than 90d");
+  }
+
+  int Run() override {
+    DocumentTime before = before_;
+    if (older_than_) {
+      const DocumentTime now = std::chrono::duration_cast<std::chrono::seconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count();
+      before = std::max<DocumentTime>(0, now - *older_than_);
+    }
+    OpenedStore opened = store_.Open(StoreAccess::kWrite, nullptr);
+    Store& store = *opened.store;
+    Result<std::uint64_t> removed = store.Expire(before);
+    ThrowIfError(removed.status(), "expiring the documents before " + FormatTime(before));
+    CloseStore(store);
+    std::fprintf(out(), "removed %s %s from before %s\n", WithCommas(*removed).c_str(),
+                 *removed == 1 ? "document" : "documents", FormatTime(before).c_str());
+    return 0;
+  }
+
+ protected:
+  void Check(const po::variables_map& vm) override {
+    store_.Check(vm);
+    const bool before = vm.count("before") > 0, older = vm.count("older-than") > 0;
+    if (before == older) throw UsageError("expire needs one of --before TIME and --older-than AGE");
+    if (before) {
+      Result<DocumentTime> time = ParseTime(before_text_);
+      if (!time.ok()) throw UsageError("--before: " + time.status().message());
+      before_ = *time;
+    } else {
+      Result<std::int64_t> age = ParseDuration(older_text_);
+      if (!age.ok()) throw UsageError("--older-than: " + age.status().message());
+      older_than_ = *age;
+    }
+  }
+
+ private:
+  StoreFlags store_;
+  std::string before_text_;
+  std::string older_text_;
+  DocumentTime before_ = 0;
+  std::optional<std::int64_t> older_than_;
+};
+
 }  // namespace
 
 std::unique_ptr<Command> NewInsertCommand() { return std::make_unique<InsertCommand>(); }
+std::unique_ptr<Command> NewExpireCommand() { return std::make_unique<ExpireCommand>(); }
 std::unique_ptr<Command> NewRemoveCommand() { return std::make_unique<RemoveCommand>(); }
 
 }  // namespace fpstore::cli::admin

@@ -136,6 +136,11 @@ void StoreFlags::Define(OptionTable& table, Config config) {
               "against an existing store's when given. Default: " +
                   FractionText(StoreOptions::kDefaultMinSimilarity) +
                   ". e.g. --min-similarity 0.85");
+    table.Add(kStoreGroup, "retention", po::value(&retention_text_)->value_name("AGE"),
+              "The new store's retention: a document whose time is older than AGE (a number "
+              "and s, h or d) is never returned again and is removed in the background. "
+              "Checked against an existing store's when given. Default: none, documents never "
+              "expire. e.g. --retention 90d");
   }
   if (config_.durability) {
     table.Add(kStoreGroup, "durability", po::value(&durability_)->value_name("MODE"),
@@ -180,6 +185,12 @@ void StoreFlags::Check(const po::variables_map& vm) {
                          "cluster's memory instead");
       }
     }
+    if (vm.count("retention") > 0) {
+      Result<std::int64_t> seconds = ParseDuration(retention_text_);
+      if (!seconds.ok()) throw UsageError("--retention: " + seconds.status().message());
+      if (in_redis()) throw UsageError("--retention: a store in Redis has no retention");
+      retention_ = *seconds;
+    }
     if (blocks_ && distance_) {
       if (Result<PermutationPlan> plan = PermutationPlan::Create(*blocks_, *distance_);
           !plan.ok()) {
@@ -221,6 +232,7 @@ StoreOptions StoreFlags::Options() const {
   }
   options.durability = durability_value_;
   options.min_similarity = min_similarity_;
+  options.retention_seconds = retention_;
   options.redis_password = password_;
   options.redis_tls_ca_file = tls_.ca_file;
   options.redis_tls_cert_file = tls_.cert_file;

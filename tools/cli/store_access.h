@@ -190,6 +190,8 @@ class StoreFlags {
   double disk_budget_gb_ = 0;
   double memory_budget_gb_ = PlanBudgets::kDefaultMemoryGb;
   std::optional<double> min_similarity_;
+  std::string retention_text_;
+  std::optional<std::int64_t> retention_;
   std::string durability_ = "group";
   Durability durability_value_ = Durability::kGroupCommit;
 };
