@@ -33,10 +33,10 @@ echo "== The store"
 
 echo
 echo "== Near-duplicate clusters (within 3 bits, similarity >= 0.9), with their urls"
-# The dump (id, fingerprint, signature, metadata) is read for the urls.
+# The dump (id, fingerprint, time, signature, metadata) is read for the urls.
 "$bin/fpstore-admin" dump --db "$store" --quiet > build/sample.dump
 "$bin/fpstore-admin" clusters --db "$store" --distance 3 --quiet |
-  awk -F'\t' 'NR == FNR { url[$1] = $4; next }
+  awk -F'\t' 'NR == FNR { url[$1] = $5; next }
               $1 != last { printf "\ncluster %s\n", $1; last = $1 }
               { printf "  %6s  %s\n", $2, url[$2] }' build/sample.dump -
 echo
