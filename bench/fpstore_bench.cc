@@ -439,7 +439,8 @@ InsertRun TimeInserts(Store& store, int threads, std::size_t batch, double secon
       while (SecondsSince(start) < seconds) {
         const DocumentId first = next_id.fetch_add(batch);
         for (std::size_t i = 0; i < batch; ++i) docs[i] = {first + i, rnd.Next(), {}, {}, {}};
-        Must(batch == 1 ? store.Insert(docs[0].id, docs[0].fingerprint) : store.InsertBatch(docs),
+        Must(batch == 1 ? store.Insert(docs[0].id, docs[0].fingerprint)
+                        : store.InsertBatch(docs).status(),
              "insert");
         inserted += batch;
       }

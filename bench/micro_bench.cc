@@ -334,7 +334,7 @@ void BM_InsertStagedThenMerged(benchmark::State& state) {
       for (std::size_t j = i; j < std::min(fps.size(), i + kInsertBatch); ++j) {
         batch.push_back({j, fps[j], {}, {}, {}});
       }
-      Check(store->InsertBatch(batch));
+      Check(store->InsertBatch(batch).status());
     }
     Check(store->Flush());
     state.PauseTiming();

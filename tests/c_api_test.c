@@ -826,17 +826,25 @@ static void Test128BitStore(const char* dir) {
 static int64_t TestClock(void* context) { return *(const int64_t*)context; }
 
 /* Times, a retention and expiry: past the retention, no query returns a document. */
-static void TestRetention(const char* dir) {
+/* Store `name` of `dir`, with a retention of 100 s by the clock `*now`, refreshing matches if
+ * `refresh`; NULL if it did not open. */
+static fpstore_t* OpenRetained(const char* dir, const char* name, int64_t* now, int refresh) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/retained", dir);
-  int64_t now = 1000;
+  snprintf(path, sizeof path, "%s/%s", dir, name);
   fpstore_options_t* options = fpstore_options_create();
-  fpstore_options_set_clock(options, TestClock, &now);
+  fpstore_options_set_clock(options, TestClock, now);
   fpstore_options_set_retention_seconds(options, 100);
+  fpstore_options_set_refresh_matches(options, refresh);
   fpstore_options_set_durability(options, FPSTORE_DURABILITY_NO_SYNC);
   fpstore_t* store = NULL;
   CHECK_OK(fpstore_open(path, options, &store, &errmsg));
   fpstore_options_destroy(options);
+  return store;
+}
+
+static void TestRetention(const char* dir) {
+  int64_t now = 1000;
+  fpstore_t* store = OpenRetained(dir, "retained", &now, 0);
   if (store == NULL) return;
   CHECK_OK(fpstore_insert(store, 1, 0x1234, NULL, 0, &errmsg)); /* at 1000 */
   now = 1050;
@@ -866,6 +874,56 @@ static void TestRetention(const char* dir) {
   CHECK_OK(fpstore_close(store, &errmsg));
 }
 
+/* Times given with each write, what arrived past the retention, and matches refreshed. */
+static void TestTimesPerWrite(const char* dir) {
+  int64_t now = 1000;
+  fpstore_t* store = OpenRetained(dir, "timed", &now, 1);
+  if (store == NULL) return;
+  const uint64_t ids[] = {1, 2, 3, 2};
+  const uint64_t fps[] = {0x10000, 0x20000000, 0x300000000000, 0x20000000};
+  const int64_t times[] = {950, 800, FPSTORE_NO_TIME, 890}; /* 2: the last one, past */
+  uint64_t added = 0, replaced = 9, past = 0;
+  CHECK_OK(fpstore_insert_batch_at(store, 4, ids, NULL, fps, NULL, NULL, NULL, NULL, times, &added,
+                                   &replaced, &past, &errmsg));
+  CHECK(added == 3 && replaced == 0 && past == 1);
+  int64_t time = 0;
+  CHECK_OK(fpstore_get_time(store, 1, &time, &errmsg));
+  CHECK(time == 950);
+  CHECK_OK(fpstore_get_time(store, 3, &time, &errmsg));
+  CHECK(time == 1000);
+  CHECK_CODE(fpstore_get_time(store, 2, &time, &errmsg), FPSTORE_NOT_FOUND, "retention");
+  const int64_t bad[] = {-5};
+  CHECK_CODE(fpstore_insert_batch_at(store, 1, ids, NULL, fps, NULL, NULL, NULL, NULL, bad, NULL,
+                                     NULL, NULL, &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "time");
+
+  /* A near-copy of 1 seen at 1040 keeps 1 alive, and is not stored itself. */
+  fpstore_matches_t* matches = NULL;
+  int inserted = 9, late = 9;
+  CHECK_OK(fpstore_check_and_insert_at(store, 4, 0, 0x10001, NULL, 0, "u", 1, 1040,
+                                       FPSTORE_INSERT_IF_NO_MATCH, -1, -1, &matches, &inserted,
+                                       &late, &errmsg));
+  CHECK(fpstore_matches_count(matches) == 1 && fpstore_matches_id(matches, 0) == 1);
+  CHECK(inserted == 0 && late == 0);
+  fpstore_matches_destroy(matches);
+  CHECK_OK(fpstore_get_time(store, 1, &time, &errmsg));
+  CHECK(time == 1040);
+  /* One that arrives late is stored and says so. */
+  CHECK_OK(fpstore_check_and_insert_at(store, 5, 0, 0, "a late page", 11, NULL, 0, 10,
+                                       FPSTORE_INSERT_ALWAYS, -1, -1, &matches, &inserted, &late,
+                                       &errmsg));
+  CHECK(inserted == 1 && late == 1);
+  fpstore_matches_destroy(matches);
+  CHECK_CODE(fpstore_check_and_insert_at(store, 6, 0, 7, "both", 4, NULL, 0, FPSTORE_NO_TIME,
+                                         FPSTORE_INSERT_ALWAYS, -1, -1, &matches, &inserted, NULL,
+                                         &errmsg),
+             FPSTORE_INVALID_ARGUMENT, "not both");
+  now = 1120; /* 1 would have passed the retention at 1050 without the refresh */
+  CHECK_OK(fpstore_get_time(store, 1, &time, &errmsg));
+  CHECK_CODE(fpstore_get_time(store, 3, &time, &errmsg), FPSTORE_NOT_FOUND, "retention");
+  CHECK_OK(fpstore_close(store, &errmsg));
+}
+
 int main(void) {
   const char* tmp = getenv("TMPDIR");
   char dir[2048];
@@ -889,6 +947,7 @@ int main(void) {
   TestFingerprinter();
   Test128BitStore(dir);
   TestRetention(dir);
+  TestTimesPerWrite(dir);
 
   nftw(dir, RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
   if (failures != 0) {

@@ -138,7 +138,7 @@ class ConfirmationTest : public ::testing::Test {
   // `doc` refused with InvalidArgument in a batch, by CheckAndInsert and by
   // a bulk load, and nothing stored.
   static void ExpectEveryWriteRefused(Store& store, const NewDocument& doc) {
-    EXPECT_EQ(store.InsertBatch(std::vector<NewDocument>{{2, 7, ""}, doc}).code(),
+    EXPECT_EQ(store.InsertBatch(std::vector<NewDocument>{{2, 7, ""}, doc}).status().code(),
               Status::Code::kInvalidArgument);
     EXPECT_EQ(store.CheckAndInsert(doc).status().code(), Status::Code::kInvalidArgument);
     std::unique_ptr<BulkLoader> loader = *store.NewBulkLoader();

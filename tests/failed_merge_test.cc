@@ -60,7 +60,7 @@ void ExpectWritesRefused(Store& store, DocumentId present) {
   ExpectFailedWithInjected(store.Insert(900001, 1, MetadataFor(900001)), "Insert");
   const std::string metadata = MetadataFor(900002);
   const std::vector<NewDocument> batch{{900002, 2, metadata}};
-  ExpectFailedWithInjected(store.InsertBatch(batch), "InsertBatch");
+  ExpectFailedWithInjected(store.InsertBatch(batch).status(), "InsertBatch");
   ExpectFailedWithInjected(store.CheckAndInsert(900003, 3, MetadataFor(900003)).status(),
                            "CheckAndInsert");
   ExpectFailedWithInjected(store.Remove(present), "Remove");

@@ -229,7 +229,7 @@ std::vector<DocumentId> InsertAndMerge(const std::string& path) {
   Result<std::unique_ptr<Store>> store = Store::Open(path, Options());
   if (!store.ok()) return acknowledged;
   for (DocumentId first = 1000; first < 1400; first += 40) {
-    const Status s = (*store)->InsertBatch(Batch(first, 40));
+    const Status s = (*store)->InsertBatch(Batch(first, 40)).status();
     ExpectClear(s);
     if (!s.ok()) break;
     for (DocumentId id = first; id < first + 40; ++id) acknowledged.push_back(id);
@@ -247,10 +247,10 @@ std::vector<DocumentId> InsertThroughTheFault(const std::string& path) {
   Result<std::unique_ptr<Store>> store = Store::Open(path, Options());
   if (!store.ok()) return acknowledged;
   for (DocumentId first = 1000; first < 1400; first += 40) {
-    Status s = (*store)->InsertBatch(Batch(first, 40));
+    Status s = (*store)->InsertBatch(Batch(first, 40)).status();
     for (int tries = 0; !s.ok() && tries < 3; ++tries) {
       ExpectClear(s);
-      s = (*store)->InsertBatch(Batch(first, 40));
+      s = (*store)->InsertBatch(Batch(first, 40)).status();
     }
     EXPECT_TRUE(s.ok()) << "batch from " << first << ": " << s.ToString();
     if (!s.ok()) break;

@@ -131,7 +131,7 @@ TEST_F(FullDiskTest, WritesFailWithAnErrorAndAcknowledgedOnesSurvive) {
 
   fs_->full = true;
   // Each write is refused with an error, not an abort of the process.
-  const Status insert = store->InsertBatch(Batch(next, 100));
+  const Status insert = store->InsertBatch(Batch(next, 100)).status();
   ASSERT_FALSE(insert.ok());
   EXPECT_NE(insert.ToString().find("No space"), std::string::npos) << insert.ToString();
   EXPECT_FALSE(store->Insert(next + 500, 42).ok());
@@ -189,8 +189,8 @@ TEST_F(FullDiskTest, TheSameHandleWritesAgainOnceThereIsRoom) {
 
   fs_->full = false;
   // Failed reopens are retried at growing intervals, the first after a second.
-  const Status resumed =
-      RetryUntil([&] { return store->InsertBatch(Batch(501, 100)); }, std::chrono::seconds(10));
+  const Status resumed = RetryUntil([&] { return store->InsertBatch(Batch(501, 100)).status(); },
+                                    std::chrono::seconds(10));
   ASSERT_TRUE(resumed.ok()) << resumed.ToString();
   EXPECT_TRUE(store->CheckAndInsert(700, 43).ok());
   EXPECT_TRUE(store->Flush().ok());

@@ -238,7 +238,7 @@ void Exercise(Store& store) {
   for (DocumentId id = 1; id <= 200; ++id) {
     docs.push_back({id, 0x9e3779b97f4a7c15ULL * id, metadata[id - 1], {}});
   }
-  Status s = store.InsertBatch(docs);
+  Status s = store.InsertBatch(docs).status();
   ASSERT_TRUE(s.ok()) << s.ToString();
   Result<std::vector<Match>> found = store.Query(docs[41].fingerprint, 2);
   ASSERT_TRUE(found.ok()) << found.status().ToString();
@@ -683,7 +683,7 @@ TEST(SecuredFailoverTest, ConnectionsToThePromotedReplicaSignIn) {
   std::vector<NewDocument> more;
   for (DocumentId id = 301; id <= 400; ++id)
     more.push_back({id, 0x2545f4914f6cdd1dULL * id, "", {}});
-  Status s = store->InsertBatch(more);
+  Status s = store->InsertBatch(more).status();
   EXPECT_TRUE(s.ok()) << s.ToString();
   s = store->Verify();
   EXPECT_TRUE(s.ok()) << s.ToString();

@@ -136,7 +136,7 @@ class Tracked {
     for (std::size_t i = 0; i < docs.size(); ++i) {
       batch.push_back({docs[i].id, docs[i].fingerprint, metadata[i]});
     }
-    const Status s = store_->InsertBatch(batch);
+    const Status s = store_->InsertBatch(batch).status();
     ASSERT_TRUE(s.ok()) << s.ToString();
     for (const IdFingerprint& d : docs) Wrote(d.id, d.fingerprint.low());  // the last one wins
   }
@@ -978,7 +978,8 @@ TEST_F(StagedRemovalsConcurrencyTest, ReplacementsBesideQueriesAndMerges) {
           }
           // Removals one by one; the batch's inserts go first.
           if (!inserts.empty()) {
-            if (const Status s = t.store().InsertBatch(inserts); !s.ok()) fail(s.ToString());
+            if (const Status s = t.store().InsertBatch(inserts).status(); !s.ok())
+              fail(s.ToString());
             inserts.clear();
           }
           const Status s = t.store().Remove(write.id);
@@ -986,7 +987,7 @@ TEST_F(StagedRemovalsConcurrencyTest, ReplacementsBesideQueriesAndMerges) {
           wrote[w][write.id] = std::nullopt;
         }
         if (!inserts.empty()) {
-          if (const Status s = t.store().InsertBatch(inserts); !s.ok()) fail(s.ToString());
+          if (const Status s = t.store().InsertBatch(inserts).status(); !s.ok()) fail(s.ToString());
         }
       }
     });

@@ -116,7 +116,7 @@ std::string LargestSstOf(const std::string& path, const std::string& family) {
 void ExpectWritesNotSupported(Store& store) {
   const NewDocument doc{7, 7, "x"};
   EXPECT_TRUE(store.Insert(7, 7).IsNotSupported());
-  EXPECT_TRUE(store.InsertBatch(std::span(&doc, 1)).IsNotSupported());
+  EXPECT_TRUE(store.InsertBatch(std::span(&doc, 1)).status().IsNotSupported());
   EXPECT_TRUE(store.Remove(0).IsNotSupported());
   EXPECT_TRUE(store.CheckAndInsert(7, 7).status().IsNotSupported());
   EXPECT_TRUE(store.Compact().IsNotSupported());

@@ -806,7 +806,8 @@ TEST(StoreIngestionTest, QueriesDuringMergesAreExact) {
       batch.push_back({id, fp, {}});
     }
     Failures& failures = readers.failures();
-    if (Status s = store.InsertBatch(batch); !s.ok()) failures.Add("InsertBatch: " + s.ToString());
+    if (Status s = store.InsertBatch(batch).status(); !s.ok())
+      failures.Add("InsertBatch: " + s.ToString());
     for (const NewDocument& d : batch) stored[d.id] = d.fingerprint.low();
     for (int j = 0; j < 30; ++j) {
       const auto it = std::next(stored.begin(), rnd.Uniform(stored.size()));
@@ -939,7 +940,7 @@ TEST(StoreStagingRoomTest, WritersWaitForRoomWhileAMergeRuns) {
   const auto insert_batch = [&](DocumentId first) {
     std::vector<NewDocument> batch;
     for (std::size_t i = 0; i < kBatch; ++i) batch.push_back({first + i, rnd.Next(), {}});
-    Status s = store->InsertBatch(batch);
+    Status s = store->InsertBatch(batch).status();
     EXPECT_TRUE(s.ok()) << s.ToString();
     return batch;
   };

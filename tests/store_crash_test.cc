@@ -187,7 +187,7 @@ Status Execute(Store& store, const Op& op) {
       for (std::size_t i = 0; i < op.ids.size(); ++i) {
         docs.push_back({op.ids[i], op.docs[i].fingerprint, op.docs[i].metadata});
       }
-      return store.InsertBatch(docs);
+      return store.InsertBatch(docs).status();
     }
     case OpKind::kRemove:
       return store.Remove(op.ids[0]);
@@ -285,45 +285,6 @@ std::vector<std::vector<Op>> ReadPlan(const std::string& file) {
   std::string plan_file, path;
   in >> durability >> ack_fd >> plan_file >> path;
   RunChild(path, TestOptions(static_cast<Durability>(durability)), ReadPlan(plan_file), ack_fd);
-}();
-
-// ---- Expiry killed ----------------------------------------------------------------------------
-
-// The expiry test's store: kExpiryDocs documents, the even ids fetched at kOldTime and the odd ones
-// at kNewTime, with a retention that, by the clock of kNow, leaves the even ones behind.
-constexpr DocumentId kExpiryDocs = 6000;
-constexpr DocumentTime kOldTime = 100, kNewTime = 4'500, kNow = 5'000;
-constexpr std::int64_t kRetention = 1'000;
-
-Fingerprint ExpiryFingerprint(DocumentId id) { return Random(id * 7919 + 1).Next(); }
-
-StoreOptions ExpiryOptions(DocumentTime now) {
-  StoreOptions options = TestOptions(Durability::kGroupCommit);
-  options.retention_seconds = kRetention;
-  options.clock = [now] { return now; };
-  return options;
-}
-
-// The expiry child: opens the store at kNow, which starts its sweep, writes a byte to `ack_fd`,
-// expires what the sweep has not, writes another byte, and waits to be killed.
-[[noreturn]] void RunExpiryChild(const std::string& path, int ack_fd) {
-  Result<std::unique_ptr<Store>> store = Store::Open(path, ExpiryOptions(kNow));
-  if (!store.ok()) _exit(kChildFailed);
-  if (write(ack_fd, "o", 1) != 1) _exit(kChildFailed);
-  if (!(*store)->Expire(kNow - kRetention).ok()) _exit(kChildFailed);
-  if (write(ack_fd, "d", 1) != 1) _exit(kChildFailed);
-  while (true) pause();
-}
-
-// FPSTORE_EXPIRY_CHILD holds "ack_fd store_path".
-[[maybe_unused]] const bool kIsExpiryChild = [] {
-  const char* spec = std::getenv("FPSTORE_EXPIRY_CHILD");
-  if (spec == nullptr) return false;
-  std::istringstream in(spec);
-  int ack_fd = -1;
-  std::string path;
-  in >> ack_fd >> path;
-  RunExpiryChild(path, ack_fd);
 }();
 
 struct KillPlan {
@@ -553,107 +514,6 @@ INSTANTIATE_TEST_SUITE_P(Modes, StoreCrashTest,
                                            CrashCase{Durability::kGroupCommit, 2},
                                            CrashCase{Durability::kGroupCommit, 2, 128}),
                          [](const auto& info) { return Name(info.param); });
-
-// The expiry, and the sweep beside it, killed at random moments: after each kill every document
-// is whole or gone, only expired ones are gone, none past the retention is returned, Verify
-// passes; the last run finishes the work.
-TEST(StoreCrashTest, ExpiryKilledAtAnyMomentLeavesWholeDocuments) {
-  TempDir dir;
-  const std::string path = dir.Sub("store");
-  {
-    // Made at a time that leaves nothing past the retention.
-    Result<std::unique_ptr<Store>> store = Store::Open(path, ExpiryOptions(kOldTime));
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    std::vector<NewDocument> batch;
-    for (DocumentId id = 0; id < kExpiryDocs; ++id) {
-      batch.push_back({id, ExpiryFingerprint(id), "", {}, id % 2 == 0 ? kOldTime : kNewTime});
-      if (batch.size() == 1000) {
-        ASSERT_TRUE((*store)->InsertBatch(batch).ok());
-        batch.clear();
-      }
-    }
-    ASSERT_TRUE((*store)->Close().ok());
-  }
-  Random rnd(TestSeed(20261207));
-  std::uint64_t expired_before_last = 0;
-  for (int round = 0; round < 6; ++round) {
-    const bool last = round == 5;
-    SCOPED_TRACE("round " + std::to_string(round));
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    const std::string spec = std::to_string(fds[1]) + " " + path;
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      close(fds[0]);
-      setenv("FPSTORE_EXPIRY_CHILD", spec.c_str(), 1);
-      execl("/proc/self/exe", "store_crash_test", static_cast<char*>(nullptr));
-      _exit(kChildFailed);
-    }
-    close(fds[1]);
-    // Killed a moment after it opened; the last run goes on until it says it is done.
-    std::string said;
-    const auto deadline = std::chrono::steady_clock::now() + kHangTimeout;
-    while (said.size() < (last ? 2u : 1u) && std::chrono::steady_clock::now() < deadline) {
-      pollfd p{fds[0], POLLIN, 0};
-      if (poll(&p, 1, 100) <= 0) continue;
-      char c;
-      if (read(fds[0], &c, 1) != 1) break;
-      said += c;
-    }
-    if (!last) std::this_thread::sleep_for(std::chrono::microseconds(rnd.Uniform(400'000)));
-    kill(pid, SIGKILL);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    close(fds[0]);
-    ASSERT_EQ(said.substr(0, 1), "o") << "the child failed to open the store";
-    if (last) {
-      ASSERT_EQ(said, "od") << "the child's expiry did not finish";
-    }
-
-    // By a clock that expires nothing: every document whole, or gone if it was to expire.
-    {
-      Result<std::unique_ptr<Store>> store = Store::Open(path, ExpiryOptions(kOldTime));
-      ASSERT_TRUE(store.ok()) << store.status().ToString();
-      std::uint64_t gone = 0;
-      for (DocumentId id = 0; id < kExpiryDocs; ++id) {
-        Result<Document> doc = (*store)->Get(id);
-        if (!doc.ok()) {
-          ASSERT_TRUE(doc.status().IsNotFound()) << doc.status().ToString();
-          ASSERT_EQ(id % 2, 0u) << "document " << id << " was not to expire";
-          ++gone;
-          continue;
-        }
-        EXPECT_EQ(doc->fingerprint, ExpiryFingerprint(id)) << id;
-        EXPECT_EQ(doc->time, id % 2 == 0 ? kOldTime : kNewTime) << id;
-      }
-      EXPECT_GE(gone, expired_before_last);
-      expired_before_last = gone;
-      if (last) {
-        EXPECT_EQ(gone, kExpiryDocs / 2);
-      }
-      EXPECT_EQ((*store)->Stats()->documents, kExpiryDocs - gone);
-      const Status verify = (*store)->Verify();
-      EXPECT_TRUE(verify.ok()) << verify.ToString();
-      ASSERT_TRUE((*store)->Close().ok());
-    }
-    // By the clock of the expiry, read-only (no sweep): nothing past the retention shows.
-    StoreOptions read_only = ExpiryOptions(kNow);
-    read_only.read_only = true;
-    Result<std::unique_ptr<Store>> store = Store::Open(path, read_only);
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    std::set<DocumentId> listed;
-    ASSERT_TRUE((*store)->ForEachDocument([&](const Document& d) { listed.insert(d.id); }).ok());
-    EXPECT_EQ(listed.size(), kExpiryDocs / 2);
-    EXPECT_TRUE(std::all_of(listed.begin(), listed.end(), [](DocumentId id) { return id % 2; }));
-    for (DocumentId id = 0; id < 200; id += 2) {
-      Result<std::vector<Match>> found = (*store)->Query(ExpiryFingerprint(id), 0);
-      ASSERT_TRUE(found.ok());
-      EXPECT_TRUE(found->empty()) << id;
-    }
-    EXPECT_EQ((*store)->Stats()->expired_documents, kExpiryDocs / 2 - expired_before_last);
-  }
-}
 
 // What a creation cut short leaves: a RocksDB database, with or without the
 // store's families, but no fpstore metadata, which is written last. Opening

@@ -157,6 +157,11 @@ FPSTORE_EXPORT void fpstore_options_set_clock(fpstore_options_t* options, fpstor
 FPSTORE_EXPORT void fpstore_options_set_retention_seconds(fpstore_options_t* options,
                                                           int64_t seconds);
 
+/* CheckAndInsert gives each document it matched the checked document's
+ * time when that is later (StoreOptions::refresh_matches): 1 on, 0 off
+ * (the default). */
+FPSTORE_EXPORT void fpstore_options_set_refresh_matches(fpstore_options_t* options, int value);
+
 /* A store in Redis: the ACL user and the password (NUL-terminated; NULL
  * for none) that fpstore signs in with on every connection to the cluster
  * (StoreOptions::redis_user, redis_password), instead of in the URL. The
@@ -311,6 +316,28 @@ FPSTORE_EXPORT int fpstore_check_and_insert_text_with(fpstore_t* store, uint64_t
                                                       fpstore_matches_t** matches, int* inserted,
                                                       char** errmsg);
 
+/* A document's time given as none: it takes the store's clock's. */
+#define FPSTORE_NO_TIME INT64_MIN
+
+/* The crawler's call in full (Store::CheckAndInsert): document `id` is the
+ * text `text` of text_len bytes (fingerprinted and signed with the store's
+ * options) if text is not NULL, else the bare fingerprint
+ * (fingerprint_high << 64) | fingerprint; `time` is its time in seconds
+ * since the Unix epoch, or FPSTORE_NO_TIME for the store's clock's. Its
+ * matches are the documents within k bits (negative: the store's distance)
+ * whose similarity is at least min_similarity (negative: the store's
+ * threshold). Sets *matches and *inserted as fpstore_check_and_insert does,
+ * and *past_retention (if not NULL) to 1 if the document was inserted
+ * with a time already past the store's retention (it is never returned),
+ * else 0. */
+FPSTORE_EXPORT int fpstore_check_and_insert_at(fpstore_t* store, uint64_t id,
+                                               uint64_t fingerprint_high, uint64_t fingerprint,
+                                               const char* text, size_t text_len,
+                                               const char* metadata, size_t metadata_len,
+                                               int64_t time, int policy, int k,
+                                               double min_similarity, fpstore_matches_t** matches,
+                                               int* inserted, int* past_retention, char** errmsg);
+
 /* ---- Documents, batches and scans ---- */
 
 /* Document `id`'s fingerprint and metadata. *metadata (if metadata is not
@@ -350,6 +377,22 @@ FPSTORE_EXPORT int fpstore_query_batch(const fpstore_t* store, size_t count,
                                        const uint64_t* fingerprints, const char* const* texts,
                                        const size_t* text_lens, int k, double min_similarity,
                                        fpstore_matches_t** results, char** errmsg);
+
+/* fpstore_insert_batch in full: document i is ids[i] with the text
+ * texts[i] (if texts is not NULL) or the bare fingerprint
+ * (fingerprint_highs[i] << 64) | fingerprints[i] (fingerprint_highs NULL:
+ * 0), and the time times[i] in seconds since the Unix epoch, or
+ * FPSTORE_NO_TIME (times NULL: all) for the store's clock's. Sets *added,
+ * *replaced and *past_retention (each if not NULL) to how many documents
+ * were new, replaced, or already past the store's retention when they
+ * arrived (stored, never returned), each id counted once. */
+FPSTORE_EXPORT int fpstore_insert_batch_at(fpstore_t* store, size_t count, const uint64_t* ids,
+                                           const uint64_t* fingerprint_highs,
+                                           const uint64_t* fingerprints, const char* const* texts,
+                                           const size_t* text_lens, const char* const* metadata,
+                                           const size_t* metadata_lens, const int64_t* times,
+                                           uint64_t* added, uint64_t* replaced,
+                                           uint64_t* past_retention, char** errmsg);
 
 /* fpstore_insert_batch and fpstore_query_batch of bare fingerprints of
  * either width: (fingerprint_highs[i] << 64) | fingerprints[i]. */

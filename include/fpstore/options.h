@@ -82,8 +82,19 @@ struct StoreOptions {
   // returns it, whatever is still on disk; a background sweep then removes it
   // (Store::Expire). 0: documents never expire. Same rules as the plan:
   // recorded at creation, checked when set on open. From 0 to
-  // kMaxDocumentTime. Default at creation: 0. A store in Redis has none.
+  // kMaxDocumentTime. Default at creation: 0. A store in Redis sweeps a
+  // slice of its shards each second from every process that has it open to
+  // write, and Repair sweeps it whole (docs/design.md).
   std::optional<std::int64_t> retention_seconds;
+
+  // CheckAndInsert gives each document it matched the checked document's
+  // time when that is later: a page whose near-copies keep being fetched
+  // stays within the retention, as if it had been fetched again. It costs a
+  // write per match refreshed. Off, a document's time is when its own page
+  // was last fetched, and a check that inserts nothing writes nothing
+  // (docs/design.md, "Retention and expiry"). Not recorded: each handle
+  // chooses. Default: false.
+  bool refresh_matches = false;
 
   // About how many documents the store will hold. Used when creating a
   // store, to size its tables' layout (docs/design.md, "Packed tables"). A

@@ -63,6 +63,19 @@ struct QueryOptions {
 struct CheckResult {
   std::vector<Match> matches;  // near-duplicates stored before, nearest first
   bool inserted = false;
+  // Inserted with a time already past the store's retention (a backlog
+  // replayed late): stored, and never returned.
+  bool past_retention = false;
+};
+
+// What InsertBatch did, counting each id once.
+struct InsertStats {
+  std::uint64_t added = 0;     // documents new to the store
+  std::uint64_t replaced = 0;  // documents whose id was stored before
+  // Documents whose time was already past the store's retention when they
+  // arrived (a backlog replayed late): stored, and never returned; the
+  // sweep removes them. Not an error.
+  std::uint64_t past_retention = 0;
 };
 
 // Options for the whole-store scans: FindAll, Clusters, Verify, Compact.
@@ -200,15 +213,17 @@ class FPSTORE_EXPORT Store {
   // either wholly there or wholly absent. Durable as options.durability
   // says once the call returns OK. InvalidArgument if its signature is
   // neither empty nor of the store's fingerprinter's slot count.
-  Status Insert(const NewDocument& doc) { return InsertBatch(std::span(&doc, 1)); }
+  Status Insert(const NewDocument& doc) { return InsertBatch(std::span(&doc, 1)).status(); }
   // A bare fingerprint: it matches by distance alone.
   Status Insert(DocumentId id, Fingerprint fingerprint, std::string_view metadata = {}) {
     return Insert(NewDocument{id, fingerprint, metadata, {}, {}});
   }
 
-  // Inserts or replaces several documents in one atomic write. A repeated
-  // id within `docs`: the last one wins.
-  virtual Status InsertBatch(std::span<const NewDocument> docs) = 0;
+  // Inserts or replaces several documents in one atomic write, and says how
+  // many were new, replaced, or past the retention already. A repeated id
+  // within `docs`: the last one wins. InvalidArgument naming the first bad
+  // document writes none.
+  virtual Result<InsertStats> InsertBatch(std::span<const NewDocument> docs) = 0;
 
   // Removes document `id`: queries no longer find it once this returns.
   // Like an insert it is staged (Flush), and may wait for room to stage.
@@ -224,8 +239,7 @@ class FPSTORE_EXPORT Store {
   // It works through the oldest in batches, each atomic: after a crash each
   // such document is wholly there or wholly gone, and another call finishes
   // the work. A store with a retention runs it in the background for the
-  // documents past it. NotSupported on a read-only store and on a store in
-  // Redis.
+  // documents past it. NotSupported on a read-only store.
   virtual Result<std::uint64_t> Expire(DocumentTime before) = 0;
 
   // The stored documents that match `query` as `options` say: every one
@@ -249,7 +263,10 @@ class FPSTORE_EXPORT Store {
                                                      int k) const;
 
   // The crawler's call: returns the stored documents that match `doc`
-  // (Query with `options`) and inserts it as `policy` says. The check and
+  // (Query with `options`) and inserts it as `policy` says. With
+  // StoreOptions::refresh_matches, each match whose time is earlier than
+  // `doc`'s takes `doc`'s time, in a write of its own before the call
+  // returns. The check and
   // the insert are atomic with respect to other CheckAndInsert calls: of
   // two near-duplicate documents offered at once, the second sees the
   // first. The document itself (same id) is not its own match. Returns once

@@ -99,6 +99,13 @@ inline Result<fpstore::Sketch> SketchOf(const fpstore_t* store, const char* text
   return store->store->fingerprinter().SketchText(*utf8);
 }
 
+// Entry `i` of an array of times (FPSTORE_NO_TIME: none, the store's clock's); none for a null
+// array.
+inline std::optional<fpstore::DocumentTime> TimeOf(const int64_t* times, std::size_t i) {
+  if (times == nullptr || times[i] == FPSTORE_NO_TIME) return std::nullopt;
+  return times[i];
+}
+
 inline std::optional<double> ThresholdOf(double min_similarity) {
   return min_similarity < 0 ? std::nullopt : std::optional<double>(min_similarity);
 }

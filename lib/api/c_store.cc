@@ -53,7 +53,7 @@ Result<fpstore::InsertPolicy> PolicyOf(int policy) {
 // CheckAndInsert of `doc`, its answer handed to the caller.
 Status CheckAndInsert(fpstore_t* store, const fpstore::NewDocument& doc, int policy,
                       const fpstore::QueryOptions& options, fpstore_matches_t** matches,
-                      int* inserted) {
+                      int* inserted, int* past_retention = nullptr) {
   if (matches == nullptr) return Null("matches");
   if (inserted == nullptr) return Null("inserted");
   Result<fpstore::InsertPolicy> how = PolicyOf(policy);
@@ -62,6 +62,7 @@ Status CheckAndInsert(fpstore_t* store, const fpstore::NewDocument& doc, int pol
   if (!checked.ok()) return checked.status();
   *matches = new fpstore_matches_t{std::move(checked->matches)};
   *inserted = checked->inserted ? 1 : 0;
+  if (past_retention != nullptr) *past_retention = checked->past_retention ? 1 : 0;
   return Status::OK();
 }
 
@@ -154,6 +155,11 @@ void fpstore_options_set_clock(fpstore_options_t* options, fpstore_clock_fn cloc
 void fpstore_options_set_retention_seconds(fpstore_options_t* options, int64_t seconds) {
   if (options == nullptr) return;
   options->options.retention_seconds = seconds;
+}
+
+void fpstore_options_set_refresh_matches(fpstore_options_t* options, int value) {
+  if (options == nullptr) return;
+  options->options.refresh_matches = value != 0;
 }
 
 void fpstore_options_set_redis_user(fpstore_options_t* options, const char* user) {
@@ -356,6 +362,32 @@ int fpstore_check_and_insert_text_with(fpstore_t* store, uint64_t id, const char
                                         ThresholdOf(min_similarity)};
     return CheckAndInsert(store, {id, sketch->fingerprint, *meta, std::move(sketch->signature), {}},
                           policy, options, matches, inserted);
+  });
+}
+
+int fpstore_check_and_insert_at(fpstore_t* store, uint64_t id, uint64_t fingerprint_high,
+                                uint64_t fingerprint, const char* text, size_t text_len,
+                                const char* metadata, size_t metadata_len, int64_t time, int policy,
+                                int k, double min_similarity, fpstore_matches_t** matches,
+                                int* inserted, int* past_retention, char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    if (store == nullptr) return Null("store");
+    fpstore::Sketch sketch{Fingerprint(fingerprint_high, fingerprint), {}};
+    if (text != nullptr) {
+      if (fingerprint_high != 0 || fingerprint != 0) {
+        return Status::InvalidArgument("give a text or a fingerprint, not both");
+      }
+      Result<fpstore::Sketch> of_text = SketchOf(store, text, text_len);
+      if (!of_text.ok()) return of_text.status();
+      sketch = *std::move(of_text);
+    }
+    Result<std::string_view> meta = Bytes(metadata, metadata_len, "metadata");
+    if (!meta.ok()) return meta.status();
+    const fpstore::QueryOptions options{k < 0 ? std::nullopt : std::optional<int>(k),
+                                        ThresholdOf(min_similarity)};
+    return CheckAndInsert(
+        store, {id, sketch.fingerprint, *meta, std::move(sketch.signature), TimeOf(&time, 0)},
+        policy, options, matches, inserted, past_retention);
   });
 }
 

@@ -133,10 +133,12 @@ int fpstore_get_time(const fpstore_t* store, uint64_t id, int64_t* time, char** 
 
 namespace {
 
+// Writes the batch; `times` may be null (the clock's), `stats` may be null.
 Status InsertBatch(fpstore_t* store, size_t count, const uint64_t* ids,
                    const uint64_t* fingerprint_highs, const uint64_t* fingerprints,
                    const char* const* texts, const size_t* text_lens, const char* const* metadata,
-                   const size_t* metadata_lens) {
+                   const size_t* metadata_lens, const int64_t* times = nullptr,
+                   fpstore::InsertStats* stats = nullptr) {
   if (store == nullptr) return Null("store");
   if (count == 0) return Status::OK();
   if (ids == nullptr) return Null("ids");
@@ -148,10 +150,13 @@ Status InsertBatch(fpstore_t* store, size_t count, const uint64_t* ids,
   for (std::size_t i = 0; i < count; ++i) {
     Result<std::string_view> meta = Entry(metadata, metadata_lens, i, "metadata");
     if (!meta.ok()) return meta.status();
-    docs.push_back(
-        {ids[i], (*sketches)[i].fingerprint, *meta, std::move((*sketches)[i].signature), {}});
+    docs.push_back({ids[i], (*sketches)[i].fingerprint, *meta, std::move((*sketches)[i].signature),
+                    TimeOf(times, i)});
   }
-  return store->store->InsertBatch(docs);
+  Result<fpstore::InsertStats> wrote = store->store->InsertBatch(docs);
+  if (!wrote.ok()) return wrote.status();
+  if (stats != nullptr) *stats = *wrote;
+  return Status::OK();
 }
 
 Status QueryBatch(const fpstore_t* store, size_t count, const uint64_t* fingerprint_highs,
@@ -198,6 +203,24 @@ int fpstore_insert_batch128(fpstore_t* store, size_t count, const uint64_t* ids,
     if (count > 0 && fingerprints == nullptr) return Null("fingerprints");
     return InsertBatch(store, count, ids, fingerprint_highs, fingerprints, nullptr, nullptr,
                        metadata, metadata_lens);
+  });
+}
+
+int fpstore_insert_batch_at(fpstore_t* store, size_t count, const uint64_t* ids,
+                            const uint64_t* fingerprint_highs, const uint64_t* fingerprints,
+                            const char* const* texts, const size_t* text_lens,
+                            const char* const* metadata, const size_t* metadata_lens,
+                            const int64_t* times, uint64_t* added, uint64_t* replaced,
+                            uint64_t* past_retention, char** errmsg) {
+  return Guard(errmsg, [&]() -> Status {
+    fpstore::InsertStats stats;
+    Status s = InsertBatch(store, count, ids, fingerprint_highs, fingerprints, texts, text_lens,
+                           metadata, metadata_lens, times, &stats);
+    if (!s.ok()) return s;
+    if (added != nullptr) *added = stats.added;
+    if (replaced != nullptr) *replaced = stats.replaced;
+    if (past_retention != nullptr) *past_retention = stats.past_retention;
+    return Status::OK();
   });
 }
 

@@ -259,7 +259,7 @@ Status ReopeningStore::Close() {
   return refused_.ok() ? closed : refused_;
 }
 
-Status ReopeningStore::InsertBatch(std::span<const NewDocument> docs) {
+Result<InsertStats> ReopeningStore::InsertBatch(std::span<const NewDocument> docs) {
   return WriteThrough([&](Store& store) { return store.InsertBatch(docs); });
 }
 

@@ -128,7 +128,7 @@ class ReopeningStore final : public Store {
   using Store::CheckAndInsert;
   using Store::Query;
   using Store::QueryBatch;
-  Status InsertBatch(std::span<const NewDocument> docs) override;
+  Result<InsertStats> InsertBatch(std::span<const NewDocument> docs) override;
   Status Remove(DocumentId id) override;
   Result<Document> Get(DocumentId id) const override;
   Result<std::vector<Match>> Query(const Sketch& query, const QueryOptions& options) const override;

@@ -9,6 +9,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -65,6 +66,12 @@ inline Status CheckTime(DocumentTime time, const std::string& what) {
 
 // The time of a document written now: `clock`'s (StoreOptions::clock), else the system's.
 Result<DocumentTime> Now(const std::function<DocumentTime()>& clock);
+
+// The time before which a document is past a retention of `retention_seconds` at `now`: 0 (none)
+// without a retention.
+inline DocumentTime RetentionCutoff(DocumentTime now, std::int64_t retention_seconds) {
+  return retention_seconds == 0 ? 0 : std::max<DocumentTime>(0, now - retention_seconds);
+}
 
 // InvalidArgument unless `doc`'s fingerprint fits the store's `bits`, its time (if it has one)
 // is a time, and its signature is empty or of `bytes` bytes (the store's).

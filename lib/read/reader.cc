@@ -49,7 +49,7 @@ Result<DocumentTime> Reader::ExpiredBefore() const {
   if (retention_seconds_ == 0) return DocumentTime{0};
   Result<DocumentTime> now = Now(options_.clock);
   if (!now.ok()) return now.status();
-  return std::max<DocumentTime>(0, *now - retention_seconds_);
+  return RetentionCutoff(*now, retention_seconds_);
 }
 
 Result<Document> Reader::Get(DocumentId id) const {

@@ -56,6 +56,10 @@ Status Layout::Check(const PermutationPlan& plan, const LayoutParams& params) {
     return Status::InvalidArgument("shard bits " + std::to_string(params.shard_bits) +
                                    " out of range (1 to " + std::to_string(kMaxBits) + ")");
   }
+  if (params.time_bits < 1 || params.time_bits > kMaxBits) {
+    return Status::InvalidArgument("time bits " + std::to_string(params.time_bits) +
+                                   " out of range (1 to " + std::to_string(kMaxBits) + ")");
+  }
   return Status::OK();
 }
 
@@ -68,6 +72,11 @@ int Layout::ChooseBucketBits(const PermutationPlan& plan, std::uint64_t document
 
 int Layout::ChooseShardBits(std::uint64_t documents) {
   return std::clamp(CeilLog2(std::max<std::uint64_t>(1, documents / 512)), 14, kMaxBits);
+}
+
+int Layout::ChooseTimeBits(std::uint64_t documents, int listpack_entries) {
+  const std::uint64_t per_set = std::max(1, listpack_entries / 2);
+  return std::clamp(CeilLog2(std::max<std::uint64_t>(1, documents / per_set)), 10, kMaxBits);
 }
 
 std::string Layout::LayoutKeyOf(std::string_view name) {
@@ -83,10 +92,14 @@ std::vector<std::string> Layout::Fields(const PermutationPlan& plan, const Layou
           params.recorded.fingerprint.ToString(),
           "min_similarity",
           DoubleText(params.recorded.min_similarity),
+          "retention",
+          std::to_string(params.recorded.retention_seconds),
           "bucket_bits",
           std::to_string(params.bucket_bits),
           "shard_bits",
           std::to_string(params.shard_bits),
+          "time_bits",
+          std::to_string(params.time_bits),
           "listpack_entries",
           std::to_string(params.listpack_entries)};
 }
@@ -131,11 +144,19 @@ Result<LayoutParams> Layout::Parse(const std::string& where,
       !CheckMinSimilarity(p.recorded.min_similarity).ok()) {
     return bad("min_similarity");
   }
+  if (field("retention") == nullptr ||
+      !ParseNumber(*field("retention"), p.recorded.retention_seconds) ||
+      !CheckRetention(p.recorded.retention_seconds).ok()) {
+    return bad("retention");
+  }
   if (field("bucket_bits") == nullptr || !ParseNumber(*field("bucket_bits"), p.bucket_bits)) {
     return bad("bucket_bits");
   }
   if (field("shard_bits") == nullptr || !ParseNumber(*field("shard_bits"), p.shard_bits)) {
     return bad("shard_bits");
+  }
+  if (field("time_bits") == nullptr || !ParseNumber(*field("time_bits"), p.time_bits)) {
+    return bad("time_bits");
   }
   if (field("listpack_entries") == nullptr ||
       !ParseNumber(*field("listpack_entries"), p.listpack_entries)) {
@@ -221,6 +242,14 @@ std::string Layout::ShardKey(std::uint64_t shard) const {
   return "fps:{" + name_ + ":d:" + std::to_string(shard) + "}";
 }
 
+std::uint64_t Layout::TimesOf(DocumentId id) const {
+  return (id * kShardMix) >> (64 - params_.time_bits);
+}
+
+std::string Layout::TimesKey(std::uint64_t times) const {
+  return "fps:{" + name_ + ":t:" + std::to_string(times) + "}";
+}
+
 Layout::KeyKind Layout::Classify(std::string_view key) const {
   KeyKind kind;
   const std::string prefix = "fps:{" + name_ + ":";
@@ -234,6 +263,10 @@ Layout::KeyKind Layout::Classify(std::string_view key) const {
   if (!ParseNumber(tail, number)) return kind;
   if (head == "d") {
     if (number >> params_.shard_bits == 0) kind = {KeyKind::kShard, 0, number};
+    return kind;
+  }
+  if (head == "t") {
+    if (number >> params_.time_bits == 0) kind = {KeyKind::kTimes, 0, number};
     return kind;
   }
   std::uint64_t table = 0;

@@ -11,7 +11,10 @@
 // document's id; the other tables hold each fingerprint once, whatever documents share it.
 //
 // Documents live in 2^shard_bits hashes ("shards"), by a mix of their id: field the id, value
-// the embedded store's document value (format/records.h): fingerprint, signature, metadata.
+// the embedded store's document value (format/records.h): fingerprint, time, signature, metadata.
+// The documents' times, for expiry, are in 2^time_bits sorted sets ("times") by the same mix of
+// the id: member the id, score the time; as many as keep each within the listpack encoding, like
+// the buckets.
 //
 // Thread safety: immutable.
 
@@ -35,12 +38,13 @@
 namespace fpstore::internal::redis {
 
 // The layout this build reads and writes.
-inline constexpr int kLayoutVersion = 2;
+inline constexpr int kLayoutVersion = 3;
 
 struct LayoutParams {
   RecordedOptions recorded;
   int bucket_bits = 0;
   int shard_bits = 0;
+  int time_bits = 0;
   // The cluster's zset-max-listpack-entries when the store was made, which bucket_bits was chosen
   // for.
   int listpack_entries = 0;
@@ -55,11 +59,13 @@ class Layout {
   static Status CheckName(std::string_view name);
   // InvalidArgument unless the bucket and shard bits suit `plan` (docs/format.md).
   static Status Check(const PermutationPlan& plan, const LayoutParams& params);
-  // The bucket bits that put about listpack_entries / 2 of `documents` in each bucket, and the
-  // shard bits for about 512 documents a shard (at least 2^14 shards, one for each slot).
+  // The bucket bits that put about listpack_entries / 2 of `documents` in each bucket, the
+  // shard bits for about 512 documents a shard (at least 2^14 shards, one for each slot), and
+  // the time bits for about listpack_entries / 2 documents a times set (at least 2^10).
   static int ChooseBucketBits(const PermutationPlan& plan, std::uint64_t documents,
                               int listpack_entries);
   static int ChooseShardBits(std::uint64_t documents);
+  static int ChooseTimeBits(std::uint64_t documents, int listpack_entries);
 
   // The layout record: its key, its fields, and the parameters read back from them
   // (Corruption or NotSupported naming `where`).
@@ -90,9 +96,9 @@ class Layout {
   // what one of them is: a bucket (table, bucket), a shard (number), or neither.
   std::string KeyPattern() const { return "fps:{" + name_ + ":*"; }
   struct KeyKind {
-    enum { kOther, kBucket, kShard } kind = kOther;
+    enum { kOther, kBucket, kShard, kTimes } kind = kOther;
     std::size_t table = 0;
-    std::uint64_t number = 0;  // the bucket's or the shard's
+    std::uint64_t number = 0;  // the bucket's, the shard's or the times'
   };
   KeyKind Classify(std::string_view key) const;
 
@@ -100,6 +106,11 @@ class Layout {
   std::uint64_t ShardOf(DocumentId id) const;
   std::string ShardKey(std::uint64_t shard) const;
   std::string ShardKeyOf(DocumentId id) const { return ShardKey(ShardOf(id)); }
+  // The sorted sets of the documents' times: member the id field, score the time.
+  std::uint64_t times_count() const { return std::uint64_t{1} << params_.time_bits; }
+  std::uint64_t TimesOf(DocumentId id) const;
+  std::string TimesKey(std::uint64_t times) const;
+  std::string TimesKeyOf(DocumentId id) const { return TimesKey(TimesOf(id)); }
   static std::string IdField(DocumentId id);
   // False unless 8 bytes.
   static bool DecodeIdField(std::string_view field, DocumentId* id);

@@ -45,10 +45,13 @@ class RedisBulkLoader final : public BulkLoader {
         const Stored& d = docs_[i];
         batch.push_back({d.id, d.fingerprint, d.metadata, d.signature, d.time});
       }
-      if (Status s = store_.Write(batch, &stats_.replaced); !s.ok()) return s;
+      Result<InsertStats> wrote = store_.InsertBatch(batch);
+      if (!wrote.ok()) return wrote.status();
+      stats_.added += wrote->added;
+      stats_.replaced += wrote->replaced;
+      stats_.past_retention += wrote->past_retention;
       if (options_.progress) options_.progress(end, docs_.size());
     }
-    stats_.added = docs_.size() - stats_.replaced;
     return stats_;
   }
 

@@ -68,6 +68,8 @@ Result<std::vector<std::vector<Match>>> RedisStore::Run(ClusterClient& client,
                                                         const Matching& matching) const {
   const PermutationPlan& p = plan();
   const std::size_t tables = p.table_count();
+  Result<DocumentTime> expired_before = ExpiredBefore();
+  if (!expired_before.ok()) return expired_before.status();
   // Round 1: each query's range in each table. A document within k counts in the first table it
   // shares with the query; table 0's entries carry its id.
   std::vector<Command> probes;
@@ -144,20 +146,23 @@ Result<std::vector<std::vector<Match>>> RedisStore::Run(ClusterClient& client,
   // Round 3: the records of the documents learnt in round 2.
   if (s.ok()) s = ReadWith(client, layout_, url_, {}, learnt, nullptr, records);
   if (!s.ok()) return s;
-  return Confirm(queries, found.ids, records, matching);
+  return Confirm(queries, found.ids, records, matching, *expired_before);
 }
 
 std::vector<std::vector<Match>> RedisStore::Confirm(
     std::span<const Sketch> queries, const std::vector<std::unordered_map<DocumentId, Word>>& found,
-    const std::unordered_map<DocumentId, Document>& records, const Matching& matching) const {
-  // A document counts by its record: within k and confirmed. An entry of a version being replaced
-  // still finds the document, which then counts by the version its record holds.
+    const std::unordered_map<DocumentId, Document>& records, const Matching& matching,
+    DocumentTime expired_before) const {
+  // A document counts by its record: within k, confirmed, and not past the retention. An entry of a
+  // version being replaced still finds the document, which then counts by the version its record
+  // holds.
   std::vector<std::vector<Match>> results(queries.size());
   for (std::size_t qi = 0; qi < queries.size(); ++qi) {
     const Word q = queries[qi].fingerprint;
     for (const auto& [id, by] : found[qi]) {
       const auto it = records.find(id);
-      if (it == records.end() || !WithinDistance(it->second.fingerprint, q, matching.distance)) {
+      if (it == records.end() || !WithinDistance(it->second.fingerprint, q, matching.distance) ||
+          it->second.time < expired_before) {
         continue;
       }
       const Document& doc = it->second;

@@ -57,6 +57,8 @@ Result<RedisStore::StoreKeys> RedisStore::ListKeys(ClusterClient& client) const 
       const Layout::KeyKind kind = layout_.Classify(key);
       if (kind.kind == Layout::KeyKind::kShard) {
         keys.shards.push_back(std::move(key));
+      } else if (kind.kind == Layout::KeyKind::kTimes) {
+        keys.times.push_back(std::move(key));
       } else if (kind.kind == Layout::KeyKind::kBucket) {
         keys.buckets[kind.table].push_back(kind.number);
       }
@@ -87,9 +89,12 @@ Status ForEachRecord(ClusterClient& client, const Layout& layout, const std::str
 Status RedisStore::ReadAll(ClusterClient& client, std::vector<IdFingerprint>& docs,
                            bool* any_signed) const {
   *any_signed = false;
+  Result<DocumentTime> expired_before = ExpiredBefore();
+  if (!expired_before.ok()) return expired_before.status();
   Result<StoreKeys> keys = ListKeys(client);
   if (!keys.ok()) return keys.status();
   return ForEachRecord(client, layout_, url_, keys->shards, [&](DocumentId id, Document& doc) {
+    if (doc.time < *expired_before) return;  // past the retention
     docs.push_back({id, doc.fingerprint});
     *any_signed = *any_signed || !doc.signature.empty();
   });
@@ -201,6 +206,8 @@ Status RedisStore::ForEachDocument(const std::function<void(const Document&)>& s
                                    const ScanOptions& scan) const {
   Result<ClientPool::Lease> client = Client();
   if (!client.ok()) return client.status();
+  Result<DocumentTime> expired_before = ExpiredBefore();
+  if (!expired_before.ok()) return expired_before.status();
   // The ids first, to give the documents in id order without holding them all.
   std::vector<DocumentId> ids;
   Result<StoreKeys> keys = ListKeys(**client);
@@ -227,11 +234,46 @@ Status RedisStore::ForEachDocument(const std::function<void(const Document&)>& s
     for (std::size_t i = begin; i < end; ++i) {
       Result<std::optional<Document>> doc = layout_.RecordOf(ids[i], (*got)[i - begin], url_);
       if (!doc.ok()) return doc.status();
-      if (*doc) sink(**doc);  // else removed since the ids were read
+      // Else removed since the ids were read, or past the retention.
+      if (*doc && (*doc)->time >= *expired_before) sink(**doc);
     }
     if (scan.progress) scan.progress(end, total);
   }
   return Status::OK();
+}
+
+Status RedisStore::TimesStats(ClusterClient& client, const std::vector<std::string>& times,
+                              StoreStats& stats) const {
+  Result<DocumentTime> expired_before = ExpiredBefore();
+  if (!expired_before.ok()) return expired_before.status();
+  auto first_score = [&](const char* at, auto&& keep) {
+    return ForEachReply(client, times, {"ZRANGE", at, at, "WITHSCORES"},
+                        [&](const std::string& key, Reply& r) {
+                          if (r.elements.size() != 2) return Status::OK();  // empty
+                          DocumentTime time = 0;
+                          if (!ParseNumber(r.elements[1].str, time)) {
+                            return Status::Corruption(url_ + ": " + key + " holds a time \"" +
+                                                      r.elements[1].str + "\"");
+                          }
+                          keep(time);
+                          return Status::OK();
+                        });
+  };
+  Status s = first_score(
+      "0", [&](DocumentTime t) { stats.oldest_time = std::min(stats.oldest_time.value_or(t), t); });
+  if (s.ok()) {
+    s = first_score("-1", [&](DocumentTime t) {
+      stats.newest_time = std::max(stats.newest_time.value_or(t), t);
+    });
+  }
+  if (s.ok() && *expired_before > 0) {
+    s = ForEachReply(client, times, {"ZCOUNT", "-inf", "(" + std::to_string(*expired_before)},
+                     [&](const std::string&, Reply& r) {
+                       stats.expired_documents += static_cast<std::uint64_t>(r.integer);
+                       return Status::OK();
+                     });
+  }
+  return s;
 }
 
 Result<StoreStats> RedisStore::Stats() const {
@@ -243,6 +285,7 @@ Result<StoreStats> RedisStore::Stats() const {
   stats.distance = params.recorded.distance;
   stats.fingerprint = params.recorded.fingerprint;
   stats.min_similarity = params.recorded.min_similarity;
+  stats.retention_seconds = params.recorded.retention_seconds;
   stats.internals.format_version = kLayoutVersion;
   stats.internals.group_bits = params.bucket_bits;
   // The memory of `keys`: measured key by key up to kMemorySample keys, else estimated from an
@@ -269,6 +312,8 @@ Result<StoreStats> RedisStore::Stats() const {
     return Status::OK();
   });
   if (s.ok()) s = memory(keys->shards, stats.bytes_on_disk);
+  if (s.ok()) s = memory(keys->times, stats.bytes_on_disk);
+  if (s.ok()) s = TimesStats(**client, keys->times, stats);
   stats.table_bytes.assign(plan().table_count(), 0);
   for (std::size_t t = 0; t < plan().table_count() && s.ok(); ++t) {
     std::vector<std::string> buckets;

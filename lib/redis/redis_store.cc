@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <random>
 #include <unordered_map>
 
 #include "plan/table_entry.h"
@@ -15,6 +16,12 @@ namespace {
 
 // How long a durable write waits for a replica to acknowledge it.
 constexpr std::chrono::milliseconds kReplicaWait{5000};
+// How often a store with a retention sweeps, and the times sets each sweep takes: every one in
+// times_count() / kSweepSets periods.
+constexpr std::chrono::milliseconds kSweepPeriod(1000);
+constexpr std::uint64_t kSweepSets = 2048;
+// Times sets read per pipelined round of an expiry.
+constexpr std::uint64_t kExpireSetsPerRound = 256;
 
 // Creates the layout record unless one exists: 1 if it made it.
 constexpr const char* kCreateScript =
@@ -71,7 +78,8 @@ Result<LayoutParams> LayoutFor(ClusterClient& client, const std::string& url,
     const std::uint64_t expected =
         options.expected_documents.value_or(StoreOptions::kDefaultExpectedDocuments);
     LayoutParams params{*recorded, Layout::ChooseBucketBits(*plan, expected, *listpack),
-                        Layout::ChooseShardBits(expected), *listpack};
+                        Layout::ChooseShardBits(expected),
+                        Layout::ChooseTimeBits(expected, *listpack), *listpack};
     std::vector<std::string> args = {"EVAL", kCreateScript, "1", key};
     for (std::string& f : Layout::Fields(*plan, params)) args.push_back(std::move(f));
     Result<Reply> made = client.Run(Command{key, args});
@@ -108,9 +116,6 @@ Result<Reached> Reach(const std::string& url, const StoreOptions& options,
 
 Result<std::unique_ptr<Store>> OpenStore(const std::string& given_url,
                                          const StoreOptions& options) {
-  if (options.retention_seconds.value_or(0) != 0) {
-    return Status::NotSupported("a store in Redis has no retention: " + HidePassword(given_url));
-  }
   Result<Reached> reached = Reach(given_url, options, "opening");
   if (!reached.ok()) return reached.status();
   const StoreAddress& address = reached->address;
@@ -206,13 +211,29 @@ RedisStore::RedisStore(const StoreAddress& address, const StoreOptions& options,
       options_(WithoutCredentials(options)),
       layout_(std::move(layout)),
       fingerprinter_(std::move(fingerprinter)),
-      pool_(address.seed, address.client) {
+      pool_(address.seed, address.client),
+      // Processes that share the store start their sweeps at shards of their own.
+      sweep_next_(std::random_device()() % layout_.times_count()),
+      sweeper_([this](const std::atomic<bool>& stopping) { return SweepSome(stopping); },
+               kSweepPeriod) {
   pool_.GiveBack(std::move(first));
+  if (layout_.params().recorded.retention_seconds != 0 && !options_.read_only) sweeper_.Start();
 }
 
+RedisStore::~RedisStore() { sweeper_.Stop(); }
+
 Status RedisStore::Close() {
+  sweeper_.Stop();
   closed_ = true;
   return Status::OK();
+}
+
+Result<DocumentTime> RedisStore::ExpiredBefore() const {
+  const std::int64_t retention = layout_.params().recorded.retention_seconds;
+  if (retention == 0) return DocumentTime{0};
+  Result<DocumentTime> now = Now(options_.clock);
+  if (!now.ok()) return now.status();
+  return RetentionCutoff(*now, retention);
 }
 
 Status RedisStore::CheckOpen() const {
@@ -283,13 +304,15 @@ class Grouped {
 Status RedisStore::WriteHeld(ClusterClient& client, std::span<const NewDocument> docs,
                              std::span<const std::optional<Word>> old, LockSet& locks,
                              DocumentTime now) {
-  // Entries first, one ZADD a bucket.
+  // Entries and times first, one ZADD a key.
   Grouped entries("ZADD");
   for (const NewDocument& d : docs) {
     for (std::size_t t = 0; t < plan().table_count(); ++t) {
       entries.Add(layout_.BucketKeyOf(t, d.fingerprint),
                   {"0", layout_.Member(t, d.fingerprint, d.id)});
     }
+    entries.Add(layout_.TimesKeyOf(d.id),
+                {std::to_string(d.time.value_or(now)), Layout::IdField(d.id)});
   }
   Status s = client.RunAll(std::move(entries).Commands(), "adding table entries");
   // Then the records, where the documents take effect, unless the locks may have lapsed.
@@ -318,9 +341,7 @@ Status RedisStore::WriteHeld(ClusterClient& client, std::span<const NewDocument>
   return s;
 }
 
-Status RedisStore::InsertBatch(std::span<const NewDocument> docs) { return Write(docs, nullptr); }
-
-Status RedisStore::Write(std::span<const NewDocument> docs, std::uint64_t* replaced) {
+Result<InsertStats> RedisStore::InsertBatch(std::span<const NewDocument> docs) {
   if (Status s = CheckWritable(); !s.ok()) return s;
   for (const NewDocument& d : docs) {
     if (Status s = CheckDocument(d); !s.ok()) return s;
@@ -337,6 +358,9 @@ Status RedisStore::Write(std::span<const NewDocument> docs, std::uint64_t* repla
   }
   Result<ClientPool::Lease> client = Client();
   if (!client.ok()) return client.status();
+  InsertStats stats;
+  const DocumentTime cutoff = RetentionCutoff(*now, layout_.params().recorded.retention_seconds);
+  for (const NewDocument& d : unique) stats.past_retention += d.time.value_or(*now) < cutoff;
   for (std::size_t begin = 0; begin < unique.size(); begin += kWriteChunk) {
     const std::span<const NewDocument> chunk =
         std::span(unique).subspan(begin, std::min(kWriteChunk, unique.size() - begin));
@@ -356,11 +380,9 @@ Status RedisStore::Write(std::span<const NewDocument> docs, std::uint64_t* repla
       return old.status();
     }
     if (Status s = WriteHeld(**client, chunk, *old, locks, *now); !s.ok()) return s;
-    if (replaced != nullptr) {
-      *replaced += std::count_if(old->begin(), old->end(), [](auto& f) { return f.has_value(); });
-    }
+    for (const std::optional<Word>& f : *old) ++(f ? stats.replaced : stats.added);
   }
-  return Status::OK();
+  return stats;
 }
 
 Status RedisStore::Remove(DocumentId id) {
@@ -378,8 +400,8 @@ Status RedisStore::Remove(DocumentId id) {
   Result<std::vector<std::optional<Word>>> old = OldFingerprints(std::span(&probe, 1), replies);
   Status s = old.ok() ? Status::OK() : old.status();
   if (s.ok() && !(*old)[0]) s = Status::NotFound("document " + std::to_string(id));
-  // The record goes first: from then on no reader counts the entry, which goes last, confirmed
-  // before the id lock is given back.
+  // The record goes first: from then on no reader counts the entry and the time, which go last,
+  // confirmed before the id lock is given back.
   if (s.ok()) {
     s = (*client)->RunAll(Command{read.key, {"HDEL", read.key, Layout::IdField(id)}},
                           "removing a record");
@@ -387,8 +409,10 @@ Status RedisStore::Remove(DocumentId id) {
   if (s.ok()) s = Settle(**client);
   if (s.ok()) {
     const std::string key = layout_.BucketKeyOf(0, *(*old)[0]);
-    s = (*client)->RunAll(Command{key, {"ZREM", key, layout_.Member(0, *(*old)[0], id)}},
-                          "removing an entry");
+    const std::string times = layout_.TimesKeyOf(id);
+    const std::vector<Command> removals = {{key, {"ZREM", key, layout_.Member(0, *(*old)[0], id)}},
+                                           {times, {"ZREM", times, Layout::IdField(id)}}};
+    s = (*client)->RunAll(removals, "removing an entry and a time");
   }
   (void)locks.Release(**client);
   return s;
@@ -402,6 +426,11 @@ Result<Document> RedisStore::Get(DocumentId id) const {
   Result<std::optional<Document>> doc = layout_.RecordOf(id, *got, url_);
   if (!doc.ok()) return doc.status();
   if (!*doc) return Status::NotFound("document " + std::to_string(id));
+  Result<DocumentTime> expired_before = ExpiredBefore();
+  if (!expired_before.ok()) return expired_before.status();
+  if ((*doc)->time < *expired_before) {
+    return Status::NotFound("document " + std::to_string(id) + " (past the store's retention)");
+  }
   return **std::move(doc);
 }
 
@@ -439,18 +468,195 @@ Result<CheckResult> RedisStore::CheckAndInsert(const NewDocument& doc, InsertPol
   for (Match& m : (*found)[0]) {
     if (m.id != doc.id) result.matches.push_back(std::move(m));
   }
+  const DocumentTime time = doc.time.value_or(*now);
   if (policy == InsertPolicy::kIfNoMatch && !result.matches.empty()) {
     if (Status s = locks.Release(**client); !s.ok()) return s;
-    return result;
+  } else {
+    if (Status s = WriteHeld(**client, std::span(&doc, 1), *old, locks, *now); !s.ok()) return s;
+    result.inserted = true;
+    result.past_retention =
+        time < RetentionCutoff(*now, layout_.params().recorded.retention_seconds);
   }
-  if (Status s = WriteHeld(**client, std::span(&doc, 1), *old, locks, *now); !s.ok()) return s;
-  result.inserted = true;
+  if (options_.refresh_matches && !result.matches.empty()) {
+    if (Status s = Refresh(**client, result.matches, time); !s.ok()) return s;
+  }
   return result;
 }
 
-Result<std::uint64_t> RedisStore::Expire(DocumentTime) {
+Status RedisStore::Refresh(ClusterClient& client, std::span<const Match> matches,
+                           DocumentTime time) {
+  std::vector<const Match*> older;
+  for (const Match& m : matches) {
+    if (m.time < time) older.push_back(&m);
+  }
+  if (older.empty()) return Status::OK();
+  std::vector<std::string> keys;
+  std::vector<Command> reads;
+  for (const Match* m : older) {
+    keys.push_back(layout_.IdLockKey(m->id));
+    reads.push_back(layout_.ReadRecord(m->id));
+  }
+  LockSet locks;
+  std::vector<Reply> replies;
+  if (Status s = locks.Acquire(client, std::move(keys), reads, &replies); !s.ok()) return s;
+  // Read under the locks: a document written or removed since the match is left as it is.
+  Grouped times("ZADD"), records("HSET");
+  Status s;
+  for (std::size_t i = 0; i < older.size() && s.ok(); ++i) {
+    Result<std::optional<Document>> stored = layout_.RecordOf(older[i]->id, replies[i], url_);
+    if (!stored.ok()) s = stored.status();
+    if (!s.ok() || !*stored || (*stored)->fingerprint != older[i]->fingerprint ||
+        (*stored)->time >= time) {
+      continue;
+    }
+    const Document& d = **stored;
+    times.Add(layout_.TimesKeyOf(d.id), {std::to_string(time), Layout::IdField(d.id)});
+    records.Add(layout_.ShardKeyOf(d.id),
+                {Layout::IdField(d.id),
+                 layout_.EncodeRecord({d.id, d.fingerprint, d.metadata, d.signature, time}, time)});
+  }
+  // The time first, as a write's: a record never has a time later than its time's score.
+  if (s.ok()) s = client.RunAll(std::move(times).Commands(), "refreshing times");
+  if (s.ok()) s = locks.Check();
+  if (s.ok()) s = client.RunAll(std::move(records).Commands(), "refreshing records");
+  if (s.ok()) s = Settle(client);
+  (void)locks.Release(client);
+  return s;
+}
+
+Result<std::uint64_t> RedisStore::Expire(DocumentTime before) {
   if (Status s = CheckWritable(); !s.ok()) return s;
-  return Status::NotSupported("a store in Redis has no expiry: " + url_);
+  if (Status s = CheckTime(before, "the time to expire before"); !s.ok()) return s;
+  Result<ClientPool::Lease> client = Client();
+  if (!client.ok()) return client.status();
+  const std::atomic<bool> never{false};
+  Result<std::uint64_t> removed = ExpireSets(**client, before, 0, layout_.times_count(), never);
+  if (!removed.ok()) return removed;
+  if (Status s = Settle(**client); !s.ok()) return s;
+  return removed;
+}
+
+Status RedisStore::SweepSome(const std::atomic<bool>& stopping) {
+  Result<DocumentTime> before = ExpiredBefore();
+  if (!before.ok()) return before.status();
+  Result<ClientPool::Lease> client = Client();
+  if (!client.ok()) return client.status();
+  const std::uint64_t first = sweep_next_;
+  const std::uint64_t end = std::min(layout_.times_count(), first + kSweepSets);
+  sweep_next_ = end % layout_.times_count();
+  Result<std::uint64_t> removed = ExpireSets(**client, *before, first, end, stopping);
+  if (!removed.ok()) return removed.status();
+  return Settle(**client);
+}
+
+Result<std::uint64_t> RedisStore::ExpireSets(ClusterClient& client, DocumentTime before,
+                                             std::uint64_t first, std::uint64_t end,
+                                             const std::atomic<bool>& stopping) {
+  std::uint64_t removed = 0;
+  if (before <= 0) return removed;
+  const std::string below = "(" + std::to_string(before);
+  const std::string limit = std::to_string(kWriteChunk);
+  std::vector<std::uint64_t> shards;
+  for (std::uint64_t shard = first; shard < end; ++shard) shards.push_back(shard);
+  // Rounds over the shards left: a shard that gave a full chunk is read again.
+  while (!shards.empty() && !stopping.load(std::memory_order_relaxed)) {
+    std::vector<std::uint64_t> again;
+    for (std::size_t begin = 0; begin < shards.size(); begin += kExpireSetsPerRound) {
+      const std::size_t round_end = std::min(shards.size(), begin + kExpireSetsPerRound);
+      std::vector<Command> reads;
+      for (std::size_t i = begin; i < round_end; ++i) {
+        const std::string key = layout_.TimesKey(shards[i]);
+        reads.push_back({key, {"ZRANGEBYSCORE", key, "-inf", below, "LIMIT", "0", limit}});
+      }
+      Result<std::vector<Reply>> got = client.Run(reads);
+      if (!got.ok()) return got.status();
+      for (std::size_t i = begin; i < round_end; ++i) {
+        const Reply& r = (*got)[i - begin];
+        if (r.type == Reply::Type::kError) return ReplyError(r, "reading " + reads[i - begin].key);
+        std::vector<DocumentId> ids;
+        for (const Reply& member : r.elements) {
+          DocumentId id = 0;
+          if (!Layout::DecodeIdField(member.str, &id)) {
+            return Status::Corruption(url_ + ": " + reads[i - begin].key + " holds a malformed id");
+          }
+          ids.push_back(id);
+        }
+        if (ids.empty()) continue;
+        Result<std::uint64_t> expired = ExpireIds(client, reads[i - begin].key, ids, before);
+        if (!expired.ok()) return expired;
+        removed += *expired;
+        if (ids.size() == kWriteChunk) again.push_back(shards[i]);
+      }
+    }
+    shards = std::move(again);
+  }
+  return removed;
+}
+
+Result<std::uint64_t> RedisStore::ExpireIds(ClusterClient& client, const std::string& times_key,
+                                            std::span<const DocumentId> given,
+                                            DocumentTime before) {
+  // A member of another shard's document was not put there by a write: it only goes.
+  std::vector<DocumentId> ids;
+  std::vector<Command> misplaced;
+  for (const DocumentId id : given) {
+    if (layout_.TimesKeyOf(id) == times_key) {
+      ids.push_back(id);
+    } else {
+      misplaced.push_back({times_key, {"ZREM", times_key, Layout::IdField(id)}});
+    }
+  }
+  if (Status s = client.RunAll(misplaced, "removing misplaced times"); !s.ok()) return s;
+  if (ids.empty()) return std::uint64_t{0};
+  std::vector<std::string> keys;
+  std::vector<Command> reads;
+  for (const DocumentId id : ids) {
+    keys.push_back(layout_.IdLockKey(id));
+    reads.push_back(layout_.ReadRecord(id));
+  }
+  LockSet locks;
+  std::vector<Reply> replies;
+  if (Status s = locks.Acquire(client, std::move(keys), reads, &replies); !s.ok()) return s;
+  // Read under the locks: a document written since has a new time, and stays.
+  Grouped records("HDEL"), times_out("ZREM"), times_fixed("ZADD"), entries("ZREM");
+  std::uint64_t removed = 0;
+  Status s;
+  for (std::size_t i = 0; i < ids.size() && s.ok(); ++i) {
+    const DocumentId id = ids[i];
+    Result<std::optional<Document>> stored = layout_.RecordOf(id, replies[i], url_);
+    if (!stored.ok()) {
+      s = stored.status();
+    } else if (!*stored) {
+      times_out.Add(times_key, {Layout::IdField(id)});  // a removal cut short
+    } else if ((*stored)->time >= before) {
+      // A write cut short left an earlier score: the record's time decides.
+      times_fixed.Add(times_key, {std::to_string((*stored)->time), Layout::IdField(id)});
+    } else {
+      const Word fp = (*stored)->fingerprint;
+      records.Add(layout_.ShardKeyOf(id), {Layout::IdField(id)});
+      times_out.Add(times_key, {Layout::IdField(id)});
+      entries.Add(layout_.BucketKeyOf(0, fp), {layout_.Member(0, fp, id)});
+      ++removed;
+    }
+  }
+  // As Remove's: the records first, then, once they are as durable as asked, the entries and
+  // the times, before the locks are given back.
+  if (s.ok()) s = locks.Check();
+  if (s.ok()) s = client.RunAll(std::move(records).Commands(), "removing expired records");
+  if (s.ok()) s = Settle(client);
+  if (s.ok()) {
+    std::vector<Command> after = std::move(entries).Commands();
+    std::vector<Command> out = std::move(times_out).Commands();
+    std::vector<Command> fixed = std::move(times_fixed).Commands();
+    after.insert(after.end(), std::make_move_iterator(out.begin()),
+                 std::make_move_iterator(out.end()));
+    after.insert(after.end(), std::make_move_iterator(fixed.begin()),
+                 std::make_move_iterator(fixed.end()));
+    s = client.RunAll(after, "removing expired entries and times");
+  }
+  (void)locks.Release(client);
+  if (!s.ok()) return s;
+  return removed;
 }
 
 Status RedisStore::Flush() {

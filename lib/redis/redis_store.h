@@ -2,10 +2,11 @@
 // the layout in docs/format.md and redis/layout.h): many processes on many hosts may read and
 // write it at once. Store::Open gives one for a path "redis://HOST:PORT/NAME".
 //
-// A document's record, in its shard, is the point at which a write takes effect: entries are added
-// before the record is written and taken out after, so a table entry whose record is missing or
-// holds another fingerprint is one no reader counts. What a write cut short leaves behind is
-// therefore never seen; Repair clears it, and adds entries a failover lost.
+// A document's record, in its shard, is the point at which a write takes effect: entries (and its
+// time in its shard's times) are added before the record is written and taken out after, so a
+// table entry whose record is missing or holds another fingerprint is one no reader counts, and
+// a record's own time decides whether it is past the retention. What a write cut short leaves
+// behind is therefore never seen; Repair clears it, and adds entries a failover lost.
 //
 // Thread safety: thread-safe; each call takes a connection of its own from a pool.
 
@@ -31,6 +32,7 @@
 #include "redis/layout.h"
 #include "redis/locks.h"
 #include "util/mutex.h"
+#include "util/sweeper.h"
 
 namespace fpstore::internal::redis {
 
@@ -101,11 +103,12 @@ class RedisStore final : public Store {
   // `address`: the store's, as ReadStoreAddress read it; `first`, a client signed in to it.
   RedisStore(const StoreAddress& address, const StoreOptions& options, Layout layout,
              Fingerprinter fingerprinter, std::unique_ptr<ClusterClient> first);
+  ~RedisStore() override;
 
   Status Close() override;
   const PermutationPlan& plan() const override { return layout_.plan(); }
   const Fingerprinter& fingerprinter() const override { return fingerprinter_; }
-  Status InsertBatch(std::span<const NewDocument> docs) override;
+  Result<InsertStats> InsertBatch(std::span<const NewDocument> docs) override;
   Status Remove(DocumentId id) override;
   Result<Document> Get(DocumentId id) const override;
   Result<std::vector<Match>> Query(const Sketch& query, const QueryOptions& options) const override;
@@ -128,9 +131,7 @@ class RedisStore final : public Store {
   Status Repair(const ScanOptions& scan) override;
   Status Checkpoint(const std::string& dir) const override;
 
-  // For the bulk loader: InsertBatch, counting into *replaced (may be null) the documents that
-  // were stored before; and the check of a signature's size.
-  Status Write(std::span<const NewDocument> docs, std::uint64_t* replaced);
+  // For the bulk loader: the check of a signature's size.
   Status CheckDocument(const NewDocument& doc) const {
     return internal::CheckDocument(doc, plan().bits(), fingerprinter_.options().signature_bytes);
   }
@@ -144,6 +145,9 @@ class RedisStore final : public Store {
   Result<Matching> MatchingFor(std::optional<int> distance,
                                std::optional<double> min_similarity) const;
   Result<ClientPool::Lease> Client() const;
+  // The time before which a document is past the store's retention, by its clock now: 0 (none)
+  // without a retention.
+  Result<DocumentTime> ExpiredBefore() const;
 
   // Writes `docs` (distinct ids) whose stored fingerprints are `old`, holding `locks` (their id
   // locks and the table 0 bucket locks of their new fingerprints): entries, then records (the
@@ -154,6 +158,19 @@ class RedisStore final : public Store {
   // The stored fingerprints of the records in `replies` (HGETs), Corruption if one is malformed.
   Result<std::vector<std::optional<Word>>> OldFingerprints(std::span<const NewDocument> docs,
                                                            std::span<const Reply> replies) const;
+  // Gives each of `matches` still stored as matched `time` if it is later (refresh_matches).
+  Status Refresh(ClusterClient& client, std::span<const Match> matches, DocumentTime time);
+  // Removes the documents of the times sets [first, end) whose time is earlier than `before`, and
+  // the times of documents no longer stored; returns how many documents it removed. Stops early
+  // once `stopping` is set.
+  Result<std::uint64_t> ExpireSets(ClusterClient& client, DocumentTime before, std::uint64_t first,
+                                   std::uint64_t end, const std::atomic<bool>& stopping);
+  // Of `ids` (members of the times `times_key` before `before`), removes the documents whose
+  // record's time is before it, and the times of those not stored, under their id locks.
+  Result<std::uint64_t> ExpireIds(ClusterClient& client, const std::string& times_key,
+                                  std::span<const DocumentId> ids, DocumentTime before);
+  // The sweeper's work: the documents past the retention in the next times sets.
+  Status SweepSome(const std::atomic<bool>& stopping);
   // Waits for replicas when the durability asks for them.
   Status Settle(ClusterClient& client) const;
 
@@ -161,20 +178,28 @@ class RedisStore final : public Store {
   Result<std::vector<std::vector<Match>>> Run(ClusterClient& client,
                                               std::span<const Sketch> queries,
                                               const Matching& matching) const;
-  // The matches of each query among the documents `found` for it (by id), by their `records`.
+  // The matches of each query among the documents `found` for it (by id), by their `records`;
+  // documents whose time is before `expired_before` are past the retention, and left out.
   std::vector<std::vector<Match>> Confirm(
       std::span<const Sketch> queries,
       const std::vector<std::unordered_map<DocumentId, Word>>& found,
-      const std::unordered_map<DocumentId, Document>& records, const Matching& matching) const;
+      const std::unordered_map<DocumentId, Document>& records, const Matching& matching,
+      DocumentTime expired_before) const;
 
   // The keys of the store's shards, and of each table's buckets, by number, from one SCAN of the
   // cluster.
   struct StoreKeys {
     std::vector<std::string> shards;
+    std::vector<std::string> times;                   // the times sets
     std::vector<std::vector<std::uint64_t>> buckets;  // per table
   };
   Result<StoreKeys> ListKeys(ClusterClient& client) const;
-  // Every stored document's id and fingerprint, read from the records, and whether any is signed.
+  // Stats' times: the oldest and newest of `times` (the shards' times keys) and how many are past
+  // the retention.
+  Status TimesStats(ClusterClient& client, const std::vector<std::string>& times,
+                    StoreStats& stats) const;
+  // Every stored document's id and fingerprint not past the retention, read from the records, and
+  // whether any is signed.
   Status ReadAll(ClusterClient& client, std::vector<IdFingerprint>& docs, bool* any_signed) const;
   // The signatures of `ids`, read in one pipelined call.
   Result<RunSignatures> SignaturesOf(ClusterClient& client, std::vector<DocumentId> ids) const;
@@ -192,6 +217,9 @@ class RedisStore final : public Store {
   const Fingerprinter fingerprinter_;
   mutable ClientPool pool_;
   std::atomic<bool> closed_{false};
+  std::uint64_t sweep_next_ = 0;  // the times set the sweep takes next; the sweeper's own
+  // Last, so that it stops first.
+  Sweeper sweeper_;
 };
 
 }  // namespace fpstore::internal::redis

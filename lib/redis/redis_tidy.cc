@@ -7,7 +7,10 @@
 //     but not its record: a write in flight, or any with Durability::kNoSync): Repair adds it;
 //   - a fingerprint in tables 1 and up that no document holds (left by removals and
 //     replacements, which take fingerprints out of table 0 only): harmless, as queries pass it
-//     by; Repair and Compact remove it.
+//     by; Repair and Compact remove it;
+//   - a shard's time that disagrees with its record (a write or a removal cut short): Repair
+//     sets it to the record's time, or takes it out when there is no record.
+// Repair then removes the documents past the store's retention, as the sweep does.
 
 #include <algorithm>
 #include <unordered_map>
@@ -40,9 +43,14 @@ class Tidier {
   Status ReadRecords(const std::vector<std::string>& shards) {
     return ForEachRecord(client_, layout_, url_, shards, [&](DocumentId id, Document& doc) {
       records_.emplace(id, doc.fingerprint);
+      record_times_.emplace(id, doc.time);
       held_.insert(doc.fingerprint);
     });
   }
+
+  // The shards' times (their keys `times`) against the records' times; each that disagrees
+  // rechecked under its id lock, and mended when fixing.
+  Status Times(const std::vector<std::string>& times);
 
   // Table t's suspects, from its buckets' members and the records; malformed members are noted
   // and, when fixing, removed.
@@ -60,10 +68,11 @@ class Tidier {
 
   // Verify's answer: OK, or Corruption describing what was found.
   Status Findings() const {
-    if (no_record_ + missing_ + malformed_count_ == 0) return Status::OK();
+    if (no_record_ + missing_ + malformed_count_ + times_ == 0) return Status::OK();
     return Status::Corruption(
         url_ + ": " + std::to_string(missing_) + " entries that stored documents lack, " +
         std::to_string(no_record_) + " table 0 entries of writes that did not finish, " +
+        std::to_string(times_) + " times that disagree with their records, " +
         std::to_string(malformed_count_) + " malformed members; the first: " + first_ +
         ". fpstore-admin repair (Store::Repair) mends them");
   }
@@ -87,10 +96,14 @@ class Tidier {
   const Layout& layout_;
   const std::string& url_;
   const bool fix_;
+  // Each of `ids`' time again under its id lock: its record's and its shard's; mended when fixing.
+  Status RecheckTimes(std::span<const DocumentId> ids);
+
   std::unordered_map<DocumentId, Word> records_;
+  std::unordered_map<DocumentId, DocumentTime> record_times_;
   std::unordered_set<Word> held_;
   std::vector<Command> malformed_;
-  std::uint64_t no_record_ = 0, missing_ = 0, malformed_count_ = 0;
+  std::uint64_t no_record_ = 0, missing_ = 0, malformed_count_ = 0, times_ = 0;
   std::string first_;  // the first problem, in words
 };
 
@@ -211,6 +224,83 @@ Status Tidier::Recheck(std::span<const Suspect> suspects) {
   return s;
 }
 
+Status Tidier::Times(const std::vector<std::string>& times) {
+  std::vector<DocumentId> suspects;
+  std::unordered_set<DocumentId> timed;
+  Status s = ForEachReply(
+      client_, times, {"ZRANGE", "0", "-1", "WITHSCORES"}, [&](const std::string& key, Reply& r) {
+        for (std::size_t i = 0; i + 1 < r.elements.size(); i += 2) {
+          DocumentId id = 0;
+          DocumentTime time = 0;
+          if (!Layout::DecodeIdField(r.elements[i].str, &id) ||
+              !ParseNumber(r.elements[i + 1].str, time) || layout_.TimesKeyOf(id) != key) {
+            Note(malformed_count_, key + " holds a malformed member");
+            malformed_.push_back({key, {"ZREM", key, r.elements[i].str}});
+            continue;
+          }
+          timed.insert(id);
+          const auto it = record_times_.find(id);
+          if (it == record_times_.end() || it->second != time) suspects.push_back(id);
+        }
+        return Status::OK();
+      });
+  if (!s.ok()) return s;
+  for (const auto& [id, time] : record_times_) {
+    if (timed.count(id) == 0) suspects.push_back(id);
+  }
+  for (std::size_t begin = 0; begin < suspects.size(); begin += kSuspectsPerRound) {
+    const std::size_t end = std::min(suspects.size(), begin + kSuspectsPerRound);
+    if (Status r = RecheckTimes(std::span(suspects).subspan(begin, end - begin)); !r.ok()) {
+      return r;
+    }
+  }
+  s = fix_ ? client_.RunAll(malformed_, "removing malformed members") : Status::OK();
+  malformed_.clear();
+  return s;
+}
+
+Status Tidier::RecheckTimes(std::span<const DocumentId> ids) {
+  std::vector<std::string> keys;
+  std::vector<Command> reads;
+  for (const DocumentId id : ids) {
+    keys.push_back(layout_.IdLockKey(id));
+    reads.push_back(layout_.ReadRecord(id));
+    const std::string times = layout_.TimesKeyOf(id);
+    reads.push_back({times, {"ZSCORE", times, Layout::IdField(id)}});
+  }
+  LockSet locks;
+  std::vector<Reply> replies;
+  if (Status s = locks.Acquire(client_, std::move(keys), reads, &replies); !s.ok()) return s;
+  std::vector<Command> fixes;
+  Status s;
+  for (std::size_t i = 0; i < ids.size() && s.ok(); ++i) {
+    const DocumentId id = ids[i];
+    Result<std::optional<Document>> stored = layout_.RecordOf(id, replies[2 * i], url_);
+    if (!stored.ok()) {
+      s = stored.status();
+      break;
+    }
+    const Reply& score = replies[2 * i + 1];
+    DocumentTime time = 0;
+    const bool has_time = score.type == Reply::Type::kString && ParseNumber(score.str, time);
+    const std::string key = layout_.TimesKeyOf(id);
+    if (!*stored && has_time) {
+      Note(times_,
+           "document " + std::to_string(id) + ", which is not stored, has a time in " + key);
+      fixes.push_back({key, {"ZREM", key, Layout::IdField(id)}});
+    } else if (*stored && (!has_time || time != (*stored)->time)) {
+      Note(times_, "document " + std::to_string(id) + "'s time in " + key + " is " +
+                       (has_time ? std::to_string(time) : "missing") + ", its record's " +
+                       std::to_string((*stored)->time));
+      fixes.push_back({key, {"ZADD", key, std::to_string((*stored)->time), Layout::IdField(id)}});
+    }
+  }
+  if (fix_ && s.ok()) s = locks.Check();
+  if (fix_ && s.ok()) s = client_.RunAll(fixes, "repairing times");
+  (void)locks.Release(client_);
+  return s;
+}
+
 }  // namespace
 
 Status RedisStore::Tidy(bool fix, const ScanOptions& scan) const {
@@ -223,6 +313,7 @@ Status RedisStore::Tidy(bool fix, const ScanOptions& scan) const {
   if (!keys.ok()) return keys.status();
   Tidier tidier(client, layout_, url_, fix);
   Status s = tidier.ReadRecords(keys->shards);
+  if (s.ok()) s = tidier.Times(keys->times);
   for (std::size_t t = 0; t < tables && s.ok(); ++t) {
     s = tidier.Table(t, keys->buckets[t]);
     if (s.ok() && scan.progress) scan.progress(t + 1, tables);
@@ -235,7 +326,16 @@ Status RedisStore::Verify(const ScanOptions& scan) const { return Tidy(false, sc
 
 Status RedisStore::Repair(const ScanOptions& scan) {
   if (Status s = CheckWritable(); !s.ok()) return s;
-  return Tidy(true, scan);
+  if (Status s = Tidy(true, scan); !s.ok()) return s;
+  Result<DocumentTime> before = ExpiredBefore();
+  if (!before.ok()) return before.status();
+  if (*before == 0) return Status::OK();
+  Result<ClientPool::Lease> client = Client();
+  if (!client.ok()) return client.status();
+  const std::atomic<bool> never{false};
+  Result<std::uint64_t> removed = ExpireSets(**client, *before, 0, layout_.times_count(), never);
+  if (!removed.ok()) return removed.status();
+  return Settle(**client);
 }
 
 Status RedisStore::Compact(const ScanOptions& scan) { return Repair(scan); }

@@ -305,8 +305,9 @@ Status BulkLoaderImpl::WriteFiles(Matched& m, TableWriter::Output& out) {
                                 : in.status();
       }
       if (Status s = sink.Put(Key8(id).view(), value); !s.ok()) return s;
-      const std::string time_key =
-          TimeIndex::Key(static_cast<DocumentTime>(GetBigEndian64(value.data() + time_at)), id);
+      const auto time = static_cast<DocumentTime>(GetBigEndian64(value.data() + time_at));
+      m.stats.past_retention += time < store_.expired_before;
+      const std::string time_key = TimeIndex::Key(time, id);
       if (time_key > last_time_key) {
         if (Status s = times.Put(time_key, rocksdb::Slice()); !s.ok()) return s;
         last_time_key = time_key;

@@ -36,6 +36,7 @@ class BulkLoaderImpl final : public BulkLoader {
     int bits;             // the store's fingerprints' width
     int signature_bytes;  // the store's; a document's signature has these or none
     DocumentTime began;   // the store's clock when the load began: a timeless document's time
+    DocumentTime expired_before;  // documents earlier are past the retention (0: none)
   };
 
   BulkLoaderImpl(const Context& store, BulkLoadOptions options, ScratchDir dir)

@@ -106,13 +106,15 @@ Result<std::vector<Writer::IdVersions>> Writer::CurrentVersions(
   return versions;
 }
 
-Status Writer::WriteInserts(std::span<const DocumentId> ids,
-                            std::span<const NewDocument* const> docs, DocumentTime now) {
+Result<InsertStats> Writer::WriteInserts(std::span<const DocumentId> ids,
+                                         std::span<const NewDocument* const> docs,
+                                         DocumentTime now) {
   Result<std::vector<IdVersions>> versions = CurrentVersions(ids);
   if (!versions.ok()) return versions.status();
   const std::vector<IdVersions>& old = *versions;
   rocksdb::WriteBatch batch;
-  int added = 0;
+  InsertStats stats;
+  const DocumentTime cutoff = RetentionCutoff(now, retention_seconds_);
   std::vector<StagingIndex::Entry> staged;
   staged.reserve(docs.size());
   for (std::size_t i = 0; i < docs.size(); ++i) {
@@ -122,7 +124,8 @@ Status Writer::WriteInserts(std::span<const DocumentId> ids,
     if (old[i].stored && old[i].stored_time != time)
       times_.Delete(batch, old[i].stored_time, doc.id);
     if (!old[i].stored || old[i].stored_time != time) times_.Put(batch, time, doc.id);
-    added += !old[i].stored;
+    ++(old[i].stored ? stats.replaced : stats.added);
+    stats.past_retention += time < cutoff;
     if (old[i].stored == doc.fingerprint) continue;  // its entries stay as they are
     staged.push_back({doc.id, doc.fingerprint});
     // The mark names any version in the tables, which the next merge takes out.
@@ -133,13 +136,13 @@ Status Writer::WriteInserts(std::span<const DocumentId> ids,
   }
   // Indexed before the RocksDB write: a snapshot that holds it must find them.
   staging_.Add(staged);
-  documents_.CountChange(batch, added);
+  documents_.CountChange(batch, static_cast<std::int64_t>(stats.added));
   if (Status s = WriteUnsynced(batch); !s.ok()) return s;
   if (std::any_of(docs.begin(), docs.end(),
                   [](const NewDocument* d) { return !d->signature.empty(); })) {
     documents_.WroteSigned();
   }
-  return Status::OK();
+  return stats;
 }
 
 Status Writer::WriteUnsynced(rocksdb::WriteBatch& batch) {
@@ -158,9 +161,9 @@ Status Writer::MakeDurable() {
   return Status::OK();
 }
 
-Status Writer::InsertBatch(std::span<const NewDocument> docs) {
+Result<InsertStats> Writer::InsertBatch(std::span<const NewDocument> docs) {
   if (Status s = CheckWritable(); !s.ok()) return s;
-  if (docs.empty()) return Status::OK();
+  if (docs.empty()) return InsertStats{};
   for (const NewDocument& d : docs) {
     if (Status s = CheckDocument(d, plan().bits(), fingerprinter_.options().signature_bytes);
         !s.ok()) {
@@ -180,12 +183,16 @@ Status Writer::InsertBatch(std::span<const NewDocument> docs) {
     ids.push_back(id);
     pending.push_back(doc);
   }
+  InsertStats stats;
   {
     WriteLocks locks;
     if (Status s = LockForWrite(ids, ids.size(), locks); !s.ok()) return s;
-    if (Status s = WriteInserts(ids, pending, *now); !s.ok()) return s;
+    Result<InsertStats> wrote = WriteInserts(ids, pending, *now);
+    if (!wrote.ok()) return wrote.status();
+    stats = *wrote;
   }
-  return MakeDurable();
+  if (Status s = MakeDurable(); !s.ok()) return s;
+  return stats;
 }
 
 Status Writer::Remove(DocumentId id) {
@@ -317,16 +324,51 @@ Result<CheckResult> Writer::CheckAndInsert(const NewDocument& doc, InsertPolicy 
     if (policy == InsertPolicy::kAlways || result.matches.empty()) {
       const NewDocument* pending = &doc;
       // Written under the lock so that the next CheckAndInsert sees it.
-      if (Status s = WriteInserts(std::span(&id, 1), std::span(&pending, 1), *now); !s.ok()) {
-        return s;
-      }
+      Result<InsertStats> stats = WriteInserts(std::span(&id, 1), std::span(&pending, 1), *now);
+      if (!stats.ok()) return stats.status();
       result.inserted = true;
+      result.past_retention = stats->past_retention != 0;
     }
+  }
+  if (options_.refresh_matches && !result.matches.empty()) {
+    if (Status s = Refresh(result.matches, doc.time.value_or(*now)); !s.ok()) return s;
   }
   // Synced even when nothing was written: the matches may be other callers' unsynced writes, which
   // a power loss could take back.
   if (Status s = MakeDurable(); !s.ok()) return s;
   return result;
+}
+
+Status Writer::Refresh(std::span<const Match> matches, DocumentTime time) {
+  std::vector<DocumentId> ids;
+  for (const Match& m : matches) {
+    if (m.time < time) ids.push_back(m.id);
+  }
+  if (ids.empty()) return Status::OK();
+  std::sort(ids.begin(), ids.end());
+  WriteLocks locks;
+  // The fingerprints stay: nothing is staged.
+  if (Status s = LockForWrite(ids, 0, locks); !s.ok()) return s;
+  // Read under the locks: a document written or removed since the match is left as it is.
+  std::vector<std::optional<Document>> stored(ids.size());
+  Status s = documents_.Read(nullptr, ids, /*whole=*/true,
+                             [&](std::size_t i, const Document& doc) { stored[i] = doc; });
+  if (!s.ok()) return s;
+  std::vector<DocumentId> refreshing;
+  std::vector<NewDocument> docs;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto match = std::find_if(matches.begin(), matches.end(),
+                                    [&](const Match& m) { return m.id == ids[i]; });
+    if (!stored[i] || stored[i]->fingerprint != match->fingerprint || stored[i]->time >= time) {
+      continue;
+    }
+    refreshing.push_back(ids[i]);
+    docs.push_back(
+        {ids[i], stored[i]->fingerprint, stored[i]->metadata, stored[i]->signature, time});
+  }
+  std::vector<const NewDocument*> pending;
+  for (const NewDocument& d : docs) pending.push_back(&d);
+  return WriteInserts(refreshing, pending, time).status();
 }
 
 Result<std::unique_ptr<BulkLoader>> Writer::NewBulkLoader(const BulkLoadOptions& options) {
@@ -335,10 +377,11 @@ Result<std::unique_ptr<BulkLoader>> Writer::NewBulkLoader(const BulkLoadOptions&
   if (!now.ok()) return now.status();
   Result<ScratchDir> dir = ScratchDir::Make(path_, options.temp_dir);
   if (!dir.ok()) return dir.status();
-  const BulkLoaderImpl::Context context{
-      db_.get(),   &documents_, &times_,       &staging_,
-      &ingestion_, &locks_,     plan().bits(), fingerprinter_.options().signature_bytes,
-      *now};
+  const BulkLoaderImpl::Context context{db_.get(),     &documents_,
+                                        &times_,       &staging_,
+                                        &ingestion_,   &locks_,
+                                        plan().bits(), fingerprinter_.options().signature_bytes,
+                                        *now,          RetentionCutoff(*now, retention_seconds_)};
   return std::unique_ptr<BulkLoader>(
       std::make_unique<BulkLoaderImpl>(context, options, *std::move(dir)));
 }

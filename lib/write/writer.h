@@ -19,19 +19,19 @@
 #include "faults/ingest_guard.h"
 #include "plan/table_entry.h"
 #include "read/reader.h"
+#include "util/sweeper.h"
 #include "write/ingestion.h"
 #include "write/key_locks.h"
 #include "write/locks.h"
 #include "write/log_sync.h"
 #include "write/merger.h"
-#include "write/sweeper.h"
 
 namespace fpstore::internal {
 
 class Writer : public Reader {
  public:
   using Store::CheckAndInsert;
-  Status InsertBatch(std::span<const NewDocument> docs) override;
+  Result<InsertStats> InsertBatch(std::span<const NewDocument> docs) override;
   Status Remove(DocumentId id) override;
   Result<CheckResult> CheckAndInsert(const NewDocument& doc, InsertPolicy policy,
                                      const QueryOptions& options) override;
@@ -86,8 +86,11 @@ class Writer : public Reader {
   // Writes, unsynced, each of `docs` (one per id of `ids`, sorted) with its staging mark (naming
   // any version still in the tables), after adding the staged versions to the staging index. A
   // document without a time takes `now`. REQUIRES: the locks of a write.
-  Status WriteInserts(std::span<const DocumentId> ids, std::span<const NewDocument* const> docs,
-                      DocumentTime now);
+  Result<InsertStats> WriteInserts(std::span<const DocumentId> ids,
+                                   std::span<const NewDocument* const> docs, DocumentTime now);
+  // Gives each of `matches` still stored as matched `time` if it is later (refresh_matches).
+  // REQUIRES: no locks held.
+  Status Refresh(std::span<const Match> matches, DocumentTime time);
   // Adds to `batch` the removal of document `id`, stored as `old` says. REQUIRES: the id held, with
   // room to stage a mark.
   void StageRemoval(rocksdb::WriteBatch& batch, DocumentId id, const IdVersions& old);

@@ -104,6 +104,16 @@ class CheckResult:
     def matches(self) -> list[Match]: ...
     @property
     def inserted(self) -> bool: ...
+    @property
+    def past_retention(self) -> bool: ...
+
+class InsertStats:
+    @property
+    def added(self) -> int: ...
+    @property
+    def replaced(self) -> int: ...
+    @property
+    def past_retention(self) -> int: ...
 
 class Plan:
     @property
@@ -152,6 +162,8 @@ class BulkLoadStats:
     def replaced(self) -> int: ...
     @property
     def superseded(self) -> int: ...
+    @property
+    def past_retention(self) -> int: ...
 
 class BulkLoader:
     def add(
@@ -191,6 +203,7 @@ class Store:
         signature_window: Optional[int] = None,
         min_similarity: Optional[float] = None,
         retention_seconds: Optional[int] = None,
+        refresh_matches: bool = False,
         expected_documents: Optional[int] = None,
         durability: str = "group",
         drop_damaged_log: bool = False,
@@ -220,8 +233,8 @@ class Store:
         metadata: Union[bytes, str, None] = None,
         *,
         time: Optional[int] = None,
-    ) -> None: ...
-    def insert_many(self, documents: Iterable[NewDocument]) -> None: ...
+    ) -> InsertStats: ...
+    def insert_many(self, documents: Iterable[NewDocument]) -> InsertStats: ...
     def check_and_insert(
         self,
         id: int,

@@ -286,7 +286,7 @@ class PyStore {
       std::optional<int> blocks, std::optional<int> distance, std::optional<int> window,
       std::optional<std::string> weighting, std::optional<int> signature_bytes,
       std::optional<int> signature_window, std::optional<double> min_similarity,
-      std::optional<std::int64_t> retention_seconds,
+      std::optional<std::int64_t> retention_seconds, bool refresh_matches,
       std::optional<std::uint64_t> expected_documents, const std::string& durability,
       bool drop_damaged_log, std::optional<std::size_t> block_cache_bytes,
       std::optional<std::size_t> write_buffer_bytes, std::optional<int> background_threads,
@@ -323,6 +323,7 @@ class PyStore {
     }
     options.min_similarity = min_similarity;
     options.retention_seconds = retention_seconds;
+    options.refresh_matches = refresh_matches;
     options.expected_documents = expected_documents;
     if (durability == "sync") {
       options.durability = Durability::kSync;
@@ -394,14 +395,14 @@ class PyStore {
     return std::move(Sketches(std::move(contents))[0]);
   }
 
-  void Insert(DocumentId id, const py::handle& content, const py::handle& metadata,
-              const py::handle& time) {
+  InsertStats Insert(DocumentId id, const py::handle& content, const py::handle& metadata,
+                     const py::handle& time) {
     std::vector<Content> contents;
     contents.push_back(ContentFrom(content, "content"));
-    InsertBatch({id}, std::move(contents), {MetadataFrom(metadata)}, {TimeFrom(time)});
+    return InsertBatch({id}, std::move(contents), {MetadataFrom(metadata)}, {TimeFrom(time)});
   }
 
-  void InsertMany(const py::iterable& documents) {
+  InsertStats InsertMany(const py::iterable& documents) {
     std::vector<DocumentId> ids;
     std::vector<Content> contents;
     std::vector<std::string> metadata;
@@ -413,12 +414,12 @@ class PyStore {
       metadata.push_back(MetadataFrom(meta));
       times.push_back(time);
     });
-    InsertBatch(std::move(ids), std::move(contents), std::move(metadata), std::move(times));
+    return InsertBatch(std::move(ids), std::move(contents), std::move(metadata), std::move(times));
   }
 
-  void InsertBatch(std::vector<DocumentId> ids, std::vector<Content> contents,
-                   std::vector<std::string> metadata,
-                   std::vector<std::optional<DocumentTime>> times) {
+  InsertStats InsertBatch(std::vector<DocumentId> ids, std::vector<Content> contents,
+                          std::vector<std::string> metadata,
+                          std::vector<std::optional<DocumentTime>> times) {
     std::vector<Sketch> sketches = Sketches(std::move(contents));
     std::vector<NewDocument> batch;
     batch.reserve(ids.size());
@@ -426,8 +427,13 @@ class PyStore {
       batch.push_back(
           {ids[i], sketches[i].fingerprint, metadata[i], sketches[i].signature, times[i]});
     }
-    py::gil_scoped_release nogil;
-    Check(Held(*state_)->InsertBatch(batch));
+    std::optional<Result<InsertStats>> stats;
+    {
+      py::gil_scoped_release nogil;
+      stats.emplace(Held(*state_)->InsertBatch(batch));
+    }
+    Check(stats->status());
+    return **stats;
   }
 
   CheckResult CheckAndInsert(DocumentId id, const py::handle& content, const py::handle& metadata,
@@ -817,6 +823,7 @@ PYBIND11_MODULE(_fpstore, m) {
   py::class_<CheckResult>(m, "CheckResult")
       .def_readonly("matches", &CheckResult::matches)
       .def_readonly("inserted", &CheckResult::inserted)
+      .def_readonly("past_retention", &CheckResult::past_retention)
       .def("__repr__", [](const CheckResult& r) {
         return "CheckResult(inserted=" + std::string(r.inserted ? "True" : "False") +
                ", matches=<" + std::to_string(r.matches.size()) + ">)";
@@ -853,10 +860,22 @@ PYBIND11_MODULE(_fpstore, m) {
       .def_readonly("added", &BulkLoadStats::added)
       .def_readonly("replaced", &BulkLoadStats::replaced)
       .def_readonly("superseded", &BulkLoadStats::superseded)
+      .def_readonly("past_retention", &BulkLoadStats::past_retention)
       .def("__repr__", [](const BulkLoadStats& s) {
         return "BulkLoadStats(added=" + std::to_string(s.added) +
                ", replaced=" + std::to_string(s.replaced) +
-               ", superseded=" + std::to_string(s.superseded) + ")";
+               ", superseded=" + std::to_string(s.superseded) +
+               ", past_retention=" + std::to_string(s.past_retention) + ")";
+      });
+
+  py::class_<InsertStats>(m, "InsertStats")
+      .def_readonly("added", &InsertStats::added)
+      .def_readonly("replaced", &InsertStats::replaced)
+      .def_readonly("past_retention", &InsertStats::past_retention)
+      .def("__repr__", [](const InsertStats& s) {
+        return "InsertStats(added=" + std::to_string(s.added) +
+               ", replaced=" + std::to_string(s.replaced) +
+               ", past_retention=" + std::to_string(s.past_retention) + ")";
       });
 
   py::class_<PyBulkLoader>(m, "BulkLoader")
@@ -889,8 +908,9 @@ PYBIND11_MODULE(_fpstore, m) {
                   py::arg("window") = py::none(), py::arg("weighting") = py::none(),
                   py::arg("signature_bytes") = py::none(), py::arg("signature_window") = py::none(),
                   py::arg("min_similarity") = py::none(), py::arg("retention_seconds") = py::none(),
-                  py::arg("expected_documents") = py::none(), py::arg("durability") = "group",
-                  py::arg("drop_damaged_log") = false, py::arg("block_cache_bytes") = py::none(),
+                  py::arg("refresh_matches") = false, py::arg("expected_documents") = py::none(),
+                  py::arg("durability") = "group", py::arg("drop_damaged_log") = false,
+                  py::arg("block_cache_bytes") = py::none(),
                   py::arg("write_buffer_bytes") = py::none(),
                   py::arg("background_threads") = py::none(), py::arg("redis_user") = "",
                   py::arg("redis_password") = "", py::arg("redis_tls_ca_file") = "",

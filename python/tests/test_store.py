@@ -220,6 +220,37 @@ def test_expire_and_a_retention(tmp_path):
         fpstore.open(str(tmp_path / "kept"), retention_seconds=60)
 
 
+def test_writes_count_what_arrives_past_the_retention_and_checks_refresh(tmp_path):
+    now = int(time.time())
+    day = 86400
+    path = str(tmp_path / "db")
+    with fpstore.open(path, retention_seconds=day) as store:
+        stats = store.insert_many([(1, 0x10, None, now - 2 * day), (2, 0x1000, None, now - 10)])
+        assert (stats.added, stats.replaced, stats.past_retention) == (2, 0, 1)
+        stats = store.insert(2, 0x1000, time=now - 5)
+        assert (stats.added, stats.replaced, stats.past_retention) == (0, 1, 0)
+        late = store.check_and_insert(3, 0xABC000, time=now - 3 * day)
+        assert late.inserted and late.past_retention
+        assert store.get(3) is None
+        # Off by default: a match keeps its own time.
+        seen = store.check_and_insert(6, 0x1001, if_no_match=True, time=now)
+        assert [m.id for m in seen.matches] == [2] and not seen.inserted
+        assert store.get(2).time == now - 5
+    with fpstore.open(path, refresh_matches=True) as store:
+        seen = store.check_and_insert(6, 0x1001, if_no_match=True, time=now)
+        assert [m.id for m in seen.matches] == [2] and not seen.inserted
+        assert store.get(2).time == now
+
+
+def test_bulk_loads_count_what_arrives_past_the_retention(tmp_path):
+    now = int(time.time())
+    with fpstore.open(str(tmp_path / "db"), retention_seconds=3600) as store:
+        loader = store.bulk_loader()
+        loader.add_many([(1, 0x40, None, 1), (2, 0x50, None, now), (3, 0x60)])
+        stats = loader.finish()
+        assert (stats.added, stats.replaced, stats.past_retention) == (3, 0, 1)
+
+
 # ---- Texts and confirmation ----------------------------------------------------------
 
 

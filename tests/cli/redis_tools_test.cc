@@ -275,7 +275,7 @@ TEST_F(RedisToolsTest, StatsVerifyRepairAndCompactSpeakOfRedis) {
   EXPECT_TRUE(Contains(r.out, "documents:          323\n")) << r.out;
   EXPECT_TRUE(Contains(r.out, "\nRedis memory:       ")) << r.out;
   EXPECT_TRUE(Contains(r.out, "MEMORY USAGE of the store's keys)\n")) << r.out;
-  EXPECT_TRUE(Contains(r.out, "  format version:   2 (of the Redis layout")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "  format version:   3 (of the Redis layout")) << r.out;
   EXPECT_TRUE(Contains(r.out, "  bucket bits:      ")) << r.out;
   EXPECT_TRUE(Contains(r.out, "table  19  blocks 3,4,5")) << r.out;
   for (const char* embedded_only : {"bytes on disk", "staged", "group bits", "lone bits"}) {

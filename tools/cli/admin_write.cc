@@ -89,11 +89,14 @@ class InsertCommand final : public Command {
       for (const InputDocument& d : pending) {
         docs.push_back({d.id, d.fingerprint, d.metadata, d.signature, d.time});
       }
-      if (Status s = store.InsertBatch(docs); !s.ok()) {
+      Result<InsertStats> wrote = store.InsertBatch(docs);
+      if (!wrote.ok()) {
         throw RuntimeError("inserting lines " + std::to_string(pending.front().line) + "-" +
                            std::to_string(pending.back().line) + " of " + reader->name() + ": " +
-                           s.message() + Committed(pending.front().line, pending.back().line));
+                           wrote.status().message() +
+                           Committed(pending.front().line, pending.back().line));
       }
+      past_retention_ += wrote->past_retention;
       inserted_ += pending.size();
       ++batches_;
       last_line_ = pending.back().line;
@@ -135,6 +138,10 @@ class InsertCommand final : public Command {
                  WithCommas(inserted_).c_str(), reader->name().c_str(),
                  WithCommas(batches_).c_str(), batches_ == 1 ? "batch" : "batches",
                  store_.db().c_str(), WithCommas(stats.documents).c_str());
+    if (past_retention_ > 0) {
+      std::fprintf(out(), "%s of them already past the retention: stored, never returned\n",
+                   WithCommas(past_retention_).c_str());
+    }
     if (skipped > 0) {
       std::fprintf(out(), "skipped %s malformed %s, written to %s\n", WithCommas(skipped).c_str(),
                    skipped == 1 ? "line" : "lines", pipeline_.skip_bad().c_str());
@@ -187,6 +194,7 @@ class InsertCommand final : public Command {
   bool quiet_ = false;
 
   std::uint64_t inserted_ = 0;
+  std::uint64_t past_retention_ = 0;
   std::uint64_t batches_ = 0;
   std::uint64_t last_line_ = 0;
 };

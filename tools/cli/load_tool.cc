@@ -254,6 +254,10 @@ class LoadCommand final : public Command {
         details += ", " + Plural(stats->superseded, "duplicate id", "duplicate ids") +
                    " in the input (the later line won)";
       }
+      if (stats->past_retention > 0) {
+        details += ", " + WithCommas(stats->past_retention) +
+                   " already past the retention (stored, never returned)";
+      }
       if (skipped > 0) {
         details +=
             ", " + Plural(skipped, "bad line", "bad lines") + " written to " + bad_lines->path();

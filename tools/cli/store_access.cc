@@ -188,7 +188,6 @@ void StoreFlags::Check(const po::variables_map& vm) {
     if (vm.count("retention") > 0) {
       Result<std::int64_t> seconds = ParseDuration(retention_text_);
       if (!seconds.ok()) throw UsageError("--retention: " + seconds.status().message());
-      if (in_redis()) throw UsageError("--retention: a store in Redis has no retention");
       retention_ = *seconds;
     }
     if (blocks_ && distance_) {

@@ -1,4 +1,4 @@
-#include "write/sweeper.h"
+#include "util/sweeper.h"
 
 #include <system_error>
 

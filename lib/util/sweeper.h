@@ -1,12 +1,12 @@
-// The sweep of a store with a retention (docs/design.md, "Retention and expiry"): a thread of its
-// own that, every period, removes the documents past the retention through the store's expiry,
-// until it is stopped. It holds no lock of the store's: the expiry takes the write locks as any
-// write does.
+// The sweep of a store with a retention, on either backend (docs/design.md, "Retention and
+// expiry"): a thread of its own that, every period, removes documents past the retention through
+// the store's expiry, until it is stopped. It holds no lock of the store's: the expiry takes the
+// write locks as any write does.
 //
 // Thread safety: thread-safe.
 
-#ifndef FPSTORE_LIB_WRITE_SWEEPER_H_
-#define FPSTORE_LIB_WRITE_SWEEPER_H_
+#ifndef FPSTORE_LIB_UTIL_SWEEPER_H_
+#define FPSTORE_LIB_UTIL_SWEEPER_H_
 
 #include <atomic>
 #include <chrono>
@@ -46,4 +46,4 @@ class Sweeper {
 
 }  // namespace fpstore::internal
 
-#endif  // FPSTORE_LIB_WRITE_SWEEPER_H_
+#endif  // FPSTORE_LIB_UTIL_SWEEPER_H_
