@@ -7,10 +7,10 @@
 //   scripts/redis-cluster.sh start /tmp/rc 7500
 //   build/release/bench/fpstore-redis-bench --seed 127.0.0.1:7500 --n 1000000 --dir /tmp/fpb
 //
-// With --model-documents N it measures instead what a table's members would take in a store laid
-// out for N documents (the bucket bits N gets: docs/format.md, "Redis layout"), writing buckets of
-// that layout's size directly, for as many members as --n says: the figure docs/scale.md's model
-// rests on, without loading N documents.
+// With --model-documents N it measures instead what a table's members, the records and the times
+// would take in a store laid out for N documents (the bucket bits N gets: docs/format.md, "Redis
+// layout"), writing buckets of that layout's size directly, for as many members as --n says: the
+// figure docs/scale.md's model rests on, without loading N documents.
 //
 // Not a test: nothing passes or fails on speed. It stops if the two stores disagree on an answer.
 
@@ -224,9 +224,9 @@ void Run(const Config& config) {
   std::filesystem::remove_all(config.dir);
 }
 
-// Bytes of Redis memory a member of table 0 and of table 1 takes in the layout of a store of
-// config.model_documents documents: buckets of that layout's size, Poisson-filled, config.n
-// members in each table.
+// Bytes of Redis memory a member of table 0 and of table 1, a document's record and its time take
+// in the layout of a store of config.model_documents documents: buckets, shards and times sets of
+// that layout's size, Poisson-filled, config.n members in each table.
 void Model(const Config& config) {
   using internal::redis::Layout;
   auto client = Must(internal::redis::ClusterClient::Connect(config.seed), "connecting");
@@ -245,6 +245,7 @@ void Model(const Config& config) {
   params.bucket_bits =
       Layout::ChooseBucketBits(plan, config.model_documents, params.listpack_entries);
   params.shard_bits = Layout::ChooseShardBits(config.model_documents);
+  params.time_bits = Layout::ChooseTimeBits(config.model_documents, params.listpack_entries);
   const Layout layout("model-" + std::to_string(::getpid()), plan, params);
   const int b = params.bucket_bits;
   const double mean = config.model_documents / std::ldexp(1.0, b);
@@ -313,6 +314,34 @@ void Model(const Config& config) {
     const double bytes = static_cast<double>(UsedMemory(*client) - before) / written;
     std::cout << "| documents, " << signature_bytes << "-byte signature, 40 bytes of metadata | "
               << written << " | " << Fixed(bytes, 2) << " |\n";
+  }
+  // Times: sets of the layout's size (listpack), and, for comparison, sets of a shard's size.
+  for (const double per_set :
+       {config.model_documents / std::ldexp(1.0, params.time_bits), per_shard}) {
+    std::poisson_distribution<int> times_of(per_set);
+    const std::uint64_t before = UsedMemory(*client);
+    std::uint64_t written = 0;
+    std::vector<internal::redis::Command> commands;
+    for (std::uint64_t set = per_set == per_shard ? 1u << 30 : 0; written < config.n / 4; ++set) {
+      const int count = times_of(engine);
+      if (count == 0) continue;
+      const std::string key = layout.TimesKey(set);
+      std::vector<std::string> args = {"ZADD", key};
+      for (int i = 0; i < count; ++i) {
+        args.push_back(std::to_string(1'700'000'000 + rnd.Uniform(100'000'000)));
+        args.push_back(Layout::IdField(rnd.Next()));
+      }
+      written += count;
+      commands.push_back({key, std::move(args)});
+      if (commands.size() == 100) {
+        Must(client->Run(commands), "ZADD");
+        commands.clear();
+      }
+    }
+    Must(client->Run(commands), "ZADD");
+    const double bytes = static_cast<double>(UsedMemory(*client) - before) / written;
+    std::cout << "| times, " << Fixed(per_set, 1) << " a set | " << written << " | "
+              << Fixed(bytes, 2) << " |\n";
   }
   Must(client->ScanKeys(layout.KeyPattern(),
                         [&](std::vector<std::string>& keys) {
