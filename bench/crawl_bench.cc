@@ -47,6 +47,7 @@ struct Config {
   // in a crawl: a merge about every half simulated day, memtables that flush.
   std::size_t staged_documents = 2500;
   std::size_t write_buffer_mb = 16;
+  std::string durability = "group";  // sync, group or none
   std::uint64_t seed = 1;
   std::string dir;
   std::string csv = "crawl.csv";
@@ -117,8 +118,10 @@ int main(int argc, char** argv) {
       "staged-documents", po::value(&c.staged_documents)->default_value(c.staged_documents),
       "The store's staged_documents: how many inserts gather before a merge.")(
       "write-buffer-mb", po::value(&c.write_buffer_mb)->default_value(c.write_buffer_mb),
-      "The store's write_buffer_bytes, in MiB.")("seed", po::value(&c.seed)->default_value(c.seed),
-                                                 "Seed of the simulated crawl.")(
+      "The store's write_buffer_bytes, in MiB.")(
+      "durability", po::value(&c.durability)->default_value(c.durability),
+      "sync, group (group commit) or none: what a CheckAndInsert waits for.")(
+      "seed", po::value(&c.seed)->default_value(c.seed), "Seed of the simulated crawl.")(
       "dir", po::value(&c.dir),
       "The store's directory, kept afterwards (default: a new one under /tmp, removed).")(
       "csv", po::value(&c.csv)->default_value(c.csv), "Where to write the rows.");
@@ -136,7 +139,8 @@ int main(int argc, char** argv) {
   }
   if (c.days < 1 || c.pages_per_day < 1 || c.threads < 1 || !(c.rate > 0) || c.refetch < 0 ||
       c.near < 0 || c.refetch + c.near > 1 || c.die < 0 || c.die > 1 || c.retention_days < 1 ||
-      c.staged_documents < 1 || c.write_buffer_mb < 1) {
+      c.staged_documents < 1 || c.write_buffer_mb < 1 ||
+      (c.durability != "sync" && c.durability != "group" && c.durability != "none")) {
     std::cerr << "crawl-bench: an option is out of range (see --help)\n";
     return 2;
   }
@@ -155,7 +159,9 @@ int main(int argc, char** argv) {
   std::atomic<DocumentTime> now{kStart};
   fpstore::StoreOptions store_options;
   store_options.retention_seconds = std::int64_t{c.retention_days} * kDay;
-  store_options.durability = fpstore::Durability::kGroupCommit;
+  store_options.durability = c.durability == "sync"   ? fpstore::Durability::kSync
+                             : c.durability == "none" ? fpstore::Durability::kNoSync
+                                                      : fpstore::Durability::kGroupCommit;
   store_options.expected_documents = static_cast<std::uint64_t>(c.pages_per_day) * c.retention_days;
   store_options.clock = [&now] { return now.load(std::memory_order_relaxed); };
   store_options.staged_documents = c.staged_documents;
