@@ -69,9 +69,10 @@ using testing::WaitUntil;
 
 // The commands fpstore runs, and an ACL user that may run them on the store keys only.
 const std::vector<std::string> kNeeded = {
-    "+cluster|slots", "+asking", "+hget",   "+hgetall",     "+hkeys",  "+hlen", "+hset",
-    "+hdel",          "+zadd",   "+zrem",   "+zrangebylex", "+zrange", "+set",  "+get",
-    "+del",           "+exists", "+unlink", "+eval",        "+wait",   "+scan", "+memory|usage"};
+    "+cluster|slots", "+asking", "+hget",         "+hgetall", "+hkeys",       "+hlen",
+    "+hset",          "+hdel",   "+zadd",         "+zrem",    "+zrangebylex", "+zrange",
+    "+set",           "+get",    "+del",          "+exists",  "+unlink",      "+eval",
+    "+wait",          "+scan",   "+memory|usage", "+zscore",  "+zcount"};
 
 // ---- The clusters ----
 
@@ -362,6 +363,23 @@ TEST_P(SecuredStoreTest, AnAclUserWithWhatFpstoreNeeds) {
   store = MustOpen(cluster().Url(name), options);
   ASSERT_NE(store, nullptr);
   EXPECT_TRUE(store->Get(42).ok());
+  // A retention's expiry, sweep and stats run as that user too.
+  options.retention_seconds = 3600;
+  options.expected_documents = 1000;  // few times sets to go through
+  store = MustOpen(cluster().Url(Made("retained")), options);
+  ASSERT_NE(store, nullptr);
+  const std::vector<NewDocument> timed{{1, 0x10, "", {}, 5}, {2, 0x20, "", {}, {}}};
+  Result<InsertStats> inserted = store->InsertBatch(timed);
+  ASSERT_TRUE(inserted.ok()) << inserted.status().ToString();
+  EXPECT_EQ(inserted->past_retention, 1u);
+  Result<StoreStats> stats = store->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_LE(stats->expired_documents, 1u);  // the sweep may have taken it already
+  Result<std::uint64_t> expired = store->Expire(10);
+  ASSERT_TRUE(expired.ok()) << expired.status().ToString();
+  const Status repaired = store->Repair();
+  EXPECT_TRUE(repaired.ok()) << repaired.ToString();
+  EXPECT_EQ(store->Stats()->documents, 1u);
 }
 
 TEST_P(SecuredStoreTest, NamesTheCommandsAUserMayNotRun) {

@@ -60,7 +60,8 @@ struct BulkLoadStats {
   std::uint64_t replaced = 0;    // documents whose id was stored before
   std::uint64_t superseded = 0;  // input documents overridden by a later one with the same id
   // Documents loaded whose time was already past the store's retention when
-  // the load began: stored, and never returned; the sweep removes them.
+  // the load began (in Redis: when each round of 1,000 was written):
+  // stored, and never returned; the sweep removes them.
   std::uint64_t past_retention = 0;
 };
 

@@ -321,8 +321,9 @@ FPSTORE_EXPORT int fpstore_check_and_insert_text_with(fpstore_t* store, uint64_t
 
 /* The crawler's call in full (Store::CheckAndInsert): document `id` is the
  * text `text` of text_len bytes (fingerprinted and signed with the store's
- * options) if text is not NULL, else the bare fingerprint
- * (fingerprint_high << 64) | fingerprint; `time` is its time in seconds
+ * options), with fingerprint_high and fingerprint 0, or, with text NULL,
+ * the bare fingerprint (fingerprint_high << 64) | fingerprint; both is
+ * FPSTORE_INVALID_ARGUMENT; `time` is its time in seconds
  * since the Unix epoch, or FPSTORE_NO_TIME for the store's clock's. Its
  * matches are the documents within k bits (negative: the store's distance)
  * whose similarity is at least min_similarity (negative: the store's
@@ -379,9 +380,11 @@ FPSTORE_EXPORT int fpstore_query_batch(const fpstore_t* store, size_t count,
                                        fpstore_matches_t** results, char** errmsg);
 
 /* fpstore_insert_batch in full: document i is ids[i] with the text
- * texts[i] (if texts is not NULL) or the bare fingerprint
+ * texts[i] of text_lens[i] bytes or the bare fingerprint
  * (fingerprint_highs[i] << 64) | fingerprints[i] (fingerprint_highs NULL:
- * 0), and the time times[i] in seconds since the Unix epoch, or
+ * 0): exactly one of texts and fingerprints is not NULL (both, or neither,
+ * is FPSTORE_INVALID_ARGUMENT; with texts, fingerprint_highs is not read),
+ * and the time times[i] in seconds since the Unix epoch, or
  * FPSTORE_NO_TIME (times NULL: all) for the store's clock's. Sets *added,
  * *replaced and *past_retention (each if not NULL) to how many documents
  * were new, replaced, or already past the store's retention when they

@@ -83,8 +83,10 @@ struct StoreOptions {
   // (Store::Expire). 0: documents never expire. Same rules as the plan:
   // recorded at creation, checked when set on open. From 0 to
   // kMaxDocumentTime. Default at creation: 0. A store in Redis sweeps a
-  // slice of its shards each second from every process that has it open to
-  // write, and Repair sweeps it whole (docs/design.md).
+  // slice of its times each second from every process that has it open to
+  // write, and Repair sweeps it whole (docs/design.md); each process goes
+  // by its own clock, so keep the hosts' clocks in step, and give a clock
+  // that replays a crawl only to a process that alone writes the store.
   std::optional<std::int64_t> retention_seconds;
 
   // CheckAndInsert gives each document it matched the checked document's

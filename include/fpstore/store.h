@@ -266,7 +266,9 @@ class FPSTORE_EXPORT Store {
   // (Query with `options`) and inserts it as `policy` says. With
   // StoreOptions::refresh_matches, each match whose time is earlier than
   // `doc`'s takes `doc`'s time, in a write of its own before the call
-  // returns. The check and
+  // returns (an error of that write is the call's, the insert before it
+  // standing); should every match have gone meanwhile (swept past the
+  // retention), the document is checked again. The check and
   // the insert are atomic with respect to other CheckAndInsert calls: of
   // two near-duplicate documents offered at once, the second sees the
   // first. The document itself (same id) is not its own match. Returns once

@@ -142,8 +142,9 @@ constexpr const char* kPermissionsScript =
     "return denied";
 
 // What fpstore runs on a store's keys (and WAIT, SCAN), by how the store is opened.
-const std::vector<std::string> kReads = {"hget K f",          "hgetall K",     "hkeys K", "hlen K",
-                                         "zrangebylex K - +", "zrange K 0 -1", "scan 0"};
+const std::vector<std::string> kReads = {"hget K f",   "hgetall K",         "hkeys K",
+                                         "hlen K",     "zrangebylex K - +", "zrange K 0 -1",
+                                         "zscore K m", "zcount K 0 1",      "scan 0"};
 const std::vector<std::string> kWrites = {"zadd K 0 m",      "zrem K m", "hset K f v", "hdel K f",
                                           "set K v NX PX 1", "get K",    "del K",      "exists K",
                                           "wait 0 0",        "unlink K"};

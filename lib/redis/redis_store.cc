@@ -407,7 +407,9 @@ Status RedisStore::Remove(DocumentId id) {
                           "removing a record");
   }
   if (s.ok()) s = Settle(**client);
-  if (s.ok()) {
+  // Only while the id lock surely holds: a late removal could take a newer write's time out. If
+  // it may have lapsed, what is left behind is counted by no reader and mended by Repair.
+  if (s.ok() && locks.Check().ok()) {
     const std::string key = layout_.BucketKeyOf(0, *(*old)[0]);
     const std::string times = layout_.TimesKeyOf(id);
     const std::vector<Command> removals = {{key, {"ZREM", key, layout_.Member(0, *(*old)[0], id)}},
@@ -478,17 +480,22 @@ Result<CheckResult> RedisStore::CheckAndInsert(const NewDocument& doc, InsertPol
         time < RetentionCutoff(*now, layout_.params().recorded.retention_seconds);
   }
   if (options_.refresh_matches && !result.matches.empty()) {
-    if (Status s = Refresh(**client, result.matches, time); !s.ok()) return s;
+    std::size_t kept = 0;
+    if (Status s = Refresh(**client, result.matches, time, &kept); !s.ok()) return s;
+    // Every match went (past the retention, swept) between the check and the refresh: the page
+    // would be lost. Checked again, it finds them gone.
+    if (kept == 0 && !result.inserted) return CheckAndInsert(doc, policy, options);
   }
   return result;
 }
 
-Status RedisStore::Refresh(ClusterClient& client, std::span<const Match> matches,
-                           DocumentTime time) {
+Status RedisStore::Refresh(ClusterClient& client, std::span<const Match> matches, DocumentTime time,
+                           std::size_t* kept) {
   std::vector<const Match*> older;
   for (const Match& m : matches) {
     if (m.time < time) older.push_back(&m);
   }
+  *kept = matches.size() - older.size();
   if (older.empty()) return Status::OK();
   std::vector<std::string> keys;
   std::vector<Command> reads;
@@ -505,17 +512,16 @@ Status RedisStore::Refresh(ClusterClient& client, std::span<const Match> matches
   for (std::size_t i = 0; i < older.size() && s.ok(); ++i) {
     Result<std::optional<Document>> stored = layout_.RecordOf(older[i]->id, replies[i], url_);
     if (!stored.ok()) s = stored.status();
-    if (!s.ok() || !*stored || (*stored)->fingerprint != older[i]->fingerprint ||
-        (*stored)->time >= time) {
-      continue;
-    }
+    if (!s.ok() || !*stored || (*stored)->fingerprint != older[i]->fingerprint) continue;
+    ++*kept;
+    if ((*stored)->time >= time) continue;
     const Document& d = **stored;
     times.Add(layout_.TimesKeyOf(d.id), {std::to_string(time), Layout::IdField(d.id)});
     records.Add(layout_.ShardKeyOf(d.id),
                 {Layout::IdField(d.id),
                  layout_.EncodeRecord({d.id, d.fingerprint, d.metadata, d.signature, time}, time)});
   }
-  // The time first, as a write's: a record never has a time later than its time's score.
+  // The time first, as a write's.
   if (s.ok()) s = client.RunAll(std::move(times).Commands(), "refreshing times");
   if (s.ok()) s = locks.Check();
   if (s.ok()) s = client.RunAll(std::move(records).Commands(), "refreshing records");
@@ -530,7 +536,7 @@ Result<std::uint64_t> RedisStore::Expire(DocumentTime before) {
   Result<ClientPool::Lease> client = Client();
   if (!client.ok()) return client.status();
   const std::atomic<bool> never{false};
-  Result<std::uint64_t> removed = ExpireSets(**client, before, 0, layout_.times_count(), never);
+  Result<std::uint64_t> removed = ExpireSets(**client, before, AllTimesSets(), never);
   if (!removed.ok()) return removed;
   if (Status s = Settle(**client); !s.ok()) return s;
   return removed;
@@ -541,54 +547,70 @@ Status RedisStore::SweepSome(const std::atomic<bool>& stopping) {
   if (!before.ok()) return before.status();
   Result<ClientPool::Lease> client = Client();
   if (!client.ok()) return client.status();
-  const std::uint64_t first = sweep_next_;
-  const std::uint64_t end = std::min(layout_.times_count(), first + kSweepSets);
-  sweep_next_ = end % layout_.times_count();
-  Result<std::uint64_t> removed = ExpireSets(**client, *before, first, end, stopping);
-  if (!removed.ok()) return removed.status();
-  return Settle(**client);
+  const std::uint64_t count = layout_.times_count();
+  std::vector<std::uint64_t> sets;
+  for (std::uint64_t i = 0; i < std::min(count, kSweepSets); ++i) {
+    sets.push_back((sweep_next_ + i) % count);
+  }
+  Result<std::uint64_t> removed = ExpireSets(**client, *before, std::move(sets), stopping);
+  if (!removed.ok()) return removed.status();  // the same sets again next time
+  if (stopping.load(std::memory_order_relaxed)) return Status::OK();
+  if (Status s = Settle(**client); !s.ok()) return s;
+  sweep_next_ = (sweep_next_ + std::min(count, kSweepSets)) % count;
+  return Status::OK();
+}
+
+std::vector<std::uint64_t> RedisStore::AllTimesSets() const {
+  std::vector<std::uint64_t> sets(layout_.times_count());
+  for (std::uint64_t i = 0; i < sets.size(); ++i) sets[i] = i;
+  return sets;
 }
 
 Result<std::uint64_t> RedisStore::ExpireSets(ClusterClient& client, DocumentTime before,
-                                             std::uint64_t first, std::uint64_t end,
+                                             std::vector<std::uint64_t> sets,
                                              const std::atomic<bool>& stopping) {
   std::uint64_t removed = 0;
   if (before <= 0) return removed;
   const std::string below = "(" + std::to_string(before);
   const std::string limit = std::to_string(kWriteChunk);
-  std::vector<std::uint64_t> shards;
-  for (std::uint64_t shard = first; shard < end; ++shard) shards.push_back(shard);
-  // Rounds over the shards left: a shard that gave a full chunk is read again.
-  while (!shards.empty() && !stopping.load(std::memory_order_relaxed)) {
+  // Rounds over the sets left: a set that gave a full chunk is read again.
+  while (!sets.empty()) {
     std::vector<std::uint64_t> again;
-    for (std::size_t begin = 0; begin < shards.size(); begin += kExpireSetsPerRound) {
-      const std::size_t round_end = std::min(shards.size(), begin + kExpireSetsPerRound);
+    for (std::size_t begin = 0; begin < sets.size(); begin += kExpireSetsPerRound) {
+      if (stopping.load(std::memory_order_relaxed)) return removed;
+      const std::size_t round_end = std::min(sets.size(), begin + kExpireSetsPerRound);
       std::vector<Command> reads;
       for (std::size_t i = begin; i < round_end; ++i) {
-        const std::string key = layout_.TimesKey(shards[i]);
-        reads.push_back({key, {"ZRANGEBYSCORE", key, "-inf", below, "LIMIT", "0", limit}});
+        const std::string key = layout_.TimesKey(sets[i]);
+        reads.push_back({key, {"ZRANGE", key, "-inf", below, "BYSCORE", "LIMIT", "0", limit}});
       }
       Result<std::vector<Reply>> got = client.Run(reads);
       if (!got.ok()) return got.status();
       for (std::size_t i = begin; i < round_end; ++i) {
+        if (stopping.load(std::memory_order_relaxed)) return removed;
         const Reply& r = (*got)[i - begin];
-        if (r.type == Reply::Type::kError) return ReplyError(r, "reading " + reads[i - begin].key);
+        const std::string& key = reads[i - begin].key;
+        if (r.type == Reply::Type::kError) return ReplyError(r, "reading " + key);
         std::vector<DocumentId> ids;
+        std::vector<Command> malformed;  // no write puts one there: it only goes
         for (const Reply& member : r.elements) {
           DocumentId id = 0;
-          if (!Layout::DecodeIdField(member.str, &id)) {
-            return Status::Corruption(url_ + ": " + reads[i - begin].key + " holds a malformed id");
+          if (Layout::DecodeIdField(member.str, &id)) {
+            ids.push_back(id);
+          } else {
+            malformed.push_back({key, {"ZREM", key, member.str}});
           }
-          ids.push_back(id);
         }
-        if (ids.empty()) continue;
-        Result<std::uint64_t> expired = ExpireIds(client, reads[i - begin].key, ids, before);
-        if (!expired.ok()) return expired;
-        removed += *expired;
-        if (ids.size() == kWriteChunk) again.push_back(shards[i]);
+        if (Status s = client.RunAll(malformed, "removing malformed times"); !s.ok()) return s;
+        if (!ids.empty()) {
+          Result<std::uint64_t> expired = ExpireIds(client, key, ids, before);
+          if (!expired.ok()) return expired;
+          removed += *expired;
+        }
+        if (r.elements.size() == kWriteChunk) again.push_back(sets[i]);
       }
     }
-    shards = std::move(again);
+    sets = std::move(again);
   }
   return removed;
 }
@@ -644,7 +666,8 @@ Result<std::uint64_t> RedisStore::ExpireIds(ClusterClient& client, const std::st
   if (s.ok()) s = locks.Check();
   if (s.ok()) s = client.RunAll(std::move(records).Commands(), "removing expired records");
   if (s.ok()) s = Settle(client);
-  if (s.ok()) {
+  // As Remove's, only while the locks surely hold.
+  if (s.ok() && locks.Check().ok()) {
     std::vector<Command> after = std::move(entries).Commands();
     std::vector<Command> out = std::move(times_out).Commands();
     std::vector<Command> fixed = std::move(times_fixed).Commands();

@@ -158,13 +158,18 @@ class RedisStore final : public Store {
   // The stored fingerprints of the records in `replies` (HGETs), Corruption if one is malformed.
   Result<std::vector<std::optional<Word>>> OldFingerprints(std::span<const NewDocument> docs,
                                                            std::span<const Reply> replies) const;
-  // Gives each of `matches` still stored as matched `time` if it is later (refresh_matches).
-  Status Refresh(ClusterClient& client, std::span<const Match> matches, DocumentTime time);
-  // Removes the documents of the times sets [first, end) whose time is earlier than `before`, and
-  // the times of documents no longer stored; returns how many documents it removed. Stops early
-  // once `stopping` is set.
-  Result<std::uint64_t> ExpireSets(ClusterClient& client, DocumentTime before, std::uint64_t first,
-                                   std::uint64_t end, const std::atomic<bool>& stopping);
+  // Gives each of `matches` still stored as matched `time` if it is later (refresh_matches);
+  // sets *kept to how many are still stored as matched.
+  Status Refresh(ClusterClient& client, std::span<const Match> matches, DocumentTime time,
+                 std::size_t* kept);
+  // Removes the documents of the times sets `sets` whose time is earlier than `before`, and the
+  // times of documents no longer stored; returns how many documents it removed. Stops early once
+  // `stopping` is set.
+  Result<std::uint64_t> ExpireSets(ClusterClient& client, DocumentTime before,
+                                   std::vector<std::uint64_t> sets,
+                                   const std::atomic<bool>& stopping);
+  // Every times set's number, for an expiry of the whole store.
+  std::vector<std::uint64_t> AllTimesSets() const;
   // Of `ids` (members of the times `times_key` before `before`), removes the documents whose
   // record's time is before it, and the times of those not stored, under their id locks.
   Result<std::uint64_t> ExpireIds(ClusterClient& client, const std::string& times_key,

@@ -333,7 +333,7 @@ Status RedisStore::Repair(const ScanOptions& scan) {
   Result<ClientPool::Lease> client = Client();
   if (!client.ok()) return client.status();
   const std::atomic<bool> never{false};
-  Result<std::uint64_t> removed = ExpireSets(**client, *before, 0, layout_.times_count(), never);
+  Result<std::uint64_t> removed = ExpireSets(**client, *before, AllTimesSets(), never);
   if (!removed.ok()) return removed.status();
   return Settle(**client);
 }

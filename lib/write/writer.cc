@@ -331,7 +331,11 @@ Result<CheckResult> Writer::CheckAndInsert(const NewDocument& doc, InsertPolicy 
     }
   }
   if (options_.refresh_matches && !result.matches.empty()) {
-    if (Status s = Refresh(result.matches, doc.time.value_or(*now)); !s.ok()) return s;
+    std::size_t kept = 0;
+    if (Status s = Refresh(result.matches, doc.time.value_or(*now), &kept); !s.ok()) return s;
+    // Every match went (past the retention, swept) between the check and the refresh: the page
+    // would be lost. Checked again, it finds them gone.
+    if (kept == 0 && !result.inserted) return CheckAndInsert(doc, policy, options);
   }
   // Synced even when nothing was written: the matches may be other callers' unsynced writes, which
   // a power loss could take back.
@@ -339,11 +343,12 @@ Result<CheckResult> Writer::CheckAndInsert(const NewDocument& doc, InsertPolicy 
   return result;
 }
 
-Status Writer::Refresh(std::span<const Match> matches, DocumentTime time) {
+Status Writer::Refresh(std::span<const Match> matches, DocumentTime time, std::size_t* kept) {
   std::vector<DocumentId> ids;
   for (const Match& m : matches) {
     if (m.time < time) ids.push_back(m.id);
   }
+  *kept = matches.size() - ids.size();
   if (ids.empty()) return Status::OK();
   std::sort(ids.begin(), ids.end());
   WriteLocks locks;
@@ -359,9 +364,9 @@ Status Writer::Refresh(std::span<const Match> matches, DocumentTime time) {
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const auto match = std::find_if(matches.begin(), matches.end(),
                                     [&](const Match& m) { return m.id == ids[i]; });
-    if (!stored[i] || stored[i]->fingerprint != match->fingerprint || stored[i]->time >= time) {
-      continue;
-    }
+    if (!stored[i] || stored[i]->fingerprint != match->fingerprint) continue;
+    ++*kept;
+    if (stored[i]->time >= time) continue;
     refreshing.push_back(ids[i]);
     docs.push_back(
         {ids[i], stored[i]->fingerprint, stored[i]->metadata, stored[i]->signature, time});

@@ -88,9 +88,9 @@ class Writer : public Reader {
   // document without a time takes `now`. REQUIRES: the locks of a write.
   Result<InsertStats> WriteInserts(std::span<const DocumentId> ids,
                                    std::span<const NewDocument* const> docs, DocumentTime now);
-  // Gives each of `matches` still stored as matched `time` if it is later (refresh_matches).
-  // REQUIRES: no locks held.
-  Status Refresh(std::span<const Match> matches, DocumentTime time);
+  // Gives each of `matches` still stored as matched `time` if it is later (refresh_matches);
+  // sets *kept to how many are still stored as matched. REQUIRES: no locks held.
+  Status Refresh(std::span<const Match> matches, DocumentTime time, std::size_t* kept);
   // Adds to `batch` the removal of document `id`, stored as `old` says. REQUIRES: the id held, with
   // room to stage a mark.
   void StageRemoval(rocksdb::WriteBatch& batch, DocumentId id, const IdVersions& old);
