@@ -27,6 +27,14 @@ Result<DocumentTime> Now(const std::function<DocumentTime()>& clock) {
   return now;
 }
 
+Result<DocumentTime> RetentionCutoffNow(const std::function<DocumentTime()>& clock,
+                                        std::int64_t retention_seconds) {
+  if (retention_seconds == 0) return DocumentTime{0};
+  Result<DocumentTime> now = Now(clock);
+  if (!now.ok()) return now.status();
+  return RetentionCutoff(*now, retention_seconds);
+}
+
 Status MultiGet(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* family,
                 const rocksdb::Snapshot* snapshot, std::span<const std::uint64_t> keys,
                 const std::function<Status(std::size_t, std::string_view)>& found) {

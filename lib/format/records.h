@@ -72,6 +72,9 @@ Result<DocumentTime> Now(const std::function<DocumentTime()>& clock);
 inline DocumentTime RetentionCutoff(DocumentTime now, std::int64_t retention_seconds) {
   return retention_seconds == 0 ? 0 : std::max<DocumentTime>(0, now - retention_seconds);
 }
+// The same by `clock` now (Now); without a retention 0, and the clock is not read.
+Result<DocumentTime> RetentionCutoffNow(const std::function<DocumentTime()>& clock,
+                                        std::int64_t retention_seconds);
 
 // InvalidArgument unless `doc`'s fingerprint fits the store's `bits`, its time (if it has one)
 // is a time, and its signature is empty or of `bytes` bytes (the store's).

@@ -46,10 +46,7 @@ Result<Matching> Reader::MatchingFor(std::optional<int> distance,
 }
 
 Result<DocumentTime> Reader::ExpiredBefore() const {
-  if (retention_seconds_ == 0) return DocumentTime{0};
-  Result<DocumentTime> now = Now(options_.clock);
-  if (!now.ok()) return now.status();
-  return RetentionCutoff(*now, retention_seconds_);
+  return RetentionCutoffNow(options_.clock, retention_seconds_);
 }
 
 Result<Document> Reader::Get(DocumentId id) const {

@@ -14,6 +14,8 @@
 #define FPSTORE_LIB_REDIS_REDIS_STORE_H_
 
 #include <atomic>
+#include <chrono>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
@@ -38,6 +40,31 @@ namespace fpstore::internal::redis {
 
 // Documents written per pipelined round: bounds a call's memory and its locks.
 inline constexpr std::size_t kWriteChunk = 1000;
+// How often a store with a retention sweeps part of its times (redis_expiry.cc).
+inline constexpr std::chrono::milliseconds kSweepPeriod{1000};
+
+// Commands of one verb that gather, per key, the arguments added for it: one command a key.
+class Grouped {
+ public:
+  explicit Grouped(std::string verb) : verb_(std::move(verb)) {}
+  void Add(const std::string& key, std::initializer_list<std::string> args) {
+    std::vector<std::string>& to = args_[key];
+    to.insert(to.end(), args.begin(), args.end());
+  }
+  std::vector<Command> Commands() && {
+    std::vector<Command> commands;
+    commands.reserve(args_.size());
+    for (auto& [key, args] : args_) {
+      args.insert(args.begin(), {verb_, key});
+      commands.push_back({key, std::move(args)});
+    }
+    return commands;
+  }
+
+ private:
+  const std::string verb_;
+  std::unordered_map<std::string, std::vector<std::string>> args_;
+};
 
 // Opens or creates the store `url` names, as `options` say (StoreOptions' performance fields other
 // than durability do not apply).

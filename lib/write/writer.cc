@@ -371,6 +371,7 @@ Status Writer::Refresh(std::span<const Match> matches, DocumentTime time, std::s
     docs.push_back(
         {ids[i], stored[i]->fingerprint, stored[i]->metadata, stored[i]->signature, time});
   }
+  if (docs.empty()) return Status::OK();
   std::vector<const NewDocument*> pending;
   for (const NewDocument& d : docs) pending.push_back(&d);
   return WriteInserts(refreshing, pending, time).status();
